@@ -1,0 +1,254 @@
+import Foundation
+
+/// One result of a fetch at some level of the context chain.
+struct FetchEntry {
+    var id: ManagedObjectID
+    var row: RowSnapshot?
+    /// Whether the entry holds a row-cache reference that an object adopts or that is released.
+    var retained: Bool
+}
+
+extension ManagedObjectContext {
+    func entity(for request: FetchRequest) throws -> EntityDescription {
+        guard let entity = model.entity(named: request.entityName) else {
+            throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
+        }
+        return entity
+    }
+
+    /// Fetches objects (semantics §4): registered objects come back as they are (a fetch never changes
+    /// objects in use); others as faults backed by the row cache, unless `returnsObjectsAsFaults` is false.
+    /// - Throws: ``ObjectGraphError`` for an unknown entity or key path, a type mismatch, or a store failure.
+    public func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
+        assertOnQueue()
+        let entity = try entity(for: request)
+        let batching = request.fetchBatchSize > 0 && parent == nil
+        let entries = try fetchEntries(request, entity: entity, idsOnly: !request.includesPropertyValues || batching)
+        let objects = objects(for: entries, request: request)
+        if batching {
+            var start = 0
+            while start < objects.count {
+                let chunk = objects[start..<min(start + request.fetchBatchSize, objects.count)].filter(\.isFaultFlag)
+                let batch = FaultBatch(ids: chunk.map(\.objectID))
+                for object in chunk { object.faultBatch = batch }
+                start += request.fetchBatchSize
+            }
+        }
+        if !request.relationshipKeyPathsForPrefetching.isEmpty {
+            try prefetch(request.relationshipKeyPathsForPrefetching, for: objects, entity: entity)
+        }
+        return objects
+    }
+
+    /// Fetches objects of a subclass.
+    public func fetch<T: ManagedObject>(_ request: FetchRequest, as type: T.Type) throws -> [T] {
+        try fetch(request).compactMap { $0 as? T }
+    }
+
+    /// Fetches object IDs only (`managedObjectIDResultType`).
+    public func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
+        assertOnQueue()
+        let entity = try entity(for: request)
+        return try fetchEntries(request, entity: entity, idsOnly: true).map(\.id)
+    }
+
+    /// Fetches dictionaries of `propertiesToFetch` (`dictionaryResultType`); pending changes are not
+    /// included, as in Core Data, and no object is registered.
+    public func fetchDictionaries(_ request: FetchRequest) throws -> [[String: Any]] {
+        assertOnQueue()
+        let entity = try entity(for: request)
+        var plain = request
+        plain.includesPendingChanges = false
+        let keys = request.propertiesToFetch ?? entity.slots.compactMap { if case .attribute(let a) = $0 { return a.name } else { return nil } }
+        var slots: [(String, Int)] = []
+        for key in keys {
+            guard let slot = entity.slotIndex(of: key) else {
+                throw ObjectGraphError(.invalidFetchRequest, "propertiesToFetch names \(key), which is not an attribute or to-one", entity: entity.name, property: key)
+            }
+            slots.append((key, slot))
+        }
+        let entries = try fetchEntries(plain, entity: entity, idsOnly: false)
+        releaseRetains(entries)
+        return entries.map { entry in
+            var d: [String: Any] = [:]
+            guard let row = entry.row else { return d }
+            for (key, slot) in slots {
+                if let v = row.values[slot].anyValue(for: attributeTypeOf(entity, slot)) { d[key] = v }
+            }
+            return d
+        }
+    }
+
+    private func attributeTypeOf(_ entity: EntityDescription, _ slot: Int) -> AttributeType? {
+        if case .attribute(let a) = entity.slots[slot] { return a.type }
+        return nil
+    }
+
+    /// The number of objects a fetch would return, pending changes included (`count(for:)`).
+    public func count(for request: FetchRequest) throws -> Int {
+        assertOnQueue()
+        let entity = try entity(for: request)
+        if request.includesPendingChanges, hasPendingChanges(for: entity) {
+            return try fetchEntries(request, entity: entity, idsOnly: true).count
+        }
+        if let parent {
+            return try parent.performAndWait { try parent.count(for: request) }
+        }
+        guard let coordinator = persistentStoreCoordinator else { return 0 }
+        return try coordinator.countRows(request, entity: entity)
+    }
+
+    func hasPendingChanges(for entity: EntityDescription) -> Bool {
+        insertedSet.contains { $0.entity === entity } || updatedSet.contains { $0.entity === entity }
+            || deletedSet.contains { $0.entity === entity }
+    }
+
+    func releaseRetains(_ entries: [FetchEntry]) {
+        guard let cache = persistentStoreCoordinator?.rowCache else { return }
+        let retained = entries.filter(\.retained).map(\.id)
+        if !retained.isEmpty { cache.release(retained) }
+    }
+
+    /// The matches of a fetch at this level: the parent's (or the store's) results with this context's
+    /// unsaved inserts, updates and deletes laid over them (semantics §4 `includesPendingChanges`).
+    func fetchEntries(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [FetchEntry] {
+        let overlay = request.includesPendingChanges && hasPendingChanges(for: entity)
+        var base = request
+        if overlay {
+            base.fetchLimit = 0
+            base.fetchOffset = 0
+        }
+        var entries: [FetchEntry]
+        if let parent {
+            entries = try parent.performAndWait { try parent.fetchEntriesForChild(base, entity: entity, idsOnly: idsOnly) }
+        } else {
+            guard let coordinator = persistentStoreCoordinator else {
+                throw ObjectGraphError(.persistentStoreOperation, "the context has no coordinator")
+            }
+            entries = try coordinator.fetchRows(base, entity: entity, idsOnly: idsOnly)
+                .map { FetchEntry(id: $0.0, row: $0.1, retained: $0.1 != nil) }
+        }
+        guard overlay else { return entries }
+
+        let predicate = request.predicate
+        var dropped: [FetchEntry] = []
+        var seen = Set<ManagedObjectID>()
+        var kept: [FetchEntry] = []
+        for entry in entries {
+            if let object = registry[entry.id]?.object, object.hasChanges {
+                if object.isDeletedFlag { dropped.append(entry); continue }
+                if let predicate, try !predicate.evaluate(subject: object) { dropped.append(entry); continue }
+            }
+            seen.insert(entry.id)
+            kept.append(entry)
+        }
+        for object in insertedSet.union(updatedSet) where object.entity === entity && !seen.contains(object.objectID) {
+            if let predicate, try !predicate.evaluate(subject: object) { continue }
+            kept.append(FetchEntry(id: object.objectID, row: RowSnapshot(values: object.values, version: object.snapshotVersion), retained: false))
+        }
+        if !request.sortDescriptors.isEmpty {
+            let keyed = try kept.map { entry in
+                let object = self.object(with: entry.id)
+                return (entry, try request.sortDescriptors.map { try object.sortValue($0.key) })
+            }
+            kept = keyed.sorted { SortOrdering.precedes($0.1, $1.1, request.sortDescriptors) }.map(\.0)
+        }
+        if request.fetchOffset > 0 {
+            dropped.append(contentsOf: kept.prefix(request.fetchOffset))
+            kept = Array(kept.dropFirst(request.fetchOffset))
+        }
+        if request.fetchLimit > 0, kept.count > request.fetchLimit {
+            dropped.append(contentsOf: kept[request.fetchLimit...])
+            kept = Array(kept.prefix(request.fetchLimit))
+        }
+        releaseRetains(dropped)
+        return kept
+    }
+
+    /// Results for a child: this context's view, with the current values of objects loaded here.
+    func fetchEntriesForChild(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [FetchEntry] {
+        let entries = try fetchEntries(request, entity: entity, idsOnly: idsOnly)
+        releaseRetains(entries)
+        return entries.map { entry in
+            var e = entry
+            e.retained = false
+            if !idsOnly, let object = registry[entry.id]?.object, !object.isFaultFlag {
+                e.row = RowSnapshot(values: object.values, version: object.snapshotVersion)
+            }
+            return e
+        }
+    }
+
+    /// Turns entries into registered objects, adopting their row-cache references.
+    func objects(for entries: [FetchEntry], request: FetchRequest) -> [ManagedObject] {
+        let cache = parent == nil ? persistentStoreCoordinator?.rowCache : nil
+        var releases: [ManagedObjectID] = []
+        var result: [ManagedObject] = []
+        result.reserveCapacity(entries.count)
+        for entry in entries {
+            if let existing = registry[entry.id]?.object {
+                result.append(existing)
+                if entry.retained { releases.append(entry.id) }
+                continue
+            }
+            let entity = entry.id.entity
+            let object = entity.managedObjectClass.init(entity: entity, insertInto: nil)
+            object.objectID = entry.id
+            object.becomeFault()
+            if let cache, !entry.id.isTemporaryID {
+                if !entry.retained { cache.retain(entry.id) }
+                object.cacheReference = cache
+            } else if entry.retained {
+                releases.append(entry.id)
+            }
+            register(object)
+            if let row = entry.row, !request.returnsObjectsAsFaults {
+                object.fill(from: row)
+                object.awakeFromFetch()
+            }
+            result.append(object)
+        }
+        if let cache = persistentStoreCoordinator?.rowCache, !releases.isEmpty { cache.release(releases) }
+        return result
+    }
+
+    /// Loads the destinations of `keyPaths` for `objects` with one query per key path (semantics §4
+    /// `relationshipKeyPathsForPrefetching`).
+    private func prefetch(_ keyPaths: [String], for objects: [ManagedObject], entity: EntityDescription) throws {
+        guard parent == nil, let coordinator = persistentStoreCoordinator else { return }
+        for keyPath in keyPaths {
+            let key = String(keyPath.split(separator: ".").first ?? "")
+            switch entity.propertiesByName[key] {
+            case .toOne(let slot)?:
+                var ids: [ManagedObjectID] = []
+                for object in objects {
+                    try fulfillFault(object)
+                    if case .objectID(let id) = object.values[slot], registry[id]?.object?.isFaultFlag != false { ids.append(id) }
+                }
+                let rows = try coordinator.rows(for: ids)
+                for id in ids where rows[id] != nil { _ = self.object(with: id) }
+            case .toMany(let index)?:
+                let relationship = entity.toManyRelationships[index]
+                guard let destination = entity.destinationEntity(ofRelationship: key),
+                      let inverseSlot = destination.slotIndex(of: relationship.inverseName) else { continue }
+                let sources = objects.filter { $0.toMany.count > index && $0.toMany[index] == nil && !$0.objectID.isTemporaryID }
+                guard !sources.isEmpty else { continue }
+                var request = FetchRequest(entityName: destination.name)
+                request.predicate = .in(relationship.inverseName, sources.map(\.objectID))
+                let entries = try coordinator.fetchRows(request, entity: destination, idsOnly: false)
+                    .map { FetchEntry(id: $0.0, row: $0.1, retained: $0.1 != nil) }
+                var bySource: [ManagedObjectID: Set<ManagedObjectID>] = [:]
+                for entry in entries {
+                    if case .objectID(let owner)? = entry.row?.values[inverseSlot] { bySource[owner, default: []].insert(entry.id) }
+                }
+                _ = self.objects(for: entries, request: FetchRequest(entityName: destination.name))
+                for source in sources {
+                    let ids = bySource[source.objectID] ?? []
+                    source.toMany[index] = ManagedObject.ToManyState(current: ids, original: ids)
+                }
+            default:
+                throw ObjectGraphError(.invalidFetchRequest, "relationshipKeyPathsForPrefetching names \(keyPath), which is not a relationship", entity: entity.name, property: keyPath)
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+
+extension ManagedObjectContext {
+    /// Merges another context's save (semantics §3.1), from a did-save or a did-save-object-IDs notification:
+    /// inserted objects are faulted in (weakly held) and always reported; updated objects registered and
+    /// loaded here are refreshed keeping local changes, and reported as refreshed; updates to faults are
+    /// silent; unregistered objects are ignored; deleted registered objects are deleted here and stay
+    /// registered with `isDeleted`. Never a conflict. Posts objects-did-change and did-merge-changes-object-IDs.
+    public func mergeChanges(fromContextDidSave notification: Notification) {
+        assertOnQueue()
+        let changes: ContextObjectIDChanges
+        if let ids = ContextObjectIDChanges(notification) {
+            changes = ids
+        } else if let saved = ContextDidSave(notification) {
+            changes = ContextObjectIDChanges(
+                inserted: Set(saved.inserted.map(\.objectID)), updated: Set(saved.updated.map(\.objectID)),
+                deleted: Set(saved.deleted.map(\.objectID)))
+        } else {
+            return
+        }
+        merge(changes)
+    }
+
+    /// Merges object IDs changed elsewhere (another process, a batch request, another coordinator, history)
+    /// into each context, on its queue (semantics §3.4).
+    public static func mergeChanges(fromRemoteContextSave changes: ContextObjectIDChanges, into contexts: [ManagedObjectContext]) {
+        for context in contexts {
+            context.performAndWait { context.merge(changes) }
+        }
+    }
+
+    /// Merges a dictionary keyed like objects-did-change (`inserted`, `updated`, `deleted`, or the
+    /// `…_objectIDs` keys) of `[ManagedObjectID]` or URI `[URL]` into each context (semantics §3.4).
+    public static func mergeChanges(fromRemoteContextSave changes: [String: Any], into contexts: [ManagedObjectContext]) {
+        guard let coordinator = contexts.first?.persistentStoreCoordinator else { return }
+        func ids(_ keys: [NotificationKey]) -> Set<ManagedObjectID> {
+            var result = Set<ManagedObjectID>()
+            for key in keys {
+                switch changes[key.rawValue] {
+                case let list as [ManagedObjectID]: result.formUnion(list)
+                case let set as Set<ManagedObjectID>: result.formUnion(set)
+                case let urls as [URL]: result.formUnion(urls.compactMap { coordinator.managedObjectID(forURIRepresentation: $0) })
+                default: break
+                }
+            }
+            return result
+        }
+        let merged = ContextObjectIDChanges(
+            inserted: ids([.insertedObjects, .insertedObjectIDs]), updated: ids([.updatedObjects, .updatedObjectIDs]),
+            deleted: ids([.deletedObjects, .deletedObjectIDs]))
+        mergeChanges(fromRemoteContextSave: merged, into: contexts)
+    }
+
+    /// The merge itself; costs O(objects registered here that the save touched) plus O(inserted IDs): the
+    /// smaller of the registry and each ID set is walked (semantics §3.1 cost model).
+    func merge(_ changes: ContextObjectIDChanges) {
+        counters.merges += 1
+        var inserted = Set<ManagedObject>()
+        var refreshed = Set<ManagedObject>()
+        var deleted = Set<ManagedObject>()
+        var refreshedIDs = Set<ManagedObjectID>()
+
+        for id in changes.inserted {
+            // Inserts are always reported, held only weakly (an observer such as an FRC may keep them).
+            inserted.insert(object(with: id))
+        }
+        for object in registeredObjects(in: changes.updated) {
+            guard !object.isFaultFlag, !inserted.contains(object) else { continue }
+            refresh(object, mergeChanges: true)
+            refreshed.insert(object)
+            refreshedIDs.insert(object.objectID)
+        }
+        for object in registeredObjects(in: changes.deleted) where !object.isDeletedFlag {
+            if object.isFaultFlag {
+                // The row is gone; mark it deleted without firing the fault.
+                object.isDeletedFlag = true
+                object.deletePropagated = true
+                updatedSet.remove(object)
+                deletedSet.insert(object)
+            } else {
+                delete(object)
+            }
+            deleted.insert(object)
+        }
+        counters.mergeObjectsRefreshed += refreshed.count
+        propagateDeletes()
+        // Changes made by the merge are announced here, once.
+        let cascaded = pendingDeleted.subtracting(deleted)
+        pendingDeleted.subtract(deleted)
+        let pendingUpdates = pendingUpdated.subtracting(refreshed)
+        pendingUpdated = pendingUpdates
+        postObjectsDidChange(inserted: inserted, updated: [], deleted: deleted.union(cascaded), refreshed: refreshed)
+        pendingDeleted.subtract(cascaded)
+        let mergedIDs = ContextObjectIDChanges(
+            inserted: changes.inserted, updated: [], deleted: Set(deleted.map(\.objectID)), refreshed: refreshedIDs)
+        NotificationCenter.default.post(name: Self.didMergeChangesObjectIDsNotification, object: self, userInfo: mergedIDs.userInfo)
+    }
+
+    /// Registered objects among `ids`, walking whichever of the two is smaller.
+    private func registeredObjects(in ids: Set<ManagedObjectID>) -> [ManagedObject] {
+        guard !ids.isEmpty else { return [] }
+        var result: [ManagedObject] = []
+        if registry.count < ids.count {
+            counters.mergeObjectsExamined += registry.count
+            for (id, entry) in registry where ids.contains(id) {
+                if let object = entry.object { result.append(object) }
+            }
+        } else {
+            counters.mergeObjectsExamined += ids.count
+            for id in ids {
+                if let object = registry[id]?.object { result.append(object) }
+            }
+        }
+        return result
+    }
+
+    func updateAutomaticMerging() {
+        if let automaticMergeObserver {
+            NotificationCenter.default.removeObserver(automaticMergeObserver)
+            self.automaticMergeObserver = nil
+        }
+        guard automaticallyMergesChangesFromParent else { return }
+        automaticMergeObserver = NotificationCenter.default.addObserver(
+            forName: Self.didSaveObjectIDsNotification, object: nil, queue: nil
+        ) { [weak self] notification in
+            guard let self, let saver = notification.object as? ManagedObjectContext, saver !== self else { return }
+            // Semantics §3.3: a child merges its parent's saves; a root context merges saves of sibling contexts
+            // on its coordinator (not of other coordinators, not of batch requests).
+            let relevant: Bool
+            if let parent = self.parent {
+                relevant = saver === parent
+            } else {
+                relevant = saver.parent == nil && saver.persistentStoreCoordinator === self.persistentStoreCoordinator
+            }
+            guard relevant, let changes = ContextObjectIDChanges(notification) else { return }
+            self.queue.async { [weak self] in self?.merge(changes) }
+        }
+    }
+}

@@ -1,0 +1,317 @@
+import Foundation
+
+extension ManagedObjectContext {
+    /// Saves the context's changes to its parent store (semantics §2.1, §2.2).
+    ///
+    /// To a coordinator: delete rules, will-save, validation, permanent IDs, conflict detection at both layers
+    /// resolved by ``mergePolicy``, one store transaction, then snapshots, `didSave` and the did-save
+    /// notifications. To a parent context: the changes become the parent's pending changes; no I/O, no
+    /// conflict detection, IDs stay temporary.
+    /// - Throws: validation errors (15xx, 1560 for several), 133020 / 133021 with the conflict list, store
+    ///   errors naming the file. After a failure nothing is written and the context keeps its changes.
+    public func save() throws {
+        assertOnQueue()
+        precondition(!isSaving, "ObjectGraph: save() called re-entrantly from a save (willSave or an observer)")
+        isSaving = true
+        defer { isSaving = false }
+        processPendingChanges()
+        guard hasChanges else { return }
+        NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
+        for object in insertedSet.union(updatedSet).union(deletedSet) { object.willSave() }
+        processPendingChanges()
+        try validateChanges()
+        if let parent {
+            try pushToParent(parent)
+        } else {
+            try saveToCoordinator()
+        }
+    }
+
+    private func validateChanges() throws {
+        var errors: [ObjectGraphError] = []
+        func collect(_ body: () throws -> Void) {
+            do { try body() } catch let error as ObjectGraphError {
+                if error.code == .multipleErrors { errors.append(contentsOf: error.detailedErrors) } else { errors.append(error) }
+            } catch {
+                errors.append(ObjectGraphError(.validation, "\(error)"))
+            }
+        }
+        for object in insertedSet { collect { try object.validateForInsert() } }
+        for object in updatedSet { collect { try object.validateForUpdate() } }
+        for object in deletedSet where !object.isInsertedFlag { collect { try object.validateForDelete() } }
+        try ManagedObject.throwCombined(errors)
+    }
+
+    /// Marks unchanged objects so that the next save checks their version too (`detectConflicts(for:)`).
+    public func detectConflicts(for object: ManagedObject) {
+        assertOnQueue()
+        lockedObjects.insert(object)
+    }
+
+    // MARK: To a coordinator
+
+    private func saveToCoordinator() throws {
+        guard let coordinator = persistentStoreCoordinator else {
+            throw ObjectGraphError(.persistentStoreOperation, "the context has no coordinator")
+        }
+        // Conflicts found, resolved, retried; a bounded loop since each resolution takes the newest version.
+        var attempts = 0
+        while true {
+            attempts += 1
+            let contextConflicts = try contextLevelConstraintConflicts()
+            if !contextConflicts.isEmpty {
+                try mergePolicy.resolve(mergeConflicts: [], constraintConflicts: contextConflicts)
+                processPendingChanges()
+                continue
+            }
+            let request = buildSaveRequest()
+            let outcome = try coordinator.save(request)
+            switch outcome {
+            case .committed(let newIDs):
+                didCommit(request, newIDs: newIDs, coordinator: coordinator)
+                return
+            case .versionConflicts(let records):
+                var conflicts: [MergeConflict] = []
+                for record in records {
+                    guard let object = registry[record.id]?.object else { continue }
+                    conflicts.append(MergeConflict(source: object, record: record))
+                }
+                try mergePolicy.resolve(mergeConflicts: conflicts, constraintConflicts: [])
+                processPendingChanges()
+            case .constraintViolations(let violations):
+                var conflicts: [ConstraintConflict] = []
+                for v in violations {
+                    guard let object = registry[v.id]?.object else { continue }
+                    let database = self.object(with: v.databaseID)
+                    var values: [String: Any] = [:]
+                    for (name, value) in zip(v.constraint, v.values) { values[name] = value.anyValue(for: v.entity.attribute(named: name)?.type) }
+                    conflicts.append(ConstraintConflict(
+                        constraint: v.constraint, values: values, databaseObject: database,
+                        databaseSnapshot: MergeConflict.dictionary(v.entity, v.databaseRow.values), conflicting: [object]))
+                }
+                try mergePolicy.resolve(mergeConflicts: [], constraintConflicts: conflicts)
+                processPendingChanges()
+            }
+            if attempts >= 16 {
+                throw ObjectGraphError(.persistentStoreSave, "the save kept meeting new conflicts after \(attempts) attempts")
+            }
+            guard hasChanges else { return }
+        }
+    }
+
+    /// Collisions on uniqueness constraints among the objects of this save (semantics §1.6, context level).
+    private func contextLevelConstraintConflicts() throws -> [ConstraintConflict] {
+        var conflicts: [ConstraintConflict] = []
+        let candidates = insertedSet.union(updatedSet).filter { !$0.entity.constraintSlots.isEmpty && !$0.isDeletedFlag }
+        guard candidates.count > 1 else { return [] }
+        let byEntity = Dictionary(grouping: candidates, by: { ObjectIdentifier($0.entity) })
+        for group in byEntity.values where group.count > 1 {
+            let entity = group[0].entity
+            for (n, slots) in entity.constraintSlots.enumerated() {
+                var seen: [[PropertyValue]: [ManagedObject]] = [:]
+                for object in group {
+                    let key = slots.map { object.values[$0] }
+                    if key.contains(where: \.isNull) { continue }
+                    seen[key, default: []].append(object)
+                }
+                for (key, objects) in seen where objects.count > 1 {
+                    var values: [String: Any] = [:]
+                    for (name, value) in zip(entity.uniquenessConstraints[n], key) { values[name] = value.anyValue(for: entity.attribute(named: name)?.type) }
+                    conflicts.append(ConstraintConflict(
+                        constraint: entity.uniquenessConstraints[n], values: values, databaseObject: nil, databaseSnapshot: nil,
+                        conflicting: objects.sorted { $0.objectID.key < $1.objectID.key }))
+                }
+            }
+        }
+        return conflicts
+    }
+
+    func buildSaveRequest() -> SaveRequest {
+        var request = SaveRequest()
+        request.author = transactionAuthor
+        request.contextName = name
+        for object in insertedSet where !object.isDeletedFlag {
+            request.inserts.append(.init(id: object.objectID, values: object.values))
+        }
+        for object in updatedSet where !object.isDeletedFlag && !object.isInsertedFlag {
+            request.updates.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, values: object.values, changedSlots: object.changedSlots.sorted()))
+        }
+        for object in deletedSet where !object.isInsertedFlag && object.original != nil && object.snapshotVersion > 0 {
+            request.deletes.append(.init(id: object.objectID, oldVersion: object.snapshotVersion))
+        }
+        for object in lockedObjects where !object.hasChanges && !object.objectID.isTemporaryID && object.original != nil {
+            request.locked.append((object.objectID, object.snapshotVersion))
+        }
+        // Many-to-many rows, written once from the side that owns the join table.
+        for object in insertedSet.union(updatedSet) where !object.isDeletedFlag {
+            for (index, state) in object.toMany.enumerated() {
+                guard let state, state.isChanged else { continue }
+                let relationship = object.entity.toManyRelationships[index]
+                guard SQLiteSchema.isManyToMany(object.entity, relationship) else { continue }
+                let join = SQLiteSchema.joinTable(object.entity, relationship)
+                guard join.ownerEntity === object.entity, join.ownerRelationship == relationship.name else { continue }
+                for id in state.current.subtracting(state.original) {
+                    request.joinChanges.append(.init(entity: object.entity, relationship: relationship, source: object.objectID, destination: id, isInsert: true))
+                }
+                for id in state.original.subtracting(state.current) {
+                    request.joinChanges.append(.init(entity: object.entity, relationship: relationship, source: object.objectID, destination: id, isInsert: false))
+                }
+            }
+        }
+        return request
+    }
+
+    /// After the store committed: permanent IDs, new snapshots, unregistered deletes, `didSave`, notifications
+    /// (semantics §2.1 step 7).
+    private func didCommit(_ request: SaveRequest, newIDs: [ManagedObjectID: ManagedObjectID], coordinator: PersistentStoreCoordinator) {
+        let inserted = insertedSet.filter { !$0.isDeletedFlag }
+        let updated = updatedSet.filter { !$0.isDeletedFlag && !$0.isInsertedFlag }
+        let deleted = deletedSet.filter { !$0.isInsertedFlag }
+        remapIDs(newIDs)
+        for object in inserted {
+            // The coordinator installed the new row with one reference for this object.
+            if object.cacheReference != nil { coordinator.rowCache.release(object.objectID) }
+            object.cacheReference = coordinator.rowCache
+            object.isInsertedFlag = false
+            object.original = RowSnapshot(values: object.values, version: 1)
+            object.changedSlots = []
+            settleToManys(object)
+        }
+        for object in updated {
+            object.original = RowSnapshot(values: object.values, version: object.snapshotVersion + 1)
+            object.changedSlots = []
+            settleToManys(object)
+        }
+        for object in deletedSet {
+            unregister(object)
+            object.isDeletedFlag = false
+            object.managedObjectContext = nil
+            if let cache = object.cacheReference {
+                cache.release(object.objectID)
+                object.cacheReference = nil
+            }
+        }
+        insertedSet = []
+        updatedSet = []
+        deletedSet = []
+        lockedObjects = []
+        counters.saves += 1
+        for object in inserted.union(updated).union(deleted) { object.didSave() }
+        postDidSave(inserted: inserted, updated: updated, deleted: deleted)
+    }
+
+    private func settleToManys(_ object: ManagedObject) {
+        for i in object.toMany.indices {
+            if var state = object.toMany[i] {
+                state.original = state.current
+                object.toMany[i] = state
+            }
+        }
+    }
+
+    func postDidSave(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>) {
+        typealias Key = NotificationKey
+        let info: [AnyHashable: Any] = [
+            Key.insertedObjects.rawValue: inserted,
+            Key.updatedObjects.rawValue: updated,
+            Key.deletedObjects.rawValue: deleted,
+        ]
+        NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
+        let ids = ContextObjectIDChanges(
+            inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)), deleted: Set(deleted.map(\.objectID)))
+        NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: ids.userInfo)
+    }
+
+    /// Re-inserts an object whose row was deleted elsewhere, keeping its ID (Overwrite, semantics §1.4).
+    func forceInsertion(_ object: ManagedObject) {
+        updatedSet.remove(object)
+        object.isInsertedFlag = true
+        object.original = nil
+        object.changedSlots = Set(object.values.indices)
+        for i in object.toMany.indices {
+            if var state = object.toMany[i] {
+                state.original = []
+                object.toMany[i] = state
+            }
+        }
+        insertedSet.insert(object)
+    }
+
+    // MARK: To a parent context
+
+    /// Semantics §2.2: the child's changes become the parent's own pending inserts, updates and deletes.
+    private func pushToParent(_ parent: ManagedObjectContext) throws {
+        let inserted = insertedSet.filter { !$0.isDeletedFlag }
+        let updated = updatedSet.filter { !$0.isDeletedFlag && !$0.isInsertedFlag }
+        let deleted = deletedSet.filter { !$0.isInsertedFlag }
+        struct Change {
+            var id: ManagedObjectID
+            var values: [PropertyValue]
+            var changedSlots: Set<Int>
+            var toMany: [Set<ManagedObjectID>?]
+            var transients: [PropertyValue]
+        }
+        func change(_ o: ManagedObject) -> Change {
+            Change(id: o.objectID, values: o.values, changedSlots: o.changedSlots,
+                   toMany: o.toMany.map { s in s.flatMap { $0.isChanged || o.isInsertedFlag ? $0.current : nil } }, transients: o.transients)
+        }
+        let insertChanges = inserted.map(change)
+        let updateChanges = updated.map(change)
+        let deleteIDs = deleted.map(\.objectID)
+        try parent.performAndWait {
+            for c in insertChanges {
+                let object: ManagedObject
+                if let existing = parent.registry[c.id]?.object {
+                    object = existing
+                } else {
+                    object = c.id.entity.managedObjectClass.init(entity: c.id.entity, insertInto: nil)
+                    object.objectID = c.id
+                    object.prepareForInsert()
+                    object.isInsertedFlag = true
+                    parent.register(object)
+                    parent.insertedSet.insert(object)
+                    parent.pendingInserted.insert(object)
+                    object.awakeFromInsert()
+                }
+                object.values = c.values
+                object.changedSlots = Set(c.values.indices.filter { !c.values[$0].isNull })
+                object.transients = c.transients
+                for (i, ids) in c.toMany.enumerated() { if let ids { object.toMany[i] = .init(current: ids, original: []) } }
+            }
+            for c in updateChanges {
+                let object = parent.object(with: c.id)
+                try parent.fulfillFault(object, throwing: true)
+                for slot in c.changedSlots { object.setSlot(slot, c.values[slot]) }
+                for (i, ids) in c.toMany.enumerated() {
+                    guard let ids else { continue }
+                    if object.toMany[i] == nil { try parent.fulfillToMany(object, index: i) }
+                    object.setToManyIDs(i, ids)
+                }
+                object.transients = c.transients
+                parent.noteChange(object)
+            }
+            for id in deleteIDs {
+                let object = parent.object(with: id)
+                parent.delete(object)
+            }
+            parent.processPendingChanges()
+        }
+        for object in inserted.union(updated) {
+            object.isInsertedFlag = false
+            object.original = RowSnapshot(values: object.values, version: object.snapshotVersion)
+            object.changedSlots = []
+            settleToManys(object)
+        }
+        for object in deletedSet {
+            unregister(object)
+            object.isDeletedFlag = false
+            object.managedObjectContext = nil
+        }
+        insertedSet = []
+        updatedSet = []
+        deletedSet = []
+        counters.saves += 1
+        for object in inserted.union(updated).union(deleted) { object.didSave() }
+        postDidSave(inserted: inserted, updated: updated, deleted: deleted)
+    }
+}

@@ -1,0 +1,581 @@
+import Foundation
+
+/// Deterministic counters of a context.
+public struct ContextCounters: Sendable, Equatable, Codable {
+    /// Faults fired (object data loaded).
+    public var faultsFired = 0
+    /// To-many relationship faults fired.
+    public var relationshipFaultsFired = 0
+    /// Objects created in the registry (faults or inserted).
+    public var objectsRegistered = 0
+    /// Saves that wrote something.
+    public var saves = 0
+    /// Merges performed (`mergeChanges(fromContextDidSave:)` and friends).
+    public var merges = 0
+    /// IDs in merged notifications that were looked up in the registry.
+    public var mergeObjectsExamined = 0
+    /// Registered objects refreshed by merges.
+    public var mergeObjectsRefreshed = 0
+    /// Objects-did-change notifications posted.
+    public var objectsDidChangeNotifications = 0
+    /// Conflicts handed to the merge policy.
+    public var conflictsResolved = 0
+
+    public init() {}
+}
+
+/// A scratch pad of objects (`NSManagedObjectContext`) on a private queue or the main queue, whose parent is a
+/// coordinator or another context.
+///
+/// ```swift
+/// let context = ManagedObjectContext(concurrencyType: .privateQueue)
+/// context.persistentStoreCoordinator = coordinator
+/// try context.performAndWait {
+///     let item = Item(context: context)
+///     item.name = "first"
+///     try context.save()
+/// }
+/// ```
+public final class ManagedObjectContext: @unchecked Sendable {  // every mutable member is guarded by `queue`
+    /// Where a context runs its work.
+    public enum ConcurrencyType: Sendable {
+        case mainQueue
+        case privateQueue
+    }
+
+    /// The context's concurrency type.
+    public let concurrencyType: ConcurrencyType
+    /// The queue that guards the context and its objects.
+    public let queue: ContextQueue
+
+    /// The coordinator (for a child context, its root's).
+    public var persistentStoreCoordinator: PersistentStoreCoordinator? {
+        get { parent?.persistentStoreCoordinator ?? _coordinator }
+        set {
+            precondition(parent == nil, "a child context has no coordinator of its own")
+            _coordinator = newValue
+        }
+    }
+    private var _coordinator: PersistentStoreCoordinator?
+
+    /// The parent context of a child context (semantics §2.2).
+    public var parent: ManagedObjectContext? {
+        didSet { precondition(_coordinator == nil || parent == nil, "a context has a coordinator or a parent, not both") }
+    }
+    /// A name, carried in notifications and history.
+    public var name: String?
+    /// The author recorded in persistent history for this context's saves.
+    public var transactionAuthor: String?
+    /// How conflicts are settled when this context saves to a coordinator (default `.error`, semantics §7).
+    public var mergePolicy: MergePolicy = .error
+    /// How long cached rows may fulfil faults, in seconds; negative is infinite (the default, semantics §2.3).
+    public var stalenessInterval: TimeInterval = -1
+    /// Whether a fault whose row is gone becomes a deleted object with nil/zero values (default true) or throws.
+    public var shouldDeleteInaccessibleFaults = true
+    /// Whether the context merges saves of its parent (or, for a root context, of sibling contexts on its
+    /// coordinator) by itself (semantics §3.3). Default false.
+    public var automaticallyMergesChangesFromParent = false {
+        didSet { updateAutomaticMerging() }
+    }
+    /// Whether registered objects are held strongly (default false: only objects with changes are).
+    public var retainsRegisteredObjects = false {
+        didSet {
+            strongRegistered = retainsRegisteredObjects ? Dictionary(uniqueKeysWithValues: liveRegistered().map { ($0.objectID, $0) }) : [:]
+        }
+    }
+    /// Deterministic counters.
+    public internal(set) var counters = ContextCounters()
+
+    // MARK: Object state
+    struct WeakObject {
+        weak var object: ManagedObject?
+    }
+    var registry: [ManagedObjectID: WeakObject] = [:]
+    private var registrySweepThreshold = 1024
+    var strongRegistered: [ManagedObjectID: ManagedObject] = [:]
+    var insertedSet: Set<ManagedObject> = []
+    var updatedSet: Set<ManagedObject> = []
+    var deletedSet: Set<ManagedObject> = []
+    // Changes not yet announced by objects-did-change.
+    var pendingInserted: Set<ManagedObject> = []
+    var pendingUpdated: Set<ManagedObject> = []
+    var pendingDeleted: Set<ManagedObject> = []
+    var isSaving = false
+    var lockedObjects: Set<ManagedObject> = []
+    var automaticMergeObserver: (any NSObjectProtocol)?
+    var coordinatorObserverToken: AnyObject?
+
+    /// Creates a context.
+    /// - Parameters:
+    ///   - concurrencyType: `.privateQueue` makes a queue; `.mainQueue` uses ``ContextQueue/main`` unless
+    ///     `queue` names another.
+    ///   - queue: the queue for a `.mainQueue` context (for example a simulated main thread).
+    public init(concurrencyType: ConcurrencyType, queue: ContextQueue? = nil) {
+        self.concurrencyType = concurrencyType
+        switch concurrencyType {
+        case .mainQueue: self.queue = queue ?? ContextQueue.main
+        case .privateQueue: self.queue = queue ?? ContextQueue(label: "ObjectGraph.context")
+        }
+    }
+
+    deinit {
+        if let automaticMergeObserver { NotificationCenter.default.removeObserver(automaticMergeObserver) }
+    }
+
+    /// The model of the coordinator.
+    public var model: ManagedObjectModel {
+        guard let coordinator = persistentStoreCoordinator else {
+            preconditionFailure("the context has neither a coordinator nor a parent")
+        }
+        return coordinator.managedObjectModel
+    }
+
+    // MARK: Queue
+
+    /// Runs `block` asynchronously on the context's queue, then processes pending changes (semantics §8).
+    public func perform(_ block: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            block()
+            processPendingChanges()
+        }
+    }
+
+    /// Runs `block` on the context's queue and returns its result, processing pending changes afterwards.
+    public func perform<T: Sendable>(_ block: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { [self] in
+                let result = Result { try block() }
+                processPendingChanges()
+                continuation.resume(with: result)
+            }
+        }
+    }
+
+    /// Runs `block` synchronously on the context's queue; reentrant; does not process pending changes
+    /// (semantics §8).
+    public func performAndWait<T, E: Error>(_ block: () throws(E) -> T) throws(E) -> T {
+        try queue.sync(block)
+    }
+
+    /// Whether wrong-queue access traps (Core Data's `-com.apple.CoreData.ConcurrencyDebug 1`). On by default
+    /// in debug builds.
+    nonisolated(unsafe) public static var concurrencyDebug: Bool = {
+        #if DEBUG
+        return true
+        #else
+        return false
+        #endif
+    }()
+
+    func assertOnQueue(_ function: StaticString = #function) {
+        if Self.concurrencyDebug, !queue.isCurrent {
+            preconditionFailure("ObjectGraph concurrency violation: \(function) on context \(name ?? queue.label) called off its queue; use perform or performAndWait")
+        }
+    }
+
+    // MARK: Registry
+
+    /// The objects registered in the context (weakly held unless they have changes, semantics §2.1 step 8).
+    public var registeredObjects: Set<ManagedObject> {
+        assertOnQueue()
+        return Set(liveRegistered())
+    }
+
+    func liveRegistered() -> [ManagedObject] {
+        registry.values.compactMap(\.object)
+    }
+
+    /// The number of live registered objects.
+    public var registeredObjectCount: Int {
+        sweepRegistry()
+        return registry.count
+    }
+
+    /// The objects inserted since the last save.
+    public var insertedObjects: Set<ManagedObject> { insertedSet }
+    /// The objects updated since the last save.
+    public var updatedObjects: Set<ManagedObject> { updatedSet }
+    /// The objects deleted since the last save.
+    public var deletedObjects: Set<ManagedObject> { deletedSet }
+    /// Whether anything is inserted, updated or deleted.
+    public var hasChanges: Bool { !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty }
+
+    func sweepRegistry() {
+        registry = registry.filter { $0.value.object != nil }
+        registrySweepThreshold = max(1024, registry.count * 2)
+    }
+
+    func register(_ object: ManagedObject) {
+        registry[object.objectID] = WeakObject(object: object)
+        object.managedObjectContext = self
+        if retainsRegisteredObjects { strongRegistered[object.objectID] = object }
+        counters.objectsRegistered += 1
+        if registry.count > registrySweepThreshold { sweepRegistry() }
+    }
+
+    func unregister(_ object: ManagedObject) {
+        registry[object.objectID] = nil
+        strongRegistered[object.objectID] = nil
+    }
+
+    /// The object for `id` if it is registered here; never loads anything.
+    public func registeredObject(for id: ManagedObjectID) -> ManagedObject? {
+        assertOnQueue()
+        return registry[id]?.object
+    }
+
+    /// The object for `id`: the registered one, or a new fault. Never does I/O and never fails; a fault for a
+    /// missing row fails when it fires (semantics §4).
+    public func object(with id: ManagedObjectID) -> ManagedObject {
+        if let existing = registry[id]?.object { return existing }
+        let object = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
+        object.objectID = id
+        object.becomeFault()
+        if parent == nil, !id.isTemporaryID, let coordinator = persistentStoreCoordinator {
+            coordinator.rowCache.retain(id)
+            object.cacheReference = coordinator.rowCache
+        }
+        register(object)
+        return object
+    }
+
+    /// The object for `id`, loaded: never a fault; throws when its row does not exist (semantics §4).
+    public func existingObject(with id: ManagedObjectID) throws -> ManagedObject {
+        assertOnQueue()
+        if let existing = registry[id]?.object, !existing.isFaultFlag { return existing }
+        if id.isTemporaryID, registry[id]?.object == nil {
+            throw ObjectGraphError(.referentialIntegrity, "no object with temporary ID \(id) in this context", entity: id.entity.name, objectID: id)
+        }
+        let object = self.object(with: id)
+        try fulfillFault(object, throwing: true)
+        return object
+    }
+
+    /// Inserts an object created with a nil context.
+    public func insert(_ object: ManagedObject) {
+        assertOnQueue()
+        precondition(object.managedObjectContext == nil || object.managedObjectContext === self, "the object is in another context")
+        if object.isInsertedFlag, object.managedObjectContext === self { return }
+        object.prepareForInsert()
+        object.isInsertedFlag = true
+        register(object)
+        insertedSet.insert(object)
+        pendingInserted.insert(object)
+        object.awakeFromInsert()
+    }
+
+    /// Creates and inserts an object of the named entity, of the entity's class.
+    public func insertNewObject(forEntityName name: String) throws -> ManagedObject {
+        guard let entity = model.entity(named: name) else {
+            throw ObjectGraphError(.validation, "no entity named \(name)", entity: name)
+        }
+        return entity.managedObjectClass.init(entity: entity, insertInto: self)
+    }
+
+    /// Marks an object deleted; delete rules run at the next ``processPendingChanges()`` or save.
+    public func delete(_ object: ManagedObject) {
+        assertOnQueue()
+        guard object.managedObjectContext === self, !object.isDeletedFlag else { return }
+        if object.isFaultFlag {
+            do { try fulfillFault(object, throwing: true) } catch {
+                // The row is already gone: nothing to delete (semantics §1.4).
+                return
+            }
+        }
+        object.prepareForDeletion()
+        object.isDeletedFlag = true
+        object.deletePropagated = false
+        if object.isInsertedFlag {
+            insertedSet.remove(object)
+            pendingInserted.remove(object)
+        }
+        updatedSet.remove(object)
+        deletedSet.insert(object)
+        pendingDeleted.insert(object)
+    }
+
+    /// Records that an object changed (called by its setters).
+    func noteChange(_ object: ManagedObject) {
+        guard !object.isInsertedFlag, !object.isDeletedFlag else { return }
+        if object.hasPersistentChanges {
+            if updatedSet.insert(object).inserted { pendingUpdated.insert(object) } else { pendingUpdated.insert(object) }
+        } else {
+            updatedSet.remove(object)
+            pendingUpdated.insert(object)
+        }
+    }
+
+    // MARK: Pending changes
+
+    /// Runs delete rules for new deletes and posts objects-did-change for changes not yet announced
+    /// (semantics §2.1 step 1).
+    public func processPendingChanges() {
+        propagateDeletes()
+        guard !pendingInserted.isEmpty || !pendingUpdated.isEmpty || !pendingDeleted.isEmpty else { return }
+        let inserted = pendingInserted, updated = pendingUpdated.subtracting(pendingInserted).subtracting(pendingDeleted), deleted = pendingDeleted
+        pendingInserted = []
+        pendingUpdated = []
+        pendingDeleted = []
+        postObjectsDidChange(inserted: inserted, updated: updated, deleted: deleted)
+    }
+
+    func propagateDeletes() {
+        var queue = deletedSet.filter { !$0.deletePropagated }
+        while let object = queue.popFirst() {
+            object.deletePropagated = true
+            for relationship in object.entity.relationships {
+                guard let (_, inverse) = object.entity.relationshipTargets[relationship.name] else { continue }
+                var destinations: [ManagedObject] = []
+                switch object.ref(relationship.name) {
+                case .toOne(let slot)?:
+                    if case .objectID(let id) = object.values[slot] { destinations = [self.object(with: id)] }
+                case .toMany(let index)?:
+                    let ids = (try? object.relatedIDs(index)) ?? []
+                    destinations = ids.map { self.object(with: $0) }
+                default: break
+                }
+                switch relationship.deleteRule {
+                case .nullify:
+                    for d in destinations where !d.isDeletedFlag { try? d.inverseRemove(inverse, object.objectID) }
+                case .cascade:
+                    for d in destinations where !d.isDeletedFlag {
+                        delete(d)
+                        if d.isDeletedFlag { queue.insert(d) }
+                    }
+                case .deny, .noAction:
+                    break
+                }
+            }
+        }
+    }
+
+    // MARK: Faults
+
+    func fulfillFault(_ object: ManagedObject) throws {
+        try fulfillFault(object, throwing: !shouldDeleteInaccessibleFaults)
+    }
+
+    /// Loads a fault's data from the parent store: the row cache when fresh, else the store (semantics §4).
+    func fulfillFault(_ object: ManagedObject, throwing: Bool) throws {
+        guard object.isFaultFlag else { return }
+        if let batch = object.faultBatch, !batch.isLoaded, let coordinator = persistentStoreCoordinator, parent == nil {
+            batch.isLoaded = true
+            _ = try coordinator.rows(for: batch.ids)
+        }
+        object.faultBatch = nil
+        guard let row = try rowForFault(object.objectID) else {
+            if throwing {
+                throw ObjectGraphError(.referentialIntegrity, "CoreData could not fulfill a fault: the row no longer exists",
+                                       entity: object.entity.name, objectID: object.objectID)
+            }
+            // shouldDeleteInaccessibleFaults: a deleted object whose properties read as nil or zero.
+            object.fill(from: RowSnapshot(values: object.entity.slots.map { slot in
+                if case .attribute(let a) = slot, !a.isOptional { return a.type.zeroValue }
+                return .null
+            }, version: 0))
+            object.isDeletedFlag = true
+            counters.faultsFired += 1
+            return
+        }
+        object.fill(from: row)
+        counters.faultsFired += 1
+        object.awakeFromFetch()
+    }
+
+    func rowForFault(_ id: ManagedObjectID) throws -> RowSnapshot? {
+        if let parent {
+            return try parent.performAndWait { try parent.rowForChild(id) }
+        }
+        guard let coordinator = persistentStoreCoordinator else { return nil }
+        if id.isTemporaryID { return nil }
+        return try coordinator.row(for: id, staleness: stalenessInterval)
+    }
+
+    /// A row for a child's fault: this context's current state of the object when it has one (the child
+    /// sees the parent's unsaved changes, semantics §2.2), else the row from further up.
+    func rowForChild(_ id: ManagedObjectID) throws -> RowSnapshot? {
+        if let object = registry[id]?.object, !object.isFaultFlag {
+            if object.isDeletedFlag { return nil }
+            return RowSnapshot(values: object.values, version: object.snapshotVersion)
+        }
+        return try rowForFault(id)
+    }
+
+    func fulfillToMany(_ object: ManagedObject, index: Int) throws {
+        let relationship = object.entity.toManyRelationships[index]
+        let ids: Set<ManagedObjectID>
+        if let parent {
+            ids = try parent.performAndWait { try parent.toManyForChild(object.objectID, index: index) }
+        } else if object.objectID.isTemporaryID || persistentStoreCoordinator == nil {
+            ids = []
+        } else {
+            ids = Set(try persistentStoreCoordinator!.relatedIDs(of: object.objectID, relationship: relationship))
+        }
+        counters.relationshipFaultsFired += 1
+        object.toMany[index] = ManagedObject.ToManyState(current: ids, original: ids)
+    }
+
+    func toManyForChild(_ id: ManagedObjectID, index: Int) throws -> Set<ManagedObjectID> {
+        if let object = registry[id]?.object {
+            return try object.relatedIDs(index)
+        }
+        if let parent { return try parent.performAndWait { try parent.toManyForChild(id, index: index) } }
+        guard !id.isTemporaryID, let coordinator = persistentStoreCoordinator else { return [] }
+        return Set(try coordinator.relatedIDs(of: id, relationship: id.entity.toManyRelationships[index]))
+    }
+
+    // MARK: Refresh, rollback, reset
+
+    /// Refreshes an object (semantics §3.2): with `mergeChanges` false it becomes a fault and loses its
+    /// changes; with true it takes the parent store's values (the row cache unless stale) and keeps its local
+    /// changes on top. Never a conflict.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        assertOnQueue()
+        guard object.managedObjectContext === self else { return }
+        if !mergeChanges || !object.hasPersistentChanges || object.isFaultFlag {
+            if object.isInsertedFlag { return }
+            if mergeChanges, object.isFaultFlag { return }
+            object.willTurnIntoFault()
+            updatedSet.remove(object)
+            if object.isDeletedFlag {
+                deletedSet.remove(object)
+                object.isDeletedFlag = false
+            }
+            object.becomeFault()
+            object.didTurnIntoFault()
+            if mergeChanges {
+                // A clean object refreshed with merge loads the new values now (it was in use).
+                try? fulfillFault(object, throwing: false)
+            }
+            return
+        }
+        guard !object.isInsertedFlag else { return }
+        // Keep the local changes, take the parent store's row, lay the changes back on top.
+        let localSlots = object.changedSlots.map { ($0, object.values[$0]) }
+        let localToMany = object.toMany.enumerated().compactMap { i, s -> (Int, Set<ManagedObjectID>, Set<ManagedObjectID>)? in
+            guard let s, s.isChanged else { return nil }
+            return (i, s.current.subtracting(s.original), s.original.subtracting(s.current))
+        }
+        guard let row = try? rowForFault(object.objectID) else { return }
+        object.fill(from: row)
+        for i in object.toMany.indices { object.toMany[i] = nil }
+        for (slot, value) in localSlots { object.setSlot(slot, value) }
+        for (index, added, removed) in localToMany {
+            let base = (try? object.relatedIDs(index)) ?? []
+            object.setToManyIDs(index, base.union(added).subtracting(removed))
+        }
+        noteChange(object)
+    }
+
+    /// Refreshes every registered object, keeping unsaved changes (semantics §4).
+    public func refreshAllObjects() {
+        assertOnQueue()
+        for object in liveRegistered() {
+            refresh(object, mergeChanges: object.hasChanges)
+            if !object.hasChanges, !object.isFaultFlag, !object.isInsertedFlag {
+                object.willTurnIntoFault()
+                object.becomeFault()
+                object.didTurnIntoFault()
+            }
+        }
+    }
+
+    /// Throws away inserts and deletes and returns updated objects to their committed values (semantics §4).
+    public func rollback() {
+        assertOnQueue()
+        let inserted = insertedSet, deleted = deletedSet, updated = updatedSet
+        for object in inserted {
+            object.isInsertedFlag = false
+            unregister(object)
+            object.managedObjectContext = nil
+        }
+        for object in updated.union(deleted) {
+            object.isDeletedFlag = false
+            object.deletePropagated = false
+            if object.isInsertedFlag { continue }
+            object.willTurnIntoFault()
+            object.becomeFault()
+            object.didTurnIntoFault()
+        }
+        insertedSet = []
+        updatedSet = []
+        deletedSet = []
+        pendingInserted = []
+        pendingUpdated = []
+        pendingDeleted = []
+        // Objects that pointed at rolled-back inserts were updated, so they became faults above.
+        for object in liveRegistered() where !object.isFaultFlag {
+            for i in object.toMany.indices { if object.toMany[i]?.isChanged == true { object.toMany[i] = nil } }
+        }
+        if !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty {
+            postObjectsDidChange(inserted: [], updated: [], deleted: [], refreshed: updated.union(deleted), invalidated: inserted)
+        }
+    }
+
+    /// Forgets every registered object (semantics §4): they become invalid; an objects-did-change with
+    /// `invalidatedAll` is posted, and fetched results controllers must fetch again.
+    public func reset() {
+        assertOnQueue()
+        let objects = liveRegistered()
+        for object in objects {
+            object.managedObjectContext = nil
+            if let cache = object.cacheReference {
+                cache.release(object.objectID)
+                object.cacheReference = nil
+            }
+        }
+        registry = [:]
+        strongRegistered = [:]
+        insertedSet = []
+        updatedSet = []
+        deletedSet = []
+        pendingInserted = []
+        pendingUpdated = []
+        pendingDeleted = []
+        registrySweepThreshold = 1024
+        postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: true)
+    }
+
+    /// Gives inserted objects permanent IDs now (semantics §2.1 step 4); they stay inserted.
+    public func obtainPermanentIDs(for objects: [ManagedObject]) throws {
+        assertOnQueue()
+        guard parent == nil, let coordinator = persistentStoreCoordinator else { return }
+        let temporary = objects.filter { $0.objectID.isTemporaryID && $0.managedObjectContext === self }
+        guard !temporary.isEmpty else { return }
+        let ids = try coordinator.withStore { try $0.allocateKeys(for: temporary.map(\.entity)) }
+        var mapping: [ManagedObjectID: ManagedObjectID] = [:]
+        for (object, id) in zip(temporary, ids) { mapping[object.objectID] = id }
+        remapIDs(mapping)
+        for object in temporary {
+            coordinator.rowCache.retain(object.objectID)
+            object.cacheReference = coordinator.rowCache
+        }
+    }
+
+    /// Replaces temporary IDs by permanent ones in the registry and in every registered object's values.
+    func remapIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
+        guard !mapping.isEmpty else { return }
+        for (old, new) in mapping {
+            guard let object = registry[old]?.object else { continue }
+            registry[old] = nil
+            strongRegistered[old] = nil
+            object.objectID = new
+            registry[new] = WeakObject(object: object)
+            if retainsRegisteredObjects { strongRegistered[new] = object }
+        }
+        // Only objects with changes can point at a new object (pointing at it changed them).
+        for object in insertedSet.union(updatedSet).union(deletedSet) {
+            for i in object.values.indices {
+                if case .objectID(let id) = object.values[i], let n = mapping[id] { object.values[i] = .objectID(n) }
+            }
+            for i in object.toMany.indices {
+                guard var state = object.toMany[i] else { continue }
+                if state.current.contains(where: { mapping[$0] != nil }) {
+                    state.current = Set(state.current.map { mapping[$0] ?? $0 })
+                    state.original = Set(state.original.map { mapping[$0] ?? $0 })
+                    object.toMany[i] = state
+                }
+            }
+        }
+    }
+}

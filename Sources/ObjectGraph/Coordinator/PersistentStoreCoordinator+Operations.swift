@@ -1,0 +1,287 @@
+import Foundation
+
+/// A row-level layer-1 conflict (semantics §1.1: context snapshot vs the coordinator's row cache) or layer-2
+/// conflict (row cache vs database), before the context turns it into a ``MergeConflict``.
+package struct VersionConflictRecord {
+    var id: ManagedObjectID
+    var oldVersion: Int64
+    var newVersion: Int64
+    /// The row cache's row (layer 1: the newer row; layer 2: the row the cache held).
+    var cachedRow: RowSnapshot?
+    /// Layer 2 only: the database row, nil when deleted.
+    var databaseRow: RowSnapshot?
+    var isDatabaseLayer: Bool
+}
+
+package enum CoordinatorSaveOutcome {
+    case committed(newIDs: [ManagedObjectID: ManagedObjectID])
+    case versionConflicts([VersionConflictRecord])
+    case constraintViolations([StoreConstraintViolation])
+}
+
+extension PersistentStoreCoordinator {
+    // MARK: Reading
+
+    /// Runs a fetch in the store. Rows come back installed in the row cache, each with one reference the
+    /// caller adopts or releases (`retainRows`).
+    func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [(ManagedObjectID, RowSnapshot?)] {
+        let storeFetch = StoreFetch(
+            entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
+            limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly)
+        let result: [(ManagedObjectID, RowSnapshot?)] = try withStore { store in
+            let number = store.storeNumber
+            if store.canEvaluate(storeFetch) {
+                return try store.fetch(storeFetch).map { (ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), $0.row) }
+            }
+            // The store cannot filter or order this fetch: take every row of the entity and do it here.
+            var all = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false)
+            all.idsOnly = false
+            var rows = try store.fetch(all).map { (ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), $0.row!) }
+            let resolver = StoreRowResolver(store: store)
+            if let predicate = request.predicate {
+                rows = try rows.filter { try predicate.evaluate(subject: StoreRowSubject(id: $0.0, row: $0.1, resolver: resolver)) }
+            }
+            if !request.sortDescriptors.isEmpty {
+                let keyed = try rows.map { row in
+                    (row, try request.sortDescriptors.map { try StoreRowSubject(id: row.0, row: row.1, resolver: resolver).sortValue($0.key) })
+                }
+                rows = keyed.sorted { SortOrdering.precedes($0.1, $1.1, request.sortDescriptors) }.map(\.0)
+            }
+            var slice = rows[...]
+            if request.fetchOffset > 0 { slice = slice.dropFirst(request.fetchOffset) }
+            if request.fetchLimit > 0 { slice = slice.prefix(request.fetchLimit) }
+            return slice.map { ($0.0, idsOnly ? nil : $0.1) }
+        }
+        count { $0.rowsRead += result.count }
+        if !idsOnly {
+            rowCache.install(result.compactMap { id, row in row.map { (id, $0) } }, retain: true)
+        }
+        return result
+    }
+
+    func countRows(_ request: FetchRequest, entity: EntityDescription) throws -> Int {
+        let storeFetch = StoreFetch(
+            entity: entity, predicate: request.predicate, sortDescriptors: [], limit: request.fetchLimit,
+            offset: request.fetchOffset, idsOnly: true)
+        let canCount = try withStore { $0.canEvaluate(storeFetch) }
+        if canCount { return try withStore { try $0.count(storeFetch) } }
+        let rows = try fetchRows(request, entity: entity, idsOnly: true)
+        return rows.count
+    }
+
+    /// The row of one object for a fault: from the row cache when fresh enough, else from the store.
+    /// nil when the row does not exist.
+    func row(for id: ManagedObjectID, staleness: TimeInterval) throws -> RowSnapshot? {
+        switch rowCache.lookup(id, staleness: staleness) {
+        case .fresh(let row):
+            count { $0.rowCacheHits += 1 }
+            return row
+        case .deleted:
+            count { $0.rowCacheHits += 1 }
+            return nil
+        case .miss:
+            count { $0.rowCacheMisses += 1; $0.rowsRead += 1 }
+            let rows = try withStore { try $0.rows(of: id.entity, keys: [id.key]) }
+            guard let row = rows[id.key] else { return nil }
+            rowCache.install([(id, row)], retain: false)
+            return row
+        }
+    }
+
+    /// Rows of several objects in one query per entity (batch faulting, prefetching). Installs them in the
+    /// cache without references.
+    func rows(for ids: [ManagedObjectID]) throws -> [ManagedObjectID: RowSnapshot] {
+        var result: [ManagedObjectID: RowSnapshot] = [:]
+        let byEntity = Dictionary(grouping: ids.filter { !$0.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
+        for group in byEntity.values {
+            let entity = group[0].entity
+            let rows = try withStore { try $0.rows(of: entity, keys: group.map(\.key)) }
+            for id in group { if let row = rows[id.key] { result[id] = row } }
+        }
+        count { $0.rowsRead += result.count; $0.rowCacheMisses += ids.count }
+        rowCache.install(result.map { ($0.key, $0.value) }, retain: false)
+        return result
+    }
+
+    /// The destinations of a to-many relationship in the store.
+    func relatedIDs(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
+        let ids = try withStore { try $0.relatedKeys(of: source, relationship: relationship) }
+        count { $0.rowsRead += ids.count }
+        return ids
+    }
+
+    // MARK: Saving
+
+    /// Saves one request on the coordinator's queue: layer-1 check against the row cache, then the store's
+    /// transaction with its layer-2 checks; on success the row cache takes the new rows (semantics §2.1 step 6).
+    func save(_ request: SaveRequest) throws -> CoordinatorSaveOutcome {
+        var request = request
+        // Layer 1 (semantics §1.1): the version the object was loaded at vs the row cache.
+        var conflicts: [VersionConflictRecord] = []
+        func checkCache(_ id: ManagedObjectID, _ version: Int64) {
+            guard let cached = rowCache.version(of: id), cached.version != version else { return }
+            conflicts.append(VersionConflictRecord(
+                id: id, oldVersion: version, newVersion: cached.version, cachedRow: cached.row, databaseRow: nil,
+                isDatabaseLayer: false))
+        }
+        // Semantics §1.4 (CDPG): deleting a row that is already gone is not a conflict.
+        request.deletes.removeAll { rowCache.version(of: $0.id)?.version == 0 }
+        for u in request.updates { checkCache(u.id, u.oldVersion) }
+        for d in request.deletes { checkCache(d.id, d.oldVersion) }
+        for l in request.locked { checkCache(l.id, l.version) }
+        if !conflicts.isEmpty {
+            count { $0.cacheConflicts += conflicts.count }
+            return .versionConflicts(conflicts)
+        }
+        if request.isEmpty { return .committed(newIDs: [:]) }
+
+        let outcome = try withStore { try $0.save(request) }
+        switch outcome {
+        case .committed(let newIDs):
+            func remap(_ values: [PropertyValue]) -> [PropertyValue] {
+                guard !newIDs.isEmpty else { return values }
+                return values.map { v in
+                    if case .objectID(let id) = v, let n = newIDs[id] { return .objectID(n) }
+                    return v
+                }
+            }
+            var installs: [(ManagedObjectID, RowSnapshot)] = []
+            installs.reserveCapacity(request.updates.count)
+            for u in request.updates { installs.append((u.id, RowSnapshot(values: remap(u.values), version: u.oldVersion + 1))) }
+            rowCache.install(installs, retain: false)
+            rowCache.install(request.inserts.map { (newIDs[$0.id] ?? $0.id, RowSnapshot(values: remap($0.values), version: 1)) }, retain: true)
+            rowCache.markDeleted(request.deletes.map(\.id))
+            count {
+                $0.saves += 1
+                $0.rowsInserted += request.inserts.count
+                $0.rowsUpdated += request.updates.count
+                $0.rowsDeleted += request.deletes.count
+            }
+            return .committed(newIDs: newIDs)
+        case .versionConflicts(let storeConflicts):
+            // The cache takes the database's rows, so that after resolution the retry passes layer 1.
+            var records: [VersionConflictRecord] = []
+            var fresh: [(ManagedObjectID, RowSnapshot)] = []
+            var gone: [ManagedObjectID] = []
+            for c in storeConflicts {
+                let cached = rowCache.version(of: c.id)
+                records.append(VersionConflictRecord(
+                    id: c.id, oldVersion: c.expectedVersion, newVersion: c.databaseRow?.version ?? 0,
+                    cachedRow: cached?.row, databaseRow: c.databaseRow, isDatabaseLayer: true))
+                if let row = c.databaseRow { fresh.append((c.id, row)) } else { gone.append(c.id) }
+            }
+            rowCache.install(fresh, retain: false)
+            rowCache.markDeleted(gone)
+            count { $0.databaseConflicts += records.count }
+            return .versionConflicts(records)
+        case .constraintViolations(let violations):
+            rowCache.install(violations.map { ($0.databaseID, $0.databaseRow) }, retain: false)
+            count { $0.constraintConflicts += violations.count }
+            return .constraintViolations(violations)
+        }
+    }
+}
+
+// MARK: - In-memory evaluation over store rows
+
+/// Reads related rows from a store, on the coordinator's queue, for predicates the store cannot run itself.
+struct StoreRowResolver {
+    let store: any PersistentStore
+
+    func row(_ id: ManagedObjectID) throws -> RowSnapshot? {
+        try store.rows(of: id.entity, keys: [id.key])[id.key]
+    }
+}
+
+struct StoreRowSubject: PredicateSubject {
+    let id: ManagedObjectID
+    let row: RowSnapshot
+    let resolver: StoreRowResolver
+
+    var selfValue: PropertyValue { .objectID(id) }
+
+    func resolve(keyPath: [Substring]) throws -> KeyPathValue {
+        try resolve(keyPath[...])
+    }
+
+    private func resolve(_ path: ArraySlice<Substring>) throws -> KeyPathValue {
+        guard let first = path.first else { return .single(.objectID(id)) }
+        let entity = id.entity
+        guard let ref = entity.propertiesByName[String(first)] else {
+            throw ObjectGraphError(.invalidFetchRequest, "keypath \(first) not found in entity \(entity.name)", entity: entity.name, property: String(first))
+        }
+        switch ref {
+        case .attribute(let slot):
+            return .single(row.values[slot])
+        case .transient:
+            return .single(.null)
+        case .toOne(let slot):
+            guard case .objectID(let dest) = row.values[slot] else { return .single(.null) }
+            if path.count == 1 { return .single(.objectID(dest)) }
+            guard let destRow = try resolver.row(dest) else { return .single(.null) }
+            return try StoreRowSubject(id: dest, row: destRow, resolver: resolver).resolve(path.dropFirst())
+        case .toMany(let index):
+            let relationship = entity.toManyRelationships[index]
+            let ids = try resolver.store.relatedKeys(of: id, relationship: relationship)
+            if path.count == 1 { return .many(ids.map { .objectID($0) }) }
+            var values: [PropertyValue] = []
+            for dest in ids {
+                guard let destRow = try resolver.row(dest) else { continue }
+                switch try StoreRowSubject(id: dest, row: destRow, resolver: resolver).resolve(path.dropFirst()) {
+                case .single(let v): values.append(v)
+                case .many(let vs): values.append(contentsOf: vs)
+                }
+            }
+            return .many(values)
+        }
+    }
+
+    func sortValue(_ key: String) throws -> PropertyValue {
+        if case .single(let v) = try resolve(keyPath: key.split(separator: ".")) { return v }
+        return .null
+    }
+}
+
+/// Ordering of sort keys as SQLite orders them: NULL first, then numbers, then text, then blobs.
+enum SortOrdering {
+    static func rank(_ v: PropertyValue) -> Int {
+        switch v {
+        case .null: return 0
+        case .integer, .double, .bool, .date, .objectID, .decimal: return 1
+        case .string, .uuid, .uri: return 2
+        case .data: return 3
+        }
+    }
+
+    static func compare(_ a: PropertyValue, _ b: PropertyValue) -> Int {
+        let ra = rank(a), rb = rank(b)
+        if ra != rb { return ra < rb ? -1 : 1 }
+        switch (a, b) {
+        case (.null, .null): return 0
+        case let (.objectID(x), .objectID(y)): return x.key < y.key ? -1 : (x.key > y.key ? 1 : 0)
+        case let (.data(x), .data(y)): return x.lexicographicallyPrecedes(y) ? -1 : (x == y ? 0 : 1)
+        default:
+            if ra == 2 { return StringMatching.compareBytes(textOf(a), textOf(b)) }
+            if let o = Comparison.order(a, b, []) { return o }
+            let x = a.numericValue ?? 0, y = b.numericValue ?? 0
+            return x < y ? -1 : (x > y ? 1 : 0)
+        }
+    }
+
+    private static func textOf(_ v: PropertyValue) -> String {
+        switch v {
+        case .string(let s): return s
+        case .uuid(let u): return u.uuidString
+        case .uri(let u): return u.absoluteString
+        default: return ""
+        }
+    }
+
+    static func precedes(_ a: [PropertyValue], _ b: [PropertyValue], _ sorts: [SortDescriptor]) -> Bool {
+        for (i, sort) in sorts.enumerated() {
+            let c = compare(a[i], b[i])
+            if c != 0 { return sort.ascending ? c < 0 : c > 0 }
+        }
+        return false
+    }
+}

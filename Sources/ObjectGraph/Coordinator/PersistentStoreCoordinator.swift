@@ -1,0 +1,113 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Deterministic counters of a coordinator: what reached its store and its row cache.
+public struct CoordinatorCounters: Sendable, Equatable, Codable {
+    /// SQL statements by kind (SQLite store; zero for the in-memory store).
+    public var statements = StatementCounts()
+    public var rowsRead = 0
+    public var rowsInserted = 0
+    public var rowsUpdated = 0
+    public var rowsDeleted = 0
+    public var rowCacheHits = 0
+    public var rowCacheMisses = 0
+    /// Saves that committed.
+    public var saves = 0
+    /// Optimistic-locking conflicts found against the row cache (layer 1).
+    public var cacheConflicts = 0
+    /// Optimistic-locking conflicts found against the database (layer 2).
+    public var databaseConflicts = 0
+    /// Uniqueness conflicts found against the database.
+    public var constraintConflicts = 0
+    /// Entries in the row cache when the counters were read.
+    public var rowCacheEntries = 0
+
+    public init() {}
+}
+
+/// Mediates between contexts and a store (`NSPersistentStoreCoordinator`): one serial queue for store access,
+/// and the row cache of snapshots with versions (semantics §0, §2.3, §8).
+public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store` is guarded by `queue`; cache and counters by their locks
+    /// The model of every store of this coordinator.
+    public let managedObjectModel: ManagedObjectModel
+    /// A name for debugging and reports.
+    public var name: String { _name.withLock { $0 } }
+    private let _name: Mutex<String>
+
+    let queue: DispatchQueue
+    let rowCache = RowCache()
+    private var store: (any PersistentStore)?
+    private let counterState = Mutex(CoordinatorCounters())
+
+    /// Creates a coordinator with no store.
+    public init(managedObjectModel: ManagedObjectModel, name: String = "coordinator") {
+        self.managedObjectModel = managedObjectModel
+        self._name = Mutex(name)
+        self.queue = DispatchQueue(label: "ObjectGraph.coordinator.\(name)")
+    }
+
+    deinit { store?.close() }
+
+    /// Opens a store.
+    /// - Parameters:
+    ///   - type: SQLite or in-memory.
+    ///   - url: the SQLite file (created when missing); ignored for in-memory.
+    ///   - options: busy timeout, pragmas, read-only, history.
+    /// - Throws: ``ObjectGraphError`` naming the store: not an SQLite file (134000), a store made with another
+    ///   model (134100), a directory that cannot be written (134080).
+    public func addPersistentStore(type: PersistentStoreType, at url: URL? = nil, options: StoreOptions = StoreOptions()) throws {
+        try queue.sync {
+            precondition(store == nil, "ObjectGraph supports one persistent store per coordinator")
+            switch type {
+            case .sqlite:
+                guard let url else {
+                    throw ObjectGraphError(.persistentStoreOpen, "an SQLite store needs a file URL")
+                }
+                store = try SQLiteStore(url: url, model: managedObjectModel, options: options)
+            case .inMemory:
+                store = InMemoryStore(model: managedObjectModel)
+            }
+        }
+    }
+
+    /// The open store's identifier (a UUID kept in its metadata), nil before a store is added.
+    public var storeIdentifier: String? { queue.sync { store?.identifier } }
+    /// The open store's file, nil for in-memory.
+    public var storeURL: URL? { queue.sync { store?.url } }
+    /// The open store's type.
+    public var storeType: PersistentStoreType? { queue.sync { store?.type } }
+
+    /// A snapshot of the counters.
+    public var counters: CoordinatorCounters {
+        let statements = queue.sync { store?.statementCounts ?? StatementCounts() }
+        var c = counterState.withLock { $0 }
+        c.statements = statements
+        c.rowCacheEntries = rowCache.count
+        return c
+    }
+
+    func count(_ update: (inout CoordinatorCounters) -> Void) { counterState.withLock { update(&$0) } }
+
+    /// Runs `body` with the store on the coordinator's queue.
+    func withStore<T>(_ body: (any PersistentStore) throws -> T) throws -> T {
+        try queue.sync {
+            guard let store else {
+                throw ObjectGraphError(.persistentStoreOperation, "the coordinator has no persistent store")
+            }
+            return try body(store)
+        }
+    }
+
+    /// The object ID named by a URI from ``ManagedObjectID/uriRepresentation``, nil when it names no entity of
+    /// this model or another store.
+    public func managedObjectID(forURIRepresentation uri: URL) -> ManagedObjectID? {
+        guard uri.scheme == "x-coredata" else { return nil }
+        let parts = uri.path.split(separator: "/")
+        guard parts.count == 2, let entity = managedObjectModel.entity(named: String(parts[0])) else { return nil }
+        let last = parts[1]
+        guard let kind = last.first, let number = Int64(last.dropFirst()), number > 0 else { return nil }
+        guard kind == "p", let host = uri.host, host == storeIdentifier else { return nil }
+        return ManagedObjectID(entity: entity, primaryKey: number, storeNumber: StoreRegistry.number(for: host))
+    }
+}

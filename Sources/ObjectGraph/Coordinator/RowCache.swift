@@ -1,0 +1,116 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The coordinator's row cache (semantics §2.3): a snapshot, version and timestamp per row, kept while some
+/// object uses it (snapshot reference counting) and released when none does.
+final class RowCache: Sendable {
+    enum Lookup {
+        case fresh(RowSnapshot)
+        case deleted
+        case miss
+    }
+
+    private struct Entry {
+        var row: RowSnapshot?
+        var deleted = false
+        var timestamp: UInt64 = 0
+        var references = 0
+    }
+
+    private let entries = Mutex<[ManagedObjectID: Entry]>([:])
+
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Number of entries (rows or placeholders kept for objects that use them).
+    var count: Int { entries.withLock { $0.count } }
+
+    /// Whether an entry's timestamp is within `staleness` seconds (negative = infinite; 0 = always stale).
+    private static func isFresh(_ timestamp: UInt64, staleness: TimeInterval, now: UInt64) -> Bool {
+        if staleness < 0 { return true }
+        if staleness == 0 { return false }
+        return Double(now &- timestamp) <= staleness * 1e9
+    }
+
+    func lookup(_ id: ManagedObjectID, staleness: TimeInterval) -> Lookup {
+        let now = Self.now()
+        return entries.withLock { table in
+            guard let entry = table[id] else { return .miss }
+            if entry.deleted { return .deleted }
+            guard let row = entry.row, Self.isFresh(entry.timestamp, staleness: staleness, now: now) else { return .miss }
+            return .fresh(row)
+        }
+    }
+
+    /// The cached version of a row: nil when unknown, 0 when the row was deleted through this coordinator.
+    func version(of id: ManagedObjectID) -> (version: Int64, row: RowSnapshot?)? {
+        entries.withLock { table in
+            guard let entry = table[id] else { return nil }
+            if entry.deleted { return (0, nil) }
+            guard let row = entry.row else { return nil }
+            return (row.version, row)
+        }
+    }
+
+    func retain(_ id: ManagedObjectID) {
+        entries.withLock { $0[id, default: Entry()].references += 1 }
+    }
+
+    func release(_ id: ManagedObjectID) {
+        entries.withLock { table in
+            guard var entry = table[id] else { return }
+            entry.references -= 1
+            table[id] = entry.references > 0 ? entry : nil
+        }
+    }
+
+    func release<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
+        entries.withLock { table in
+            for id in ids {
+                guard var entry = table[id] else { continue }
+                entry.references -= 1
+                table[id] = entry.references > 0 ? entry : nil
+            }
+        }
+    }
+
+    /// Stores fresh rows. With `retain`, each row gains one reference that the caller hands to an object or
+    /// gives back with ``release(_:)``; without, rows nobody uses are not kept.
+    func install(_ rows: [(ManagedObjectID, RowSnapshot)], retain: Bool) {
+        let now = Self.now()
+        entries.withLock { table in
+            for (id, row) in rows {
+                var entry = table[id] ?? Entry()
+                if retain { entry.references += 1 }
+                guard entry.references > 0 else { continue }
+                entry.row = row
+                entry.deleted = false
+                entry.timestamp = now
+                table[id] = entry
+            }
+        }
+    }
+
+    func markDeleted<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
+        entries.withLock { table in
+            for id in ids {
+                guard var entry = table[id] else { continue }
+                entry.row = nil
+                entry.deleted = true
+                table[id] = entry
+            }
+        }
+    }
+
+    /// Forgets cached data (not references) so the next fault reads the store.
+    func invalidate<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
+        entries.withLock { table in
+            for id in ids {
+                guard var entry = table[id] else { continue }
+                entry.row = nil
+                entry.deleted = false
+                table[id] = entry
+            }
+        }
+    }
+}

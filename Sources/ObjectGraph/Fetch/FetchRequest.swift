@@ -1,0 +1,69 @@
+import Foundation
+
+/// How a fetch is ordered (`NSSortDescriptor`): a key path, possibly through to-one relationships.
+public struct SortDescriptor: Sendable, Hashable {
+    /// The key path to sort by.
+    public var key: String
+    /// Ascending (nil first, as SQLite sorts) or descending.
+    public var ascending: Bool
+
+    /// Creates a sort descriptor.
+    public init(_ key: String, ascending: Bool = true) {
+        self.key = key
+        self.ascending = ascending
+    }
+}
+
+/// What a fetch returns.
+public enum FetchResultType: Sendable, Hashable {
+    /// Managed objects (the default).
+    case managedObject
+    /// Object IDs only.
+    case managedObjectID
+    /// Dictionaries of `propertiesToFetch`.
+    case dictionary
+    /// The number of matches.
+    case count
+}
+
+/// A description of what to fetch (`NSFetchRequest`).
+///
+/// ```swift
+/// var request = FetchRequest(entityName: "Item")
+/// request.predicate = .compare("price", .greaterThan, 10)
+/// request.sortDescriptors = [SortDescriptor("name")]
+/// let items = try context.fetch(request)
+/// ```
+public struct FetchRequest: Sendable, Hashable {
+    /// The entity to fetch.
+    public var entityName: String
+    /// Which objects match; nil matches all.
+    public var predicate: Predicate?
+    /// The order of results.
+    public var sortDescriptors: [SortDescriptor] = []
+    /// At most this many results (0 = no limit).
+    public var fetchLimit: Int = 0
+    /// Skip this many results.
+    public var fetchOffset: Int = 0
+    /// Load row data this many objects at a time as the results are used (0 = all at once). Semantics §4.
+    public var fetchBatchSize: Int = 0
+    /// What to return.
+    public var resultType: FetchResultType = .managedObject
+    /// For dictionary results: the keys to include (nil = every attribute).
+    public var propertiesToFetch: [String]?
+    /// Whether unsaved inserts, updates and deletes are laid over the store's results (default true).
+    public var includesPendingChanges = true
+    /// Whether objects come back as faults (default true; their data is in the row cache anyway).
+    public var returnsObjectsAsFaults = true
+    /// Whether row data is fetched at all (false: IDs only, each fault fires its own SQL).
+    public var includesPropertyValues = true
+    /// To-one and to-many key paths whose destinations are fetched in one extra query each.
+    public var relationshipKeyPathsForPrefetching: [String] = []
+
+    /// A request for every object of `entityName`.
+    public init(entityName: String, predicate: Predicate? = nil, sortDescriptors: [SortDescriptor] = []) {
+        self.entityName = entityName
+        self.predicate = predicate
+        self.sortDescriptors = sortDescriptors
+    }
+}

@@ -1,0 +1,221 @@
+import Foundation
+
+/// Describes an entity: its attributes, relationships, uniqueness constraints and the class of its objects.
+///
+/// Build entities, then hand them to ``ManagedObjectModel``, which checks and seals them. A sealed entity is
+/// immutable, so it is shared freely between threads.
+public final class EntityDescription: @unchecked Sendable {  // immutable once the model has sealed it
+    /// The entity's name.
+    public let name: String
+    /// Every attribute, transient ones included, in declaration order.
+    public let attributes: [AttributeDescription]
+    /// Every relationship, in declaration order.
+    public let relationships: [RelationshipDescription]
+    /// Sets of attribute names whose combined values must be unique across the entity (semantics §1.6).
+    public let uniquenessConstraints: [[String]]
+    /// The class instantiated for this entity's objects.
+    public internal(set) var managedObjectClass: ManagedObject.Type
+
+    /// The model this entity belongs to, set when the model seals it.
+    public internal(set) weak var model: ManagedObjectModel?
+    /// Core Data's `Z_ENT`: the entity's number in the store.
+    public internal(set) var entityNumber: Int = 0
+
+    // MARK: Layout resolved by the model
+    /// Persistent slots: stored attributes first, then to-one relationships. Snapshots are arrays in this order.
+    package private(set) var slots: [Slot] = []
+    package private(set) var transientAttributes: [AttributeDescription] = []
+    package private(set) var toManyRelationships: [RelationshipDescription] = []
+    package private(set) var propertiesByName: [String: PropertyRef] = [:]
+    /// Destination entity and the inverse's property for every relationship, by relationship name.
+    package private(set) var relationshipTargets: [String: (entity: EntityDescription, inverse: PropertyRef)] = [:]
+    /// Per uniqueness constraint, the slot indices of its attributes.
+    package private(set) var constraintSlots: [[Int]] = []
+
+    /// A persistent slot of a snapshot.
+    package enum Slot: Sendable {
+        case attribute(AttributeDescription)
+        case toOne(RelationshipDescription)
+
+        var name: String {
+            switch self {
+            case .attribute(let a): return a.name
+            case .toOne(let r): return r.name
+            }
+        }
+    }
+
+    /// Where a property lives in an object.
+    package enum PropertyRef: Sendable, Equatable {
+        case attribute(slot: Int)
+        case toOne(slot: Int)
+        case toMany(index: Int)
+        case transient(index: Int)
+    }
+
+    /// Creates an entity description.
+    /// - Parameters:
+    ///   - name: the entity's name.
+    ///   - managedObjectClass: the class of its objects, a subclass of ``ManagedObject``.
+    ///   - attributes: its attributes.
+    ///   - relationships: its relationships; each needs an inverse on the destination.
+    ///   - uniquenessConstraints: sets of attribute names that must be unique together.
+    public init(
+        name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self,
+        attributes: [AttributeDescription] = [], relationships: [RelationshipDescription] = [],
+        uniquenessConstraints: [[String]] = []
+    ) {
+        self.name = name
+        self.managedObjectClass = managedObjectClass
+        self.attributes = attributes
+        self.relationships = relationships
+        self.uniquenessConstraints = uniquenessConstraints
+    }
+
+    /// The attribute named `name`, if any.
+    public func attribute(named name: String) -> AttributeDescription? {
+        attributes.first { $0.name == name }
+    }
+
+    /// The relationship named `name`, if any.
+    public func relationship(named name: String) -> RelationshipDescription? {
+        relationships.first { $0.name == name }
+    }
+
+    /// The destination entity of the relationship named `name`.
+    public func destinationEntity(ofRelationship name: String) -> EntityDescription? {
+        relationshipTargets[name]?.entity
+    }
+
+    // MARK: Store naming (Core Data's SQLite layout)
+    /// `Z<ENTITY>`.
+    package var tableName: String { "Z" + name.uppercased() }
+    package func columnName(forSlot slot: Int) -> String { "Z" + slots[slot].name.uppercased() }
+    package var slotCount: Int { slots.count }
+
+    func slotIndex(of key: String) -> Int? {
+        switch propertiesByName[key] {
+        case .attribute(let s)?, .toOne(let s)?: return s
+        default: return nil
+        }
+    }
+
+    // MARK: Sealing
+    func seal(model: ManagedObjectModel, number: Int) throws {
+        self.model = model
+        self.entityNumber = number
+        var seen = Set<String>()
+        var slots: [Slot] = []
+        var transients: [AttributeDescription] = []
+        var byName: [String: PropertyRef] = [:]
+        let reserved: Set<String> = ["objectID", "entity", "self", "z_pk", "z_ent", "z_opt", "isfault", "description"]
+        func claim(_ property: String) throws {
+            guard !property.isEmpty, property.first!.isLetter || property.first == "_" else {
+                throw ModelError(entity: name, property: property, "a property name must start with a letter")
+            }
+            guard !reserved.contains(property.lowercased()), !reserved.contains(property) else {
+                throw ModelError(entity: name, property: property, "'\(property)' is a reserved name")
+            }
+            guard seen.insert(property.uppercased()).inserted else {
+                throw ModelError(entity: name, property: property, "more than one property named '\(property)' (names are compared case-insensitively, as store columns)")
+            }
+        }
+        for attribute in attributes {
+            try claim(attribute.name)
+            if attribute.defaultValue != .null, attribute.defaultValue.converted(to: attribute.type) == nil {
+                throw ModelError(entity: name, property: attribute.name, "default value \(attribute.defaultValue) does not fit type \(attribute.type.rawValue)")
+            }
+            if let lo = attribute.minValue, let hi = attribute.maxValue, lo > hi {
+                throw ModelError(entity: name, property: attribute.name, "minValue \(lo) is greater than maxValue \(hi)")
+            }
+            if let lo = attribute.minLength, let hi = attribute.maxLength, lo > hi {
+                throw ModelError(entity: name, property: attribute.name, "minLength \(lo) is greater than maxLength \(hi)")
+            }
+            if attribute.isTransient {
+                byName[attribute.name] = .transient(index: transients.count)
+                transients.append(attribute)
+            } else {
+                byName[attribute.name] = .attribute(slot: slots.count)
+                slots.append(.attribute(attribute))
+            }
+        }
+        var toMany: [RelationshipDescription] = []
+        for relationship in relationships {
+            try claim(relationship.name)
+            if relationship.isToMany {
+                byName[relationship.name] = .toMany(index: toMany.count)
+                toMany.append(relationship)
+            } else {
+                byName[relationship.name] = .toOne(slot: slots.count)
+                slots.append(.toOne(relationship))
+            }
+        }
+        var constraintSlots: [[Int]] = []
+        for constraint in uniquenessConstraints {
+            guard !constraint.isEmpty else {
+                throw ModelError(entity: name, property: nil, "an empty uniqueness constraint")
+            }
+            var indices: [Int] = []
+            for key in constraint {
+                guard case .attribute(let slot)? = byName[key] else {
+                    throw ModelError(entity: name, property: key, "uniqueness constraint names '\(key)', which is not a stored attribute")
+                }
+                indices.append(slot)
+            }
+            constraintSlots.append(indices)
+        }
+        self.slots = slots
+        self.transientAttributes = transients
+        self.toManyRelationships = toMany
+        self.propertiesByName = byName
+        self.constraintSlots = constraintSlots
+    }
+
+    func resolveRelationships(in model: ManagedObjectModel) throws {
+        var targets: [String: (entity: EntityDescription, inverse: PropertyRef)] = [:]
+        for relationship in relationships {
+            guard let destination = model.entitiesByName[relationship.destinationEntityName] else {
+                throw ModelError(entity: name, property: relationship.name, "destination entity '\(relationship.destinationEntityName)' does not exist")
+            }
+            guard let inverse = destination.relationship(named: relationship.inverseName),
+                  let inverseRef = destination.propertiesByName[relationship.inverseName] else {
+                throw ModelError(entity: name, property: relationship.name, "inverse '\(relationship.inverseName)' does not exist on '\(destination.name)' (every relationship needs an inverse)")
+            }
+            guard inverse.destinationEntityName == name, inverse.inverseName == relationship.name else {
+                throw ModelError(entity: name, property: relationship.name, "inverse '\(destination.name).\(inverse.name)' does not point back at '\(name).\(relationship.name)'")
+            }
+            if relationship.minCount < 0 || relationship.maxCount < 0 || (relationship.maxCount > 0 && relationship.minCount > relationship.maxCount) {
+                throw ModelError(entity: name, property: relationship.name, "minCount/maxCount are out of order")
+            }
+            targets[relationship.name] = (destination, inverseRef)
+        }
+        relationshipTargets = targets
+    }
+}
+
+extension EntityDescription: CustomStringConvertible {
+    public var description: String { "EntityDescription(\(name))" }
+}
+
+/// A model that cannot be used: names the entity and property at fault.
+public struct ModelError: Error, CustomStringConvertible, Equatable {
+    /// The entity at fault, if one is.
+    public var entity: String?
+    /// The property at fault, if one is.
+    public var property: String?
+    /// What is wrong.
+    public var message: String
+
+    init(entity: String?, property: String?, _ message: String) {
+        self.entity = entity
+        self.property = property
+        self.message = message
+    }
+
+    public var description: String {
+        var place = ""
+        if let entity { place = entity }
+        if let property { place += place.isEmpty ? property : ".\(property)" }
+        return place.isEmpty ? "model error: \(message)" : "model error in \(place): \(message)"
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+
+/// A set of entities, checked and sealed: the schema of a store (`NSManagedObjectModel`).
+///
+/// ```swift
+/// let model = try ManagedObjectModel(entities: [
+///     EntityDescription(name: "Item", managedObjectClass: Item.self,
+///         attributes: [AttributeDescription(name: "name", type: .string)],
+///         relationships: [RelationshipDescription(name: "tag", destination: "Tag", inverse: "items")]),
+///     EntityDescription(name: "Tag",
+///         relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "tag", toMany: true)]),
+/// ])
+/// ```
+public final class ManagedObjectModel: @unchecked Sendable {  // immutable after init
+    /// The entities, in the order given.
+    public let entities: [EntityDescription]
+    /// The entities by name.
+    public let entitiesByName: [String: EntityDescription]
+    /// A hash of everything that shapes the store; a store records it and refuses another model.
+    public private(set) var versionHash: String = ""
+
+    /// Checks and seals `entities`.
+    /// - Throws: ``ModelError`` naming the entity and property when the model is malformed.
+    public init(entities: [EntityDescription]) throws {
+        var byName: [String: EntityDescription] = [:]
+        for entity in entities {
+            guard !entity.name.isEmpty, entity.name.first!.isLetter,
+                  entity.name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+                throw ModelError(entity: entity.name, property: nil, "an entity name must be a letter followed by letters, digits or '_'")
+            }
+            guard byName[entity.name] == nil, !byName.keys.contains(where: { $0.uppercased() == entity.name.uppercased() }) else {
+                throw ModelError(entity: entity.name, property: nil, "more than one entity named '\(entity.name)'")
+            }
+            guard entity.model == nil else {
+                throw ModelError(entity: entity.name, property: nil, "the entity already belongs to another model")
+            }
+            byName[entity.name] = entity
+        }
+        self.entities = entities
+        self.entitiesByName = byName
+        // Z_ENT numbers follow the names' order, so the same model always gets the same numbers.
+        let numbered = entities.map(\.name).sorted()
+        for entity in entities {
+            try entity.seal(model: self, number: numbered.firstIndex(of: entity.name)! + 1)
+        }
+        for entity in entities { try entity.resolveRelationships(in: self) }
+        versionHash = Self.hash(of: entities)
+    }
+
+    /// Decodes a model file (JSON, the format of ``ModelFile``).
+    /// - Parameters:
+    ///   - url: the file.
+    ///   - classes: the class to instantiate for each entity that has one, by entity name.
+    public convenience init(contentsOf url: URL, classes: [String: ManagedObject.Type] = [:]) throws {
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw ModelError(entity: nil, property: nil, "cannot read model file \(url.path): \(error.localizedDescription)")
+        }
+        try self.init(jsonData: data, classes: classes, source: url.path)
+    }
+
+    /// Decodes a model from JSON.
+    public convenience init(jsonData: Data, classes: [String: ManagedObject.Type] = [:], source: String = "model") throws {
+        let file: ModelFile
+        do { file = try JSONDecoder().decode(ModelFile.self, from: jsonData) } catch let error as DecodingError {
+            throw ModelError(entity: nil, property: nil, "\(source): \(ModelFile.describe(error))")
+        }
+        try self.init(file: file, classes: classes)
+    }
+
+    /// Builds a model from a decoded ``ModelFile`` (the workbench decodes one from YAML).
+    public convenience init(file: ModelFile, classes: [String: ManagedObject.Type] = [:]) throws {
+        try self.init(entities: file.entities.map { try $0.makeEntity(class: classes[$0.name] ?? ManagedObject.self) })
+    }
+
+    /// The entity named `name`.
+    public func entity(named name: String) -> EntityDescription? { entitiesByName[name] }
+
+    /// Whether a store stamped with `hash` can be opened with this model.
+    public func isConfiguration(compatibleWithVersionHash hash: String) -> Bool { hash == versionHash }
+
+    // FNV-1a over a canonical text of everything that affects the tables, so the hash is stable across
+    // processes and platforms (Swift's Hasher is seeded per process).
+    private static func hash(of entities: [EntityDescription]) -> String {
+        var text = ""
+        for entity in entities.sorted(by: { $0.name < $1.name }) {
+            text += "E:\(entity.name);"
+            for a in entity.attributes where !a.isTransient { text += "A:\(a.name):\(a.type.rawValue);" }
+            for r in entity.relationships {
+                text += "R:\(r.name):\(r.destinationEntityName):\(r.inverseName):\(r.isToMany);"
+            }
+            for c in entity.uniquenessConstraints { text += "U:\(c.joined(separator: ","));" }
+        }
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            h ^= UInt64(byte)
+            h = h &* 0x100_0000_01b3
+        }
+        return String(h, radix: 16)
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+
+/// The declarative form of a model, decoded from JSON here and from YAML by the workbench.
+///
+/// ```json
+/// {"entities": [{"name": "Item",
+///   "attributes": [{"name": "id", "type": "integer64", "optional": false},
+///                  {"name": "title", "type": "string", "maxLength": 80}],
+///   "relationships": [{"name": "tag", "destination": "Tag", "inverse": "items"}],
+///   "uniquenessConstraints": [["id"]]}]}
+/// ```
+public struct ModelFile: Codable, Sendable, Equatable {
+    /// The entities.
+    public var entities: [Entity]
+
+    /// Creates a model file from its entities.
+    public init(entities: [Entity]) { self.entities = entities }
+
+    /// One entity.
+    public struct Entity: Codable, Sendable, Equatable {
+        public var name: String
+        public var attributes: [Attribute]?
+        public var relationships: [Relationship]?
+        public var uniquenessConstraints: [[String]]?
+
+        public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil, uniquenessConstraints: [[String]]? = nil) {
+            self.name = name
+            self.attributes = attributes
+            self.relationships = relationships
+            self.uniquenessConstraints = uniquenessConstraints
+        }
+
+        func makeEntity(class cls: ManagedObject.Type) throws -> EntityDescription {
+            let attributes = try (self.attributes ?? []).map { try $0.makeAttribute(entity: name) }
+            let relationships = (self.relationships ?? []).map { $0.makeRelationship() }
+            return EntityDescription(
+                name: name, managedObjectClass: cls, attributes: attributes, relationships: relationships,
+                uniquenessConstraints: uniquenessConstraints ?? [])
+        }
+    }
+
+    /// One attribute.
+    public struct Attribute: Codable, Sendable, Equatable {
+        public var name: String
+        public var type: AttributeType
+        public var optional: Bool?
+        public var defaultValue: Scalar?
+        public var minValue: Double?
+        public var maxValue: Double?
+        public var minLength: Int?
+        public var maxLength: Int?
+        public var transient: Bool?
+        public var preservesValueInHistoryOnDeletion: Bool?
+
+        public init(name: String, type: AttributeType, optional: Bool? = nil, defaultValue: Scalar? = nil) {
+            self.name = name
+            self.type = type
+            self.optional = optional
+            self.defaultValue = defaultValue
+        }
+
+        func makeAttribute(entity: String) throws -> AttributeDescription {
+            var value = PropertyValue.null
+            if let defaultValue {
+                guard let converted = defaultValue.propertyValue(for: type) else {
+                    throw ModelError(entity: entity, property: name, "default value \(defaultValue) does not fit type \(type.rawValue)")
+                }
+                value = converted
+            }
+            return AttributeDescription(
+                name: name, type: type, isOptional: optional ?? true, defaultValue: value, minValue: minValue,
+                maxValue: maxValue, minLength: minLength, maxLength: maxLength, isTransient: transient ?? false,
+                preservesValueInHistoryOnDeletion: preservesValueInHistoryOnDeletion ?? false)
+        }
+    }
+
+    /// One relationship.
+    public struct Relationship: Codable, Sendable, Equatable {
+        public var name: String
+        public var destination: String
+        public var inverse: String
+        public var toMany: Bool?
+        public var optional: Bool?
+        public var deleteRule: DeleteRule?
+        public var minCount: Int?
+        public var maxCount: Int?
+
+        public init(name: String, destination: String, inverse: String, toMany: Bool? = nil, deleteRule: DeleteRule? = nil) {
+            self.name = name
+            self.destination = destination
+            self.inverse = inverse
+            self.toMany = toMany
+            self.deleteRule = deleteRule
+        }
+
+        func makeRelationship() -> RelationshipDescription {
+            RelationshipDescription(
+                name: name, destination: destination, inverse: inverse, toMany: toMany ?? false,
+                isOptional: optional ?? true, deleteRule: deleteRule ?? .nullify, minCount: minCount ?? 0,
+                maxCount: maxCount ?? 0)
+        }
+    }
+
+    /// A default value as written in a file: a string, number or boolean.
+    public enum Scalar: Codable, Sendable, Equatable, CustomStringConvertible {
+        case string(String), number(Double), bool(Bool)
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if let b = try? c.decode(Bool.self) { self = .bool(b) }
+            else if let d = try? c.decode(Double.self) { self = .number(d) }
+            else { self = .string(try c.decode(String.self)) }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.singleValueContainer()
+            switch self {
+            case .string(let s): try c.encode(s)
+            case .number(let d): try c.encode(d)
+            case .bool(let b): try c.encode(b)
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .string(let s): return "\"\(s)\""
+            case .number(let d): return String(d)
+            case .bool(let b): return String(b)
+            }
+        }
+
+        func propertyValue(for type: AttributeType) -> PropertyValue? {
+            switch (self, type) {
+            case (.number(let d), _) where type.isNumeric || type == .date: return PropertyValue.double(d).converted(to: type)
+            case (.bool(let b), .boolean): return .bool(b)
+            case (.string(let s), .string): return .string(s)
+            case (.string(let s), .decimal): return Decimal(string: s).map { .decimal($0) }
+            case (.string(let s), .uuid), (.string(let s), .uri): return PropertyValue.string(s).converted(to: type)
+            case (.string(let s), .date): return ISO8601DateFormatter().date(from: s).map { .date($0) }
+            default: return nil
+            }
+        }
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+        }
+        switch error {
+        case .keyNotFound(let key, let ctx): return "missing key '\(key.stringValue)' at \(path(ctx.codingPath))"
+        case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx), .dataCorrupted(let ctx):
+            return "\(ctx.debugDescription) at \(path(ctx.codingPath))"
+        @unknown default: return "\(error)"
+        }
+    }
+}

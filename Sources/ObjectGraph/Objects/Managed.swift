@@ -1,0 +1,174 @@
+import Foundation
+
+/// A Swift type an attribute can hold, for typed properties declared with ``Managed``.
+public protocol AttributeConvertible {
+    /// Reads the value from its stored form.
+    static func fromAttribute(_ value: Any?) -> Self
+    /// The value to store.
+    var attributeValue: Any? { get }
+}
+
+extension Optional: AttributeConvertible where Wrapped: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> Self {
+        guard let value else { return nil }
+        return Wrapped.fromAttribute(value)
+    }
+    public var attributeValue: Any? { self?.attributeValue }
+}
+
+extension String: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> String { value as? String ?? "" }
+    public var attributeValue: Any? { self }
+}
+extension Bool: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> Bool { value as? Bool ?? false }
+    public var attributeValue: Any? { self }
+}
+extension Int: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> Int {
+        switch value {
+        case let v as Int16: return Int(v)
+        case let v as Int32: return Int(v)
+        case let v as Int64: return Int(v)
+        case let v as Int: return v
+        default: return 0
+        }
+    }
+    public var attributeValue: Any? { self }
+}
+extension Int16: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> Int16 { Int16(truncatingIfNeeded: Int.fromAttribute(value)) }
+    public var attributeValue: Any? { self }
+}
+extension Int32: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> Int32 { Int32(truncatingIfNeeded: Int.fromAttribute(value)) }
+    public var attributeValue: Any? { self }
+}
+extension Int64: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> Int64 { Int64(Int.fromAttribute(value)) }
+    public var attributeValue: Any? { self }
+}
+extension Double: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> Double {
+        switch value {
+        case let v as Double: return v
+        case let v as Float: return Double(v)
+        default: return 0
+        }
+    }
+    public var attributeValue: Any? { self }
+}
+extension Float: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> Float { Float(Double.fromAttribute(value)) }
+    public var attributeValue: Any? { self }
+}
+extension Decimal: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> Decimal { value as? Decimal ?? 0 }
+    public var attributeValue: Any? { self }
+}
+extension Date: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> Date { value as? Date ?? Date(timeIntervalSinceReferenceDate: 0) }
+    public var attributeValue: Any? { self }
+}
+extension Data: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> Data { value as? Data ?? Data() }
+    public var attributeValue: Any? { self }
+}
+extension UUID: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> UUID { value as? UUID ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
+    public var attributeValue: Any? { self }
+}
+extension URL: AttributeConvertible {
+    public static func fromAttribute(_ value: Any?) -> URL { value as? URL ?? URL(string: "about:blank")! }
+    public var attributeValue: Any? { self }
+}
+
+/// A typed persistent property of a ``ManagedObject`` subclass (Core Data's `@NSManaged`), naming the model's
+/// key. Works for attributes (`String?`, `Int64`, `Date`, …), to-one relationships (`Tag?`) and to-many
+/// relationships (`Set<Item>`).
+///
+/// ```swift
+/// final class Item: ManagedObject {
+///     @Managed("title") var title: String?
+///     @Managed("tag") var tag: Tag?
+/// }
+/// ```
+@propertyWrapper
+public struct Managed<Value> {
+    /// The model's key for the property.
+    public let key: String
+
+    /// Declares the property for `key`.
+    public init(_ key: String) { self.key = key }
+
+    @available(*, unavailable, message: "@Managed works only on ManagedObject subclasses")
+    public var wrappedValue: Value {
+        get { fatalError() }
+        set { fatalError() }
+    }
+
+    public static subscript<Owner: ManagedObject>(
+        _enclosingInstance object: Owner,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<Owner, Value>,
+        storage storageKeyPath: ReferenceWritableKeyPath<Owner, Self>
+    ) -> Value {
+        get {
+            let key = object[keyPath: storageKeyPath].key
+            return ManagedValueBridge<Value>.read(object.value(forKey: key))
+        }
+        set {
+            let key = object[keyPath: storageKeyPath].key
+            do { try object.setValue(ManagedValueBridge<Value>.write(newValue), forKey: key) } catch {
+                preconditionFailure("\(error)")
+            }
+        }
+    }
+}
+
+/// Converts between `value(forKey:)` results and the declared type of a ``Managed`` property.
+enum ManagedValueBridge<Value> {
+    static func read(_ raw: Any?) -> Value {
+        if let convertible = Value.self as? any AttributeConvertible.Type {
+            return convertible.fromAttribute(raw) as! Value
+        }
+        if let value = raw as? Value { return value }
+        if let set = raw as? Set<ManagedObject>, let typed = castSet(set) { return typed }
+        if raw == nil, let none = Optional<Any>.none as? Value { return none }
+        preconditionFailure("cannot read \(String(describing: raw)) as \(Value.self)")
+    }
+
+    static func write(_ value: Value) -> Any? {
+        if let convertible = value as? any AttributeConvertible { return convertible.attributeValue }
+        if let set = value as? any ManagedObjectSetInitializable { return Set(set.managedObjects) }
+        let mirror = Mirror(reflecting: value)
+        if mirror.displayStyle == .optional {
+            return mirror.children.first?.value
+        }
+        return value
+    }
+
+    private static func castSet(_ set: Set<ManagedObject>) -> Value? {
+        // Set<Sub> from Set<ManagedObject>: build through an array cast.
+        let array = Array(set)
+        if let typed = (array as Any) as? Value { return typed }
+        return (Set(array) as Any) as? Value ?? bridgeSet(array)
+    }
+
+    private static func bridgeSet(_ array: [ManagedObject]) -> Value? {
+        guard let maker = Value.self as? any ManagedObjectSetInitializable.Type else { return nil }
+        return maker.init(managedObjects: array) as? Value
+    }
+}
+
+/// Lets ``Managed`` build a `Set<Sub>` of a subclass from the context's objects.
+protocol ManagedObjectSetInitializable {
+    init(managedObjects: [ManagedObject])
+    var managedObjects: [ManagedObject] { get }
+}
+
+extension Set: ManagedObjectSetInitializable where Element: ManagedObject {
+    init(managedObjects: [ManagedObject]) {
+        self.init(managedObjects.compactMap { $0 as? Element })
+    }
+    var managedObjects: [ManagedObject] { map { $0 } }
+}

@@ -1,0 +1,362 @@
+import Foundation
+
+extension ManagedObject {
+    // MARK: Reading
+
+    /// Fires the fault if the object is one. Throws when its row no longer exists and the context's
+    /// `shouldDeleteInaccessibleFaults` is false (semantics §4).
+    public func materialize() throws {
+        guard isFaultFlag else { return }
+        guard let context = managedObjectContext else {
+            throw ObjectGraphError(.referentialIntegrity, "the object is not registered in a context", entity: entity.name, objectID: objectID)
+        }
+        try context.fulfillFault(self)
+    }
+
+    private func willAccess() {
+        if let context = managedObjectContext { context.assertOnQueue() }
+        guard isFaultFlag else { return }
+        do { try materialize() } catch {
+            preconditionFailure("CoreData could not fulfill a fault: \(error)")
+        }
+    }
+
+    package func ref(_ key: String) -> EntityDescription.PropertyRef? { entity.propertiesByName[key] }
+
+    /// The value of a property: an attribute's Swift value, a to-one's object, a to-many's `Set<ManagedObject>`.
+    /// Fires the fault. A key that is not a property of the entity traps, as Core Data's `valueForKey:` raises;
+    /// ``checkedValue(forKey:)`` throws instead.
+    public func value(forKey key: String) -> Any? {
+        do { return try checkedValue(forKey: key) } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    /// The value of a property, throwing for an unknown key or a fault whose row is gone.
+    public func checkedValue(forKey key: String) throws -> Any? {
+        guard let ref = ref(key) else {
+            throw ObjectGraphError(.validation, "no property named \(key)", entity: entity.name, objectID: objectID, property: key)
+        }
+        if let context = managedObjectContext { context.assertOnQueue() }
+        switch ref {
+        case .transient(let i):
+            return transients[i].anyValue(for: entity.transientAttributes[i].type)
+        case .attribute(let slot):
+            try materialize()
+            guard case .attribute(let a) = entity.slots[slot] else { return nil }
+            return values[slot].anyValue(for: a.type)
+        case .toOne(let slot):
+            try materialize()
+            guard case .objectID(let id) = values[slot] else { return nil }
+            return managedObjectContext?.object(with: id)
+        case .toMany(let index):
+            let ids = try relatedIDs(index)
+            guard let context = managedObjectContext else { return Set<ManagedObject>() }
+            return Set(ids.map { context.object(with: $0) })
+        }
+    }
+
+    /// The raw stored value of a persistent attribute or to-one (an object ID), firing the fault.
+    public func primitiveValue(forKey key: String) -> PropertyValue {
+        willAccess()
+        switch ref(key) {
+        case .attribute(let slot)?, .toOne(let slot)?: return values[slot]
+        case .transient(let i)?: return transients[i]
+        default: return .null
+        }
+    }
+
+    /// The IDs of a to-many relationship's destinations, loading the relationship fault (one query).
+    public func objectIDs(forRelationshipNamed key: String) throws -> Set<ManagedObjectID> {
+        guard case .toMany(let index)? = ref(key) else {
+            throw ObjectGraphError(.validation, "\(key) is not a to-many relationship", entity: entity.name, objectID: objectID, property: key)
+        }
+        return try relatedIDs(index)
+    }
+
+    package func relatedIDs(_ index: Int) throws -> Set<ManagedObjectID> {
+        if let state = toMany[index] { return state.current }
+        guard let context = managedObjectContext else { return [] }
+        try context.fulfillToMany(self, index: index)
+        return toMany[index]?.current ?? []
+    }
+
+    // MARK: Writing
+
+    /// Sets a property with change tracking and inverse maintenance.
+    /// - Throws: ``ObjectGraphError`` (1550) naming entity, object and property when the key is unknown or
+    ///   the value's type does not fit; 133010 when a related object is in another context.
+    public func setValue(_ value: Any?, forKey key: String) throws {
+        guard let ref = ref(key) else {
+            throw ObjectGraphError(.validation, "no property named \(key)", entity: entity.name, objectID: objectID, property: key)
+        }
+        if let context = managedObjectContext { context.assertOnQueue() }
+        switch ref {
+        case .transient(let i):
+            let a = entity.transientAttributes[i]
+            guard let v = PropertyValue.from(value, attributeType: a.type) else { throw typeError(key, value, expected: a.type.rawValue) }
+            transients[i] = v
+        case .attribute(let slot):
+            guard case .attribute(let a) = entity.slots[slot] else { return }
+            guard let v = PropertyValue.from(value, attributeType: a.type) else { throw typeError(key, value, expected: a.type.rawValue) }
+            try materialize()
+            setSlot(slot, v)
+        case .toOne(let slot):
+            let target: ManagedObject?
+            switch value {
+            case nil: target = nil
+            case let object as ManagedObject: target = object
+            default: throw typeError(key, value, expected: "a managed object")
+            }
+            try setToOne(slot: slot, key: key, target: target)
+        case .toMany(let index):
+            let targets: Set<ManagedObject>
+            switch value {
+            case nil: targets = []
+            case let set as Set<ManagedObject>: targets = set
+            case let array as [ManagedObject]: targets = Set(array)
+            default: throw typeError(key, value, expected: "a set of managed objects")
+            }
+            try setToMany(index: index, key: key, targets: targets)
+        }
+    }
+
+    /// Sets a raw value without inverse maintenance (`setPrimitiveValue(_:forKey:)`); changes are tracked.
+    public func setPrimitiveValue(_ value: PropertyValue, forKey key: String) throws {
+        switch ref(key) {
+        case .attribute(let slot)?:
+            guard case .attribute(let a) = entity.slots[slot] else { return }
+            guard let v = value.converted(to: a.type) else { throw typeError(key, value, expected: a.type.rawValue) }
+            try materialize()
+            setSlot(slot, v)
+        case .toOne(let slot)?:
+            try materialize()
+            setSlot(slot, value)
+        case .transient(let i)?:
+            transients[i] = value
+        default:
+            throw ObjectGraphError(.validation, "no attribute or to-one named \(key)", entity: entity.name, objectID: objectID, property: key)
+        }
+    }
+
+    private func typeError(_ key: String, _ value: Any?, expected: String) -> ObjectGraphError {
+        ObjectGraphError(.validation, "wrong type: \(type(of: value as Any)) value \(String(describing: value ?? "nil")) for a property of type \(expected)",
+                         entity: entity.name, objectID: objectID, property: key)
+    }
+
+    /// Stores a value in a slot and keeps the changed set exact against the committed snapshot.
+    package func setSlot(_ slot: Int, _ value: PropertyValue) {
+        if values[slot] == value { return }
+        values[slot] = value
+        if isInsertedFlag {
+            changedSlots.insert(slot)
+        } else if let original, original.values[slot] == value {
+            changedSlots.remove(slot)
+        } else {
+            changedSlots.insert(slot)
+        }
+        managedObjectContext?.noteChange(self)
+    }
+
+    /// Adds `object` to the to-many relationship `key`, keeping the inverse.
+    public func addObject(_ object: ManagedObject, toRelationship key: String) throws {
+        guard case .toMany(let index)? = ref(key) else {
+            throw ObjectGraphError(.validation, "\(key) is not a to-many relationship", entity: entity.name, objectID: objectID, property: key)
+        }
+        var targets = Set(try relatedIDs(index))
+        guard !targets.contains(object.objectID) else { return }
+        targets.insert(object.objectID)
+        try setToMany(index: index, key: key, targetIDs: targets, added: [object], removed: [])
+    }
+
+    /// Removes `object` from the to-many relationship `key`, keeping the inverse.
+    public func removeObject(_ object: ManagedObject, fromRelationship key: String) throws {
+        guard case .toMany(let index)? = ref(key) else {
+            throw ObjectGraphError(.validation, "\(key) is not a to-many relationship", entity: entity.name, objectID: objectID, property: key)
+        }
+        var targets = try relatedIDs(index)
+        guard targets.remove(object.objectID) != nil else { return }
+        try setToMany(index: index, key: key, targetIDs: targets, added: [], removed: [object])
+    }
+
+    private func checkSameContext(_ other: ManagedObject, _ key: String) throws {
+        guard other.managedObjectContext === managedObjectContext else {
+            throw ObjectGraphError(.externalRelationship, "the destination object \(other.objectID) is in another context",
+                                   entity: entity.name, objectID: objectID, property: key)
+        }
+    }
+
+    private func setToOne(slot: Int, key: String, target: ManagedObject?) throws {
+        if let target { try checkSameContext(target, key) }
+        try materialize()
+        let oldID: ManagedObjectID? = { if case .objectID(let id) = values[slot] { return id } else { return nil } }()
+        if oldID == target?.objectID { return }
+        guard let (_, inverse) = entity.relationshipTargets[key], let context = managedObjectContext else {
+            setSlot(slot, target.map { .objectID($0.objectID) } ?? .null)
+            return
+        }
+        if let oldID { try context.object(with: oldID).inverseRemove(inverse, objectID) }
+        if let target, case .toOne(let inverseSlot) = inverse {
+            // One-to-one: the target's previous owner loses it.
+            try target.materialize()
+            if case .objectID(let previous) = target.values[inverseSlot], previous != objectID {
+                let previousOwner = context.object(with: previous)
+                try previousOwner.materialize()
+                previousOwner.setSlot(slot, .null)
+            }
+        }
+        setSlot(slot, target.map { .objectID($0.objectID) } ?? .null)
+        if let target { try target.inverseAdd(inverse, objectID) }
+    }
+
+    private func setToMany(index: Int, key: String, targets: Set<ManagedObject>) throws {
+        for t in targets { try checkSameContext(t, key) }
+        let current = try relatedIDs(index)
+        let newIDs = Set(targets.map(\.objectID))
+        guard let context = managedObjectContext else { return }
+        let added = targets.filter { !current.contains($0.objectID) }
+        let removed = current.subtracting(newIDs).map { context.object(with: $0) }
+        try setToMany(index: index, key: key, targetIDs: newIDs, added: Array(added), removed: removed)
+    }
+
+    private func setToMany(index: Int, key: String, targetIDs: Set<ManagedObjectID>, added: [ManagedObject], removed: [ManagedObject]) throws {
+        for t in added { try checkSameContext(t, key) }
+        guard let (_, inverse) = entity.relationshipTargets[key] else { return }
+        setToManyIDs(index, targetIDs)
+        for r in removed { try r.inverseRemove(inverse, objectID) }
+        for a in added {
+            if case .toOne(let inverseSlot) = inverse {
+                // The added object leaves its previous owner's to-many.
+                try a.materialize()
+                if case .objectID(let previous) = a.values[inverseSlot], previous != objectID, let context = managedObjectContext {
+                    let previousOwner = context.object(with: previous)
+                    var next = try previousOwner.relatedIDs(index)
+                    if next.remove(a.objectID) != nil { previousOwner.setToManyIDs(index, next) }
+                }
+            }
+            try a.inverseAdd(inverse, objectID)
+        }
+    }
+
+    package func setToManyIDs(_ index: Int, _ ids: Set<ManagedObjectID>) {
+        if var state = toMany[index] {
+            guard state.current != ids else { return }
+            state.current = ids
+            toMany[index] = state
+        } else {
+            toMany[index] = ToManyState(current: ids, original: ids)
+            return
+        }
+        managedObjectContext?.noteChange(self)
+    }
+
+    /// Removes `id` from the inverse side `inverse` of this object (no further inverse maintenance).
+    package func inverseRemove(_ inverse: EntityDescription.PropertyRef, _ id: ManagedObjectID) throws {
+        switch inverse {
+        case .toOne(let slot):
+            try materialize()
+            if values[slot] == .objectID(id) { setSlot(slot, .null) }
+        case .toMany(let index):
+            var ids = try relatedIDs(index)
+            if ids.remove(id) != nil { setToManyIDs(index, ids) }
+        default: break
+        }
+    }
+
+    /// Adds `id` on the inverse side `inverse` of this object (no further inverse maintenance).
+    package func inverseAdd(_ inverse: EntityDescription.PropertyRef, _ id: ManagedObjectID) throws {
+        switch inverse {
+        case .toOne(let slot):
+            try materialize()
+            setSlot(slot, .objectID(id))
+        case .toMany(let index):
+            var ids = try relatedIDs(index)
+            if ids.insert(id).inserted { setToManyIDs(index, ids) }
+        default: break
+        }
+    }
+
+    // MARK: Changes
+
+    /// The changed persistent properties with their new values (semantics §1.5 `changedValues`).
+    public func changedValues() -> [String: Any] {
+        var result: [String: Any] = [:]
+        for slot in changedSlots {
+            let name = entity.slots[slot].name
+            result[name] = anyValue(slot) ?? NSNull()
+        }
+        for (i, state) in toMany.enumerated() {
+            if let state, state.isChanged, let context = managedObjectContext {
+                result[entity.toManyRelationships[i].name] = Set(state.current.map { context.object(with: $0) })
+            }
+        }
+        return result
+    }
+
+    /// The committed values of `keys` (nil: every persistent attribute and to-one), to-ones as object IDs.
+    public func committedValues(forKeys keys: [String]?) -> [String: Any] {
+        guard let original else { return [:] }
+        var result: [String: Any] = [:]
+        for (slot, s) in entity.slots.enumerated() where keys == nil || keys!.contains(s.name) {
+            result[s.name] = original.values[slot].anyValue(for: attributeType(slot)) ?? NSNull()
+        }
+        return result
+    }
+
+    package func attributeType(_ slot: Int) -> AttributeType? {
+        if case .attribute(let a) = entity.slots[slot] { return a.type }
+        return nil
+    }
+
+    private func anyValue(_ slot: Int) -> Any? {
+        values[slot].anyValue(for: attributeType(slot))
+    }
+}
+
+// MARK: - Predicate evaluation against objects
+
+extension ManagedObject: PredicateSubject {
+    package var selfValue: PropertyValue { .objectID(objectID) }
+
+    package func resolve(keyPath: [Substring]) throws -> KeyPathValue {
+        try resolvePath(keyPath[...])
+    }
+
+    private func resolvePath(_ path: ArraySlice<Substring>) throws -> KeyPathValue {
+        guard let first = path.first else { return .single(.objectID(objectID)) }
+        let key = String(first)
+        guard let ref = ref(key) else {
+            throw ObjectGraphError(.invalidFetchRequest, "keypath \(key) not found in entity \(entity.name)", entity: entity.name, property: key)
+        }
+        switch ref {
+        case .transient(let i): return .single(transients[i])
+        case .attribute(let slot):
+            try materialize()
+            return .single(values[slot])
+        case .toOne(let slot):
+            try materialize()
+            guard case .objectID(let id) = values[slot] else { return .single(.null) }
+            if path.count == 1 { return .single(.objectID(id)) }
+            guard let context = managedObjectContext else { return .single(.null) }
+            return try context.object(with: id).resolvePath(path.dropFirst())
+        case .toMany(let index):
+            let ids = try relatedIDs(index)
+            if path.count == 1 { return .many(ids.map { .objectID($0) }) }
+            guard let context = managedObjectContext else { return .many([]) }
+            var values: [PropertyValue] = []
+            for id in ids {
+                switch try context.object(with: id).resolvePath(path.dropFirst()) {
+                case .single(let v): values.append(v)
+                case .many(let vs): values.append(contentsOf: vs)
+                }
+            }
+            return .many(values)
+        }
+    }
+
+    /// The value of a key path for sorting (to-one paths only).
+    package func sortValue(_ keyPath: String) throws -> PropertyValue {
+        if case .single(let v) = try resolve(keyPath: keyPath.split(separator: ".")) { return v }
+        return .null
+    }
+}

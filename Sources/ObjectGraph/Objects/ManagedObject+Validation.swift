@@ -1,0 +1,77 @@
+import Foundation
+
+extension ManagedObject {
+    /// Checks the model's constraints on every property (semantics §2.1 step 3): mandatory values, number and
+    /// date ranges, string and data lengths, to-many counts. Several failures become one 1560 error.
+    public func validatePropertyConstraints() throws {
+        try materialize()
+        var errors: [ObjectGraphError] = []
+        func fail(_ code: ObjectGraphError.Code, _ property: String, _ message: String) {
+            errors.append(ObjectGraphError(code, message, entity: entity.name, objectID: objectID, property: property))
+        }
+        for (slot, s) in entity.slots.enumerated() {
+            let value = values[slot]
+            switch s {
+            case .attribute(let a):
+                if value.isNull {
+                    if !a.isOptional { fail(.missingMandatoryProperty, a.name, "\(a.name) is a required value") }
+                    continue
+                }
+                if a.type == .date, case .date(let d) = value {
+                    let t = d.timeIntervalSinceReferenceDate
+                    if let min = a.minValue, t < min { fail(.dateTooSoon, a.name, "\(a.name) is earlier than the earliest allowed date") }
+                    if let max = a.maxValue, t > max { fail(.dateTooLate, a.name, "\(a.name) is later than the latest allowed date") }
+                } else if a.type.isNumeric, let n = value.numericValue {
+                    if let min = a.minValue, n < min { fail(.numberTooSmall, a.name, "\(a.name) is \(value), less than the minimum \(min)") }
+                    if let max = a.maxValue, n > max { fail(.numberTooLarge, a.name, "\(a.name) is \(value), more than the maximum \(max)") }
+                }
+                var length: Int?
+                if case .string(let str) = value { length = str.count }
+                if case .data(let data) = value { length = data.count }
+                if let length {
+                    if let min = a.minLength, length < min { fail(.stringTooShort, a.name, "\(a.name) is \(length) long, shorter than \(min)") }
+                    if let max = a.maxLength, length > max { fail(.stringTooLong, a.name, "\(a.name) is \(length) long, longer than \(max)") }
+                }
+            case .toOne(let r):
+                if value.isNull, !r.isOptional { fail(.missingMandatoryProperty, r.name, "\(r.name) is a required relationship") }
+            }
+        }
+        for (index, r) in entity.toManyRelationships.enumerated() where r.minCount > 0 || r.maxCount > 0 || !r.isOptional {
+            let count = try relatedIDs(index).count
+            if !r.isOptional, count == 0 { fail(.missingMandatoryProperty, r.name, "\(r.name) is a required relationship") }
+            if r.minCount > 0, count < r.minCount { fail(.relationshipLacksMinimumCount, r.name, "\(r.name) has \(count) objects, fewer than \(r.minCount)") }
+            if r.maxCount > 0, count > r.maxCount { fail(.relationshipExceedsMaximumCount, r.name, "\(r.name) has \(count) objects, more than \(r.maxCount)") }
+        }
+        try Self.throwCombined(errors)
+    }
+
+    /// Refuses the delete while a `deny` relationship still has destinations (1600).
+    public func validateDenyRules() throws {
+        var errors: [ObjectGraphError] = []
+        for r in entity.relationships where r.deleteRule == .deny {
+            let hasDestination: Bool
+            switch ref(r.name) {
+            case .toOne(let slot)?:
+                try materialize()
+                hasDestination = !values[slot].isNull
+            case .toMany(let index)?:
+                hasDestination = try !relatedIDs(index).isEmpty
+            default: hasDestination = false
+            }
+            if hasDestination {
+                errors.append(ObjectGraphError(.relationshipDeniedDelete, "\(r.name) is not empty and its delete rule is deny",
+                                               entity: entity.name, objectID: objectID, property: r.name))
+            }
+        }
+        try Self.throwCombined(errors)
+    }
+
+    static func throwCombined(_ errors: [ObjectGraphError]) throws {
+        if errors.count == 1 { throw errors[0] }
+        if errors.count > 1 {
+            var combined = ObjectGraphError(.multipleErrors, "multiple validation errors occurred")
+            combined.detailedErrors = errors
+            throw combined
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+
+/// An object of the graph (`NSManagedObject`): registered in one context, identified by its ``objectID``,
+/// a fault until its data is needed (semantics §4).
+///
+/// Subclass it for typed properties:
+/// ```swift
+/// final class Item: ManagedObject {
+///     @Managed("name") var name: String?
+///     @Managed("price") var price: Double
+///     @Managed("tag") var tag: Tag?
+/// }
+/// ```
+/// Objects are not thread-safe: use one only on its context's queue (`perform`/`performAndWait`).
+open class ManagedObject: Hashable, @unchecked Sendable {  // state guarded by the context's queue
+    /// The object's entity.
+    public let entity: EntityDescription
+    /// The object's ID: temporary until its root context saves it.
+    public internal(set) var objectID: ManagedObjectID
+    /// The context the object is registered in; nil once deleted and saved, or after the context's reset.
+    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+
+    // MARK: State (on the context's queue)
+    package var isFaultFlag = false
+    package var isInsertedFlag = false
+    package var isDeletedFlag = false
+    /// Current values of the persistent slots (attributes, then to-ones); empty while a fault.
+    package var values: [PropertyValue] = []
+    /// The committed snapshot (semantics §0): values and the version (`Z_OPT`) they were loaded at.
+    package var original: RowSnapshot?
+    /// Slots whose current value differs from the committed snapshot (semantics §1.5 `locallyChanged`).
+    package var changedSlots: Set<Int> = []
+    /// To-many relationships: nil while a relationship fault.
+    package var toMany: [ToManyState?] = []
+    package var transients: [PropertyValue] = []
+    /// The row cache this object holds a reference in (snapshot reference counting, semantics §2.3).
+    var cacheReference: RowCache?
+    /// Fetch batch this fault belongs to (`fetchBatchSize`).
+    package var faultBatch: FaultBatch?
+    /// Whether delete rules already ran for this deleted object.
+    package var deletePropagated = false
+
+    package struct ToManyState {
+        var current: Set<ManagedObjectID>
+        var original: Set<ManagedObjectID>
+        var isChanged: Bool { current != original }
+    }
+
+    /// Creates an object of `entity` and inserts it into `context` (`init(entity:insertInto:)`); with a nil
+    /// context the object is created unregistered and can be inserted later with
+    /// ``ManagedObjectContext/insert(_:)``.
+    public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
+        self.entity = entity
+        self.objectID = .temporary(entity)
+        if let context {
+            context.insert(self)
+        }
+    }
+
+    /// Creates an object of the entity whose class is this class, inserted into `context`.
+    public convenience init(context: ManagedObjectContext) {
+        guard let entity = context.model.entities.first(where: { $0.managedObjectClass == Self.self }) else {
+            preconditionFailure("no entity of the context's model has class \(Self.self)")
+        }
+        self.init(entity: entity, insertInto: context)
+    }
+
+    deinit {
+        if let cacheReference { cacheReference.release(objectID) }
+    }
+
+    /// Sets the state of a newly inserted object: defaults, empty to-manys.
+    package func prepareForInsert() {
+        isFaultFlag = false
+        values = entity.slots.map { slot in
+            if case .attribute(let a) = slot { return a.defaultValue.converted(to: a.type) ?? .null }
+            return .null
+        }
+        original = nil
+        changedSlots = Set(values.indices.filter { !values[$0].isNull })
+        toMany = entity.toManyRelationships.map { _ in ToManyState(current: [], original: []) }
+        transients = entity.transientAttributes.map { $0.defaultValue.converted(to: $0.type) ?? .null }
+    }
+
+    /// Makes the object a fault for `id`.
+    package func becomeFault() {
+        isFaultFlag = true
+        values = []
+        original = nil
+        changedSlots = []
+        toMany = Array(repeating: nil, count: entity.toManyRelationships.count)
+        transients = entity.transientAttributes.map { $0.defaultValue.converted(to: $0.type) ?? .null }
+    }
+
+    /// Fills a fault from a row.
+    package func fill(from row: RowSnapshot) {
+        isFaultFlag = false
+        values = row.values
+        original = row
+        changedSlots = []
+        if toMany.count != entity.toManyRelationships.count {
+            toMany = Array(repeating: nil, count: entity.toManyRelationships.count)
+        }
+    }
+
+    // MARK: State
+    /// Whether the object's data is not loaded yet. Reading it does not fire the fault.
+    public var isFault: Bool { isFaultFlag }
+    /// Whether the object is inserted and not yet saved.
+    public var isInserted: Bool { isInsertedFlag }
+    /// Whether the object will be deleted at the next save.
+    public var isDeleted: Bool { isDeletedFlag }
+    /// Whether the object has unsaved changes to its persistent properties (and is neither inserted nor deleted).
+    public var isUpdated: Bool { !isInsertedFlag && !isDeletedFlag && hasPersistentChanges }
+    /// Whether the object is inserted, deleted or updated.
+    public var hasChanges: Bool { isInsertedFlag || isDeletedFlag || hasPersistentChanges }
+
+    package var hasPersistentChanges: Bool {
+        !changedSlots.isEmpty || toMany.contains { $0?.isChanged == true }
+    }
+
+    /// The version (`Z_OPT`) of the committed snapshot; 0 for inserted objects.
+    public var snapshotVersion: Int64 { original?.version ?? 0 }
+
+    // MARK: Life cycle hooks
+    /// Called once when the object is inserted (and again in each parent of a child context, semantics §2.2).
+    open func awakeFromInsert() {}
+    /// Called after a fault's data is loaded.
+    open func awakeFromFetch() {}
+    /// Called before the object is saved.
+    open func willSave() {}
+    /// Called after the object was saved.
+    open func didSave() {}
+    /// Called before the object turns into a fault.
+    open func willTurnIntoFault() {}
+    /// Called after the object turned into a fault.
+    open func didTurnIntoFault() {}
+    /// Called when the object is deleted, before delete rules run.
+    open func prepareForDeletion() {}
+
+    /// Validation before inserting; the default checks the model's constraints on every property.
+    open func validateForInsert() throws { try validatePropertyConstraints() }
+    /// Validation before updating; the default checks the model's constraints on every property.
+    open func validateForUpdate() throws { try validatePropertyConstraints() }
+    /// Validation before deleting; the default refuses a delete that a `deny` rule forbids.
+    open func validateForDelete() throws { try validateDenyRules() }
+
+    // MARK: Identity
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+extension ManagedObject: CustomStringConvertible {
+    public var description: String {
+        if isFaultFlag { return "<\(entity.name) \(objectID); fault>" }
+        var parts: [String] = []
+        for (i, slot) in entity.slots.enumerated() where i < values.count {
+            parts.append("\(slot.name) = \(values[i])")
+        }
+        return "<\(entity.name) \(objectID); " + parts.joined(separator: ", ") + ">"
+    }
+}
+
+/// Faults fetched together with `fetchBatchSize`: firing one loads the whole batch in one query.
+package final class FaultBatch {
+    let ids: [ManagedObjectID]
+    var isLoaded = false
+    init(ids: [ManagedObjectID]) { self.ids = ids }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import Synchronization
+
+/// Identifies an object across contexts (`NSManagedObjectID`).
+///
+/// An inserted object has a temporary ID until its root context saves; then it gets a permanent ID built from
+/// the store's identifier and the row's primary key (`Z_PK`). Two coordinators on the same store file mint
+/// equal IDs for the same row, so IDs pass freely between them.
+public struct ManagedObjectID: Hashable, Sendable {
+    /// The entity of the object.
+    public let entity: EntityDescription
+    /// The primary key for a permanent ID; a process-unique number for a temporary one.
+    let key: Int64
+    /// Interned store identifier; 0 for temporary IDs.
+    let storeNumber: UInt32
+
+    init(entity: EntityDescription, primaryKey: Int64, storeNumber: UInt32) {
+        self.entity = entity
+        self.key = primaryKey
+        self.storeNumber = storeNumber
+    }
+
+    static func temporary(_ entity: EntityDescription) -> ManagedObjectID {
+        ManagedObjectID(entity: entity, primaryKey: temporaryCounter.add(1, ordering: .relaxed).newValue, storeNumber: 0)
+    }
+
+    private static let temporaryCounter = Atomic<Int64>(0)
+
+    /// Whether this ID is temporary (the object has not reached a store yet).
+    public var isTemporaryID: Bool { storeNumber == 0 }
+
+    /// The row's primary key (`Z_PK`), nil for a temporary ID.
+    public var primaryKey: Int64? { isTemporaryID ? nil : key }
+
+    /// The identifier of the store that holds the row, nil for a temporary ID.
+    public var storeIdentifier: String? { isTemporaryID ? nil : StoreRegistry.identifier(for: storeNumber) }
+
+    /// A URI that names the object: `x-coredata://<store>/<Entity>/p<pk>` (or `x-coredata:///<Entity>/t<n>`).
+    public var uriRepresentation: URL {
+        if isTemporaryID {
+            return URL(string: "x-coredata:///\(entity.name)/t\(key)")!
+        }
+        return URL(string: "x-coredata://\(storeIdentifier ?? "")/\(entity.name)/p\(key)")!
+    }
+
+    public static func == (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
+        lhs.key == rhs.key && lhs.storeNumber == rhs.storeNumber
+            && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(key)
+        hasher.combine(storeNumber)
+    }
+}
+
+extension ManagedObjectID: CustomStringConvertible {
+    public var description: String { uriRepresentation.absoluteString }
+}
+
+/// Interns store identifiers (UUID strings) as small numbers so that IDs hash and compare cheaply.
+enum StoreRegistry {
+    private static let table = Mutex<(numbers: [String: UInt32], identifiers: [String])>(([:], []))
+
+    static func number(for identifier: String) -> UInt32 {
+        table.withLock { t in
+            if let n = t.numbers[identifier] { return n }
+            t.identifiers.append(identifier)
+            let n = UInt32(t.identifiers.count)
+            t.numbers[identifier] = n
+            return n
+        }
+    }
+
+    static func identifier(for number: UInt32) -> String? {
+        table.withLock { t in number > 0 && Int(number) <= t.identifiers.count ? t.identifiers[Int(number) - 1] : nil }
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+
+/// Rows in memory with the SQLite store's versioning (`Z_OPT`) and key allocation, so conflicts and merges
+/// behave the same. Used only on its coordinator's queue.
+final class InMemoryStore: PersistentStore {
+    let identifier = UUID().uuidString
+    let storeNumber: UInt32
+    let model: ManagedObjectModel
+    var url: URL? { nil }
+    var type: PersistentStoreType { .inMemory }
+    var statementCounts: StatementCounts { StatementCounts() }
+
+    private var tables: [ObjectIdentifier: [Int64: RowSnapshot]] = [:]
+    private var maxKey: [ObjectIdentifier: Int64] = [:]
+    /// Many-to-many pairs by join table name: (owner key, destination key).
+    private var joins: [String: Set<Pair>] = [:]
+
+    private struct Pair: Hashable {
+        var owner: Int64
+        var destination: Int64
+    }
+
+    init(model: ManagedObjectModel) {
+        self.model = model
+        self.storeNumber = StoreRegistry.number(for: identifier)
+    }
+
+    func close() {}
+
+    func canEvaluate(_ fetch: StoreFetch) -> Bool {
+        fetch.predicate == nil && fetch.sortDescriptors.isEmpty && fetch.limit == 0 && fetch.offset == 0
+    }
+
+    func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)] {
+        let table = tables[ObjectIdentifier(fetch.entity)] ?? [:]
+        return table.keys.sorted().map { ($0, fetch.idsOnly ? nil : table[$0]) }
+    }
+
+    func count(_ fetch: StoreFetch) throws -> Int {
+        tables[ObjectIdentifier(fetch.entity)]?.count ?? 0
+    }
+
+    func rows(of entity: EntityDescription, keys: [Int64]) throws -> [Int64: RowSnapshot] {
+        let table = tables[ObjectIdentifier(entity)] ?? [:]
+        var result: [Int64: RowSnapshot] = [:]
+        for key in keys { if let row = table[key] { result[key] = row } }
+        return result
+    }
+
+    func relatedKeys(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
+        let entity = source.entity
+        guard let destination = entity.destinationEntity(ofRelationship: relationship.name) else { return [] }
+        if SQLiteSchema.isManyToMany(entity, relationship) {
+            let join = SQLiteSchema.joinTable(entity, relationship)
+            let mine = join.ownerEntity === entity && join.ownerRelationship == relationship.name
+            let pairs = joins[join.name] ?? []
+            let keys = mine ? pairs.filter { $0.owner == source.key }.map(\.destination) : pairs.filter { $0.destination == source.key }.map(\.owner)
+            return keys.sorted().map { ManagedObjectID(entity: destination, primaryKey: $0, storeNumber: storeNumber) }
+        }
+        guard let slot = destination.slotIndex(of: relationship.inverseName) else { return [] }
+        let table = tables[ObjectIdentifier(destination)] ?? [:]
+        return table.filter { $0.value.values[slot] == .objectID(source) }.keys.sorted()
+            .map { ManagedObjectID(entity: destination, primaryKey: $0, storeNumber: storeNumber) }
+    }
+
+    func allocateKeys(for entities: [EntityDescription]) throws -> [ManagedObjectID] {
+        entities.map { entity in
+            let key = (maxKey[ObjectIdentifier(entity)] ?? 0) + 1
+            maxKey[ObjectIdentifier(entity)] = key
+            return ManagedObjectID(entity: entity, primaryKey: key, storeNumber: storeNumber)
+        }
+    }
+
+    func save(_ request: SaveRequest) throws -> StoreSaveOutcome {
+        // Check everything first so that a refused save changes nothing.
+        var conflicts: [StoreVersionConflict] = []
+        for u in request.updates {
+            let row = tables[ObjectIdentifier(u.id.entity)]?[u.id.key]
+            if row?.version != u.oldVersion { conflicts.append(StoreVersionConflict(id: u.id, expectedVersion: u.oldVersion, databaseRow: row)) }
+        }
+        for d in request.deletes {
+            if let row = tables[ObjectIdentifier(d.id.entity)]?[d.id.key], row.version != d.oldVersion {
+                conflicts.append(StoreVersionConflict(id: d.id, expectedVersion: d.oldVersion, databaseRow: row))
+            }
+        }
+        for l in request.locked {
+            let row = tables[ObjectIdentifier(l.id.entity)]?[l.id.key]
+            if row?.version != l.version { conflicts.append(StoreVersionConflict(id: l.id, expectedVersion: l.version, databaseRow: row)) }
+        }
+        if !conflicts.isEmpty { return .versionConflicts(conflicts) }
+
+        var keys = maxKey
+        var newIDs: [ManagedObjectID: ManagedObjectID] = [:]
+        for insert in request.inserts where insert.id.isTemporaryID {
+            let e = ObjectIdentifier(insert.id.entity)
+            let key = (keys[e] ?? 0) + 1
+            keys[e] = key
+            newIDs[insert.id] = ManagedObjectID(entity: insert.id.entity, primaryKey: key, storeNumber: storeNumber)
+        }
+        func resolve(_ values: [PropertyValue]) -> [PropertyValue] {
+            values.map { v in
+                if case .objectID(let id) = v, id.isTemporaryID { return newIDs[id].map { .objectID($0) } ?? .null }
+                return v
+            }
+        }
+        var next = tables
+        for d in request.deletes { next[ObjectIdentifier(d.id.entity)]?[d.id.key] = nil }
+        for u in request.updates {
+            next[ObjectIdentifier(u.id.entity)]?[u.id.key] = RowSnapshot(values: resolve(u.values), version: u.oldVersion + 1)
+        }
+        for insert in request.inserts {
+            next[ObjectIdentifier(insert.id.entity), default: [:]][(newIDs[insert.id] ?? insert.id).key] = RowSnapshot(values: resolve(insert.values), version: 1)
+        }
+        // Uniqueness, as the SQLite store's UNIQUE indexes would refuse it.
+        var violations: [StoreConstraintViolation] = []
+        let written = request.inserts.map { newIDs[$0.id] ?? $0.id } + request.updates.map(\.id)
+        let original = request.inserts.map(\.id) + request.updates.map(\.id)
+        for (id, reportedID) in zip(written, original) {
+            let entity = id.entity
+            let table = next[ObjectIdentifier(entity)] ?? [:]
+            guard let row = table[id.key] else { continue }
+            for (n, slots) in entity.constraintSlots.enumerated() {
+                let values = slots.map { row.values[$0] }
+                if values.contains(where: \.isNull) { continue }
+                for (key, other) in table where key != id.key && slots.map({ other.values[$0] }) == values {
+                    let otherID = ManagedObjectID(entity: entity, primaryKey: key, storeNumber: storeNumber)
+                    guard !written.contains(otherID), let existing = tables[ObjectIdentifier(entity)]?[key] else { continue }
+                    violations.append(StoreConstraintViolation(
+                        entity: entity, constraint: entity.uniquenessConstraints[n], values: values, id: reportedID,
+                        databaseID: otherID, databaseRow: existing))
+                }
+            }
+        }
+        if !violations.isEmpty { return .constraintViolations(violations) }
+
+        var nextJoins = joins
+        for d in request.deletes {
+            for relationship in d.id.entity.relationships where SQLiteSchema.isManyToMany(d.id.entity, relationship) {
+                let join = SQLiteSchema.joinTable(d.id.entity, relationship)
+                let mine = join.ownerEntity === d.id.entity && join.ownerRelationship == relationship.name
+                nextJoins[join.name] = nextJoins[join.name]?.filter { mine ? $0.owner != d.id.key : $0.destination != d.id.key }
+            }
+        }
+        for change in request.joinChanges {
+            let join = SQLiteSchema.joinTable(change.entity, change.relationship)
+            let mine = join.ownerEntity === change.entity && join.ownerRelationship == change.relationship.name
+            let (owner, other) = mine ? (change.source, change.destination) : (change.destination, change.source)
+            let pair = Pair(owner: newIDs[owner]?.key ?? owner.key, destination: newIDs[other]?.key ?? other.key)
+            if change.isInsert { nextJoins[join.name, default: []].insert(pair) } else { nextJoins[join.name]?.remove(pair) }
+        }
+        tables = next
+        maxKey = keys
+        joins = nextJoins
+        return .committed(newIDs: newIDs)
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+
+/// The kinds of persistent store.
+public enum PersistentStoreType: String, Sendable, Codable, CaseIterable {
+    /// An SQLite file in Core Data's layout.
+    case sqlite
+    /// Rows in memory, versioned like the SQLite store.
+    case inMemory
+}
+
+/// Options for a store (`NSPersistentStoreCoordinator` option keys).
+public struct StoreOptions: Sendable, Hashable {
+    /// How long a write waits for another connection's lock before failing (seconds).
+    public var busyTimeout: TimeInterval = 5
+    /// SQLite pragmas (`NSSQLitePragmasOption`): `journal_mode` (default WAL), `synchronous` (default NORMAL), ….
+    public var pragmas: [String: String] = [:]
+    /// Open the store read-only (`NSReadOnlyPersistentStoreOption`).
+    public var readOnly = false
+    /// Record persistent history (`NSPersistentHistoryTrackingKey`).
+    public var persistentHistoryTracking = false
+    /// Post remote-change notifications (`NSPersistentStoreRemoteChangeNotificationPostOptionKey`).
+    public var remoteChangeNotifications = false
+
+    /// Default options.
+    public init() {}
+}
+
+/// A row as a store hands it out: values in the entity's slot order, plus its version (`Z_OPT`).
+package struct RowSnapshot: Sendable, Equatable {
+    package var values: [PropertyValue]
+    package var version: Int64
+}
+
+/// A fetch as the store runs it.
+package struct StoreFetch {
+    var entity: EntityDescription
+    var predicate: Predicate?
+    var sortDescriptors: [SortDescriptor]
+    var limit: Int
+    var offset: Int
+    var idsOnly: Bool
+}
+
+/// The changes of one save, as the store writes them in one transaction.
+package struct SaveRequest {
+    struct Insert {
+        var id: ManagedObjectID
+        var values: [PropertyValue]
+    }
+    struct Update {
+        var id: ManagedObjectID
+        var oldVersion: Int64
+        var values: [PropertyValue]
+        var changedSlots: [Int]
+    }
+    struct Delete {
+        var id: ManagedObjectID
+        var oldVersion: Int64
+    }
+    /// A row of a many-to-many join table, keyed by the relationship on the side that owns the table.
+    struct JoinChange {
+        var entity: EntityDescription
+        var relationship: RelationshipDescription
+        var source: ManagedObjectID
+        var destination: ManagedObjectID
+        var isInsert: Bool
+    }
+
+    var inserts: [Insert] = []
+    var updates: [Update] = []
+    var deletes: [Delete] = []
+    var joinChanges: [JoinChange] = []
+    /// Unchanged objects whose version is checked (`detectConflicts(for:)`).
+    var locked: [(id: ManagedObjectID, version: Int64)] = []
+    var author: String?
+    var contextName: String?
+
+    var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && joinChanges.isEmpty && locked.isEmpty }
+}
+
+/// A row whose version in the database is not the one the save expected (layer 2, semantics §1.1).
+package struct StoreVersionConflict {
+    var id: ManagedObjectID
+    var expectedVersion: Int64
+    /// The row in the database; nil when it was deleted (new version 0).
+    var databaseRow: RowSnapshot?
+}
+
+/// A uniqueness violation found by the store against existing rows (semantics §1.6, database level).
+package struct StoreConstraintViolation {
+    var entity: EntityDescription
+    var constraint: [String]
+    var values: [PropertyValue]
+    /// The object being saved.
+    var id: ManagedObjectID
+    /// The existing row it collides with.
+    var databaseID: ManagedObjectID
+    var databaseRow: RowSnapshot
+}
+
+package enum StoreSaveOutcome {
+    case committed(newIDs: [ManagedObjectID: ManagedObjectID])
+    case versionConflicts([StoreVersionConflict])
+    case constraintViolations([StoreConstraintViolation])
+}
+
+/// What the SQLite and in-memory stores do for a coordinator. Called only on the coordinator's queue.
+package protocol PersistentStore: AnyObject {
+    var identifier: String { get }
+    var storeNumber: UInt32 { get }
+    var url: URL? { get }
+    var type: PersistentStoreType { get }
+    var statementCounts: StatementCounts { get }
+
+    /// Whether the store filters, sorts and limits `fetch` itself; otherwise the coordinator does it in memory.
+    func canEvaluate(_ fetch: StoreFetch) -> Bool
+    func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]
+    func count(_ fetch: StoreFetch) throws -> Int
+    func rows(of entity: EntityDescription, keys: [Int64]) throws -> [Int64: RowSnapshot]
+    func relatedKeys(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID]
+    func save(_ request: SaveRequest) throws -> StoreSaveOutcome
+    /// Permanent IDs for objects of `entities`, in order, reserved now (`obtainPermanentIDs`).
+    func allocateKeys(for entities: [EntityDescription]) throws -> [ManagedObjectID]
+    func close()
+}

@@ -1,0 +1,257 @@
+import CSQLite
+import Foundation
+
+typealias SQLiteHandle = OpaquePointer
+typealias SQLiteStatementHandle = OpaquePointer
+
+/// An SQLite failure: the result code, SQLite's message and the statement that failed.
+struct SQLiteError: Error, CustomStringConvertible {
+    var code: Int32
+    var message: String
+    var sql: String?
+
+    var description: String {
+        var text = "SQLite error \(code): \(message)"
+        if let sql { text += " (in \(sql))" }
+        return text
+    }
+
+    var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
+    var isConstraint: Bool { code & 0xff == SQLITE_CONSTRAINT }
+    var isFull: Bool { code & 0xff == SQLITE_FULL }
+    var isNotADatabase: Bool { code & 0xff == SQLITE_NOTADB || code & 0xff == SQLITE_CORRUPT }
+    var isReadOnly: Bool { code & 0xff == SQLITE_READONLY || code & 0xff == SQLITE_CANTOPEN }
+}
+
+/// One SQLite connection. Not thread-safe: its owner (a store, on its coordinator's queue) serializes use.
+final class SQLiteConnection {
+    let handle: SQLiteHandle
+    let path: String
+    private var cache: [String: SQLiteStatement] = [:]
+    /// Statements executed, by first keyword (SELECT, INSERT, UPDATE, DELETE, other).
+    var statementCounts = StatementCounts()
+
+    init(path: String, readOnly: Bool = false, busyTimeout: TimeInterval) throws {
+        var db: SQLiteHandle?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(code: rc, message: message, sql: nil)
+        }
+        self.handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, Int32(max(0, busyTimeout * 1000)))
+    }
+
+    deinit {
+        cache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Raises the error of the last call when `rc` is not one of `ok`.
+    func check(_ rc: Int32, sql: String? = nil, ok: Set<Int32> = [SQLITE_OK]) throws {
+        guard !ok.contains(rc) else { return }
+        throw SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+
+    /// Runs one or more statements with no results.
+    func execute(_ sql: String) throws {
+        statementCounts.other += 1
+        var errmsg: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &errmsg)
+        if rc != SQLITE_OK {
+            let message = errmsg.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(errmsg)
+            throw SQLiteError(code: rc, message: message, sql: sql)
+        }
+    }
+
+    /// A prepared statement for `sql`, cached by its text and reset for reuse.
+    func cachedStatement(_ sql: String) throws -> SQLiteStatement {
+        if let statement = cache[sql] {
+            statement.reset()
+            return statement
+        }
+        let statement = try SQLiteStatement(connection: self, sql: sql)
+        cache[sql] = statement
+        return statement
+    }
+
+    /// A prepared statement that is not cached (for one-off SQL such as IN lists of varying length).
+    func statement(_ sql: String) throws -> SQLiteStatement {
+        try SQLiteStatement(connection: self, sql: sql)
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// Rows of a query, each as an array of values.
+    func query(_ sql: String, _ arguments: [PropertyValue] = []) throws -> [[SQLiteValue]] {
+        let statement = try self.statement(sql)
+        try statement.bind(arguments)
+        var rows: [[SQLiteValue]] = []
+        while try statement.step() {
+            rows.append((0..<statement.columnCount).map { statement.value(at: $0) })
+        }
+        return rows
+    }
+}
+
+/// Statements run, by kind: deterministic counters the workbench reads.
+public struct StatementCounts: Sendable, Equatable, Codable {
+    public var select = 0
+    public var insert = 0
+    public var update = 0
+    public var delete = 0
+    public var other = 0
+
+    public init() {}
+
+    public static func + (a: StatementCounts, b: StatementCounts) -> StatementCounts {
+        var r = a
+        r.select += b.select; r.insert += b.insert; r.update += b.update; r.delete += b.delete; r.other += b.other
+        return r
+    }
+
+    mutating func record(_ kind: SQLiteStatement.Kind) {
+        switch kind {
+        case .select: select += 1
+        case .insert: insert += 1
+        case .update: update += 1
+        case .delete: delete += 1
+        case .other: other += 1
+        }
+    }
+}
+
+/// A raw column value.
+enum SQLiteValue: Equatable {
+    case null, integer(Int64), real(Double), text(String), blob(Data)
+
+    var int64: Int64? {
+        switch self {
+        case .integer(let v): return v
+        case .real(let v): return Int64(v)
+        default: return nil
+        }
+    }
+
+    var string: String? {
+        if case .text(let s) = self { return s }
+        return nil
+    }
+}
+
+/// A prepared statement. Bind, step, read columns; owned by one connection.
+final class SQLiteStatement {
+    enum Kind { case select, insert, update, delete, other }
+
+    let handle: SQLiteStatementHandle
+    unowned let connection: SQLiteConnection
+    let sql: String
+    let kind: Kind
+    let columnCount: Int
+
+    init(connection: SQLiteConnection, sql: String) throws {
+        var stmt: SQLiteStatementHandle?
+        let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else {
+            throw SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(connection.handle)), sql: sql)
+        }
+        self.handle = stmt
+        self.connection = connection
+        self.sql = sql
+        self.columnCount = Int(sqlite3_column_count(stmt))
+        switch sql.prefix(6).uppercased() {
+        case "SELECT": kind = .select
+        case "INSERT": kind = .insert
+        case "UPDATE": kind = .update
+        case "DELETE": kind = .delete
+        default: kind = .other
+        }
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    func bind(_ values: [PropertyValue]) throws {
+        for (i, v) in values.enumerated() { try bind(v, at: Int32(i + 1)) }
+    }
+
+    func bind(_ value: PropertyValue, at index: Int32) throws {
+        let rc: Int32
+        switch value {
+        case .null: rc = sqlite3_bind_null(handle, index)
+        case .integer(let v): rc = sqlite3_bind_int64(handle, index, v)
+        case .double(let v): rc = sqlite3_bind_double(handle, index, v)
+        case .bool(let v): rc = sqlite3_bind_int64(handle, index, v ? 1 : 0)
+        case .date(let v): rc = sqlite3_bind_double(handle, index, v.timeIntervalSinceReferenceDate)
+        case .decimal(let v): rc = sqlite3_bind_text(handle, index, v.description, -1, csqlite_transient())
+        case .string(let v): rc = sqlite3_bind_text(handle, index, v, -1, csqlite_transient())
+        case .uuid(let v): rc = sqlite3_bind_text(handle, index, v.uuidString, -1, csqlite_transient())
+        case .uri(let v): rc = sqlite3_bind_text(handle, index, v.absoluteString, -1, csqlite_transient())
+        case .data(let v):
+            rc = v.withUnsafeBytes { buf in
+                sqlite3_bind_blob(handle, index, buf.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buf.count), csqlite_transient())
+            }
+        case .objectID(let id): rc = sqlite3_bind_int64(handle, index, id.key)
+        }
+        try connection.check(rc, sql: sql)
+    }
+
+    func bindInt(_ value: Int64, at index: Int32) {
+        sqlite3_bind_int64(handle, index, value)
+    }
+
+    /// Steps once; true when a row is available.
+    @discardableResult
+    func step() throws -> Bool {
+        let rc = sqlite3_step(handle)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE {
+            connection.statementCounts.record(kind)
+            return false
+        }
+        throw SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(connection.handle)), sql: sql)
+    }
+
+    /// Runs a statement that returns no rows; returns the number of rows it changed.
+    @discardableResult
+    func run() throws -> Int {
+        while try step() {}
+        return connection.changes
+    }
+
+    func isNull(at column: Int) -> Bool { sqlite3_column_type(handle, Int32(column)) == SQLITE_NULL }
+    func int64(at column: Int) -> Int64 { sqlite3_column_int64(handle, Int32(column)) }
+    func double(at column: Int) -> Double { sqlite3_column_double(handle, Int32(column)) }
+
+    func string(at column: Int) -> String {
+        guard let p = sqlite3_column_text(handle, Int32(column)) else { return "" }
+        return String(cString: p)
+    }
+
+    func data(at column: Int) -> Data {
+        let n = Int(sqlite3_column_bytes(handle, Int32(column)))
+        guard n > 0, let p = sqlite3_column_blob(handle, Int32(column)) else { return Data() }
+        return Data(bytes: p, count: n)
+    }
+
+    func value(at column: Int) -> SQLiteValue {
+        switch sqlite3_column_type(handle, Int32(column)) {
+        case SQLITE_NULL: return .null
+        case SQLITE_INTEGER: return .integer(int64(at: column))
+        case SQLITE_FLOAT: return .real(double(at: column))
+        case SQLITE_TEXT: return .text(string(at: column))
+        default: return .blob(data(at: column))
+        }
+    }
+}

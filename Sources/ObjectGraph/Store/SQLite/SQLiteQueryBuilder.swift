@@ -1,0 +1,263 @@
+import CSQLite
+import Foundation
+
+/// The predicate has a shape this store does not translate; the coordinator evaluates it in memory.
+struct UntranslatablePredicate: Error {}
+
+/// Builds `SELECT … FROM Z<ENTITY> t0 LEFT JOIN … WHERE … ORDER BY …` for a fetch. Key paths through to-one
+/// relationships become joins; comparisons on plain attributes stay index-friendly (`=`, `IN`, ranges).
+struct SQLiteQueryBuilder {
+    let root: EntityDescription
+    private(set) var joins: [String] = []
+    private var aliases: [String: (alias: String, entity: EntityDescription)] = [:]
+    private(set) var arguments: [PropertyValue] = []
+
+    init(root: EntityDescription) { self.root = root }
+
+    struct Column {
+        var sql: String
+        var attributeType: AttributeType?
+        var isRelationship: Bool
+    }
+
+    /// The SQL for the value of a key path; throws ``UntranslatablePredicate`` for to-many paths and
+    /// operators, and ``ObjectGraphError`` for keys that do not exist.
+    mutating func column(_ keyPath: String) throws -> Column {
+        let parts = keyPath.split(separator: ".").map(String.init)
+        var entity = root
+        var alias = "t0"
+        var prefix = ""
+        for (i, key) in parts.enumerated() {
+            if key.hasPrefix("@") { throw UntranslatablePredicate() }
+            guard let ref = entity.propertiesByName[key] else {
+                throw ObjectGraphError(.invalidFetchRequest, "keypath \(keyPath) not found in entity \(root.name)", entity: root.name, property: keyPath)
+            }
+            let last = i == parts.count - 1
+            switch ref {
+            case .attribute(let slot):
+                guard last else {
+                    throw ObjectGraphError(.invalidFetchRequest, "keypath \(keyPath): \(key) is an attribute, not a relationship", entity: root.name, property: keyPath)
+                }
+                guard case .attribute(let a) = entity.slots[slot] else { throw UntranslatablePredicate() }
+                let sql = "\(alias).\(entity.columnName(forSlot: slot))"
+                return Column(sql: a.type == .decimal ? "CAST(\(sql) AS REAL)" : sql, attributeType: a.type, isRelationship: false)
+            case .toOne(let slot):
+                let column = "\(alias).\(entity.columnName(forSlot: slot))"
+                if last { return Column(sql: column, attributeType: nil, isRelationship: true) }
+                let path = prefix + key
+                let destination = entity.destinationEntity(ofRelationship: key)!
+                if let existing = aliases[path] {
+                    alias = existing.alias
+                } else {
+                    let next = "t\(aliases.count + 1)"
+                    joins.append("LEFT JOIN \(destination.tableName) \(next) ON \(next).Z_PK = \(column)")
+                    aliases[path] = (next, destination)
+                    alias = next
+                }
+                entity = destination
+                prefix = path + "."
+            case .toMany, .transient:
+                throw UntranslatablePredicate()
+            }
+        }
+        throw UntranslatablePredicate()
+    }
+
+    private mutating func bind(_ value: PropertyValue, for column: Column) throws -> String {
+        var v = value
+        if let type = column.attributeType {
+            if type == .decimal, let d = value.numericValue { v = .double(d) }
+            guard Self.fits(value, type) else {
+                throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with a \(type.rawValue) attribute", entity: root.name)
+            }
+        } else if column.isRelationship {
+            guard case .objectID = value else {
+                throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with a relationship", entity: root.name)
+            }
+        }
+        arguments.append(v)
+        return "?"
+    }
+
+    /// Whether a constant can be compared with an attribute of `type` (both in SQL and in memory).
+    static func fits(_ value: PropertyValue, _ type: AttributeType) -> Bool {
+        switch (value, type) {
+        case (.null, _): return true
+        case (.integer, _), (.double, _), (.decimal, _), (.bool, _): return type.isNumeric || type == .boolean
+        case (.string, .string), (.string, .uuid), (.string, .uri): return true
+        case (.date, .date), (.data, .binaryData), (.uuid, .uuid), (.uri, .uri): return true
+        default: return false
+        }
+    }
+
+    mutating func condition(_ node: Predicate.Node, twoValued: Bool = false) throws -> String {
+        switch node {
+        case .constant(let b): return b ? "1" : "0"
+        case .and(let nodes):
+            if nodes.isEmpty { return "1" }
+            return "(" + (try nodes.map { try condition($0, twoValued: twoValued) }).joined(separator: " AND ") + ")"
+        case .or(let nodes):
+            if nodes.isEmpty { return "0" }
+            return "(" + (try nodes.map { try condition($0, twoValued: twoValued) }).joined(separator: " OR ") + ")"
+        case .not(let n):
+            return "NOT " + (try condition(n, twoValued: true))
+        case .comparison(let c):
+            let sql = try comparison(c)
+            // SQL's NULL is a third truth value; in memory a comparison with nil is false, so under NOT the
+            // SQL must be two-valued too (semantics: SQL and memory agree).
+            return twoValued ? "COALESCE(\(sql), 0)" : sql
+        }
+    }
+
+    static func operatorCode(_ op: Comparison.Operator) -> Int32 {
+        Int32(Comparison.Operator.allCases.firstIndex(of: op)!)
+    }
+
+    private mutating func comparison(_ c: Comparison) throws -> String {
+        guard c.modifier == .direct else { throw UntranslatablePredicate() }
+        var c = c
+        // Constant on the left: flip to keep the column on the left.
+        if case .keyPath = c.right, !c.left.isKeyPathOrSelf {
+            guard let flipped = c.op.flipped else { throw UntranslatablePredicate() }
+            swap(&c.left, &c.right)
+            c.op = flipped
+        }
+        let column: Column
+        switch c.left {
+        case .keyPath(let path): column = try self.column(path)
+        case .evaluatedObject: column = Column(sql: "t0.Z_PK", attributeType: nil, isRelationship: true)
+        default: throw UntranslatablePredicate()
+        }
+        let stringOp: Bool
+        switch c.op {
+        case .contains, .beginsWith, .endsWith, .like, .matches: stringOp = true
+        default: stringOp = !c.options.isEmpty
+        }
+        switch c.right {
+        case .keyPath(let path):
+            let other = try self.column(path)
+            if stringOp {
+                return "og_match(\(Self.operatorCode(c.op)), \(c.options.rawValue), \(column.sql), \(other.sql))"
+            }
+            guard let sqlOp = c.op.sqlOperator else { throw UntranslatablePredicate() }
+            return "\(column.sql) \(sqlOp) \(other.sql)"
+        case .variable, .evaluatedObject:
+            throw UntranslatablePredicate()
+        case .list(let values):
+            switch c.op {
+            case .in:
+                if stringOp {
+                    guard column.attributeType == .string else { throw UntranslatablePredicate() }
+                    var parts: [String] = []
+                    for v in values where !v.isNull {
+                        parts.append("og_match(\(Self.operatorCode(.equalTo)), \(c.options.rawValue), \(column.sql), \(try bind(v, for: column)))")
+                    }
+                    return parts.isEmpty ? "0" : "(" + parts.joined(separator: " OR ") + ")"
+                }
+                let nonNull = values.filter { !$0.isNull }
+                var sql = nonNull.isEmpty ? "0" : "\(column.sql) IN (\(try nonNull.map { try bind($0, for: column) }.joined(separator: ", ")))"
+                if nonNull.count != values.count { sql = "(\(sql) OR \(column.sql) IS NULL)" }
+                return sql
+            case .between:
+                guard values.count == 2, !values[0].isNull, !values[1].isNull, !stringOp else { throw UntranslatablePredicate() }
+                return "(\(column.sql) >= \(try bind(values[0], for: column)) AND \(column.sql) <= \(try bind(values[1], for: column)))"
+            case .equalTo:
+                return try comparison(Comparison(c.left, .in, c.right, options: c.options))
+            default:
+                throw UntranslatablePredicate()
+            }
+        case .constant(let value):
+            if stringOp {
+                guard case .string = value, column.attributeType == .string else {
+                    if value.isNull { return "0" }
+                    if let type = column.attributeType, !Self.fits(value, type) {
+                        throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with a \(type.rawValue) attribute", entity: root.name)
+                    }
+                    throw UntranslatablePredicate()
+                }
+                return "og_match(\(Self.operatorCode(c.op)), \(c.options.rawValue), \(column.sql), \(try bind(value, for: column)))"
+            }
+            if value.isNull {
+                switch c.op {
+                case .equalTo: return "\(column.sql) IS NULL"
+                case .notEqualTo: return "\(column.sql) IS NOT NULL"
+                default: return "0"
+                }
+            }
+            switch c.op {
+            case .equalTo: return "\(column.sql) = \(try bind(value, for: column))"
+            case .notEqualTo: return "(\(column.sql) <> \(try bind(value, for: column)) OR \(column.sql) IS NULL)"
+            case .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo:
+                if column.isRelationship { throw UntranslatablePredicate() }
+                if case .uuid = value { throw UntranslatablePredicate() }
+                return "\(column.sql) \(c.op.sqlOperator!) \(try bind(value, for: column))"
+            case .in:
+                return try comparison(Comparison(c.left, .equalTo, c.right, options: c.options))
+            default:
+                throw UntranslatablePredicate()
+            }
+        }
+    }
+
+    mutating func orderBy(_ sorts: [SortDescriptor]) throws -> String {
+        var terms: [String] = []
+        for sort in sorts {
+            let column = try self.column(sort.key)
+            terms.append("\(column.sql) \(sort.ascending ? "ASC" : "DESC")")
+        }
+        return terms.joined(separator: ", ")
+    }
+}
+
+extension Expression {
+    var isKeyPathOrSelf: Bool {
+        switch self {
+        case .keyPath, .evaluatedObject: return true
+        default: return false
+        }
+    }
+}
+
+extension Comparison.Operator {
+    var flipped: Comparison.Operator? {
+        switch self {
+        case .equalTo, .notEqualTo: return self
+        case .lessThan: return .greaterThan
+        case .lessThanOrEqualTo: return .greaterThanOrEqualTo
+        case .greaterThan: return .lessThan
+        case .greaterThanOrEqualTo: return .lessThanOrEqualTo
+        default: return nil
+        }
+    }
+
+    var sqlOperator: String? {
+        switch self {
+        case .equalTo: return "="
+        case .notEqualTo: return "<>"
+        case .lessThan: return "<"
+        case .lessThanOrEqualTo: return "<="
+        case .greaterThan: return ">"
+        case .greaterThanOrEqualTo: return ">="
+        default: return nil
+        }
+    }
+}
+
+/// `og_match(op, options, a, b)`: the predicate language's string operators in SQL, computed by the same Swift
+/// code as in-memory evaluation so both paths agree.
+func registerPredicateFunctions(_ db: SQLiteHandle) {
+    sqlite3_create_function_v2(db, "og_match", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, { ctx, argc, argv in
+        guard let argv, argc == 4 else { return }
+        let opIndex = Int(sqlite3_value_int(argv[0]))
+        let options = Comparison.Options(rawValue: Int(sqlite3_value_int(argv[1])))
+        guard sqlite3_value_type(argv[2]) != SQLITE_NULL, sqlite3_value_type(argv[3]) != SQLITE_NULL,
+              let a = sqlite3_value_text(argv[2]), let b = sqlite3_value_text(argv[3]),
+              Comparison.Operator.allCases.indices.contains(opIndex) else {
+            sqlite3_result_int(ctx, 0)
+            return
+        }
+        let op = Comparison.Operator.allCases[opIndex]
+        let result = StringMatching.match(op, String(cString: a), String(cString: b), options)
+        sqlite3_result_int(ctx, result ? 1 : 0)
+    }, nil, nil, nil)
+}

@@ -1,0 +1,196 @@
+import CSQLite
+import Foundation
+
+extension SQLiteStore {
+    /// Writes one save in one `BEGIN IMMEDIATE` transaction. Rows whose `Z_OPT` is not the expected version
+    /// make the whole save roll back and come back as layer-2 conflicts (semantics §1.1); uniqueness
+    /// violations against existing rows come back as constraint violations (§1.6). Nothing is half-written.
+    func save(_ request: SaveRequest) throws -> StoreSaveOutcome {
+        do {
+            try connection.execute("BEGIN IMMEDIATE")
+        } catch let error as SQLiteError {
+            throw Self.storeError(error, path: url!.path)
+        }
+        do {
+            let outcome = try write(request)
+            if case .committed = outcome {
+                try connection.execute("COMMIT")
+            } else {
+                try connection.execute("ROLLBACK")
+            }
+            return outcome
+        } catch let error as SQLiteError {
+            if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+            if error.isConstraint {
+                let violations = try findConstraintViolations(request)
+                if !violations.isEmpty { return .constraintViolations(violations) }
+            }
+            throw Self.storeError(error, path: url!.path)
+        } catch {
+            if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    private func write(_ request: SaveRequest) throws -> StoreSaveOutcome {
+        // Permanent IDs from Z_PRIMARYKEY.Z_MAX (semantics §2.1 step 4).
+        var newIDs: [ManagedObjectID: ManagedObjectID] = [:]
+        var byEntity: [ObjectIdentifier: (EntityDescription, Int)] = [:]
+        for insert in request.inserts where insert.id.isTemporaryID { byEntity[ObjectIdentifier(insert.id.entity), default: (insert.id.entity, 0)].1 += 1 }
+        var nextKey: [ObjectIdentifier: Int64] = [:]
+        for (key, (entity, n)) in byEntity {
+            let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
+            read.bindInt(Int64(entity.entityNumber), at: 1)
+            var max: Int64 = 0
+            while try read.step() { max = read.int64(at: 0) }
+            let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
+            update.bindInt(max + Int64(n), at: 1)
+            update.bindInt(Int64(entity.entityNumber), at: 2)
+            try update.run()
+            nextKey[key] = max + 1
+        }
+        for insert in request.inserts where insert.id.isTemporaryID {
+            let key = ObjectIdentifier(insert.id.entity)
+            let pk = nextKey[key]!
+            nextKey[key] = pk + 1
+            newIDs[insert.id] = ManagedObjectID(entity: insert.id.entity, primaryKey: pk, storeNumber: storeNumber)
+        }
+        func resolve(_ value: PropertyValue) -> PropertyValue {
+            if case .objectID(let id) = value, id.isTemporaryID {
+                if let n = newIDs[id] { return .objectID(n) }
+                return .null
+            }
+            return value
+        }
+
+        var conflicts: [StoreVersionConflict] = []
+        for delete in request.deletes {
+            let entity = delete.id.entity
+            let statement = try connection.cachedStatement("DELETE FROM \(entity.tableName) WHERE Z_PK = ? AND Z_OPT = ?")
+            statement.bindInt(delete.id.key, at: 1)
+            statement.bindInt(delete.oldVersion, at: 2)
+            if try statement.run() == 0 {
+                // Semantics §1.4: a row that is already gone is not a conflict for a delete.
+                if let row = try rows(of: entity, keys: [delete.id.key])[delete.id.key] {
+                    conflicts.append(StoreVersionConflict(id: delete.id, expectedVersion: delete.oldVersion, databaseRow: row))
+                }
+            }
+            for relationship in entity.relationships where SQLiteSchema.isManyToMany(entity, relationship) {
+                let join = SQLiteSchema.joinTable(entity, relationship)
+                let column = join.ownerEntity === entity && join.ownerRelationship == relationship.name ? join.ownerColumn : join.destinationColumn
+                let s = try connection.cachedStatement("DELETE FROM \(join.name) WHERE \(column) = ?")
+                s.bindInt(delete.id.key, at: 1)
+                try s.run()
+            }
+        }
+        for update in request.updates {
+            let entity = update.id.entity
+            let columns = update.changedSlots.map { "\(entity.columnName(forSlot: $0)) = ?" }
+            let sql = "UPDATE \(entity.tableName) SET " + (["Z_OPT = ?"] + columns).joined(separator: ", ") + " WHERE Z_PK = ? AND Z_OPT = ?"
+            let statement = try connection.cachedStatement(sql)
+            statement.bindInt(update.oldVersion + 1, at: 1)
+            var index: Int32 = 2
+            for slot in update.changedSlots {
+                try statement.bind(resolve(update.values[slot]), at: index)
+                index += 1
+            }
+            statement.bindInt(update.id.key, at: index)
+            statement.bindInt(update.oldVersion, at: index + 1)
+            if try statement.run() == 0 {
+                let row = try rows(of: entity, keys: [update.id.key])[update.id.key]
+                conflicts.append(StoreVersionConflict(id: update.id, expectedVersion: update.oldVersion, databaseRow: row))
+            }
+        }
+        for locked in request.locked {
+            let row = try rows(of: locked.id.entity, keys: [locked.id.key])[locked.id.key]
+            if row?.version != locked.version {
+                conflicts.append(StoreVersionConflict(id: locked.id, expectedVersion: locked.version, databaseRow: row))
+            }
+        }
+        if !conflicts.isEmpty { return .versionConflicts(conflicts) }
+
+        for insert in request.inserts {
+            let entity = insert.id.entity
+            var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
+            for i in 0..<entity.slotCount { columns.append(entity.columnName(forSlot: i)) }
+            let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+            let statement = try connection.cachedStatement("INSERT INTO \(entity.tableName) (\(columns.joined(separator: ", "))) VALUES (\(marks))")
+            statement.bindInt((newIDs[insert.id] ?? insert.id).key, at: 1)
+            statement.bindInt(Int64(entity.entityNumber), at: 2)
+            statement.bindInt(1, at: 3)
+            for (i, value) in insert.values.enumerated() { try statement.bind(resolve(value), at: Int32(i + 4)) }
+            try statement.run()
+        }
+        for change in request.joinChanges {
+            let join = SQLiteSchema.joinTable(change.entity, change.relationship)
+            let mine = join.ownerEntity === change.entity && join.ownerRelationship == change.relationship.name
+            let (owner, other) = mine ? (change.source, change.destination) : (change.destination, change.source)
+            let ownerKey = newIDs[owner]?.key ?? owner.key
+            let otherKey = newIDs[other]?.key ?? other.key
+            let sql = change.isInsert
+                ? "INSERT OR IGNORE INTO \(join.name) (\(join.ownerColumn), \(join.destinationColumn)) VALUES (?, ?)"
+                : "DELETE FROM \(join.name) WHERE \(join.ownerColumn) = ? AND \(join.destinationColumn) = ?"
+            let statement = try connection.cachedStatement(sql)
+            statement.bindInt(ownerKey, at: 1)
+            statement.bindInt(otherKey, at: 2)
+            try statement.run()
+        }
+        return .committed(newIDs: newIDs)
+    }
+
+    func allocateKeys(for entities: [EntityDescription]) throws -> [ManagedObjectID] {
+        do {
+            try connection.execute("BEGIN IMMEDIATE")
+            var result: [ManagedObjectID] = []
+            for entity in entities {
+                let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
+                read.bindInt(Int64(entity.entityNumber), at: 1)
+                var max: Int64 = 0
+                while try read.step() { max = read.int64(at: 0) }
+                let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
+                update.bindInt(max + 1, at: 1)
+                update.bindInt(Int64(entity.entityNumber), at: 2)
+                try update.run()
+                result.append(ManagedObjectID(entity: entity, primaryKey: max + 1, storeNumber: storeNumber))
+            }
+            try connection.execute("COMMIT")
+            return result
+        } catch let error as SQLiteError {
+            if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+            throw Self.storeError(error, path: url!.path)
+        }
+    }
+
+    /// After a UNIQUE failure (and rollback): which objects of the save collide with which existing rows.
+    private func findConstraintViolations(_ request: SaveRequest) throws -> [StoreConstraintViolation] {
+        var violations: [StoreConstraintViolation] = []
+        let deleted = Set(request.deletes.map(\.id))
+        let candidates: [(ManagedObjectID, [PropertyValue], Int64?)] =
+            request.inserts.map { ($0.id, $0.values, nil) } + request.updates.map { ($0.id, $0.values, $0.id.key) }
+        for (id, values, ownKey) in candidates {
+            let entity = id.entity
+            for (n, slots) in entity.constraintSlots.enumerated() {
+                let constraintValues = slots.map { values[$0] }
+                if constraintValues.contains(where: \.isNull) { continue }
+                let condition = slots.map { "t0.\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: " AND ")
+                let statement = try connection.cachedStatement("SELECT \(selectColumnsForViolation(entity)) FROM \(entity.tableName) t0 WHERE \(condition)")
+                try statement.bind(constraintValues)
+                while try statement.step() {
+                    let key = statement.int64(at: 0)
+                    if key == ownKey { continue }
+                    let dbID = ManagedObjectID(entity: entity, primaryKey: key, storeNumber: storeNumber)
+                    if deleted.contains(dbID) { continue }
+                    var rowValues: [PropertyValue] = []
+                    let row = try rows(of: entity, keys: [key])[key]
+                    rowValues = row?.values ?? []
+                    violations.append(StoreConstraintViolation(
+                        entity: entity, constraint: entity.uniquenessConstraints[n], values: constraintValues, id: id,
+                        databaseID: dbID, databaseRow: RowSnapshot(values: rowValues, version: row?.version ?? 1)))
+                }
+            }
+        }
+        return violations
+    }
+
+    private func selectColumnsForViolation(_ entity: EntityDescription) -> String { "t0.Z_PK" }
+}

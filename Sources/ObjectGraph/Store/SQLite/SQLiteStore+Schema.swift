@@ -1,0 +1,83 @@
+import CSQLite
+import Foundation
+
+/// Core Data's SQLite layout (architecture.md "Storage layout"): `Z<ENTITY>` tables, `Z_PRIMARYKEY`,
+/// `Z_METADATA`, join tables for many-to-many relationships.
+enum SQLiteSchema {
+    static func columnType(_ slot: EntityDescription.Slot) -> String {
+        switch slot {
+        case .toOne: return "INTEGER"
+        case .attribute(let a):
+            switch a.type {
+            case .integer16, .integer32, .integer64, .boolean: return "INTEGER"
+            case .double, .float, .date: return "REAL"
+            case .decimal, .string, .uuid, .uri: return "TEXT"
+            case .binaryData: return "BLOB"
+            }
+        }
+    }
+
+    /// The join table of a many-to-many relationship, named from the side whose name sorts first, as
+    /// `Z_<ent><RELATIONSHIP>` with columns `Z_<ent><INVERSE>` (that side's key) and `Z_<destEnt><RELATIONSHIP>`.
+    struct JoinTable {
+        let name: String
+        /// Column holding the key of `ownerEntity`'s row.
+        let ownerColumn: String
+        /// Column holding the key of the destination's row.
+        let destinationColumn: String
+        let ownerEntity: EntityDescription
+        let ownerRelationship: String
+    }
+
+    static func isManyToMany(_ entity: EntityDescription, _ relationship: RelationshipDescription) -> Bool {
+        guard relationship.isToMany, let destination = entity.destinationEntity(ofRelationship: relationship.name),
+              let inverse = destination.relationship(named: relationship.inverseName) else { return false }
+        return inverse.isToMany
+    }
+
+    static func joinTable(_ entity: EntityDescription, _ relationship: RelationshipDescription) -> JoinTable {
+        let destination = entity.destinationEntity(ofRelationship: relationship.name)!
+        let canonical = (entity.name, relationship.name) <= (destination.name, relationship.inverseName)
+        let (owner, ownerRel, other, otherRel) = canonical
+            ? (entity, relationship.name, destination, relationship.inverseName)
+            : (destination, relationship.inverseName, entity, relationship.name)
+        return JoinTable(
+            name: "Z_\(owner.entityNumber)\(ownerRel.uppercased())",
+            ownerColumn: "Z_\(owner.entityNumber)\(otherRel.uppercased())",
+            destinationColumn: "Z_\(other.entityNumber)\(ownerRel.uppercased())",
+            ownerEntity: owner, ownerRelationship: ownerRel)
+    }
+
+    static func createStatements(for model: ManagedObjectModel) -> [String] {
+        var sql: [String] = [
+            "CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)",
+            "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_HASH VARCHAR, Z_PLIST BLOB)",
+        ]
+        var joinTables = Set<String>()
+        for entity in model.entities {
+            var columns = ["Z_PK INTEGER PRIMARY KEY", "Z_ENT INTEGER", "Z_OPT INTEGER"]
+            for (i, slot) in entity.slots.enumerated() {
+                columns.append("\(entity.columnName(forSlot: i)) \(columnType(slot))")
+            }
+            sql.append("CREATE TABLE \(entity.tableName) (\(columns.joined(separator: ", ")))")
+            for (i, slot) in entity.slots.enumerated() {
+                if case .toOne = slot {
+                    let column = entity.columnName(forSlot: i)
+                    sql.append("CREATE INDEX \(entity.tableName)_\(column)_INDEX ON \(entity.tableName) (\(column))")
+                }
+            }
+            for (n, slots) in entity.constraintSlots.enumerated() {
+                let columns = slots.map { entity.columnName(forSlot: $0) }.joined(separator: ", ")
+                sql.append("CREATE UNIQUE INDEX \(entity.tableName)_UNIQUE_\(n) ON \(entity.tableName) (\(columns))")
+            }
+            sql.append("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (\(entity.entityNumber), '\(entity.name)', 0, 0)")
+            for relationship in entity.relationships where isManyToMany(entity, relationship) {
+                let join = joinTable(entity, relationship)
+                guard joinTables.insert(join.name).inserted else { continue }
+                sql.append("CREATE TABLE \(join.name) (\(join.ownerColumn) INTEGER, \(join.destinationColumn) INTEGER, PRIMARY KEY (\(join.ownerColumn), \(join.destinationColumn)))")
+                sql.append("CREATE INDEX \(join.name)_\(join.destinationColumn)_INDEX ON \(join.name) (\(join.destinationColumn))")
+            }
+        }
+        return sql
+    }
+}

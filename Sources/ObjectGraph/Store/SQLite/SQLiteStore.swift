@@ -1,0 +1,270 @@
+import CSQLite
+import Foundation
+
+/// The SQLite store: Core Data's layout, WAL, `BEGIN IMMEDIATE` saves, every UPDATE and DELETE guarded by
+/// `Z_OPT` (semantics §1.1). Used only on its coordinator's queue.
+final class SQLiteStore: PersistentStore {
+    let url: URL?
+    let identifier: String
+    let storeNumber: UInt32
+    let model: ManagedObjectModel
+    let connection: SQLiteConnection
+    var type: PersistentStoreType { .sqlite }
+    var statementCounts: StatementCounts { connection.statementCounts }
+    private let path: String
+    private var selectPrefix: [ObjectIdentifier: String] = [:]
+
+    init(url: URL, model: ManagedObjectModel, options: StoreOptions) throws {
+        self.url = url
+        self.model = model
+        self.path = url.path
+        let directory = url.deletingLastPathComponent()
+        if !options.readOnly, !FileManager.default.fileExists(atPath: directory.path) {
+            do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
+                throw ObjectGraphError(.persistentStoreOpen, "cannot create the store's directory: \(error.localizedDescription)", storePath: url.path)
+            }
+        }
+        do {
+            connection = try SQLiteConnection(path: url.path, readOnly: options.readOnly, busyTimeout: options.busyTimeout)
+        } catch let error as SQLiteError {
+            throw Self.storeError(error, path: url.path, opening: true)
+        }
+        registerPredicateFunctions(connection.handle)
+        do {
+            var pragmas = ["journal_mode": "WAL", "synchronous": "NORMAL"]
+            pragmas.merge(options.pragmas) { _, new in new }
+            // Reading the schema first tells a non-SQLite file apart before any pragma writes to it.
+            _ = try connection.query("SELECT count(*) FROM sqlite_master")
+            for (name, value) in pragmas.sorted(by: { $0.key < $1.key }) where !(options.readOnly && name == "journal_mode") {
+                guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else {
+                    throw ObjectGraphError(.persistentStoreOpen, "invalid pragma name \(name)", storePath: url.path)
+                }
+                _ = try connection.query("PRAGMA \(name) = \(value)")
+            }
+            identifier = try Self.prepareSchema(connection, model: model, readOnly: options.readOnly, path: url.path)
+        } catch let error as SQLiteError {
+            throw Self.storeError(error, path: url.path, opening: true)
+        }
+        storeNumber = StoreRegistry.number(for: identifier)
+    }
+
+    func close() {}
+
+    static func storeError(_ error: SQLiteError, path: String, opening: Bool = false) -> ObjectGraphError {
+        if error.isNotADatabase {
+            return ObjectGraphError(.persistentStoreInvalidType, "the file is not an SQLite store or is corrupt (\(error.message))", storePath: path)
+        }
+        if error.isBusy {
+            return ObjectGraphError(.persistentStoreTimeout, "the store stayed locked past the busy timeout (\(error.message))", storePath: path)
+        }
+        if error.isFull {
+            return ObjectGraphError(.persistentStoreSave, "the disk or database is full (\(error.message))", storePath: path)
+        }
+        if error.isReadOnly {
+            return ObjectGraphError(opening ? .persistentStoreOpen : .persistentStoreSave, "the store cannot be written (\(error.message))", storePath: path)
+        }
+        return ObjectGraphError(opening ? .persistentStoreOpen : .sqlite, error.description, storePath: path)
+    }
+
+    /// Creates the tables in a new file, or checks the model hash of an existing one. Returns the store UUID.
+    private static func prepareSchema(_ db: SQLiteConnection, model: ManagedObjectModel, readOnly: Bool, path: String) throws -> String {
+        func readMetadata() throws -> (uuid: String, hash: String)? {
+            let tables = try db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'Z_METADATA'")
+            guard !tables.isEmpty else { return nil }
+            let rows = try db.query("SELECT Z_UUID, Z_HASH FROM Z_METADATA WHERE Z_VERSION = 1")
+            guard let row = rows.first, let uuid = row[0].string, let hash = row[1].string else {
+                throw ObjectGraphError(.persistentStoreIncompatibleSchema, "the store has no Z_METADATA row", storePath: path)
+            }
+            return (uuid, hash)
+        }
+        func check(_ metadata: (uuid: String, hash: String)) throws -> String {
+            guard metadata.hash == model.versionHash else {
+                throw ObjectGraphError(
+                    .persistentStoreIncompatibleVersionHash,
+                    "the store was made with another model (store hash \(metadata.hash), model hash \(model.versionHash)); nothing was changed",
+                    storePath: path)
+            }
+            return metadata.uuid
+        }
+        if let metadata = try readMetadata() { return try check(metadata) }
+        if readOnly {
+            throw ObjectGraphError(.persistentStoreOpen, "a read-only store has no schema to read", storePath: path)
+        }
+        let userTables = try db.query("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+        if let n = userTables.first?[0].int64, n > 0 {
+            throw ObjectGraphError(.persistentStoreIncompatibleSchema, "the file is an SQLite database but not a store of this layout", storePath: path)
+        }
+        try db.execute("BEGIN IMMEDIATE")
+        do {
+            // Another coordinator may have created the schema while we waited for the lock.
+            if let metadata = try readMetadata() {
+                try db.execute("COMMIT")
+                return try check(metadata)
+            }
+            for statement in SQLiteSchema.createStatements(for: model) { try db.execute(statement) }
+            let uuid = UUID().uuidString
+            let insert = try db.statement("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_HASH) VALUES (1, ?, ?)")
+            try insert.bind([.string(uuid), .string(model.versionHash)])
+            try insert.run()
+            try db.execute("COMMIT")
+            return uuid
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    // MARK: Reading
+
+    private func selectColumns(_ entity: EntityDescription) -> String {
+        if let s = selectPrefix[ObjectIdentifier(entity)] { return s }
+        var columns = ["t0.Z_PK", "t0.Z_OPT"]
+        for i in 0..<entity.slotCount { columns.append("t0.\(entity.columnName(forSlot: i))") }
+        let s = columns.joined(separator: ", ")
+        selectPrefix[ObjectIdentifier(entity)] = s
+        return s
+    }
+
+    /// Decodes the slot columns of the current row (columns start at `offset`).
+    private func decodeRow(_ statement: SQLiteStatement, entity: EntityDescription, offset: Int) -> [PropertyValue] {
+        var values: [PropertyValue] = []
+        values.reserveCapacity(entity.slotCount)
+        for (i, slot) in entity.slots.enumerated() {
+            let col = offset + i
+            if statement.isNull(at: col) {
+                values.append(.null)
+                continue
+            }
+            switch slot {
+            case .toOne(let r):
+                let destination = entity.destinationEntity(ofRelationship: r.name)!
+                values.append(.objectID(ManagedObjectID(entity: destination, primaryKey: statement.int64(at: col), storeNumber: storeNumber)))
+            case .attribute(let a):
+                switch a.type {
+                case .integer16, .integer32, .integer64: values.append(.integer(statement.int64(at: col)))
+                case .double, .float: values.append(.double(statement.double(at: col)))
+                case .boolean: values.append(.bool(statement.int64(at: col) != 0))
+                case .date: values.append(.date(Date(timeIntervalSinceReferenceDate: statement.double(at: col))))
+                case .string: values.append(.string(statement.string(at: col)))
+                case .decimal: values.append(Decimal(string: statement.string(at: col)).map { .decimal($0) } ?? .null)
+                case .uuid: values.append(UUID(uuidString: statement.string(at: col)).map { .uuid($0) } ?? .null)
+                case .uri: values.append(URL(string: statement.string(at: col)).map { .uri($0) } ?? .null)
+                case .binaryData: values.append(.data(statement.data(at: col)))
+                }
+            }
+        }
+        return values
+    }
+
+    private func buildQuery(_ fetch: StoreFetch, select: String) throws -> (sql: String, arguments: [PropertyValue]) {
+        var builder = SQLiteQueryBuilder(root: fetch.entity)
+        var whereSQL = ""
+        if let predicate = fetch.predicate { whereSQL = try builder.condition(predicate.node) }
+        let order = try builder.orderBy(fetch.sortDescriptors)
+        var sql = "SELECT \(select) FROM \(fetch.entity.tableName) t0"
+        for join in builder.joins { sql += " " + join }
+        if !whereSQL.isEmpty { sql += " WHERE " + whereSQL }
+        if !order.isEmpty { sql += " ORDER BY " + order }
+        if fetch.limit > 0 || fetch.offset > 0 { sql += " LIMIT \(fetch.limit > 0 ? fetch.limit : -1) OFFSET \(fetch.offset)" }
+        return (sql, builder.arguments)
+    }
+
+    func canEvaluate(_ fetch: StoreFetch) -> Bool {
+        do {
+            _ = try buildQuery(fetch, select: "t0.Z_PK")
+            return true
+        } catch is UntranslatablePredicate {
+            return false
+        } catch {
+            return true  // the fetch itself reports the error
+        }
+    }
+
+    func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)] {
+        let (sql, arguments) = try buildQuery(fetch, select: fetch.idsOnly ? "t0.Z_PK" : selectColumns(fetch.entity))
+        return try run {
+            let statement = try connection.cachedStatement(sql)
+            try statement.bind(arguments)
+            var result: [(key: Int64, row: RowSnapshot?)] = []
+            while try statement.step() {
+                let key = statement.int64(at: 0)
+                if fetch.idsOnly {
+                    result.append((key, nil))
+                } else {
+                    result.append((key, RowSnapshot(values: decodeRow(statement, entity: fetch.entity, offset: 2), version: statement.int64(at: 1))))
+                }
+            }
+            return result
+        }
+    }
+
+    func count(_ fetch: StoreFetch) throws -> Int {
+        var inner = fetch
+        inner.idsOnly = true
+        let (sql, arguments) = try buildQuery(inner, select: "t0.Z_PK")
+        return try run {
+            let statement = try connection.cachedStatement("SELECT count(*) FROM (\(sql))")
+            try statement.bind(arguments)
+            _ = try statement.step()
+            let n = Int(statement.int64(at: 0))
+            _ = try statement.step()
+            return n
+        }
+    }
+
+    func rows(of entity: EntityDescription, keys: [Int64]) throws -> [Int64: RowSnapshot] {
+        var result: [Int64: RowSnapshot] = [:]
+        try run {
+            if keys.count == 1 {
+                let statement = try connection.cachedStatement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK = ?")
+                statement.bindInt(keys[0], at: 1)
+                while try statement.step() {
+                    result[keys[0]] = RowSnapshot(values: decodeRow(statement, entity: entity, offset: 2), version: statement.int64(at: 1))
+                }
+                return
+            }
+            // Chunks stay under SQLite's variable limit.
+            for chunk in stride(from: 0, to: keys.count, by: 500) {
+                let part = keys[chunk..<min(chunk + 500, keys.count)]
+                let marks = Array(repeating: "?", count: part.count).joined(separator: ",")
+                let statement = try connection.statement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK IN (\(marks))")
+                for (i, key) in part.enumerated() { statement.bindInt(key, at: Int32(i + 1)) }
+                while try statement.step() {
+                    result[statement.int64(at: 0)] = RowSnapshot(values: decodeRow(statement, entity: entity, offset: 2), version: statement.int64(at: 1))
+                }
+            }
+        }
+        return result
+    }
+
+    func relatedKeys(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
+        let entity = source.entity
+        guard let destination = entity.destinationEntity(ofRelationship: relationship.name) else { return [] }
+        let sql: String
+        if SQLiteSchema.isManyToMany(entity, relationship) {
+            let join = SQLiteSchema.joinTable(entity, relationship)
+            let mine = join.ownerEntity === entity && join.ownerRelationship == relationship.name
+            let (from, to) = mine ? (join.ownerColumn, join.destinationColumn) : (join.destinationColumn, join.ownerColumn)
+            sql = "SELECT \(to) FROM \(join.name) WHERE \(from) = ? ORDER BY \(to)"
+        } else {
+            guard let slot = destination.slotIndex(of: relationship.inverseName) else { return [] }
+            sql = "SELECT Z_PK FROM \(destination.tableName) WHERE \(destination.columnName(forSlot: slot)) = ? ORDER BY Z_PK"
+        }
+        return try run {
+            let statement = try connection.cachedStatement(sql)
+            statement.bindInt(source.key, at: 1)
+            var ids: [ManagedObjectID] = []
+            while try statement.step() {
+                ids.append(ManagedObjectID(entity: destination, primaryKey: statement.int64(at: 0), storeNumber: storeNumber))
+            }
+            return ids
+        }
+    }
+
+    /// Maps SQLite failures to store errors that name the file.
+    private func run<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as SQLiteError {
+            throw Self.storeError(error, path: path)
+        }
+    }
+}
