@@ -262,7 +262,7 @@ enum SortOrdering {
         case let (.data(x), .data(y)): return x.lexicographicallyPrecedes(y) ? -1 : (x == y ? 0 : 1)
         default:
             if ra == 2 { return StringMatching.compareBytes(textOf(a), textOf(b)) }
-            if let o = Comparison.order(a, b, []) { return o }
+            if let o = PredicateComparison.order(a, b, []) { return o }
             let x = a.numericValue ?? 0, y = b.numericValue ?? 0
             return x < y ? -1 : (x > y ? 1 : 0)
         }
@@ -277,7 +277,7 @@ enum SortOrdering {
         }
     }
 
-    static func precedes(_ a: [PropertyValue], _ b: [PropertyValue], _ sorts: [SortDescriptor]) -> Bool {
+    static func precedes(_ a: [PropertyValue], _ b: [PropertyValue], _ sorts: [ObjectSortDescriptor]) -> Bool {
         for (i, sort) in sorts.enumerated() {
             let c = compare(a[i], b[i])
             if c != 0 { return sort.ascending ? c < 0 : c > 0 }

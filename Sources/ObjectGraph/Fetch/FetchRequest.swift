@@ -1,7 +1,7 @@
 import Foundation
 
 /// How a fetch is ordered (`NSSortDescriptor`): a key path, possibly through to-one relationships.
-public struct SortDescriptor: Sendable, Hashable {
+public struct ObjectSortDescriptor: Sendable, Hashable {
     /// The key path to sort by.
     public var key: String
     /// Ascending (nil first, as SQLite sorts) or descending.
@@ -31,16 +31,16 @@ public enum FetchResultType: Sendable, Hashable {
 /// ```swift
 /// var request = FetchRequest(entityName: "Item")
 /// request.predicate = .compare("price", .greaterThan, 10)
-/// request.sortDescriptors = [SortDescriptor("name")]
+/// request.sortDescriptors = [ObjectSortDescriptor("name")]
 /// let items = try context.fetch(request)
 /// ```
 public struct FetchRequest: Sendable, Hashable {
     /// The entity to fetch.
     public var entityName: String
     /// Which objects match; nil matches all.
-    public var predicate: Predicate?
+    public var predicate: ObjectPredicate?
     /// The order of results.
-    public var sortDescriptors: [SortDescriptor] = []
+    public var sortDescriptors: [ObjectSortDescriptor] = []
     /// At most this many results (0 = no limit).
     public var fetchLimit: Int = 0
     /// Skip this many results.
@@ -61,7 +61,7 @@ public struct FetchRequest: Sendable, Hashable {
     public var relationshipKeyPathsForPrefetching: [String] = []
 
     /// A request for every object of `entityName`.
-    public init(entityName: String, predicate: Predicate? = nil, sortDescriptors: [SortDescriptor] = []) {
+    public init(entityName: String, predicate: ObjectPredicate? = nil, sortDescriptors: [ObjectSortDescriptor] = []) {
         self.entityName = entityName
         self.predicate = predicate
         self.sortDescriptors = sortDescriptors

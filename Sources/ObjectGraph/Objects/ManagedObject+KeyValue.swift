@@ -313,7 +313,7 @@ extension ManagedObject {
     }
 }
 
-// MARK: - Predicate evaluation against objects
+// MARK: - ObjectPredicate evaluation against objects
 
 extension ManagedObject: PredicateSubject {
     package var selfValue: PropertyValue { .objectID(objectID) }

@@ -34,8 +34,8 @@ package struct RowSnapshot: Sendable, Equatable {
 /// A fetch as the store runs it.
 package struct StoreFetch {
     var entity: EntityDescription
-    var predicate: Predicate?
-    var sortDescriptors: [SortDescriptor]
+    var predicate: ObjectPredicate?
+    var sortDescriptors: [ObjectSortDescriptor]
     var limit: Int
     var offset: Int
     var idsOnly: Bool

@@ -90,7 +90,7 @@ struct SQLiteQueryBuilder {
         }
     }
 
-    mutating func condition(_ node: Predicate.Node, twoValued: Bool = false) throws -> String {
+    mutating func condition(_ node: ObjectPredicate.Node, twoValued: Bool = false) throws -> String {
         switch node {
         case .constant(let b): return b ? "1" : "0"
         case .and(let nodes):
@@ -109,11 +109,11 @@ struct SQLiteQueryBuilder {
         }
     }
 
-    static func operatorCode(_ op: Comparison.Operator) -> Int32 {
-        Int32(Comparison.Operator.allCases.firstIndex(of: op)!)
+    static func operatorCode(_ op: PredicateComparison.Operator) -> Int32 {
+        Int32(PredicateComparison.Operator.allCases.firstIndex(of: op)!)
     }
 
-    private mutating func comparison(_ c: Comparison) throws -> String {
+    private mutating func comparison(_ c: PredicateComparison) throws -> String {
         guard c.modifier == .direct else { throw UntranslatablePredicate() }
         var c = c
         // Constant on the left: flip to keep the column on the left.
@@ -162,7 +162,7 @@ struct SQLiteQueryBuilder {
                 guard values.count == 2, !values[0].isNull, !values[1].isNull, !stringOp else { throw UntranslatablePredicate() }
                 return "(\(column.sql) >= \(try bind(values[0], for: column)) AND \(column.sql) <= \(try bind(values[1], for: column)))"
             case .equalTo:
-                return try comparison(Comparison(c.left, .in, c.right, options: c.options))
+                return try comparison(PredicateComparison(c.left, .in, c.right, options: c.options))
             default:
                 throw UntranslatablePredicate()
             }
@@ -192,14 +192,14 @@ struct SQLiteQueryBuilder {
                 if case .uuid = value { throw UntranslatablePredicate() }
                 return "\(column.sql) \(c.op.sqlOperator!) \(try bind(value, for: column))"
             case .in:
-                return try comparison(Comparison(c.left, .equalTo, c.right, options: c.options))
+                return try comparison(PredicateComparison(c.left, .equalTo, c.right, options: c.options))
             default:
                 throw UntranslatablePredicate()
             }
         }
     }
 
-    mutating func orderBy(_ sorts: [SortDescriptor]) throws -> String {
+    mutating func orderBy(_ sorts: [ObjectSortDescriptor]) throws -> String {
         var terms: [String] = []
         for sort in sorts {
             let column = try self.column(sort.key)
@@ -209,7 +209,7 @@ struct SQLiteQueryBuilder {
     }
 }
 
-extension Expression {
+extension PredicateExpression {
     var isKeyPathOrSelf: Bool {
         switch self {
         case .keyPath, .evaluatedObject: return true
@@ -218,8 +218,8 @@ extension Expression {
     }
 }
 
-extension Comparison.Operator {
-    var flipped: Comparison.Operator? {
+extension PredicateComparison.Operator {
+    var flipped: PredicateComparison.Operator? {
         switch self {
         case .equalTo, .notEqualTo: return self
         case .lessThan: return .greaterThan
@@ -249,14 +249,14 @@ func registerPredicateFunctions(_ db: SQLiteHandle) {
     sqlite3_create_function_v2(db, "og_match", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, { ctx, argc, argv in
         guard let argv, argc == 4 else { return }
         let opIndex = Int(sqlite3_value_int(argv[0]))
-        let options = Comparison.Options(rawValue: Int(sqlite3_value_int(argv[1])))
+        let options = PredicateComparison.Options(rawValue: Int(sqlite3_value_int(argv[1])))
         guard sqlite3_value_type(argv[2]) != SQLITE_NULL, sqlite3_value_type(argv[3]) != SQLITE_NULL,
               let a = sqlite3_value_text(argv[2]), let b = sqlite3_value_text(argv[3]),
-              Comparison.Operator.allCases.indices.contains(opIndex) else {
+              PredicateComparison.Operator.allCases.indices.contains(opIndex) else {
             sqlite3_result_int(ctx, 0)
             return
         }
-        let op = Comparison.Operator.allCases[opIndex]
+        let op = PredicateComparison.Operator.allCases[opIndex]
         let result = StringMatching.match(op, String(cString: a), String(cString: b), options)
         sqlite3_result_int(ctx, result ? 1 : 0)
     }, nil, nil, nil)

@@ -4,14 +4,14 @@ import Foundation
 /// is always evaluable in memory (pending changes, observers, fetched results controllers).
 ///
 /// ```swift
-/// let p: Predicate = .and([.compare("name", .beginsWith, "A", options: .caseInsensitive),
+/// let p: ObjectPredicate = .and([.compare("name", .beginsWith, "A", options: .caseInsensitive),
 ///                          .compare("price", .greaterThan, 10)])
 /// ```
-public struct Predicate: Sendable, Hashable {
+public struct ObjectPredicate: Sendable, Hashable {
     /// The tree.
     public indirect enum Node: Sendable, Hashable {
         case constant(Bool)
-        case comparison(Comparison)
+        case comparison(PredicateComparison)
         case and([Node])
         case or([Node])
         case not(Node)
@@ -24,32 +24,32 @@ public struct Predicate: Sendable, Hashable {
     public init(_ node: Node) { self.node = node }
 
     /// `TRUEPREDICATE`.
-    public static let `true` = Predicate(.constant(true))
+    public static let `true` = ObjectPredicate(.constant(true))
     /// `FALSEPREDICATE`.
-    public static let `false` = Predicate(.constant(false))
+    public static let `false` = ObjectPredicate(.constant(false))
 
     /// All of `predicates`.
-    public static func and(_ predicates: [Predicate]) -> Predicate { Predicate(.and(predicates.map(\.node))) }
+    public static func and(_ predicates: [ObjectPredicate]) -> ObjectPredicate { ObjectPredicate(.and(predicates.map(\.node))) }
     /// Any of `predicates`.
-    public static func or(_ predicates: [Predicate]) -> Predicate { Predicate(.or(predicates.map(\.node))) }
+    public static func or(_ predicates: [ObjectPredicate]) -> ObjectPredicate { ObjectPredicate(.or(predicates.map(\.node))) }
     /// The negation of `predicate`.
-    public static func not(_ predicate: Predicate) -> Predicate { Predicate(.not(predicate.node)) }
+    public static func not(_ predicate: ObjectPredicate) -> ObjectPredicate { ObjectPredicate(.not(predicate.node)) }
 
     /// `keyPath <op> value`, with `value` any Swift value an attribute takes, an object, an object ID, or an
     /// array (for `IN` and `BETWEEN`).
     public static func compare(
-        _ keyPath: String, _ op: Comparison.Operator, _ value: Any?, options: Comparison.Options = [],
-        modifier: Comparison.Modifier = .direct
-    ) -> Predicate {
-        Predicate(.comparison(Comparison(.keyPath(keyPath), op, Expression.value(value), options: options, modifier: modifier)))
+        _ keyPath: String, _ op: PredicateComparison.Operator, _ value: Any?, options: PredicateComparison.Options = [],
+        modifier: PredicateComparison.Modifier = .direct
+    ) -> ObjectPredicate {
+        ObjectPredicate(.comparison(PredicateComparison(.keyPath(keyPath), op, PredicateExpression.value(value), options: options, modifier: modifier)))
     }
 
     /// `keyPath IN values`.
-    public static func `in`(_ keyPath: String, _ values: [Any]) -> Predicate { compare(keyPath, .in, values) }
+    public static func `in`(_ keyPath: String, _ values: [Any]) -> ObjectPredicate { compare(keyPath, .in, values) }
 }
 
 /// One comparison of two expressions.
-public struct Comparison: Sendable, Hashable {
+public struct PredicateComparison: Sendable, Hashable {
     /// The operators of the predicate language.
     public enum Operator: String, Sendable, Hashable, CaseIterable {
         case equalTo = "=="
@@ -82,14 +82,14 @@ public struct Comparison: Sendable, Hashable {
         case direct, any, all, none
     }
 
-    public var left: Expression
+    public var left: PredicateExpression
     public var op: Operator
-    public var right: Expression
+    public var right: PredicateExpression
     public var options: Options
     public var modifier: Modifier
 
     /// Creates a comparison.
-    public init(_ left: Expression, _ op: Operator, _ right: Expression, options: Options = [], modifier: Modifier = .direct) {
+    public init(_ left: PredicateExpression, _ op: Operator, _ right: PredicateExpression, options: Options = [], modifier: Modifier = .direct) {
         self.left = left
         self.op = op
         self.right = right
@@ -99,7 +99,7 @@ public struct Comparison: Sendable, Hashable {
 }
 
 /// A side of a comparison.
-public indirect enum Expression: Sendable, Hashable {
+public indirect enum PredicateExpression: Sendable, Hashable {
     /// A key path from the evaluated object: `name`, `tag.name`, `items.@count`, `items.price`.
     case keyPath(String)
     /// A constant.
@@ -112,7 +112,7 @@ public indirect enum Expression: Sendable, Hashable {
     case variable(String)
 
     /// Converts a Swift value (attribute value, object, object ID, array) to a constant expression.
-    public static func value(_ value: Any?) -> Expression {
+    public static func value(_ value: Any?) -> PredicateExpression {
         if let array = value as? [Any] { return .list(array.map(PropertyValue.init(any:))) }
         if let set = value as? Set<ManagedObject> { return .list(set.map { .objectID($0.objectID) }) }
         if let set = value as? Set<ManagedObjectID> { return .list(set.map { .objectID($0) }) }
@@ -155,11 +155,11 @@ extension PropertyValue {
 
 // MARK: - Description (the format language)
 
-extension Predicate: CustomStringConvertible {
+extension ObjectPredicate: CustomStringConvertible {
     public var description: String { node.description }
 }
 
-extension Predicate.Node: CustomStringConvertible {
+extension ObjectPredicate.Node: CustomStringConvertible {
     public var description: String {
         switch self {
         case .constant(let b): return b ? "TRUEPREDICATE" : "FALSEPREDICATE"
@@ -171,7 +171,7 @@ extension Predicate.Node: CustomStringConvertible {
     }
 }
 
-extension Comparison: CustomStringConvertible {
+extension PredicateComparison: CustomStringConvertible {
     public var description: String {
         var opts = ""
         if !options.isEmpty {
@@ -182,7 +182,7 @@ extension Comparison: CustomStringConvertible {
     }
 }
 
-extension Expression: CustomStringConvertible {
+extension PredicateExpression: CustomStringConvertible {
     public var description: String {
         switch self {
         case .keyPath(let k): return k

@@ -14,7 +14,7 @@ package protocol PredicateSubject {
     var selfValue: PropertyValue { get }
 }
 
-extension Predicate {
+extension ObjectPredicate {
     /// Evaluates the predicate against an object, firing faults as needed.
     /// - Parameter variables: values for `$NAME` variables.
     public func evaluate(with object: ManagedObject, variables: [String: Any] = [:]) throws -> Bool {
@@ -26,9 +26,9 @@ extension Predicate {
     }
 
     /// Replaces `$NAME` variables with constants.
-    public func withSubstitutionVariables(_ variables: [String: Any]) -> Predicate {
+    public func withSubstitutionVariables(_ variables: [String: Any]) -> ObjectPredicate {
         let values = variables.mapValues(PropertyValue.init(any:))
-        func sub(_ e: Expression) -> Expression {
+        func sub(_ e: PredicateExpression) -> PredicateExpression {
             if case .variable(let name) = e, let v = values[name] { return .constant(v) }
             return e
         }
@@ -44,11 +44,11 @@ extension Predicate {
             case .not(let n): return .not(walk(n))
             }
         }
-        return Predicate(walk(node))
+        return ObjectPredicate(walk(node))
     }
 }
 
-extension Predicate.Node {
+extension ObjectPredicate.Node {
     func evaluate(_ subject: any PredicateSubject, _ variables: [String: PropertyValue]) throws -> Bool {
         switch self {
         case .constant(let b): return b
@@ -64,7 +64,7 @@ extension Predicate.Node {
     }
 }
 
-extension Comparison {
+extension PredicateComparison {
     func evaluate(_ subject: any PredicateSubject, _ variables: [String: PropertyValue]) throws -> Bool {
         let l = try Self.value(of: left, subject, variables)
         let r = try Self.value(of: right, subject, variables)
@@ -91,7 +91,7 @@ extension Comparison {
         }
     }
 
-    static func value(of e: Expression, _ subject: any PredicateSubject, _ variables: [String: PropertyValue]) throws -> KeyPathValue {
+    static func value(of e: PredicateExpression, _ subject: any PredicateSubject, _ variables: [String: PropertyValue]) throws -> KeyPathValue {
         switch e {
         case .constant(let v): return .single(v)
         case .list(let vs): return .many(vs)
@@ -222,7 +222,7 @@ extension PropertyValue {
 
 /// The string operators, shared by in-memory evaluation and the SQLite store's SQL functions so both agree.
 package enum StringMatching {
-    static func fold(_ s: String, _ options: Comparison.Options) -> String {
+    static func fold(_ s: String, _ options: PredicateComparison.Options) -> String {
         var r = s
         if options.contains(.diacriticInsensitive) { r = r.folding(options: .diacriticInsensitive, locale: nil) }
         if options.contains(.caseInsensitive) { r = r.lowercased() }
@@ -243,7 +243,7 @@ package enum StringMatching {
         }
     }
 
-    static func match(_ op: Comparison.Operator, _ l: String, _ r: String, _ options: Comparison.Options) -> Bool {
+    static func match(_ op: PredicateComparison.Operator, _ l: String, _ r: String, _ options: PredicateComparison.Options) -> Bool {
         let a = fold(l, options)
         let b = fold(r, options)
         switch op {
