@@ -12,7 +12,15 @@ struct SQLiteQueryBuilder {
     private var aliases: [String: (alias: String, entity: EntityDescription)] = [:]
     private(set) var arguments: [PropertyValue] = []
 
-    init(root: EntityDescription) { self.root = root }
+    /// Table alias prefix: `t` for the fetch, `s1`, `s2`… for subqueries over to-many relationships.
+    private let aliasPrefix: String
+    private var subqueryCounter: Int
+
+    init(root: EntityDescription, prefix: String = "t", subqueryCounter: Int = 0) {
+        self.root = root
+        self.aliasPrefix = prefix
+        self.subqueryCounter = subqueryCounter
+    }
 
     struct Column {
         var sql: String
@@ -25,7 +33,7 @@ struct SQLiteQueryBuilder {
     mutating func column(_ keyPath: String) throws -> Column {
         let parts = keyPath.split(separator: ".").map(String.init)
         var entity = root
-        var alias = "t0"
+        var alias = "\(aliasPrefix)0"
         var prefix = ""
         for (i, key) in parts.enumerated() {
             if key.hasPrefix("@") { throw UntranslatablePredicate() }
@@ -49,7 +57,7 @@ struct SQLiteQueryBuilder {
                 if let existing = aliases[path] {
                     alias = existing.alias
                 } else {
-                    let next = "t\(aliases.count + 1)"
+                    let next = "\(aliasPrefix)\(aliases.count + 1)"
                     joins.append("LEFT JOIN \(destination.tableName) \(next) ON \(next).Z_PK = \(column)")
                     aliases[path] = (next, destination)
                     alias = next
@@ -114,8 +122,11 @@ struct SQLiteQueryBuilder {
     }
 
     private mutating func comparison(_ c: PredicateComparison) throws -> String {
-        guard c.modifier == .direct else { throw UntranslatablePredicate() }
         var c = c
+        if case .keyPath(let path) = c.left, let split = try splitAtToMany(path) {
+            return try toManyComparison(c, split)
+        }
+        guard c.modifier == .direct else { throw UntranslatablePredicate() }
         // Constant on the left: flip to keep the column on the left.
         if case .keyPath = c.right, !c.left.isKeyPathOrSelf {
             guard let flipped = c.op.flipped else { throw UntranslatablePredicate() }
@@ -199,6 +210,132 @@ struct SQLiteQueryBuilder {
         }
     }
 
+    /// A key path that crosses a to-many relationship: the to-ones before it, the to-many, and what follows.
+    struct ToManySplit {
+        var entity: EntityDescription
+        var ownerAlias: String
+        var relationship: RelationshipDescription
+        var rest: [String]
+    }
+
+    private mutating func splitAtToMany(_ keyPath: String) throws -> ToManySplit? {
+        let parts = keyPath.split(separator: ".").map(String.init)
+        var entity = root
+        var path: [String] = []
+        for (i, key) in parts.enumerated() {
+            guard let ref = entity.propertiesByName[key] else { return nil }
+            switch ref {
+            case .toOne:
+                path.append(key)
+                entity = entity.destinationEntity(ofRelationship: key)!
+            case .toMany(let index):
+                let ownerAlias = try joinAlias(for: path)
+                return ToManySplit(entity: entity, ownerAlias: ownerAlias, relationship: entity.toManyRelationships[index], rest: Array(parts[(i + 1)...]))
+            default:
+                return nil
+            }
+        }
+        return nil
+    }
+
+    /// The alias of the table reached through the to-one `path` (joining as needed).
+    private mutating func joinAlias(for path: [String]) throws -> String {
+        var entity = root
+        var alias = "\(aliasPrefix)0"
+        var prefixPath = ""
+        for key in path {
+            guard case .toOne(let slot)? = entity.propertiesByName[key] else { throw UntranslatablePredicate() }
+            let column = "\(alias).\(entity.columnName(forSlot: slot))"
+            let joined = prefixPath + key
+            let destination = entity.destinationEntity(ofRelationship: key)!
+            if let existing = aliases[joined] {
+                alias = existing.alias
+            } else {
+                let next = "\(aliasPrefix)\(aliases.count + 1)"
+                joins.append("LEFT JOIN \(destination.tableName) \(next) ON \(next).Z_PK = \(column)")
+                aliases[joined] = (next, destination)
+                alias = next
+            }
+            entity = destination
+            prefixPath = joined + "."
+        }
+        return alias
+    }
+
+    /// `ANY`/`ALL`/`NONE` and aggregates over a to-many, as (NOT) EXISTS or scalar subqueries.
+    private mutating func toManyComparison(_ c: PredicateComparison, _ split: ToManySplit) throws -> String {
+        subqueryCounter += 1
+        let sub = "s\(subqueryCounter)_"
+        let destination = split.entity.destinationEntity(ofRelationship: split.relationship.name)!
+        var from: String
+        if SQLiteSchema.isManyToMany(split.entity, split.relationship) {
+            let join = SQLiteSchema.joinTable(split.entity, split.relationship)
+            let mine = join.ownerEntity === split.entity && join.ownerRelationship == split.relationship.name
+            let (own, other) = mine ? (join.ownerColumn, join.destinationColumn) : (join.destinationColumn, join.ownerColumn)
+            from = "FROM \(join.name) \(sub)j JOIN \(destination.tableName) \(sub)0 ON \(sub)0.Z_PK = \(sub)j.\(other)"
+            from += " {JOINS} WHERE \(sub)j.\(own) = \(split.ownerAlias).Z_PK"
+        } else {
+            guard let slot = destination.slotIndex(of: split.relationship.inverseName) else { throw UntranslatablePredicate() }
+            from = "FROM \(destination.tableName) \(sub)0 {JOINS} WHERE \(sub)0.\(destination.columnName(forSlot: slot)) = \(split.ownerAlias).Z_PK"
+        }
+        var nested = SQLiteQueryBuilder(root: destination, prefix: sub, subqueryCounter: subqueryCounter * 100)
+        func finish(_ text: String) -> String {
+            let joins = nested.joins.joined(separator: " ")
+            return text.replacingOccurrences(of: "{JOINS}", with: joins)
+        }
+        // Aggregates: `items.@count`, `items.@sum.price`.
+        if let first = split.rest.first, first.hasPrefix("@") {
+            guard c.modifier == .direct else { throw UntranslatablePredicate() }
+            let function: String
+            var column = "*"
+            switch first {
+            case "@count": function = "count"
+            case "@sum": function = "total"
+            case "@avg": function = "avg"
+            case "@min": function = "min"
+            case "@max": function = "max"
+            default: throw UntranslatablePredicate()
+            }
+            if first != "@count" {
+                guard split.rest.count >= 2 else { throw UntranslatablePredicate() }
+                let col = try nested.column(split.rest.dropFirst().joined(separator: "."))
+                guard let type = col.attributeType, type.isNumeric else { throw UntranslatablePredicate() }
+                column = col.sql
+            } else if split.rest.count != 1 {
+                throw UntranslatablePredicate()
+            }
+            let scalar = finish("(SELECT \(function)(\(column)) \(from))")
+            guard case .constant(let value) = c.right, let op = c.op.sqlOperator, c.options.isEmpty else { throw UntranslatablePredicate() }
+            if value.isNull { return c.op == .equalTo ? "\(scalar) IS NULL" : (c.op == .notEqualTo ? "\(scalar) IS NOT NULL" : "0") }
+            guard value.isNumberLike else {
+                throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with \(split.relationship.name).\(first)", entity: root.name)
+            }
+            arguments.append(value)
+            return "\(scalar) \(op) ?"
+        }
+        let condition: String
+        if split.rest.isEmpty {
+            // `items CONTAINS %@` (an object), or ANY items == %@.
+            guard case .constant(.objectID(let id)) = c.right, c.op == .contains || c.op == .equalTo else { throw UntranslatablePredicate() }
+            nested.arguments.append(.objectID(id))
+            condition = "\(sub)0.Z_PK = ?"
+        } else {
+            var inner = c
+            inner.left = .keyPath(split.rest.joined(separator: "."))
+            inner.modifier = .direct
+            if case .keyPath = inner.right { throw UntranslatablePredicate() }
+            condition = try nested.comparison(inner)
+        }
+        let base = finish(from)
+        let innerArguments = nested.arguments
+        arguments.append(contentsOf: innerArguments)
+        switch c.modifier {
+        case .direct, .any: return "EXISTS (SELECT 1 \(base) AND \(condition))"
+        case .none: return "NOT EXISTS (SELECT 1 \(base) AND \(condition))"
+        case .all: return "NOT EXISTS (SELECT 1 \(base) AND NOT COALESCE(\(condition), 0))"
+        }
+    }
+
     mutating func orderBy(_ sorts: [ObjectSortDescriptor]) throws -> String {
         var terms: [String] = []
         for sort in sorts {
@@ -250,14 +387,16 @@ func registerPredicateFunctions(_ db: SQLiteHandle) {
         guard let argv, argc == 4 else { return }
         let opIndex = Int(sqlite3_value_int(argv[0]))
         let options = PredicateComparison.Options(rawValue: Int(sqlite3_value_int(argv[1])))
-        guard sqlite3_value_type(argv[2]) != SQLITE_NULL, sqlite3_value_type(argv[3]) != SQLITE_NULL,
-              let a = sqlite3_value_text(argv[2]), let b = sqlite3_value_text(argv[3]),
-              PredicateComparison.Operator.allCases.indices.contains(opIndex) else {
+        guard PredicateComparison.Operator.allCases.indices.contains(opIndex) else {
             sqlite3_result_int(ctx, 0)
             return
         }
+        func value(_ v: OpaquePointer?) -> PropertyValue {
+            guard sqlite3_value_type(v) != SQLITE_NULL, let text = sqlite3_value_text(v) else { return .null }
+            return .string(String(cString: text))
+        }
         let op = PredicateComparison.Operator.allCases[opIndex]
-        let result = StringMatching.match(op, String(cString: a), String(cString: b), options)
+        let result = PredicateComparison.compareScalar(value(argv[2]), op, value(argv[3]), options)
         sqlite3_result_int(ctx, result ? 1 : 0)
     }, nil, nil, nil)
 }
