@@ -67,8 +67,8 @@ extension ManagedObjectContext {
             let request = buildSaveRequest()
             let outcome = try coordinator.save(request)
             switch outcome {
-            case .committed(let newIDs):
-                didCommit(request, newIDs: newIDs, coordinator: coordinator)
+            case .committed(let newIDs, let token):
+                didCommit(request, newIDs: newIDs, coordinator: coordinator, historyToken: token)
                 return
             case .versionConflicts(let records):
                 var conflicts: [MergeConflict] = []
@@ -137,7 +137,11 @@ extension ManagedObjectContext {
             request.updates.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, values: object.values, changedSlots: object.changedSlots.sorted()))
         }
         for object in deletedSet where !object.isInsertedFlag && object.original != nil && object.snapshotVersion > 0 {
-            request.deletes.append(.init(id: object.objectID, oldVersion: object.snapshotVersion))
+            var tombstone: [String: PropertyValue] = [:]
+            for (slot, s) in object.entity.slots.enumerated() {
+                if case .attribute(let a) = s, a.preservesValueInHistoryOnDeletion, let original = object.original { tombstone[a.name] = original.values[slot] }
+            }
+            request.deletes.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, tombstone: tombstone))
         }
         for object in lockedObjects where !object.hasChanges && !object.objectID.isTemporaryID && object.original != nil {
             request.locked.append((object.objectID, object.snapshotVersion))
@@ -163,7 +167,7 @@ extension ManagedObjectContext {
 
     /// After the store committed: permanent IDs, new snapshots, unregistered deletes, `didSave`, notifications
     /// (semantics §2.1 step 7).
-    private func didCommit(_ request: SaveRequest, newIDs: [ManagedObjectID: ManagedObjectID], coordinator: PersistentStoreCoordinator) {
+    private func didCommit(_ request: SaveRequest, newIDs: [ManagedObjectID: ManagedObjectID], coordinator: PersistentStoreCoordinator, historyToken: PersistentHistoryToken?) {
         let inserted = insertedSet.filter { !$0.isDeletedFlag }
         let updated = updatedSet.filter { !$0.isDeletedFlag && !$0.isInsertedFlag }
         let deleted = deletedSet.filter { !$0.isInsertedFlag }
@@ -197,7 +201,7 @@ extension ManagedObjectContext {
         lockedObjects = []
         counters.saves += 1
         for object in inserted.union(updated).union(deleted) { object.didSave() }
-        postDidSave(inserted: inserted, updated: updated, deleted: deleted)
+        postDidSave(inserted: inserted, updated: updated, deleted: deleted, historyToken: historyToken)
     }
 
     private func settleToManys(_ object: ManagedObject) {
@@ -209,17 +213,20 @@ extension ManagedObjectContext {
         }
     }
 
-    func postDidSave(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>) {
+    func postDidSave(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>, historyToken: PersistentHistoryToken? = nil) {
         typealias Key = NotificationKey
-        let info: [AnyHashable: Any] = [
+        var info: [AnyHashable: Any] = [
             Key.insertedObjects.rawValue: inserted,
             Key.updatedObjects.rawValue: updated,
             Key.deletedObjects.rawValue: deleted,
         ]
+        if let historyToken { info[Key.newChangeToken.rawValue] = historyToken }
         NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
         let ids = ContextObjectIDChanges(
             inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)), deleted: Set(deleted.map(\.objectID)))
-        NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: ids.userInfo)
+        var idInfo = ids.userInfo
+        if let historyToken { idInfo[Key.newChangeToken.rawValue] = historyToken }
+        NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)
     }
 
     /// Re-inserts an object whose row was deleted elsewhere, keeping its ID (Overwrite, semantics §1.4).

@@ -14,7 +14,7 @@ package struct VersionConflictRecord {
 }
 
 package enum CoordinatorSaveOutcome {
-    case committed(newIDs: [ManagedObjectID: ManagedObjectID])
+    case committed(newIDs: [ManagedObjectID: ManagedObjectID], historyToken: PersistentHistoryToken?)
     case versionConflicts([VersionConflictRecord])
     case constraintViolations([StoreConstraintViolation])
 }
@@ -133,9 +133,9 @@ extension PersistentStoreCoordinator {
             count { $0.cacheConflicts += conflicts.count }
             return .versionConflicts(conflicts)
         }
-        if request.isEmpty { return .committed(newIDs: [:]) }
+        if request.isEmpty { return .committed(newIDs: [:], historyToken: nil) }
 
-        let outcome = try withStore { try $0.save(request) }
+        let (outcome, token) = try withStore { store in (try store.save(request), store.lastHistoryToken) }
         switch outcome {
         case .committed(let newIDs):
             func remap(_ values: [PropertyValue]) -> [PropertyValue] {
@@ -157,7 +157,8 @@ extension PersistentStoreCoordinator {
                 $0.rowsUpdated += request.updates.count
                 $0.rowsDeleted += request.deletes.count
             }
-            return .committed(newIDs: newIDs)
+            postRemoteChange(token: token)
+            return .committed(newIDs: newIDs, historyToken: token)
         case .versionConflicts(let storeConflicts):
             // The cache takes the database's rows, so that after resolution the retry passes layer 1.
             var records: [VersionConflictRecord] = []

@@ -38,6 +38,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     let queue: DispatchQueue
     let rowCache = RowCache()
     private var store: (any PersistentStore)?
+    private let remoteChanges = Mutex<(enabled: Bool, path: String?)>((false, nil))
     private let counterState = Mutex(CoordinatorCounters())
 
     /// Creates a coordinator with no store.
@@ -65,6 +66,9 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
                     throw ObjectGraphError(.persistentStoreOpen, "an SQLite store needs a file URL")
                 }
                 store = try SQLiteStore(url: url, model: managedObjectModel, options: options)
+                let path = url.standardizedFileURL.path
+                remoteChanges.withLock { $0 = (options.remoteChangeNotifications, path) }
+                CoordinatorRegistry.add(self, path: path)
             case .inMemory:
                 store = InMemoryStore(model: managedObjectModel)
             }
@@ -85,6 +89,18 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
         c.statements = statements
         c.rowCacheEntries = rowCache.count
         return c
+    }
+
+    /// Posts the remote-change notification on every other coordinator of the same file that asked for it
+    /// (semantics §3.5), after a commit of this one.
+    func postRemoteChange(token: PersistentHistoryToken?) {
+        guard let path = remoteChanges.withLock({ $0.path }) else { return }
+        for other in CoordinatorRegistry.coordinators(path: path) where other !== self && other.remoteChanges.withLock({ $0.enabled }) {
+            var info: [AnyHashable: Any] = ["storeURL": URL(fileURLWithPath: path)]
+            if let id = try? other.withStore({ $0.identifier }) { info["storeUUID"] = id }
+            if let token { info["historyToken"] = token }
+            NotificationCenter.default.post(name: Self.storeRemoteChangeNotification, object: other, userInfo: info)
+        }
     }
 
     func count(_ update: (inout CoordinatorCounters) -> Void) { counterState.withLock { update(&$0) } }
@@ -109,5 +125,25 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
         guard let kind = last.first, let number = Int64(last.dropFirst()), number > 0 else { return nil }
         guard kind == "p", let host = uri.host, host == storeIdentifier else { return nil }
         return ManagedObjectID(entity: entity, primaryKey: number, storeNumber: StoreRegistry.number(for: host))
+    }
+}
+
+/// The coordinators of this process by store file, for in-process remote-change notifications.
+enum CoordinatorRegistry {
+    private struct Entry: @unchecked Sendable {  // weak reference read under the lock
+        weak var coordinator: PersistentStoreCoordinator?
+        var path: String
+    }
+    private static let entries = Mutex<[Entry]>([])
+
+    static func add(_ coordinator: PersistentStoreCoordinator, path: String) {
+        entries.withLock { list in
+            list.removeAll { $0.coordinator == nil }
+            list.append(Entry(coordinator: coordinator, path: path))
+        }
+    }
+
+    static func coordinators(path: String) -> [PersistentStoreCoordinator] {
+        entries.withLock { list in list.filter { $0.path == path }.compactMap(\.coordinator) }
     }
 }

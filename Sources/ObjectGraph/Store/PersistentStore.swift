@@ -56,6 +56,8 @@ package struct SaveRequest {
     struct Delete {
         var id: ManagedObjectID
         var oldVersion: Int64
+        /// Values kept in the history tombstone (attributes marked `preservesValueInHistoryOnDeletion`).
+        var tombstone: [String: PropertyValue] = [:]
     }
     /// A row of a many-to-many join table, keyed by the relationship on the side that owns the table.
     struct JoinChange {
@@ -119,7 +121,42 @@ package protocol PersistentStore: AnyObject {
     func rows(of entity: EntityDescription, keys: [Int64]) throws -> [Int64: RowSnapshot]
     func relatedKeys(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID]
     func save(_ request: SaveRequest) throws -> StoreSaveOutcome
+    /// The history token of the last committed save or batch request (history tracking on), else nil.
+    var lastHistoryToken: PersistentHistoryToken? { get }
+    /// Persistent history (SQLite only, semantics §3.6).
+    func history(after number: Int64?, since date: Date?) throws -> [PersistentHistoryTransaction]
+    func deleteHistory(before number: Int64?, before date: Date?) throws -> Int
+    func currentHistoryToken() throws -> PersistentHistoryToken?
+    /// Batch requests (SQLite only, semantics §6).
+    func batchInsert(_ entity: EntityDescription, rows: [[PropertyValue]], upsert: BatchUpsertRule, author: String?, contextName: String?) throws -> [ManagedObjectID]
+    func batchUpdate(_ ids: [ManagedObjectID], values: [Int: PropertyValue], author: String?, contextName: String?) throws -> Int
+    func batchDelete(_ ids: [ManagedObjectID], author: String?, contextName: String?) throws -> [ManagedObjectID]
     /// Permanent IDs for objects of `entities`, in order, reserved now (`obtainPermanentIDs`).
     func allocateKeys(for entities: [EntityDescription]) throws -> [ManagedObjectID]
     func close()
+}
+
+/// What a batch insert does with a row whose unique attributes match an existing row (semantics §6).
+package enum BatchUpsertRule {
+    /// Update the existing row in place, the whole row (missing attributes to their defaults).
+    case replace
+    /// Keep the existing row; skip the new one.
+    case keep
+    /// Fail the request with 133021.
+    case fail
+}
+
+extension PersistentStore {
+    private func sqliteOnly(_ what: String) -> ObjectGraphError {
+        ObjectGraphError(.persistentStoreOperation, "\(what) needs an SQLite store (Core Data supports it on SQLite only)")
+    }
+    var lastHistoryToken: PersistentHistoryToken? { nil }
+    func history(after number: Int64?, since date: Date?) throws -> [PersistentHistoryTransaction] { throw sqliteOnly("persistent history") }
+    func deleteHistory(before number: Int64?, before date: Date?) throws -> Int { throw sqliteOnly("persistent history") }
+    func currentHistoryToken() throws -> PersistentHistoryToken? { nil }
+    func batchInsert(_ entity: EntityDescription, rows: [[PropertyValue]], upsert: BatchUpsertRule, author: String?, contextName: String?) throws -> [ManagedObjectID] {
+        throw sqliteOnly("a batch insert")
+    }
+    func batchUpdate(_ ids: [ManagedObjectID], values: [Int: PropertyValue], author: String?, contextName: String?) throws -> Int { throw sqliteOnly("a batch update") }
+    func batchDelete(_ ids: [ManagedObjectID], author: String?, contextName: String?) throws -> [ManagedObjectID] { throw sqliteOnly("a batch delete") }
 }

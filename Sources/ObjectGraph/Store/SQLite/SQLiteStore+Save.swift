@@ -64,6 +64,7 @@ extension SQLiteStore {
         }
 
         var conflicts: [StoreVersionConflict] = []
+        var history = HistoryRecord()
         for delete in request.deletes {
             let entity = delete.id.entity
             let statement = try connection.cachedStatement("DELETE FROM \(entity.tableName) WHERE Z_PK = ? AND Z_OPT = ?")
@@ -74,6 +75,8 @@ extension SQLiteStore {
                 if let row = try rows(of: entity, keys: [delete.id.key])[delete.id.key] {
                     conflicts.append(StoreVersionConflict(id: delete.id, expectedVersion: delete.oldVersion, databaseRow: row))
                 }
+            } else {
+                history.deletes.append((delete.id, delete.tombstone))
             }
             for relationship in entity.relationships where SQLiteSchema.isManyToMany(entity, relationship) {
                 let join = SQLiteSchema.joinTable(entity, relationship)
@@ -99,6 +102,8 @@ extension SQLiteStore {
             if try statement.run() == 0 {
                 let row = try rows(of: entity, keys: [update.id.key])[update.id.key]
                 conflicts.append(StoreVersionConflict(id: update.id, expectedVersion: update.oldVersion, databaseRow: row))
+            } else {
+                history.updates.append((update.id, update.changedSlots.map { entity.slots[$0].name }))
             }
         }
         for locked in request.locked {
@@ -120,6 +125,7 @@ extension SQLiteStore {
             statement.bindInt(1, at: 3)
             for (i, value) in insert.values.enumerated() { try statement.bind(resolve(value), at: Int32(i + 4)) }
             try statement.run()
+            history.inserts.append(newIDs[insert.id] ?? insert.id)
         }
         for change in request.joinChanges {
             let join = SQLiteSchema.joinTable(change.entity, change.relationship)
@@ -135,6 +141,7 @@ extension SQLiteStore {
             statement.bindInt(otherKey, at: 2)
             try statement.run()
         }
+        lastHistoryToken = try recordHistory(history, author: request.author, contextName: request.contextName)
         return .committed(newIDs: newIDs)
     }
 

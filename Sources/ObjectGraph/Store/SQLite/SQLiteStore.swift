@@ -12,12 +12,17 @@ final class SQLiteStore: PersistentStore {
     var type: PersistentStoreType { .sqlite }
     var statementCounts: StatementCounts { connection.statementCounts }
     private let path: String
+    /// Whether saves and batch requests record persistent history (semantics §3.6).
+    let historyTracking: Bool
+    /// The token of the last transaction this store recorded.
+    var lastHistoryToken: PersistentHistoryToken?
     private var selectPrefix: [ObjectIdentifier: String] = [:]
 
     init(url: URL, model: ManagedObjectModel, options: StoreOptions) throws {
         self.url = url
         self.model = model
         self.path = url.path
+        self.historyTracking = options.persistentHistoryTracking
         let directory = url.deletingLastPathComponent()
         if !options.readOnly, !FileManager.default.fileExists(atPath: directory.path) {
             do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
@@ -42,6 +47,9 @@ final class SQLiteStore: PersistentStore {
                 _ = try connection.query("PRAGMA \(name) = \(value)")
             }
             identifier = try Self.prepareSchema(connection, model: model, readOnly: options.readOnly, path: url.path)
+            if options.persistentHistoryTracking, !options.readOnly {
+                for statement in Self.historySchema { try connection.execute(statement) }
+            }
         } catch let error as SQLiteError {
             throw Self.storeError(error, path: url.path, opening: true)
         }
@@ -265,6 +273,23 @@ final class SQLiteStore: PersistentStore {
     private func run<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as SQLiteError {
             throw Self.storeError(error, path: path)
+        }
+    }
+
+    func runReading<T>(_ body: () throws -> T) throws -> T { try run(body) }
+
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction, rolled back when it throws.
+    func runWriting<T>(_ body: () throws -> T) throws -> T {
+        try run {
+            try connection.execute("BEGIN IMMEDIATE")
+            do {
+                let result = try body()
+                try connection.execute("COMMIT")
+                return result
+            } catch {
+                if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+                throw error
+            }
         }
     }
 }

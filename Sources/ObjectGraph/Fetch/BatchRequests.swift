@@ -1,0 +1,180 @@
+import Foundation
+
+/// What a batch request returns.
+public enum BatchResultType: Sendable {
+    /// Only whether it succeeded.
+    case statusOnly
+    /// The number of rows affected.
+    case count
+    /// The IDs of the rows affected (merge them with `mergeChanges(fromRemoteContextSave:into:)`).
+    case objectIDs
+}
+
+/// The result of a batch request.
+public struct BatchResult: Sendable {
+    /// Whether the request succeeded.
+    public var status: Bool
+    /// Rows affected (for `.count` and `.objectIDs`).
+    public var count: Int?
+    /// IDs affected (for `.objectIDs`).
+    public var objectIDs: [ManagedObjectID]?
+}
+
+/// Inserts rows without objects (`NSBatchInsertRequest`, semantics §6). Keys must be attribute names;
+/// relationships are not set and nothing is validated. With uniqueness constraints and an ObjectTrump (or
+/// Overwrite) executing context the request upserts whole rows; StoreTrump and Rollback keep the stored row;
+/// the error policy fails the request (133021).
+public struct BatchInsertRequest: @unchecked Sendable {  // rows are plain values
+    public var entityName: String
+    public var objects: [[String: Any]]
+    public var resultType: BatchResultType = .statusOnly
+
+    /// A request for `objects`.
+    public init(entityName: String, objects: [[String: Any]]) {
+        self.entityName = entityName
+        self.objects = objects
+    }
+
+    /// A request whose rows come from a handler called until it returns true (`dictionaryHandler`).
+    public init(entityName: String, dictionaryHandler: (inout [String: Any]) -> Bool) {
+        self.entityName = entityName
+        var rows: [[String: Any]] = []
+        while true {
+            var row: [String: Any] = [:]
+            if dictionaryHandler(&row) { break }
+            rows.append(row)
+        }
+        self.objects = rows
+    }
+}
+
+/// Updates rows in SQL without loading them (`NSBatchUpdateRequest`, semantics §6): bumps `Z_OPT`, so later
+/// saves of stale objects conflict; registered objects keep their values until refreshed past the row cache.
+public struct BatchUpdateRequest: @unchecked Sendable {  // values are plain values
+    public var entityName: String
+    public var predicate: ObjectPredicate?
+    public var propertiesToUpdate: [String: Any]
+    public var resultType: BatchResultType = .statusOnly
+
+    public init(entityName: String, predicate: ObjectPredicate? = nil, propertiesToUpdate: [String: Any]) {
+        self.entityName = entityName
+        self.predicate = predicate
+        self.propertiesToUpdate = propertiesToUpdate
+    }
+}
+
+/// Deletes rows in SQL (`NSBatchDeleteRequest`, semantics §6), from a fetch request or from object IDs of one
+/// entity; delete rules run in SQL and a `deny` rule with destinations fails the request.
+public struct BatchDeleteRequest: Sendable {
+    public var fetchRequest: FetchRequest?
+    public var objectIDs: [ManagedObjectID]?
+    public var resultType: BatchResultType = .statusOnly
+
+    public init(fetchRequest: FetchRequest) { self.fetchRequest = fetchRequest }
+    public init(objectIDs: [ManagedObjectID]) { self.objectIDs = objectIDs }
+}
+
+extension ManagedObjectContext {
+    private func batchCoordinator() throws -> PersistentStoreCoordinator {
+        guard let coordinator = persistentStoreCoordinator else {
+            throw ObjectGraphError(.persistentStoreOperation, "the context has no coordinator")
+        }
+        return coordinator
+    }
+
+    private func result(_ ids: [ManagedObjectID], _ type: BatchResultType) -> BatchResult {
+        switch type {
+        case .statusOnly: return BatchResult(status: true)
+        case .count: return BatchResult(status: true, count: ids.count)
+        case .objectIDs: return BatchResult(status: true, count: ids.count, objectIDs: ids)
+        }
+    }
+
+    /// Runs a batch insert in the store; touches no context and no row cache, posts no did-save.
+    public func execute(_ request: BatchInsertRequest) throws -> BatchResult {
+        assertOnQueue()
+        let coordinator = try batchCoordinator()
+        guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
+            throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
+        }
+        var rows: [[PropertyValue]] = []
+        rows.reserveCapacity(request.objects.count)
+        for (n, object) in request.objects.enumerated() {
+            var values = entity.slots.map { slot -> PropertyValue in
+                if case .attribute(let a) = slot { return a.defaultValue.converted(to: a.type) ?? .null }
+                return .null
+            }
+            for (key, raw) in object {
+                guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot] else {
+                    throw ObjectGraphError(.validation, "batch insert row \(n): \(key) is not a stored attribute of \(entity.name)", entity: entity.name, property: key)
+                }
+                guard let v = PropertyValue.from(raw is NSNull ? nil : raw, attributeType: a.type) else {
+                    throw ObjectGraphError(.validation, "batch insert row \(n): wrong type for \(key) (\(a.type.rawValue))", entity: entity.name, property: key)
+                }
+                values[slot] = v
+            }
+            rows.append(values)
+        }
+        let rule: BatchUpsertRule
+        switch mergePolicy.type {
+        case .mergeByPropertyObjectTrump, .overwrite: rule = .replace
+        case .mergeByPropertyStoreTrump, .rollback: rule = .keep
+        case .error: rule = .fail
+        }
+        let ids = try coordinator.batch { try $0.batchInsert(entity, rows: rows, upsert: rule, author: transactionAuthor, contextName: name) }
+        return result(ids, request.resultType)
+    }
+
+    /// Runs a batch update in the store.
+    public func execute(_ request: BatchUpdateRequest) throws -> BatchResult {
+        assertOnQueue()
+        let coordinator = try batchCoordinator()
+        guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
+            throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
+        }
+        var values: [Int: PropertyValue] = [:]
+        for (key, raw) in request.propertiesToUpdate {
+            guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot] else {
+                throw ObjectGraphError(.validation, "batch update: \(key) is not a stored attribute of \(entity.name)", entity: entity.name, property: key)
+            }
+            guard let v = PropertyValue.from(raw is NSNull ? nil : raw, attributeType: a.type) else {
+                throw ObjectGraphError(.validation, "batch update: wrong type for \(key) (\(a.type.rawValue))", entity: entity.name, property: key)
+            }
+            values[slot] = v
+        }
+        let ids = try coordinator.fetchRows(FetchRequest(entityName: entity.name, predicate: request.predicate), entity: entity, idsOnly: true).map(\.0)
+        guard !ids.isEmpty else { return result([], request.resultType) }
+        _ = try coordinator.batch { try $0.batchUpdate(ids, values: values, author: transactionAuthor, contextName: name) }
+        return result(ids, request.resultType)
+    }
+
+    /// Runs a batch delete in the store.
+    public func execute(_ request: BatchDeleteRequest) throws -> BatchResult {
+        assertOnQueue()
+        let coordinator = try batchCoordinator()
+        var ids: [ManagedObjectID]
+        if let given = request.objectIDs {
+            guard Set(given.map(\.entity.name)).count <= 1 else {
+                throw ObjectGraphError(.invalidFetchRequest, "a batch delete by object IDs takes IDs of one entity")
+            }
+            ids = given.filter { !$0.isTemporaryID }
+        } else if let fetch = request.fetchRequest {
+            let entity = try self.entity(for: fetch)
+            ids = try coordinator.fetchRows(fetch, entity: entity, idsOnly: true).map(\.0)
+        } else {
+            ids = []
+        }
+        guard !ids.isEmpty else { return result([], request.resultType) }
+        let deleted = try coordinator.batch { try $0.batchDelete(ids, author: transactionAuthor, contextName: name) }
+        return result(deleted, request.resultType)
+    }
+}
+
+extension PersistentStoreCoordinator {
+    /// Runs a batch operation on the store and announces it to other coordinators on the file.
+    func batch<T>(_ body: (any PersistentStore) throws -> T) throws -> T {
+        let (result, token) = try withStore { store in (try body(store), store.lastHistoryToken) }
+        postRemoteChange(token: token)
+        return result
+    }
+}

@@ -1,0 +1,152 @@
+import CSQLite
+import Foundation
+
+/// Batch requests at the SQL level (semantics §6): no objects, no contexts, no row cache; each one
+/// transaction that bumps `Z_OPT` of the rows it changes and records history when tracking is on.
+extension SQLiteStore {
+    func batchInsert(_ entity: EntityDescription, rows: [[PropertyValue]], upsert: BatchUpsertRule, author: String?, contextName: String?) throws -> [ManagedObjectID] {
+        try runWriting {
+            var history = HistoryRecord()
+            var ids: [ManagedObjectID] = []
+            let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
+            read.bindInt(Int64(entity.entityNumber), at: 1)
+            var max: Int64 = 0
+            while try read.step() { max = read.int64(at: 0) }
+            var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
+            for i in 0..<entity.slotCount { columns.append(entity.columnName(forSlot: i)) }
+            let insert = try connection.cachedStatement("INSERT INTO \(entity.tableName) (\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))")
+            let setters = (0..<entity.slotCount).map { "\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: ", ")
+            let replace = try connection.cachedStatement("UPDATE \(entity.tableName) SET Z_OPT = Z_OPT + 1, \(setters) WHERE Z_PK = ?")
+            for values in rows {
+                // An existing row with the same unique values (semantics §6: upsert with constraints).
+                var existing: Int64?
+                for slots in entity.constraintSlots {
+                    let key = slots.map { values[$0] }
+                    if key.contains(where: \.isNull) { continue }
+                    let condition = slots.map { "\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: " AND ")
+                    let find = try connection.cachedStatement("SELECT Z_PK FROM \(entity.tableName) WHERE \(condition)")
+                    try find.bind(key)
+                    while try find.step() { existing = find.int64(at: 0) }
+                    if existing != nil { break }
+                }
+                if let existing {
+                    let id = ManagedObjectID(entity: entity, primaryKey: existing, storeNumber: storeNumber)
+                    switch upsert {
+                    case .fail:
+                        throw ObjectGraphError(.constraintMerge, "a batch insert row collides with the stored object \(id) on a uniqueness constraint", entity: entity.name, objectID: id, storePath: url?.path)
+                    case .keep:
+                        continue
+                    case .replace:
+                        replace.reset()
+                        for (i, v) in values.enumerated() { try replace.bind(v, at: Int32(i + 1)) }
+                        replace.bindInt(existing, at: Int32(values.count + 1))
+                        try replace.run()
+                        ids.append(id)
+                        history.updates.append((id, entity.slots.map(\.name)))
+                    }
+                    continue
+                }
+                max += 1
+                insert.reset()
+                insert.bindInt(max, at: 1)
+                insert.bindInt(Int64(entity.entityNumber), at: 2)
+                insert.bindInt(1, at: 3)
+                for (i, v) in values.enumerated() { try insert.bind(v, at: Int32(i + 4)) }
+                try insert.run()
+                let id = ManagedObjectID(entity: entity, primaryKey: max, storeNumber: storeNumber)
+                ids.append(id)
+                history.inserts.append(id)
+            }
+            let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
+            update.bindInt(max, at: 1)
+            update.bindInt(Int64(entity.entityNumber), at: 2)
+            try update.run()
+            lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
+            return ids
+        }
+    }
+
+    func batchUpdate(_ ids: [ManagedObjectID], values: [Int: PropertyValue], author: String?, contextName: String?) throws -> Int {
+        guard let entity = ids.first?.entity else { return 0 }
+        return try runWriting {
+            let slots = values.keys.sorted()
+            let setters = slots.map { "\(entity.columnName(forSlot: $0)) = ?" }
+            let statement = try connection.cachedStatement("UPDATE \(entity.tableName) SET " + (["Z_OPT = Z_OPT + 1"] + setters).joined(separator: ", ") + " WHERE Z_PK = ?")
+            var history = HistoryRecord()
+            var count = 0
+            for id in ids {
+                statement.reset()
+                for (i, slot) in slots.enumerated() { try statement.bind(values[slot]!, at: Int32(i + 1)) }
+                statement.bindInt(id.key, at: Int32(slots.count + 1))
+                if try statement.run() > 0 {
+                    count += 1
+                    history.updates.append((id, slots.map { entity.slots[$0].name }))
+                }
+            }
+            lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
+            return count
+        }
+    }
+
+    /// Deletes rows and applies delete rules in SQL: nullify clears the inverse's column (bumping its
+    /// version), cascade deletes the destinations, deny refuses while destinations exist.
+    func batchDelete(_ ids: [ManagedObjectID], author: String?, contextName: String?) throws -> [ManagedObjectID] {
+        try runWriting {
+            var history = HistoryRecord()
+            var deleted: [ManagedObjectID] = []
+            var queue = ids
+            var seen = Set<ManagedObjectID>()
+            while let id = queue.popLast() {
+                guard seen.insert(id).inserted else { continue }
+                let entity = id.entity
+                for relationship in entity.relationships {
+                    guard let destination = entity.destinationEntity(ofRelationship: relationship.name) else { continue }
+                    var targets: [ManagedObjectID] = []
+                    if relationship.isToMany {
+                        targets = try relatedKeys(of: id, relationship: relationship)
+                    } else if let slot = entity.slotIndex(of: relationship.name), let row = try rows(of: entity, keys: [id.key])[id.key],
+                              case .objectID(let target) = row.values[slot] {
+                        targets = [target]
+                    }
+                    switch relationship.deleteRule {
+                    case .deny where !targets.isEmpty:
+                        throw ObjectGraphError(.relationshipDeniedDelete, "a batch delete cannot delete \(id): \(relationship.name) is not empty and its delete rule is deny", entity: entity.name, objectID: id, property: relationship.name, storePath: url?.path)
+                    case .cascade:
+                        queue.append(contentsOf: targets)
+                    case .nullify:
+                        if let inverseSlot = destination.slotIndex(of: relationship.inverseName) {
+                            let column = destination.columnName(forSlot: inverseSlot)
+                            let s = try connection.cachedStatement("UPDATE \(destination.tableName) SET Z_OPT = Z_OPT + 1, \(column) = NULL WHERE \(column) = ?")
+                            s.bindInt(id.key, at: 1)
+                            try s.run()
+                            for t in targets { history.updates.append((t, [relationship.inverseName])) }
+                        }
+                    default:
+                        break
+                    }
+                    if SQLiteSchema.isManyToMany(entity, relationship) {
+                        let join = SQLiteSchema.joinTable(entity, relationship)
+                        let mine = join.ownerEntity === entity && join.ownerRelationship == relationship.name
+                        let s = try connection.cachedStatement("DELETE FROM \(join.name) WHERE \(mine ? join.ownerColumn : join.destinationColumn) = ?")
+                        s.bindInt(id.key, at: 1)
+                        try s.run()
+                    }
+                }
+                var tombstone: [String: PropertyValue] = [:]
+                if let row = try rows(of: entity, keys: [id.key])[id.key] {
+                    for (slot, s) in entity.slots.enumerated() {
+                        if case .attribute(let a) = s, a.preservesValueInHistoryOnDeletion { tombstone[a.name] = row.values[slot] }
+                    }
+                }
+                let statement = try connection.cachedStatement("DELETE FROM \(entity.tableName) WHERE Z_PK = ?")
+                statement.bindInt(id.key, at: 1)
+                if try statement.run() > 0 {
+                    deleted.append(id)
+                    history.deletes.append((id, tombstone))
+                }
+            }
+            lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
+            return deleted
+        }
+    }
+}
