@@ -5,6 +5,7 @@ let package = Package(
     name: "Ambar",
     products: [
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
+        .library(name: "Ambar", targets: ["Ambar"]),
     ],
     targets: [
         .systemLibrary(
@@ -16,9 +17,17 @@ let package = Package(
             name: "ObjectGraph",
             dependencies: ["CSQLite"]
         ),
+        .target(
+            name: "Ambar",
+            dependencies: ["ObjectGraph"]
+        ),
         .testTarget(
             name: "ObjectGraphTests",
             dependencies: ["ObjectGraph"]
+        ),
+        .testTarget(
+            name: "AmbarTests",
+            dependencies: ["Ambar", "ObjectGraph"]
         ),
     ]
 )

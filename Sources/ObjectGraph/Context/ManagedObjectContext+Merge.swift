@@ -21,6 +21,12 @@ extension ManagedObjectContext {
         merge(changes)
     }
 
+    /// Merges a change set of object IDs on this context's queue, as ``mergeChanges(fromContextDidSave:)`` does.
+    public func mergeChanges(fromObjectIDs changes: ContextObjectIDChanges) {
+        assertOnQueue()
+        merge(changes)
+    }
+
     /// Merges object IDs changed elsewhere (another process, a batch request, another coordinator, history)
     /// into each context, on its queue (semantics §3.4).
     public static func mergeChanges(fromRemoteContextSave changes: ContextObjectIDChanges, into contexts: [ManagedObjectContext]) {

@@ -16,6 +16,7 @@ extension ManagedObjectContext {
         defer { isSaving = false }
         processPendingChanges()
         guard hasChanges else { return }
+        if let saveRefusal, let error = saveRefusal(self) { throw error }
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
         for object in insertedSet.union(updatedSet).union(deletedSet) { object.willSave() }
         processPendingChanges()

@@ -64,6 +64,11 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     }
     /// A name, carried in notifications and history.
     public var name: String?
+    /// Anything the app wants to keep with the context (`NSManagedObjectContext.userInfo`).
+    public var userInfo: [String: any Sendable] = [:]
+    /// When set, ``save()`` first asks it; an error it returns refuses the save with nothing changed (used by
+    /// stacks that offer strictly read-only contexts).
+    package var saveRefusal: (@Sendable (ManagedObjectContext) -> (any Error)?)?
     /// The author recorded in persistent history for this context's saves.
     public var transactionAuthor: String?
     /// How conflicts are settled when this context saves to a coordinator (default `.error`, semantics §7).

@@ -91,6 +91,25 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
         return c
     }
 
+    /// Brings this coordinator's cached rows for `updated` and `deleted` up to date from `other`'s row cache (two
+    /// coordinators on one file): the snapshot transfer a did-save merge from another coordinator needs so that
+    /// refreshed objects show the saved values instead of this cache's stale rows (semantics §2.4). Only rows
+    /// this coordinator already caches are touched; rows `other` no longer caches are invalidated here.
+    public func adoptSnapshots(updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>, from other: PersistentStoreCoordinator) {
+        guard other !== self else { return }
+        let mine = rowCache.rows(among: updated)
+        guard !mine.isEmpty || !deleted.isEmpty else { return }
+        let theirs = Dictionary(other.rowCache.rows(among: Set(mine.map(\.0))).compactMap { id, row in row.map { (id, $0) } }, uniquingKeysWith: { a, _ in a })
+        var fresh: [(ManagedObjectID, RowSnapshot)] = []
+        var stale: [ManagedObjectID] = []
+        for (id, row) in mine {
+            if let newer = theirs[id], newer.version > (row?.version ?? 0) { fresh.append((id, newer)) } else if theirs[id] == nil { stale.append(id) }
+        }
+        rowCache.install(fresh, retain: false)
+        rowCache.invalidate(stale)
+        rowCache.markDeleted(rowCache.rows(among: deleted).map(\.0))
+    }
+
     /// Posts the remote-change notification on every other coordinator of the same file that asked for it
     /// (semantics §3.5), after a commit of this one.
     func postRemoteChange(token: PersistentHistoryToken?) {

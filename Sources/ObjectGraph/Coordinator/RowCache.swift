@@ -102,6 +102,19 @@ final class RowCache: Sendable {
         }
     }
 
+    /// The cached rows among `ids` (walking the smaller of the two).
+    func rows(among ids: Set<ManagedObjectID>) -> [(ManagedObjectID, RowSnapshot?)] {
+        entries.withLock { table in
+            var result: [(ManagedObjectID, RowSnapshot?)] = []
+            if table.count < ids.count {
+                for (id, entry) in table where ids.contains(id) { result.append((id, entry.deleted ? nil : entry.row)) }
+            } else {
+                for id in ids { if let entry = table[id] { result.append((id, entry.deleted ? nil : entry.row)) } }
+            }
+            return result
+        }
+    }
+
     /// Forgets cached data (not references) so the next fault reads the store.
     func invalidate<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
         entries.withLock { table in

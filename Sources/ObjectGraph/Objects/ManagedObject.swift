@@ -12,7 +12,7 @@ import Foundation
 /// }
 /// ```
 /// Objects are not thread-safe: use one only on its context's queue (`perform`/`performAndWait`).
-open class ManagedObject: Hashable, @unchecked Sendable {  // state guarded by the context's queue
+open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pass objectIDs between queues
     /// The object's entity.
     public let entity: EntityDescription
     /// The object's ID: temporary until its root context saves it.
