@@ -167,11 +167,10 @@ extension ManagedObjectContext {
 
     /// Results for a child: this context's view, with the current values of objects loaded here.
     func fetchEntriesForChild(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [FetchEntry] {
+        // Row-cache references pass down to the child's objects (every context's objects hold their rows).
         let entries = try fetchEntries(request, entity: entity, idsOnly: idsOnly)
-        releaseRetains(entries)
         return entries.map { entry in
             var e = entry
-            e.retained = false
             if !idsOnly, let object = registry[entry.id]?.object, !object.isFaultFlag {
                 e.row = RowSnapshot(values: object.values, version: object.snapshotVersion)
             }
@@ -181,7 +180,7 @@ extension ManagedObjectContext {
 
     /// Turns entries into registered objects, adopting their row-cache references.
     func objects(for entries: [FetchEntry], request: FetchRequest) -> [ManagedObject] {
-        let cache = parent == nil ? persistentStoreCoordinator?.rowCache : nil
+        let cache = persistentStoreCoordinator?.rowCache
         var releases: [ManagedObjectID] = []
         var result: [ManagedObject] = []
         result.reserveCapacity(entries.count)
@@ -220,13 +219,22 @@ extension ManagedObjectContext {
             let key = String(keyPath.split(separator: ".").first ?? "")
             switch entity.propertiesByName[key] {
             case .toOne(let slot)?:
-                var ids: [ManagedObjectID] = []
+                // Register and hold the destinations first, so the rows fetched next stay in the cache.
+                var faults: [ManagedObject] = []
                 for object in objects {
                     try fulfillFault(object)
-                    if case .objectID(let id) = object.values[slot], registry[id]?.object?.isFaultFlag != false { ids.append(id) }
+                    guard case .objectID(let id) = object.values[slot] else { continue }
+                    let destination = self.object(with: id)
+                    object.hold([destination], at: slot)
+                    if destination.isFaultFlag { faults.append(destination) }
                 }
-                let rows = try coordinator.rows(for: ids)
-                for id in ids where rows[id] != nil { _ = self.object(with: id) }
+                let rows = try coordinator.rows(for: faults.map(\.objectID))
+                for destination in faults {
+                    if let row = rows[destination.objectID] {
+                        destination.fill(from: row)
+                        destination.awakeFromFetch()
+                    }
+                }
             case .toMany(let index)?:
                 let relationship = entity.toManyRelationships[index]
                 guard let destination = entity.destinationEntity(ofRelationship: key),
@@ -241,10 +249,14 @@ extension ManagedObjectContext {
                 for entry in entries {
                     if case .objectID(let owner)? = entry.row?.values[inverseSlot] { bySource[owner, default: []].insert(entry.id) }
                 }
-                _ = self.objects(for: entries, request: FetchRequest(entityName: destination.name))
+                var materialize = FetchRequest(entityName: destination.name)
+                materialize.returnsObjectsAsFaults = false
+                let members = self.objects(for: entries, request: materialize)
+                let byID = Dictionary(members.map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
                 for source in sources {
                     let ids = bySource[source.objectID] ?? []
                     source.toMany[index] = ManagedObject.ToManyState(current: ids, original: ids)
+                    source.hold(ids.compactMap { byID[$0] }, at: ManagedObject.heldToManyOffset + index)
                 }
             default:
                 throw ObjectGraphError(.invalidFetchRequest, "relationshipKeyPathsForPrefetching names \(keyPath), which is not a relationship", entity: entity.name, property: keyPath)

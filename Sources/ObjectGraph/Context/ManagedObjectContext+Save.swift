@@ -254,13 +254,14 @@ extension ManagedObjectContext {
         let deleted = deletedSet.filter { !$0.isInsertedFlag }
         struct Change {
             var id: ManagedObjectID
+            var original: RowSnapshot?
             var values: [PropertyValue]
             var changedSlots: Set<Int>
             var toMany: [Set<ManagedObjectID>?]
             var transients: [PropertyValue]
         }
         func change(_ o: ManagedObject) -> Change {
-            Change(id: o.objectID, values: o.values, changedSlots: o.changedSlots,
+            Change(id: o.objectID, original: o.original, values: o.values, changedSlots: o.changedSlots,
                    toMany: o.toMany.map { s in s.flatMap { $0.isChanged || o.isInsertedFlag ? $0.current : nil } }, transients: o.transients)
         }
         let insertChanges = inserted.map(change)
@@ -288,7 +289,12 @@ extension ManagedObjectContext {
             }
             for c in updateChanges {
                 let object = parent.object(with: c.id)
-                try parent.fulfillFault(object, throwing: true)
+                if object.isFaultFlag, let original = c.original {
+                    // The child's committed snapshot is the parent's view of the row: no I/O (semantics §2.2).
+                    object.fill(from: original)
+                } else {
+                    try parent.fulfillFault(object, throwing: true)
+                }
                 for slot in c.changedSlots { object.setSlot(slot, c.values[slot]) }
                 for (i, ids) in c.toMany.enumerated() {
                     guard let ids else { continue }
@@ -314,6 +320,10 @@ extension ManagedObjectContext {
             unregister(object)
             object.isDeletedFlag = false
             object.managedObjectContext = nil
+            if let cache = object.cacheReference {
+                cache.release(object.objectID)
+                object.cacheReference = nil
+            }
         }
         insertedSet = []
         updatedSet = []

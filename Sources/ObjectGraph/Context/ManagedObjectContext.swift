@@ -125,6 +125,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     deinit {
         if let automaticMergeObserver { NotificationCenter.default.removeObserver(automaticMergeObserver) }
+        // Objects hold their related objects; break those cycles so a dropped context frees its objects.
+        for entry in registry.values { entry.object?.heldObjects = nil }
     }
 
     /// The model of the coordinator.
@@ -236,7 +238,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         let object = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
         object.objectID = id
         object.becomeFault()
-        if parent == nil, !id.isTemporaryID, let coordinator = persistentStoreCoordinator {
+        if !id.isTemporaryID, let coordinator = persistentStoreCoordinator {
             coordinator.rowCache.retain(id)
             object.cacheReference = coordinator.rowCache
         }
@@ -524,6 +526,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         let objects = liveRegistered()
         for object in objects {
             object.managedObjectContext = nil
+            object.heldObjects = nil
             if let cache = object.cacheReference {
                 cache.release(object.objectID)
                 object.cacheReference = nil

@@ -48,11 +48,18 @@ extension ManagedObject {
         case .toOne(let slot):
             try materialize()
             guard case .objectID(let id) = values[slot] else { return nil }
-            return managedObjectContext?.object(with: id)
+            if let held = heldObjects?[slot]?.first, held.objectID == id { return held }
+            guard let object = managedObjectContext?.object(with: id) else { return nil }
+            hold([object], at: slot)
+            return object
         case .toMany(let index):
             let ids = try relatedIDs(index)
             guard let context = managedObjectContext else { return Set<ManagedObject>() }
-            return Set(ids.map { context.object(with: $0) })
+            let key = Self.heldToManyOffset + index
+            if let held = heldObjects?[key], held.count == ids.count, held.allSatisfy({ ids.contains($0.objectID) }) { return Set(held) }
+            let objects = ids.map { context.object(with: $0) }
+            hold(objects, at: key)
+            return Set(objects)
         }
     }
 
@@ -144,10 +151,16 @@ extension ManagedObject {
                          entity: entity.name, objectID: objectID, property: key)
     }
 
+    package func hold(_ objects: [ManagedObject], at key: Int) {
+        if heldObjects == nil { heldObjects = [:] }
+        heldObjects![key] = objects
+    }
+
     /// Stores a value in a slot and keeps the changed set exact against the committed snapshot.
     package func setSlot(_ slot: Int, _ value: PropertyValue) {
         if values[slot] == value { return }
         values[slot] = value
+        heldObjects?[slot] = nil
         if isInsertedFlag {
             changedSlots.insert(slot)
         } else if let original, original.values[slot] == value {
@@ -239,6 +252,7 @@ extension ManagedObject {
     }
 
     package func setToManyIDs(_ index: Int, _ ids: Set<ManagedObjectID>) {
+        heldObjects?[Self.heldToManyOffset + index] = nil
         if var state = toMany[index] {
             guard state.current != ids else { return }
             state.current = ids

@@ -39,6 +39,11 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     package var faultBatch: FaultBatch?
     /// Whether delete rules already ran for this deleted object.
     package var deletePropagated = false
+    /// Related objects this object holds strongly once they were read (to-one slots, and to-many indexes offset
+    /// by ``heldToManyOffset``), as a Core Data object holds its relationships; refresh and reset release them,
+    /// which is how Core Data breaks retain cycles (semantics §3.2, §4).
+    package var heldObjects: [Int: [ManagedObject]]?
+    package static let heldToManyOffset = 1 << 20
 
     package struct ToManyState {
         var current: Set<ManagedObjectID>
@@ -84,6 +89,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
 
     /// Makes the object a fault for `id`.
     package func becomeFault() {
+        heldObjects = nil
         isFaultFlag = true
         values = []
         original = nil
@@ -94,6 +100,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
 
     /// Fills a fault from a row.
     package func fill(from row: RowSnapshot) {
+        heldObjects = nil
         isFaultFlag = false
         values = row.values
         original = row

@@ -1,0 +1,407 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+/// Fetching (semantics §4): predicates, sorting, limits, result types, pending changes.
+@Suite struct FetchTests {
+
+    // MARK: - Predicates (semantics §4)
+
+    // Semantics §4: compare / and / or / not / in.
+    @Test func predicatesCompareAndOrNotIn_4() throws {
+        let stack = try TestStack()
+        try stack.seed(6)
+        let ctx = stack.context()
+        try ctx.performAndWait { () throws in
+            #expect(ctxIDs(try fetchItems(ctx, .compare("price", .greaterThan, 35))) == [4, 5, 6])
+            #expect(ctxIDs(try fetchItems(ctx, .compare("price", .lessThanOrEqualTo, 20))) == [1, 2])
+            #expect(ctxIDs(try fetchItems(ctx, .compare("name", .equalTo, "item 3"))) == [3])
+            #expect(ctxIDs(try fetchItems(ctx, .and([.compare("price", .greaterThan, 15), .compare("price", .lessThan, 45)]))) == [2, 3, 4])
+            #expect(ctxIDs(try fetchItems(ctx, .or([.compare("id", .equalTo, 1), .compare("id", .equalTo, 6)]))) == [1, 6])
+            #expect(ctxIDs(try fetchItems(ctx, .not(.compare("price", .greaterThan, 20)))) == [1, 2])
+            #expect(ctxIDs(try fetchItems(ctx, .in("id", [1, 3, 5]))) == [1, 3, 5])
+            #expect(ctxIDs(try fetchItems(ctx, .not(.in("id", [1, 3, 5])))) == [2, 4, 6])
+            #expect(ctxIDs(try fetchItems(ctx, .compare("name", .beginsWith, "ITEM 1", options: .caseInsensitive))) == [1])
+            #expect(try fetchItems(ctx, .false).isEmpty)
+            #expect(try fetchItems(ctx, .true).count == 6)
+        }
+    }
+
+    // Semantics §4: key paths through a to-one relationship, in predicates and sort descriptors.
+    @Test func keyPathThroughToOne_4() throws {
+        let stack = try TestStack()
+        try ctxSeedTagged(stack, tagNames: ["red", "blue"], itemsPerTag: 3)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            #expect(ctxIDs(try fetchItems(ctx, .compare("tag.name", .equalTo, "blue"))) == [4, 5, 6])
+            #expect(ctxIDs(try fetchItems(ctx, .and([.compare("tag.name", .equalTo, "red"), .compare("price", .greaterThan, 10)]))) == [2, 3])
+            let sorted = try fetchItems(ctx, sort: [ObjectSortDescriptor("tag.name"), ObjectSortDescriptor("id", ascending: false)])
+            #expect(ctxIDs(sorted) == [6, 5, 4, 3, 2, 1])
+            // Pending change: moving item 1 to blue is seen by the in-memory evaluation.
+            let blue = try #require(sorted.first?.tag)
+            sorted[5].tag = blue
+            #expect(ctxIDs(try fetchItems(ctx, .compare("tag.name", .equalTo, "blue"))) == [1, 4, 5, 6])
+        }
+    }
+
+    // MARK: - Sorting, limit, offset (semantics §4)
+
+    // Semantics §4: ascending/descending sort; nil sorts first ascending (as SQLite), last descending — in the
+    // store and in the in-memory overlay alike.
+    @Test func sortDescriptorsAndNilOrdering_4() throws {
+        let stack = try TestStack()
+        try stack.seed(4)
+        let setup = stack.context()
+        try setup.performAndWait {
+            try fetchItems(setup)[1].name = nil
+            try setup.save()
+        }
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            #expect(ctxIDs(try fetchItems(ctx, sort: [ObjectSortDescriptor("price", ascending: false)])) == [4, 3, 2, 1])
+            #expect(ctxIDs(try fetchItems(ctx, sort: [ObjectSortDescriptor("name")])) == [2, 1, 3, 4])
+            #expect(ctxIDs(try fetchItems(ctx, sort: [ObjectSortDescriptor("name", ascending: false)])) == [4, 3, 1, 2])
+            // In-memory path (pending changes of the entity).
+            try fetchItems(ctx)[2].name = nil
+            #expect(ctxIDs(try fetchItems(ctx, sort: [ObjectSortDescriptor("name"), ObjectSortDescriptor("id")])) == [2, 3, 1, 4])
+            #expect(ctxIDs(try fetchItems(ctx, sort: [ObjectSortDescriptor("name", ascending: false), ObjectSortDescriptor("id")])) == [4, 1, 2, 3])
+        }
+    }
+
+    // Semantics §4: fetchLimit and fetchOffset.
+    @Test func fetchLimitAndOffset_4() throws {
+        let stack = try TestStack()
+        try stack.seed(10)
+        let ctx = stack.context()
+        try ctx.performAndWait { () throws in
+            var request = ctxItemRequest()
+            request.fetchLimit = 3
+            #expect(ctxIDs(try ctx.fetch(request, as: Item.self)) == [1, 2, 3])
+            request.fetchOffset = 4
+            #expect(ctxIDs(try ctx.fetch(request, as: Item.self)) == [5, 6, 7])
+            request.fetchOffset = 8
+            #expect(ctxIDs(try ctx.fetch(request, as: Item.self)) == [9, 10])
+            request.fetchLimit = 0
+            request.fetchOffset = 7
+            request.sortDescriptors = [ObjectSortDescriptor("price", ascending: false)]
+            #expect(ctxIDs(try ctx.fetch(request, as: Item.self)) == [3, 2, 1])
+        }
+    }
+
+    // Semantics §4 (includesPendingChanges): limit and offset apply after unsaved changes are laid over.
+    @Test func fetchLimitWithPendingChanges_4() throws {
+        let stack = try TestStack()
+        try stack.seed(5)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            ctx.delete(items[0])
+            let cheap = Item(context: ctx)
+            cheap.id = 100
+            cheap.price = 1
+            var request = ctxItemRequest(sort: [ObjectSortDescriptor("price")])
+            request.fetchLimit = 2
+            #expect(ctxIDs(try ctx.fetch(request, as: Item.self)) == [100, 2])
+            request.fetchOffset = 1
+            #expect(ctxIDs(try ctx.fetch(request, as: Item.self)) == [2, 3])
+        }
+    }
+
+    // MARK: - Result types (semantics §4)
+
+    // Semantics §4: fetchObjectIDs returns IDs and registers nothing.
+    @Test func fetchObjectIDs_4() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(5)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let fetched = try ctx.fetchObjectIDs(ctxItemRequest(.compare("price", .greaterThan, 20)))
+            #expect(fetched == Array(ids[2...]))
+            #expect(ctx.registeredObjectCount == 0)
+        }
+    }
+
+    // Semantics §4: fetchDictionaries returns propertiesToFetch only, registering nothing.
+    @Test func fetchDictionaries_4() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            var request = ctxItemRequest()
+            request.propertiesToFetch = ["id", "name"]
+            let rows = try ctx.fetchDictionaries(request)
+            #expect(rows.count == 3)
+            #expect(rows.allSatisfy { Set($0.keys) == ["id", "name"] })
+            #expect(rows.map { $0["id"] as? Int64 } == [1, 2, 3])
+            #expect(rows.map { $0["name"] as? String } == ["item 1", "item 2", "item 3"])
+            #expect(ctx.registeredObjectCount == 0)
+            request.propertiesToFetch = ["price"]
+            request.predicate = .compare("id", .equalTo, 2)
+            let one = try ctx.fetchDictionaries(request)
+            #expect(one.count == 1)
+            #expect(one.first?["price"] as? Double == 20)
+        }
+    }
+
+    // Semantics §4: count(for:) counts matches, pending changes included.
+    @Test func countForRequest_4() throws {
+        let stack = try TestStack()
+        try stack.seed(5)
+        let ctx = stack.context()
+        let selectsBefore = ctxSelects(stack.coordinator)
+        try ctx.performAndWait { () throws in
+            #expect(try ctx.count(for: ctxItemRequest()) == 5)
+            #expect(try ctx.count(for: ctxItemRequest(.compare("price", .greaterThanOrEqualTo, 30))) == 3)
+            #expect(ctx.registeredObjectCount == 0)
+        }
+        #expect(ctxSelects(stack.coordinator) - selectsBefore == 2)
+        try ctx.performAndWait { () throws in
+            let extra = Item(context: ctx)
+            extra.id = 100
+            extra.price = 1000
+            #expect(try ctx.count(for: ctxItemRequest()) == 6)
+            #expect(try ctx.count(for: ctxItemRequest(.compare("price", .greaterThanOrEqualTo, 30))) == 4)
+            var request = ctxItemRequest()
+            request.includesPendingChanges = false
+            #expect(try ctx.count(for: request) == 5)
+        }
+    }
+
+    // MARK: - includesPendingChanges (semantics §4)
+
+    // Semantics §4: unsaved inserts included, deleted objects excluded, edited objects re-evaluated.
+    @Test func includesPendingChanges_4() throws {
+        let stack = try TestStack()
+        try stack.seed(5)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            items[0].price = 50  // 10 → 50: now matches
+            items[1].price = 5  // 20 → 5: no longer matches
+            ctx.delete(items[2])  // 30: matches in the store, deleted here
+            let inserted = Item(context: ctx)
+            inserted.id = 100
+            inserted.price = 1000
+            let cheapInsert = Item(context: ctx)
+            cheapInsert.id = 101
+            cheapInsert.price = 1
+
+            let predicate = ObjectPredicate.compare("price", .greaterThanOrEqualTo, 15)
+            let result = try ctx.fetch(ctxItemRequest(predicate), as: Item.self)
+            #expect(ctxIDs(result) == [1, 4, 5, 100])
+            #expect(result[0] === items[0])
+            #expect(result[3] === inserted)
+            #expect(try ctx.count(for: ctxItemRequest(predicate)) == 4)
+
+            var storeOnly = ctxItemRequest(predicate)
+            storeOnly.includesPendingChanges = false
+            let stored = try ctx.fetch(storeOnly, as: Item.self)
+            #expect(ctxIDs(stored) == [2, 3, 4, 5])
+            #expect(!stored.contains { $0 === inserted })
+            #expect(stored[0] === items[1])  // the registered instance, unchanged
+            #expect(stored[0].price == 5)
+        }
+    }
+
+    // MARK: - Faults and materialized objects (semantics §4)
+
+    // Semantics §4: returnsObjectsAsFaults (default true) returns faults; false returns materialized objects.
+    @Test func returnsObjectsAsFaults_4() throws {
+        let stack = try TestStack()
+        try stack.seed(5)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let faults = try ctx.fetch(ctxItemRequest(), as: Item.self)
+            #expect(faults.allSatisfy { $0.isFault })
+        }
+        let other = stack.context()
+        try other.performAndWait {
+            var request = ctxItemRequest()
+            request.returnsObjectsAsFaults = false
+            let before = other.counters.faultsFired
+            let items = try other.fetch(request, as: Item.self)
+            #expect(items.allSatisfy { !$0.isFault })
+            #expect(items.allSatisfy { $0.awakeFromFetchCalls == 1 })
+            #expect(ctxIDs(items) == [1, 2, 3, 4, 5])
+            #expect(other.counters.faultsFired == before)
+        }
+    }
+
+    // Semantics §4: a fetch never changes realized objects or objects with pending changes.
+    @Test func fetchNeverChangesObjectsInUse_4() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        let ctx = stack.context()
+        let (dirty, clean): (Item, Item) = try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            items[0].price = 77
+            #expect(items[1].price == 20)  // realized, clean
+            return (items[0], items[1])
+        }
+        // Another context on the same coordinator writes both rows (the row cache gets the new values).
+        let writer = stack.context()
+        try writer.performAndWait {
+            let items = try fetchItems(writer)
+            items[0].price = 555
+            items[1].price = 666
+            try writer.save()
+        }
+        try ctx.performAndWait {
+            let again = try fetchItems(ctx)
+            #expect(again[0] === dirty)
+            #expect(again[1] === clean)
+            #expect(dirty.price == 77)
+            #expect(dirty.isUpdated)
+            #expect(clean.price == 20)
+            #expect(!clean.hasChanges)
+            // The dirty object's committed snapshot is untouched too.
+            #expect(dirty.committedValues(forKeys: ["price"])["price"] as? Double == 10)
+        }
+    }
+}
+
+/// Counters (issue rule): the cost of faulting, batching and prefetching in SQL statements (semantics §2.3, §4).
+@Suite struct FetchCounterTests {
+
+    // Semantics §2.3 / §4: fetching fills the row cache; firing 1,000 faults afterwards runs no SQL.
+    @Test func firingFetchedFaultsRunsOneSelect_4() throws {
+        let stack = try TestStack()
+        try stack.seed(1_000)
+        let ctx = stack.context()
+        let selects = ctxSelects(stack.coordinator)
+        let hits = stack.coordinator.counters.rowCacheHits
+        try ctx.performAndWait {
+            let fired = ctx.counters.faultsFired
+            let items = try ctx.fetch(ctxItemRequest(), as: Item.self)
+            #expect(items.count == 1_000)
+            let faults = items.filter { $0.isFault }.count
+            #expect(faults == 1_000)
+            var total = 0.0
+            for item in items { total += item.price }
+            #expect(total == 10 * Double(1_000 * 1_001 / 2))
+            #expect(ctx.counters.faultsFired - fired == 1_000)
+        }
+        #expect(ctxSelects(stack.coordinator) - selects == 1)
+        #expect(stack.coordinator.counters.rowCacheHits - hits == 1_000)
+    }
+
+    // Semantics §2.3 / §4 / §2.2: the same holds for a child context — its fetch goes through the parent to the
+    // coordinator, fills the row cache, and firing the faults afterwards runs no SQL.
+    @Test func childFetchedFaultsFireFromRowCache_4() throws {
+        let stack = try TestStack()
+        try stack.seed(100)
+        let parent = stack.context()
+        let child = stack.child(of: parent)
+        let selects = ctxSelects(stack.coordinator)
+        try child.performAndWait {
+            let items = try child.fetch(ctxItemRequest(), as: Item.self)
+            let faults = items.filter { $0.isFault }.count
+            #expect(faults == 100)
+            #expect(ctxSelects(stack.coordinator) - selects == 1)
+            var total = 0.0
+            for item in items { total += item.price }
+            #expect(total == 10 * Double(100 * 101 / 2))
+        }
+        #expect(ctxSelects(stack.coordinator) - selects == 1)
+    }
+
+    // Semantics §4: fetchBatchSize = 100 over 1,000 objects: 1 SELECT for the IDs, then 1 per batch touched.
+    @Test func fetchBatchSizeLoadsPerBatch_4() throws {
+        let stack = try TestStack()
+        try stack.seed(1_000)
+        let ctx = stack.context()
+        let selects = ctxSelects(stack.coordinator)
+        try ctx.performAndWait {
+            var request = ctxItemRequest()
+            request.fetchBatchSize = 100
+            let items = try ctx.fetch(request, as: Item.self)
+            #expect(items.count == 1_000)
+            #expect(ctxSelects(stack.coordinator) - selects == 1)
+            _ = items[0].price
+            #expect(ctxSelects(stack.coordinator) - selects == 2)
+            _ = items[99].price  // same batch
+            #expect(ctxSelects(stack.coordinator) - selects == 2)
+            var ids: [Int64] = []
+            for item in items { ids.append(item.id) }
+            #expect(ids == Array(1...1_000))
+        }
+        #expect(ctxSelects(stack.coordinator) - selects == 1 + 10)
+    }
+
+    // Semantics §4: includesPropertyValues = false fetches only IDs; each fire is its own SELECT.
+    @Test func includesPropertyValuesFalseFiresOneSelectEach_4() throws {
+        let stack = try TestStack()
+        try stack.seed(50)
+        let ctx = stack.context()
+        let selects = ctxSelects(stack.coordinator)
+        let misses = stack.coordinator.counters.rowCacheMisses
+        try ctx.performAndWait {
+            var request = ctxItemRequest()
+            request.includesPropertyValues = false
+            let items = try ctx.fetch(request, as: Item.self)
+            #expect(ctxSelects(stack.coordinator) - selects == 1)
+            for item in items { _ = item.price }
+            #expect(ctx.counters.faultsFired == 50)
+        }
+        #expect(ctxSelects(stack.coordinator) - selects == 1 + 50)
+        #expect(stack.coordinator.counters.rowCacheMisses - misses == 50)
+    }
+
+    // Semantics §4: relationshipKeyPathsForPrefetching ["tag"] loads the tags with one extra query instead
+    // of one fault per tag.
+    @Test func prefetchingToOneAvoidsPerObjectSQL_4() throws {
+        let stack = try TestStack()
+        try ctxSeedTagged(stack, tagNames: ["a", "b", "c", "d", "e"], itemsPerTag: 20)
+        let ctx = stack.context()
+        let selects = ctxSelects(stack.coordinator)
+        try ctx.performAndWait {
+            var request = ctxItemRequest()
+            request.relationshipKeyPathsForPrefetching = ["tag"]
+            let items = try ctx.fetch(request, as: Item.self)
+            #expect(ctxSelects(stack.coordinator) - selects == 2)
+            let names = items.map { $0.tag?.name ?? "" }
+            #expect(names.count == 100)
+            #expect(Set(names) == ["a", "b", "c", "d", "e"])
+        }
+        #expect(ctxSelects(stack.coordinator) - selects == 2)
+    }
+
+    // Semantics §3.2 / §4 (inferred): a realized object holds its related objects strongly — refresh(…, false)
+    // "releases strong references to related objects" and refreshAllObjects "breaks retain cycles". So after
+    // item.tag has been loaded once, reading it again through the same item (or another item of the same tag)
+    // finds the registered tag and runs no SQL. Without prefetching: 1 fetch + 1 fault per distinct tag.
+    @Test func toOneDestinationIsHeldBySource_4() throws {
+        let stack = try TestStack()
+        try ctxSeedTagged(stack, tagNames: ["a", "b", "c", "d", "e"], itemsPerTag: 20)
+        let ctx = stack.context()
+        let selects = ctxSelects(stack.coordinator)
+        try ctx.performAndWait {
+            let items = try ctx.fetch(ctxItemRequest(), as: Item.self)
+            _ = items[0].tag?.name
+            #expect(ctxSelects(stack.coordinator) - selects == 2)
+            _ = items[0].tag?.name
+            #expect(ctxSelects(stack.coordinator) - selects == 2)
+            #expect(Set(items.map { $0.tag?.name ?? "" }) == ["a", "b", "c", "d", "e"])
+        }
+        #expect(ctxSelects(stack.coordinator) - selects == 1 + 5)
+    }
+
+    // Semantics §4: prefetching the to-many "items" loads every tag's items with one extra query: no
+    // relationship fault per tag and no fault per item afterwards (2 SELECTs in all).
+    @Test func prefetchingToManyAvoidsPerObjectSQL_4() throws {
+        let stack = try TestStack()
+        try ctxSeedTagged(stack, tagNames: ["a", "b", "c", "d"], itemsPerTag: 5)
+        let ctx = stack.context()
+        let selects = ctxSelects(stack.coordinator)
+        try ctx.performAndWait {
+            var request = FetchRequest(entityName: "Tag", sortDescriptors: [ObjectSortDescriptor("name")])
+            request.relationshipKeyPathsForPrefetching = ["items"]
+            let tags = try ctx.fetch(request, as: Tag.self)
+            let relationshipFaults = ctx.counters.relationshipFaultsFired
+            #expect(tags.map { $0.items.count } == [5, 5, 5, 5])
+            #expect(tags.map { tag in tag.items.map { $0.price }.reduce(0, +) } == [150, 400, 650, 900])
+            #expect(ctx.counters.relationshipFaultsFired == relationshipFaults)
+        }
+        #expect(ctxSelects(stack.coordinator) - selects == 2)
+    }
+}
