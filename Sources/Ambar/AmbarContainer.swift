@@ -80,6 +80,7 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
 
     private struct State {
         var viewContextReadOnly = false
+        var shouldMerge = true
         var counters = AmbarCounters()
     }
     private let state = Mutex(State())
@@ -95,6 +96,12 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
             let context = viewContext
             context.performAndWait { context.mergePolicy = newValue ? .rollback : .mergeByPropertyStoreTrump }
         }
+    }
+
+    /// Whether the smart merge runs (7.x `shouldMergeIncomingSavedObjects`); starts from the options.
+    public var shouldMergeIncomingSavedObjects: Bool {
+        get { state.withLock { $0.shouldMerge } }
+        set { state.withLock { $0.shouldMerge = newValue } }
     }
 
     /// The counters.
@@ -142,6 +149,7 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
         } else {
             writerCoordinator = mainCoordinator
         }
+        state.withLock { $0.shouldMerge = options.shouldMergeIncomingSavedObjects }
         viewContext = ManagedObjectContext(concurrencyType: .mainQueue, queue: options.mainQueue)
         viewContext.persistentStoreCoordinator = mainCoordinator
         viewContext.mergePolicy = .mergeByPropertyStoreTrump
@@ -211,7 +219,7 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
         }
         guard saver.persistentStoreCoordinator === mainCoordinator || saver.persistentStoreCoordinator === writerCoordinator else { return }
         state.withLock { $0.counters.saveNotificationsSeen += 1 }
-        guard options.shouldMergeIncomingSavedObjects, saver !== viewContext, saver.parent !== viewContext else { return }
+        guard shouldMergeIncomingSavedObjects, saver !== viewContext, saver.parent !== viewContext else { return }
         switch options.mergeFilter {
         case .writerOnly:
             guard saver.persistentStoreCoordinator === writerCoordinator else { return }

@@ -28,7 +28,7 @@ extension ObjectPredicate {
     /// Replaces `$NAME` variables with constants.
     public func withSubstitutionVariables(_ variables: [String: Any]) -> ObjectPredicate {
         let values = variables.mapValues(PropertyValue.init(any:))
-        func sub(_ e: PredicateExpression) -> PredicateExpression {
+        func sub(_ e: ObjectExpression) -> ObjectExpression {
             if case .variable(let name) = e, let v = values[name] { return .constant(v) }
             return e
         }
@@ -91,7 +91,7 @@ extension PredicateComparison {
         }
     }
 
-    static func value(of e: PredicateExpression, _ subject: any PredicateSubject, _ variables: [String: PropertyValue]) throws -> KeyPathValue {
+    static func value(of e: ObjectExpression, _ subject: any PredicateSubject, _ variables: [String: PropertyValue]) throws -> KeyPathValue {
         switch e {
         case .constant(let v): return .single(v)
         case .list(let vs): return .many(vs)

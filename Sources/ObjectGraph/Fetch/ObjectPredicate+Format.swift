@@ -309,7 +309,7 @@ private struct PredicateParser {
         return arguments[argumentIndex]
     }
 
-    private mutating func parseExpression() throws -> PredicateExpression {
+    private mutating func parseExpression() throws -> ObjectExpression {
         let token = current
         switch token {
         case .identifier(let word):
@@ -361,7 +361,7 @@ private struct PredicateParser {
                 }
                 return .constant(.double(v))
             default:
-                return PredicateExpression.value(argument)
+                return ObjectExpression.value(argument)
             }
         case .symbol("{"):
             position += 1
@@ -386,7 +386,7 @@ private struct PredicateParser {
         }
     }
 
-    private mutating func parseKeyPath(prefix: String) throws -> PredicateExpression {
+    private mutating func parseKeyPath(prefix: String) throws -> ObjectExpression {
         var parts: [String] = []
         while true {
             guard case .identifier(let name) = current else { throw error("a key name") }

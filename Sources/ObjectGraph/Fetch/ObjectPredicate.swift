@@ -41,7 +41,7 @@ public struct ObjectPredicate: Sendable, Hashable {
         _ keyPath: String, _ op: PredicateComparison.Operator, _ value: Any?, options: PredicateComparison.Options = [],
         modifier: PredicateComparison.Modifier = .direct
     ) -> ObjectPredicate {
-        ObjectPredicate(.comparison(PredicateComparison(.keyPath(keyPath), op, PredicateExpression.value(value), options: options, modifier: modifier)))
+        ObjectPredicate(.comparison(PredicateComparison(.keyPath(keyPath), op, ObjectExpression.value(value), options: options, modifier: modifier)))
     }
 
     /// `keyPath IN values`.
@@ -82,14 +82,14 @@ public struct PredicateComparison: Sendable, Hashable {
         case direct, any, all, none
     }
 
-    public var left: PredicateExpression
+    public var left: ObjectExpression
     public var op: Operator
-    public var right: PredicateExpression
+    public var right: ObjectExpression
     public var options: Options
     public var modifier: Modifier
 
     /// Creates a comparison.
-    public init(_ left: PredicateExpression, _ op: Operator, _ right: PredicateExpression, options: Options = [], modifier: Modifier = .direct) {
+    public init(_ left: ObjectExpression, _ op: Operator, _ right: ObjectExpression, options: Options = [], modifier: Modifier = .direct) {
         self.left = left
         self.op = op
         self.right = right
@@ -99,7 +99,7 @@ public struct PredicateComparison: Sendable, Hashable {
 }
 
 /// A side of a comparison.
-public indirect enum PredicateExpression: Sendable, Hashable {
+public indirect enum ObjectExpression: Sendable, Hashable {
     /// A key path from the evaluated object: `name`, `tag.name`, `items.@count`, `items.price`.
     case keyPath(String)
     /// A constant.
@@ -112,7 +112,7 @@ public indirect enum PredicateExpression: Sendable, Hashable {
     case variable(String)
 
     /// Converts a Swift value (attribute value, object, object ID, array) to a constant expression.
-    public static func value(_ value: Any?) -> PredicateExpression {
+    public static func value(_ value: Any?) -> ObjectExpression {
         if let array = value as? [Any] { return .list(array.map(PropertyValue.init(any:))) }
         if let set = value as? Set<ManagedObject> { return .list(set.map { .objectID($0.objectID) }) }
         if let set = value as? Set<ManagedObjectID> { return .list(set.map { .objectID($0) }) }
@@ -182,7 +182,7 @@ extension PredicateComparison: CustomStringConvertible {
     }
 }
 
-extension PredicateExpression: CustomStringConvertible {
+extension ObjectExpression: CustomStringConvertible {
     public var description: String {
         switch self {
         case .keyPath(let k): return k

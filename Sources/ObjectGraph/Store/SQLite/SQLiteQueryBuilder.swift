@@ -346,7 +346,7 @@ struct SQLiteQueryBuilder {
     }
 }
 
-extension PredicateExpression {
+extension ObjectExpression {
     var isKeyPathOrSelf: Bool {
         switch self {
         case .keyPath, .evaluatedObject: return true

@@ -1,0 +1,121 @@
+import Foundation
+import ObjectGraph
+
+/// A value or object with a unique identifier stored in an attribute (PeakCoreData's `UniqueIdentifiable`).
+public protocol UniqueIdentifiable {
+    associatedtype UniqueID: Hashable & AttributeConvertible
+    /// The attribute that holds the identifier.
+    static var uniqueIDKey: String { get }
+    /// This value's identifier.
+    var uniqueIDValue: UniqueID { get }
+}
+
+/// An intermediate value (for example a decoded JSON record) that can fill a managed object
+/// (PeakCoreData's `ManagedObjectUpdatable`).
+public protocol ManagedObjectUpdatable {
+    associatedtype ManagedObjectKind: ManagedObject
+    /// Copies attributes onto the object.
+    func updateProperties(on managedObject: ManagedObjectKind)
+    /// Sets relationships once every object of the import exists (default: nothing).
+    func updateRelationships(on managedObject: ManagedObjectKind, in context: ManagedObjectContext) throws
+}
+
+extension ManagedObjectUpdatable {
+    public func updateRelationships(on managedObject: ManagedObjectKind, in context: ManagedObjectContext) throws {}
+}
+
+/// The object IDs an operation inserted, updated and deleted (PeakCoreData's `Changeset`).
+public struct Changeset: Sendable, Equatable {
+    public var inserted: Set<ManagedObjectID> = []
+    public var updated: Set<ManagedObjectID> = []
+    public var deleted: Set<ManagedObjectID> = []
+    public init() {}
+    /// Whether nothing changed.
+    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+}
+
+/// Imports values into objects found by unique ID (PeakCoreData's `CoreDataBatchImportOperation`): one `IN`
+/// fetch per chunk (chunks stay under SQLite's variable limit), existing objects updated, missing ones
+/// inserted, never a duplicate (the last value for an ID wins), one save per chunk. A failed save is the
+/// operation's failure.
+///
+/// ```swift
+/// let changes = try await BatchImport(values: records, chunkSize: 1000).run(in: stack.importerContext())
+/// ```
+public struct BatchImport<Value: ManagedObjectUpdatable & UniqueIdentifiable & Sendable>: Sendable
+where Value.ManagedObjectKind: ManagedObjectType {
+    /// The values to import.
+    public var values: [Value]
+    /// Values per fetch and save (at most 500, so an `IN` list stays under SQLite's variable limit).
+    public var chunkSize: Int
+
+    public init(values: [Value], chunkSize: Int = 500) {
+        self.values = values
+        self.chunkSize = max(1, min(chunkSize, 500))
+    }
+
+    /// Runs the import on the context's queue.
+    public func run(in context: ManagedObjectContext) async throws -> Changeset {
+        let values = self.values, chunkSize = self.chunkSize
+        return try await context.perform {
+            try Self.importValues(values, chunkSize: chunkSize, in: context)
+        }
+    }
+
+    /// Runs the import synchronously; call on the context's queue (inside `performAndWait`).
+    public func runSynchronously(in context: ManagedObjectContext) throws -> Changeset {
+        try Self.importValues(values, chunkSize: chunkSize, in: context)
+    }
+
+    static func importValues(_ values: [Value], chunkSize: Int, in context: ManagedObjectContext) throws -> Changeset {
+        typealias Object = Value.ManagedObjectKind
+        // Last value wins for a repeated ID; order of first appearance is kept.
+        var order: [Value.UniqueID] = []
+        var latest: [Value.UniqueID: Value] = [:]
+        for value in values {
+            if latest.updateValue(value, forKey: value.uniqueIDValue) == nil { order.append(value.uniqueIDValue) }
+        }
+        var changes = Changeset()
+        for start in stride(from: 0, to: order.count, by: chunkSize) {
+            let ids = Array(order[start..<min(start + chunkSize, order.count)])
+            let existing = try Object.fetch(in: context, predicate: .in(Value.uniqueIDKey, ids.map { $0.attributeValue as Any }))
+            var byID: [Value.UniqueID: Object] = [:]
+            for object in existing {
+                let key = Value.UniqueID.fromAttribute(object.value(forKey: Value.uniqueIDKey))
+                byID[key] = object
+            }
+            var touched: [(Value, Object, Bool)] = []
+            for id in ids {
+                let value = latest[id]!
+                if let object = byID[id] {
+                    value.updateProperties(on: object)
+                    touched.append((value, object, false))
+                } else {
+                    let object = try Object.insert(into: context)
+                    try object.setValue(id.attributeValue, forKey: Value.uniqueIDKey)
+                    value.updateProperties(on: object)
+                    touched.append((value, object, true))
+                }
+            }
+            for (value, object, _) in touched { try value.updateRelationships(on: object, in: context) }
+            let updated = touched.filter { !$0.2 && $0.1.hasChanges }.map(\.1)
+            let inserted = touched.filter(\.2).map(\.1)
+            try context.save()
+            changes.inserted.formUnion(inserted.map(\.objectID))
+            changes.updated.formUnion(updated.map(\.objectID))
+        }
+        return changes
+    }
+}
+
+/// Imports one value (PeakCoreData's `CoreDataSingleImportOperation`).
+public struct SingleImport<Value: ManagedObjectUpdatable & UniqueIdentifiable & Sendable>: Sendable
+where Value.ManagedObjectKind: ManagedObjectType {
+    public var value: Value
+    public init(value: Value) { self.value = value }
+
+    /// Runs the import on the context's queue.
+    public func run(in context: ManagedObjectContext) async throws -> Changeset {
+        try await BatchImport(values: [value]).run(in: context)
+    }
+}
