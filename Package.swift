@@ -6,12 +6,25 @@ let package = Package(
     products: [
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
         .library(name: "Ambar", targets: ["Ambar"]),
+        .library(name: "Workbench", targets: ["Workbench"]),
+        .executable(name: "ambar-bench", targets: ["ambar-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
     ],
     targets: [
         .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "CJemalloc",
+            pkgConfig: "jemalloc",
+            providers: [.apt(["libjemalloc-dev"])]
         ),
         .target(
             name: "ObjectGraph",
@@ -21,6 +34,19 @@ let package = Package(
             name: "Ambar",
             dependencies: ["ObjectGraph"]
         ),
+        .target(
+            name: "Workbench",
+            dependencies: [
+                "Ambar", "ObjectGraph", "CJemalloc",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "CSV", package: "CSV.swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "ambar-bench",
+            dependencies: ["Workbench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .testTarget(
             name: "ObjectGraphTests",
             dependencies: ["ObjectGraph"]
@@ -28,6 +54,11 @@ let package = Package(
         .testTarget(
             name: "AmbarTests",
             dependencies: ["Ambar", "ObjectGraph"]
+        ),
+        .testTarget(
+            name: "WorkbenchTests",
+            dependencies: ["Workbench", "Ambar", "ObjectGraph"],
+            resources: [.copy("Fixtures")]
         ),
     ]
 )

@@ -78,7 +78,22 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
     /// The options the container was made with.
     public let options: Options
 
+    /// One smart merge, for measurement: when the save was announced (commit), when the merge finished on the
+    /// main queue (uptime nanoseconds), and what it carried.
+    public struct MergeEvent: Sendable {
+        public var committedAt: UInt64
+        public var finishedAt: UInt64
+        public var changes: ContextObjectIDChanges
+    }
+
+    /// Told after each smart merge ran on the main queue.
+    public var mergeObserver: (@Sendable (MergeEvent) -> Void)? {
+        get { state.withLock { $0.mergeObserver } }
+        set { state.withLock { $0.mergeObserver = newValue } }
+    }
+
     private struct State {
+        var mergeObserver: (@Sendable (MergeEvent) -> Void)?
         var viewContextReadOnly = false
         var shouldMerge = true
         var counters = AmbarCounters()
@@ -237,9 +252,14 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
         }
         // Only IDs cross to the main queue, so the saving context's objects are not kept alive.
         let view = viewContext
+        let committedAt = DispatchTime.now().uptimeNanoseconds
         view.queue.async { [weak self] in
             view.mergeChanges(fromObjectIDs: changes)
-            self?.state.withLock { $0.counters.mergesPerformed += 1 }
+            let observer = self?.state.withLock { state -> (@Sendable (MergeEvent) -> Void)? in
+                state.counters.mergesPerformed += 1
+                return state.mergeObserver
+            }
+            if let observer = observer ?? nil { observer(MergeEvent(committedAt: committedAt, finishedAt: DispatchTime.now().uptimeNanoseconds, changes: changes)) }
         }
     }
 

@@ -16,6 +16,8 @@ public final class ContextQueue: @unchecked Sendable {  // immutable after init
     private let isDispatchMain: Bool
     /// Wraps every block the queue runs (both `async` and `sync`), for instrumentation.
     public let around: (@Sendable (_ block: () -> Void) -> Void)?
+    /// Told each time a block is queued with ``async(_:)`` (for queue-depth measurement).
+    public let willEnqueue: (@Sendable () -> Void)?
 
     private static let key = DispatchSpecificKey<Int>()
     private static let nextMarker = Atomic<Int>(1)
@@ -24,15 +26,16 @@ public final class ContextQueue: @unchecked Sendable {  // immutable after init
     /// - Parameters:
     ///   - label: the queue's name.
     ///   - around: a hook that runs each block (it must call the block exactly once).
-    public convenience init(label: String, around: (@Sendable (_ block: () -> Void) -> Void)? = nil) {
-        self.init(queue: DispatchQueue(label: label), label: label, isMain: false, around: around)
+    public convenience init(label: String, around: (@Sendable (_ block: () -> Void) -> Void)? = nil, willEnqueue: (@Sendable () -> Void)? = nil) {
+        self.init(queue: DispatchQueue(label: label), label: label, isMain: false, around: around, willEnqueue: willEnqueue)
     }
 
-    private init(queue: DispatchQueue, label: String, isMain: Bool, around: (@Sendable (_ block: () -> Void) -> Void)?) {
+    private init(queue: DispatchQueue, label: String, isMain: Bool, around: (@Sendable (_ block: () -> Void) -> Void)?, willEnqueue: (@Sendable () -> Void)? = nil) {
         self.queue = queue
         self.label = label
         self.isDispatchMain = isMain
         self.around = around
+        self.willEnqueue = willEnqueue
         self.marker = Self.nextMarker.add(1, ordering: .relaxed).newValue
         queue.setSpecific(key: Self.key, value: marker)
     }
@@ -56,6 +59,7 @@ public final class ContextQueue: @unchecked Sendable {  // immutable after init
 
     /// Runs `block` later on the queue.
     public func async(_ block: @escaping @Sendable () -> Void) {
+        willEnqueue?()
         if let around {
             queue.async { around(block) }
         } else {

@@ -139,7 +139,12 @@ extension ManagedObjectContext {
                 relevant = saver.parent == nil && saver.persistentStoreCoordinator === self.persistentStoreCoordinator
             }
             guard relevant, let changes = ContextObjectIDChanges(notification) else { return }
-            self.queue.async { [weak self] in self?.merge(changes) }
+            let announced = DispatchTime.now().uptimeNanoseconds
+            self.queue.async { [weak self] in
+                guard let self else { return }
+                self.merge(changes)
+                self.automaticMergeHook?(announced, DispatchTime.now().uptimeNanoseconds, changes)
+            }
         }
     }
 }

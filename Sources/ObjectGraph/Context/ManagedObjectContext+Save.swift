@@ -309,6 +309,7 @@ extension ManagedObjectContext {
                 parent.delete(object)
             }
             parent.processPendingChanges()
+            parent.childPushHook?()
         }
         for object in inserted.union(updated) {
             object.isInsertedFlag = false

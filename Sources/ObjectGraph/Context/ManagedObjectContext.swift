@@ -69,6 +69,11 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// When set, ``save()`` first asks it; an error it returns refuses the save with nothing changed (used by
     /// stacks that offer strictly read-only contexts).
     package var saveRefusal: (@Sendable (ManagedObjectContext) -> (any Error)?)?
+    /// Told after each automatic merge (`automaticallyMergesChangesFromParent`) with the uptime in nanoseconds
+    /// when the save was announced and when the merge finished, and the merged changes (for measurement).
+    /// Told on this context's queue after a child's save was pushed into it (for measurement).
+    package var childPushHook: (@Sendable () -> Void)?
+    package var automaticMergeHook: (@Sendable (_ announcedAt: UInt64, _ finishedAt: UInt64, _ changes: ContextObjectIDChanges) -> Void)?
     /// The author recorded in persistent history for this context's saves.
     public var transactionAuthor: String?
     /// How conflicts are settled when this context saves to a coordinator (default `.error`, semantics §7).

@@ -1,0 +1,346 @@
+import Foundation
+import ObjectGraph
+import Synchronization
+
+/// One actor of a phase, run on its own thread (workbench.md "actors").
+protocol WorkloadActor: AnyObject, Sendable {
+    var name: String { get }
+    /// Whether the phase waits for this actor to finish its fixed number of operations.
+    var isBounded: Bool { get }
+    func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool)
+}
+
+/// Operation times: back to back (unlimited) or at intended times `start + k / rate` (open loop, so queueing
+/// delay counts: no coordinated omission).
+struct Schedule {
+    let rate: Rate
+    let start: UInt64
+    /// Operations to run: all of them for bounded actors; `rate × duration` for rate actors with a duration.
+    func intended(_ k: Int) -> UInt64 {
+        switch rate {
+        case .unlimited: return Clock.now()
+        case .perSecond(let r): return start + UInt64(Double(k) / r * 1e9)
+        }
+    }
+    static func count(_ rate: Rate, _ duration: Double?) -> Int? {
+        guard case .perSecond(let r) = rate, let duration else { return nil }
+        return max(1, Int((r * duration).rounded(.down)))
+    }
+}
+
+extension Workload {
+    func saveCounting(_ context: ManagedObjectContext, role: String) throws {
+        let before = context.counters.conflictsResolved
+        do {
+            try context.save()
+            recorder.add("saves")
+        } catch let error as ObjectGraphError {
+            recorder.saveFailed(role: role, code: error.code.rawValue)
+            if error.code == .merge || error.code == .constraintMerge {
+                recorder.conflictOutcome("\(role):failed", max(1, error.conflictList.count + error.constraintConflictList.count))
+            }
+            context.rollback()
+            throw error
+        }
+        recorder.conflictOutcome("\(role):\(stack.policies[role] ?? "error")", context.counters.conflictsResolved - before)
+    }
+}
+
+final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used on its own thread
+    let name: String
+    let spec: ActorSpec.Importer
+    let workload: Workload
+    var isBounded: Bool { true }
+
+    init(name: String, spec: ActorSpec.Importer, workload: Workload) {
+        self.name = name
+        self.spec = spec
+        self.workload = workload
+    }
+
+    func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
+        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        let w = workload
+        let chunks = (spec.objects + spec.chunkSize - 1) / spec.chunkSize
+        let schedule = Schedule(rate: spec.rate, start: start)
+        for k in 0..<chunks {
+            let intended = schedule.intended(k)
+            Clock.sleep(until: intended)
+            let n = min(spec.chunkSize, spec.objects - k * spec.chunkSize)
+            let existing = w.existingKeys
+            let updates = existing > 0 ? min(Int((Double(n) * spec.updateFraction).rounded()), Int(existing)) : 0
+            let updateKeys = rng.keys(updates, in: existing, spec.distribution, hot: Int64(w.viewerCount))
+            let newKeys = w.allocateKeys(n - updateKeys.count)
+            var valueRNG = rng
+            rng = SeededGenerator(seed: rng.next())
+            let context = w.stack.makeImporter()
+            let began = Clock.now()
+            var saved = false
+            var intendedByID: [ManagedObjectID: [String: String]] = [:]
+            context.performAndWait {
+                do {
+                    var touched: [(ManagedObject, [String: String])] = []
+                    for object in try w.fetchByKeys(updateKeys, in: context) {
+                        var intended: [String: String] = [:]
+                        for (field, type) in w.fieldTypes {
+                            let v = w.value(for: type, actor: name, op: k, rng: &valueRNG)
+                            try object.setValue(v, forKey: field)
+                            intended[field] = object.primitiveValue(forKey: field).description
+                        }
+                        touched.append((object, intended))
+                    }
+                    if let newKeys {
+                        for key in newKeys {
+                            let object = try context.insertNewObject(forEntityName: w.entity.name)
+                            try object.setValue(key, forKey: w.idKey)
+                            for (field, type) in w.fieldTypes { try object.setValue(w.value(for: type, actor: name, op: k, rng: &valueRNG), forKey: field) }
+                        }
+                    }
+                    let pushStart = Clock.now()
+                    try w.saveCounting(context, role: "importer")
+                    saved = true
+                    if w.stack.backgroundSaveIsMerge {
+                        // Nested: the child's save is the merge into the view context (a push on the main queue).
+                        w.recorder.mergeLatency.record(nanoseconds: Clock.now() - pushStart)
+                        for (object, values) in touched { intendedByID[object.objectID] = values }
+                    } else {
+                        w.recorder.record(w.events(touched, actor: name, role: "importer"))
+                    }
+                } catch {
+                    w.recorder.note("\(name) chunk \(k): \(error)")
+                }
+            }
+            if saved {
+                do {
+                    try w.stack.afterBackgroundSave(context)
+                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "importer"))
+                } catch { w.recorder.note("\(name) parent save: \(error)") }
+                w.recorder.rowsChanged(inserted: newKeys?.count ?? 0, updated: updateKeys.count)
+            }
+            let end = Clock.now()
+            w.recorder.saveLatency("importer").record(nanoseconds: end - (spec.rate == .unlimited ? began : intended))
+            w.recorder.imported(n, nanos: end - began)
+            w.recorder.add("operations")
+            context.performAndWait { context.reset() }
+        }
+    }
+}
+
+final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on its own thread
+    let name: String
+    let spec: ActorSpec.Editor
+    let workload: Workload
+    let duration: Double?
+    var isBounded: Bool { Schedule.count(spec.rate, duration) != nil }
+
+    init(name: String, spec: ActorSpec.Editor, workload: Workload, duration: Double?) {
+        self.name = name
+        self.spec = spec
+        self.workload = workload
+        self.duration = duration
+    }
+
+    func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
+        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        let w = workload
+        let schedule = Schedule(rate: spec.rate, start: start)
+        let total = Schedule.count(spec.rate, duration)
+        var k = 0
+        while total.map({ k < $0 }) ?? keepGoing() {
+            let intended = schedule.intended(k)
+            Clock.sleep(until: intended)
+            defer { k += 1 }
+            w.recorder.add("operations")
+            let visible = w.visibleIDs
+            guard !visible.isEmpty else { continue }
+            let picks = Array(Set((0..<spec.edits).map { _ in visible[Int.random(in: 0..<visible.count, using: &rng)] }))
+            var valueRNG = SeededGenerator(seed: rng.next())
+            let editor: ManagedObjectContext
+            do { editor = try w.stack.makeEditor() } catch {
+                w.recorder.add("editorRefused")
+                continue
+            }
+            var intendedByID: [ManagedObjectID: [String: String]] = [:]
+            do {
+                try editor.performAndWait {
+                    for id in picks {
+                        guard let object = try? editor.existingObject(with: id) else { continue }
+                        var intendedValues: [String: String] = [:]
+                        for (field, type) in w.fieldTypes.prefix(1) {
+                            try object.setValue(w.value(for: type, actor: name, op: k, rng: &valueRNG), forKey: field)
+                            intendedValues[field] = object.primitiveValue(forKey: field).description
+                        }
+                        intendedByID[id] = intendedValues
+                    }
+                    try editor.save()  // into the view context: no conflicts here (semantics §1.7)
+                }
+                if spec.saveViewContext {
+                    let view = w.stack.viewContext
+                    try view.performAndWait {
+                        let objects = intendedByID.compactMap { id, intended in view.registeredObject(for: id).map { ($0, intended) } }
+                        try w.saveCounting(view, role: "view")
+                        if w.stack.committedContext == nil { w.recorder.record(w.events(objects, actor: name, role: "view")) }
+                    }
+                    try w.stack.afterBackgroundSave(view)
+                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "view"))
+                }
+            } catch {
+                w.recorder.note("\(name) op \(k): \(error)")
+            }
+            w.recorder.saveLatency("editor").record(nanoseconds: Clock.now() - intended)
+        }
+    }
+}
+
+/// Shared by the temporary and writer actors: edit objects in a context of their own and save (or not).
+final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on its own thread
+    let name: String
+    let role: String
+    let rate: Rate
+    let edits: Int
+    let distribution: Distribution
+    let saves: Bool
+    let workload: Workload
+    let duration: Double?
+    var isBounded: Bool { Schedule.count(rate, duration) != nil }
+
+    init(name: String, role: String, rate: Rate, edits: Int, distribution: Distribution, saves: Bool, workload: Workload, duration: Double?) {
+        self.name = name
+        self.role = role
+        self.rate = rate
+        self.edits = edits
+        self.distribution = distribution
+        self.saves = saves
+        self.workload = workload
+        self.duration = duration
+    }
+
+    func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
+        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        let w = workload
+        let schedule = Schedule(rate: rate, start: start)
+        let total = Schedule.count(rate, duration)
+        var k = 0
+        while total.map({ k < $0 }) ?? keepGoing() {
+            let intended = schedule.intended(k)
+            Clock.sleep(until: intended)
+            defer { k += 1 }
+            w.recorder.add("operations")
+            let keys = rng.keys(edits, in: w.existingKeys, distribution, hot: Int64(w.viewerCount))
+            guard !keys.isEmpty else { continue }
+            var valueRNG = SeededGenerator(seed: rng.next())
+            let context = role == "writer" ? w.stack.makeWriter() : w.stack.makeTemporary()
+            context.performAndWait {
+                do {
+                    var touched: [(ManagedObject, [String: String])] = []
+                    for object in try w.fetchByKeys(keys, in: context) {
+                        var intendedValues: [String: String] = [:]
+                        for (field, type) in w.fieldTypes.suffix(1) {
+                            try object.setValue(w.value(for: type, actor: name, op: k, rng: &valueRNG), forKey: field)
+                            intendedValues[field] = object.primitiveValue(forKey: field).description
+                        }
+                        touched.append((object, intendedValues))
+                    }
+                    if saves {
+                        let hadChanges = context.hasChanges
+                        try w.saveCounting(context, role: role)
+                        if role == "temporary", hadChanges, w.stack.ambar == nil { w.recorder.add("readOnlySavesReachedStore") }
+                        w.recorder.record(w.events(touched, actor: name, role: role))
+                    } else {
+                        context.rollback()
+                        w.recorder.add("temporaryDiscarded")
+                    }
+                } catch {
+                    w.recorder.note("\(name) op \(k): \(error)")
+                }
+                context.reset()
+            }
+            w.recorder.saveLatency(role).record(nanoseconds: Clock.now() - intended)
+        }
+    }
+}
+
+final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on its own thread
+    let name: String
+    let spec: ActorSpec.Batch
+    let workload: Workload
+    let duration: Double?
+    var isBounded: Bool { Schedule.count(spec.rate, duration) != nil }
+
+    init(name: String, spec: ActorSpec.Batch, workload: Workload, duration: Double?) {
+        self.name = name
+        self.spec = spec
+        self.workload = workload
+        self.duration = duration
+    }
+
+    func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
+        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        let w = workload
+        let schedule = Schedule(rate: spec.rate, start: start)
+        let total = Schedule.count(spec.rate, duration)
+        var k = 0
+        while total.map({ k < $0 }) ?? keepGoing() {
+            let intended = schedule.intended(k)
+            Clock.sleep(until: intended)
+            defer { k += 1 }
+            w.recorder.add("operations")
+            let context = w.stack.makeBatch()
+            var changes = ContextObjectIDChanges()
+            context.performAndWait {
+                do {
+                    switch spec.kind {
+                    case .insert:
+                        guard let keys = w.allocateKeys(spec.size) else { return }
+                        let rows: [[String: Any]] = keys.map { [w.idKey: $0] }
+                        var request = BatchInsertRequest(entityName: w.entity.name, objects: rows)
+                        request.resultType = .objectIDs
+                        changes.inserted = Set(try context.execute(request).objectIDs ?? [])
+                        w.recorder.rowsChanged(inserted: changes.inserted.count, updated: 0)
+                    case .update:
+                        let keys = rng.keys(spec.size, in: w.existingKeys, .uniform, hot: 0)
+                        guard !keys.isEmpty, let (field, type) = w.fieldTypes.last else { return }
+                        var request = BatchUpdateRequest(entityName: w.entity.name, predicate: .in(w.idKey, keys.map { $0 as Any }),
+                                                         propertiesToUpdate: [field: w.value(for: type, actor: name, op: k, rng: &rng)])
+                        request.resultType = .objectIDs
+                        changes.updated = Set(try context.execute(request).objectIDs ?? [])
+                        w.markBatchTouched(keys)
+                        w.recorder.rowsChanged(inserted: 0, updated: changes.updated.count)
+                    case .delete:
+                        let keys = rng.keys(spec.size, in: w.existingKeys, .uniform, hot: 0).filter { $0 > Int64(w.viewerCount) }
+                        guard !keys.isEmpty else { return }
+                        var request = BatchDeleteRequest(fetchRequest: FetchRequest(entityName: w.entity.name, predicate: .in(w.idKey, keys.map { $0 as Any })))
+                        request.resultType = .objectIDs
+                        changes.deleted = Set(try context.execute(request).objectIDs ?? [])
+                        w.markBatchTouched(keys)
+                        w.recorder.rowsChanged(deleted: changes.deleted.count)
+                    }
+                } catch {
+                    w.recorder.note("\(name) op \(k): \(error)")
+                }
+            }
+            let committed = Clock.now()
+            w.recorder.saveLatency("batch").record(nanoseconds: committed - intended)
+            guard spec.mergeBy == .ids, !changes.isEmpty else { continue }
+            // Semantics §6: batch results reach contexts only by merging their IDs.
+            let view = w.stack.viewContext
+            let main = w.main, recorder = w.recorder
+            let merged = changes
+            main.queue.async {
+                view.mergeChanges(fromObjectIDs: merged)
+                main.markMergeBlock()
+                recorder.mergeLatency.record(nanoseconds: Clock.now() - committed)
+            }
+        }
+    }
+}
+
+extension RunRecorder {
+    func rowsChanged(inserted: Int = 0, updated: Int = 0, deleted: Int = 0) {
+        state.withLock {
+            $0.counters["rowsInserted", default: 0] += inserted
+            $0.counters["rowsUpdated", default: 0] += updated
+            $0.counters["rowsDeleted", default: 0] += deleted
+        }
+    }
+}

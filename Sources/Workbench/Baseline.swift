@@ -1,0 +1,77 @@
+import Foundation
+
+/// A named baseline (`Scenarios/baselines/<name>.json`): which scenarios it runs and what they gave. `check`
+/// compares exactly on deterministic counters and with a ratio tolerance on times (workbench.md `make ci`).
+public struct Baseline: Sendable, Codable, Equatable {
+    public struct Entry: Sendable, Codable, Equatable {
+        public var scenario: String
+        public var variant: String
+        public var repetition: Int
+        public var counters: [String: Int]
+        /// metric.statistic → value (ms for latencies).
+        public var timings: [String: Double]
+    }
+    public var name: String
+    public var files: [String]
+    public var overrides: [String]
+    /// Largest allowed ratio current / baseline for timings (and the smallest, inverted).
+    public var timingTolerance: Double
+    public var entries: [Entry]
+
+    static let timingKeys = [("mergeLatency", "p50"), ("mergeLatency", "p99"), ("mainBusy", "p99")]
+
+    public static func url(name: String, root: URL) -> URL {
+        root.appendingPathComponent("\(name).json")
+    }
+
+    public static func make(name: String, files: [String], overrides: [String], results: [VariantResult]) -> Baseline {
+        Baseline(name: name, files: files, overrides: overrides, timingTolerance: 5, entries: results.map { r in
+            var timings: [String: Double] = [:]
+            for (m, s) in timingKeys { if let v = r.value(m, s) { timings["\(m).\(s)"] = v } }
+            return Entry(scenario: r.scenario, variant: r.variant, repetition: r.repetition,
+                         counters: r.counters.filter { MetricCatalog.deterministic.contains($0.key) }, timings: timings)
+        })
+    }
+
+    public static func load(name: String, root: URL) throws -> Baseline {
+        let file = url(name: name, root: root)
+        guard let data = try? Data(contentsOf: file) else {
+            throw WorkbenchError(.badInput, "no baseline named \(name) (\(file.path)); record one with `ambar-bench baseline \(name) FILE...`")
+        }
+        do { return try JSONDecoder().decode(Baseline.self, from: data) } catch {
+            throw WorkbenchError(.badInput, "\(file.path) is not a baseline: \(error)")
+        }
+    }
+
+    public func save(root: URL) throws {
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try ReportWriter.encoder().encode(self).write(to: Self.url(name: name, root: root))
+    }
+
+    /// Differences between a run and the baseline, each naming the metric.
+    public func compare(_ results: [VariantResult]) -> [String] {
+        var problems: [String] = []
+        for entry in entries {
+            guard let r = results.first(where: { $0.scenario == entry.scenario && $0.variant == entry.variant && $0.repetition == entry.repetition }) else {
+                problems.append("\(entry.scenario) \(entry.variant) #\(entry.repetition): missing from the run")
+                continue
+            }
+            for (name, expected) in entry.counters.sorted(by: { $0.key < $1.key }) {
+                let actual = r.counters[name] ?? 0
+                if actual != expected {
+                    problems.append("\(entry.scenario) \(entry.variant) #\(entry.repetition): counter \(name) is \(actual), baseline \(expected) (deterministic: must match exactly)")
+                }
+            }
+            for (key, expected) in entry.timings.sorted(by: { $0.key < $1.key }) {
+                let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
+                guard let actual = r.value(parts[0], parts[1]) else { continue }
+                // Small times are noise on any machine: compare from 1 ms up.
+                let ratio = max(actual, 1) / max(expected, 1)
+                if ratio > timingTolerance {
+                    problems.append("\(entry.scenario) \(entry.variant) #\(entry.repetition): \(key) is \(actual) ms, \(String(format: "%.1f", ratio))× the baseline \(expected) ms (tolerance \(timingTolerance)×)")
+                }
+            }
+        }
+        return problems
+    }
+}

@@ -1,0 +1,95 @@
+import Dispatch
+import Foundation
+import Histogram
+import Synchronization
+
+/// Metric names (identical in YAML, CSV, JSON and the HTML report, workbench.md "Metrics").
+public enum MetricCatalog {
+    public static let names: Set<String> = [
+        "mergeLatency", "mainBusy", "mainBusyCPU", "hitchRatio", "hitchRatio120", "hangs", "longTasks", "saveLatency",
+        "importThroughput", "fetchLatency", "conflicts", "saveFailures", "lostUpdates", "staleReads", "duplicates",
+        "readOnlySavesReachedStore", "memoryAllocated", "memoryResident", "memoryPeakAllocated", "threadAllocated",
+        "threadFreed", "registeredObjects", "rowCacheEntries", "sqliteMemory", "mainQueueDepth", "objectsMerged",
+        "objectsRefreshed", "mergeObjectsExamined", "faultsFired", "rowsInserted", "rowsUpdated", "rowsDeleted",
+        "sqlSelect", "sqlInsert", "sqlUpdate", "sqlDelete", "saves", "merges", "notifications", "rowCacheHits",
+        "rowCacheMisses", "operations",
+    ]
+    public static let statistics = ["count", "p50", "p90", "p99", "p99.9", "max", "mean", "value", "total", "peak"]
+    /// Counters that are the same for the same scenario and seed on any machine (the CI gate is exact on them).
+    public static let deterministic: Set<String> = ["rowsInserted", "rowsUpdated", "rowsDeleted", "saves", "merges", "operations", "duplicates"]
+}
+
+/// One number of a run: long format, one row per (scenario, variant, repetition, metric, statistic).
+public struct MetricRow: Sendable, Codable, Equatable {
+    public var metric: String
+    public var statistic: String
+    public var value: Double
+    public var unit: String
+    /// Sub-series, e.g. the context role for saveLatency or the policy outcome for conflicts ("" when none).
+    public var label: String
+
+    public init(_ metric: String, _ statistic: String, _ value: Double, _ unit: String, label: String = "") {
+        self.metric = metric
+        self.statistic = statistic
+        self.value = value
+        self.unit = unit
+        self.label = label
+    }
+}
+
+/// A latency distribution in microseconds (HdrHistogram), safe to record from any thread.
+public final class LatencyRecorder: Sendable {
+    private let histogram = Mutex(Histogram<UInt64>(highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: .three))
+
+    public init() {}
+
+    /// Records one duration in nanoseconds.
+    public func record(nanoseconds: UInt64) {
+        let micros = max(1, min(nanoseconds / 1000, 600_000_000))
+        histogram.withLock { _ = $0.record(micros) }
+    }
+
+    public var count: Int { histogram.withLock { Int($0.totalCount) } }
+
+    /// count, p50, p90, p99, p99.9, max in milliseconds.
+    public func rows(_ metric: String, label: String = "") -> [MetricRow] {
+        histogram.withLock { h in
+            guard h.totalCount > 0 else { return [MetricRow(metric, "count", 0, "count", label: label)] }
+            func ms(_ v: UInt64) -> Double { (Double(v) / 1000 * 1000).rounded() / 1000 }
+            return [
+                MetricRow(metric, "count", Double(h.totalCount), "count", label: label),
+                MetricRow(metric, "p50", ms(h.valueAtPercentile(50)), "ms", label: label),
+                MetricRow(metric, "p90", ms(h.valueAtPercentile(90)), "ms", label: label),
+                MetricRow(metric, "p99", ms(h.valueAtPercentile(99)), "ms", label: label),
+                MetricRow(metric, "p99.9", ms(h.valueAtPercentile(99.9)), "ms", label: label),
+                MetricRow(metric, "max", ms(h.max), "ms", label: label),
+                MetricRow(metric, "mean", (h.mean / 1000 * 1000).rounded() / 1000, "ms", label: label),
+            ]
+        }
+    }
+
+    /// Points of the percentile curve (percentile, ms) for the report.
+    public func curve() -> [(Double, Double)] {
+        histogram.withLock { h in
+            guard h.totalCount > 0 else { return [] }
+            return [0, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.99, 100].map { p in (p, Double(h.valueAtPercentile(p)) / 1000) }
+        }
+    }
+}
+
+/// Monotonic time and the calling thread's CPU time, in nanoseconds.
+public enum Clock {
+    public static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    public static func threadCPU() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+    /// Sleeps until `deadline` (uptime ns); returns at once when it has passed.
+    public static func sleep(until deadline: UInt64) {
+        let now = now()
+        guard deadline > now else { return }
+        var ts = timespec(tv_sec: Int((deadline - now) / 1_000_000_000), tv_nsec: Int((deadline - now) % 1_000_000_000))
+        nanosleep(&ts, nil)
+    }
+}

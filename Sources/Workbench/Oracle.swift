@@ -1,0 +1,112 @@
+import Foundation
+import ObjectGraph
+
+/// The oracle (workbench.md "The oracle"): replays what each merge policy promises (semantics §1) against the
+/// operation history and the final store and view state.
+public struct OracleReport: Sendable, Codable, Equatable {
+    public enum Verdict: String, Sendable, Codable { case pass, fail, unknown }
+    public struct Finding: Sendable, Codable, Equatable {
+        /// lostUpdate, promisedLoss, staleValue, readOnlySave, duplicate, storeMismatch.
+        public var kind: String
+        public var key: Int64
+        public var field: String
+        public var detail: String
+    }
+    public var verdict: Verdict
+    /// Acknowledged writes lost without the policy promising it.
+    public var lostUpdates: Int
+    /// Acknowledged writes the saving context's policy dropped, as that policy promises (StoreTrump, Rollback,
+    /// a later Overwrite).
+    public var promisedLosses: Int
+    public var staleReads: Int
+    public var readOnlySavesReachedStore: Int
+    public var duplicates: Int
+    public var storeMismatches: Int
+    public var unknown: Int
+    public var findings: [Finding]
+    public var summary: String
+}
+
+enum Oracle {
+    /// - Parameters:
+    ///   - events: committed writes.
+    ///   - finalRows: the store at the end: key → field → value text, with the row version.
+    ///   - viewValues: what the view context shows for its loaded objects (key → field → value), without local changes.
+    static func check(events: [WriteEvent], finalRows: [Int64: (version: Int64, fields: [String: String])], viewValues: [Int64: [String: String]],
+                      duplicates: [Int64], readOnlySaves: Int, batchTouched: Set<Int64>) -> OracleReport {
+        var findings: [OracleReport.Finding] = []
+        var lost = 0, promised = 0, mismatches = 0, unknown = 0
+        func add(_ f: OracleReport.Finding) { if findings.count < 200 { findings.append(f) } }
+        let byKey = Dictionary(grouping: events, by: \.key)
+        for (key, keyEvents) in byKey {
+            if batchTouched.contains(key) {
+                unknown += 1
+                continue
+            }
+            let ordered = keyEvents.sorted { ($0.version, $0.time) < ($1.version, $1.time) }
+            // The committed snapshot after the newest save equals the row at that version (a save only commits
+            // when the row was at the version the context knew, semantics §1.1).
+            if let last = ordered.last, let row = finalRows[key] {
+                if row.version == last.version {
+                    for e in ordered where e.version == last.version && row.fields[e.field] != e.committed {
+                        mismatches += 1
+                        add(.init(kind: "storeMismatch", key: key, field: e.field, detail: "store has \(row.fields[e.field] ?? "nil"), the last save committed \(e.committed) at version \(e.version)"))
+                    }
+                } else if row.version < last.version {
+                    mismatches += 1
+                    add(.init(kind: "storeMismatch", key: key, field: "", detail: "store row at version \(row.version), older than the saved version \(last.version)"))
+                } else {
+                    unknown += 1
+                }
+            }
+            for field in Set(ordered.map(\.field)) {
+                var expected: String?
+                var writer: WriteEvent?
+                for e in ordered where e.field == field {
+                    if let intended = e.intended {
+                        if e.committed != intended {
+                            // The save committed, yet its own write is not what it committed: its policy chose
+                            // the store's value (StoreTrump, Rollback) or it is a bug.
+                            if ["storeTrump", "rollback"].contains(e.policy) {
+                                promised += 1
+                                add(.init(kind: "promisedLoss", key: key, field: field, detail: "\(e.actor) wrote \(intended); its \(e.policy) save kept \(e.committed)"))
+                            } else {
+                                lost += 1
+                                add(.init(kind: "lostUpdate", key: key, field: field, detail: "\(e.actor) wrote \(intended); its \(e.policy) save committed \(e.committed)"))
+                            }
+                        }
+                        expected = e.committed
+                        writer = e
+                    } else if let exp = expected, e.committed != exp, let w = writer {
+                        // A later save that did not write this field changed it.
+                        if e.policy == "overwrite" {
+                            promised += 1
+                            add(.init(kind: "promisedLoss", key: key, field: field, detail: "\(w.actor)'s \(exp) overwritten by \(e.actor)'s overwrite save with \(e.committed)"))
+                        } else {
+                            lost += 1
+                            add(.init(kind: "lostUpdate", key: key, field: field, detail: "\(w.actor)'s \(exp) replaced by \(e.committed) in \(e.actor)'s \(e.policy) save, which did not write it"))
+                        }
+                        expected = e.committed
+                    }
+                }
+            }
+        }
+        var stale = 0
+        for (key, fields) in viewValues {
+            guard let row = finalRows[key], !batchTouched.contains(key) else { continue }
+            for (field, shown) in fields where row.fields[field] != nil && row.fields[field] != shown {
+                stale += 1
+                add(.init(kind: "staleValue", key: key, field: field, detail: "the view shows \(shown), the store has \(row.fields[field]!)"))
+            }
+        }
+        for key in duplicates { add(.init(kind: "duplicate", key: key, field: "", detail: "more than one row has this id")) }
+        if readOnlySaves > 0 {
+            add(.init(kind: "readOnlySave", key: 0, field: "", detail: "\(readOnlySaves) save(s) from a \"read-only\" (rollback) context reached the store, as in Core Data"))
+        }
+        let verdict: OracleReport.Verdict = (lost > 0 || mismatches > 0 || !duplicates.isEmpty) ? .fail : (unknown > 0 ? .unknown : .pass)
+        let summary = "\(lost) lost update(s), \(promised) loss(es) the policy promises, \(stale) stale value(s), \(duplicates.count) duplicate(s), \(mismatches) store mismatch(es), \(readOnlySaves) read-only save(s) reached the store"
+        return OracleReport(verdict: verdict, lostUpdates: lost, promisedLosses: promised, staleReads: stale, readOnlySavesReachedStore: readOnlySaves,
+                            duplicates: duplicates.count, storeMismatches: mismatches, unknown: unknown,
+                            findings: findings.sorted { ($0.kind, $0.key, $0.field) < ($1.kind, $1.key, $1.field) }, summary: summary)
+    }
+}

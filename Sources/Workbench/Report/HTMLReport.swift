@@ -1,0 +1,194 @@
+import Foundation
+
+/// The self-contained report (workbench.md "Reports"): no network, no JavaScript, inline SVG. Every piece of
+/// text goes through ``escape(_:)``.
+enum HTMLReport {
+    /// The one escaping function for HTML text and attributes.
+    static func escape(_ s: String) -> String {
+        var out = ""
+        out.reserveCapacity(s.count)
+        for c in s {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+
+    static let palette = ["#2f6fb0", "#d9822b", "#3a9a5b", "#b8434f", "#7d5ba6", "#8c6d3f", "#c55a9b", "#5d6d7e", "#1f9aa0", "#a3a32a"]
+
+    static func render(title: String, results: [VariantResult], manifest: Manifest, resolvedYAML: String) -> String {
+        var html = """
+        <!DOCTYPE html>
+        <html lang="en"><head><meta charset="utf-8"><title>\(escape(title))</title>
+        <style>
+        body{font:14px/1.45 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:24px auto;max-width:1180px;color:#1d2430;padding:0 16px}
+        h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #dde3ea;padding-bottom:4px}
+        .sub{color:#5a6676}.verdict{display:inline-block;padding:4px 12px;border-radius:14px;font-weight:600;color:#fff}
+        .pass{background:#2e8b57}.fail{background:#c0392b}.unknown{background:#8a8f98}
+        table{border-collapse:collapse;width:100%;margin:6px 0 10px;font-size:13px}th,td{border-bottom:1px solid #e6eaef;padding:4px 8px;text-align:right;white-space:nowrap}
+        th{background:#f4f6f9;font-weight:600}td:first-child,th:first-child,td.l,th.l{text-align:left}
+        .ok{color:#2e8b57;font-weight:600}.bad{color:#c0392b;font-weight:600}.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:14px}
+        .card{border:1px solid #e2e7ee;border-radius:8px;padding:10px 12px}.card h3{font-size:14px;margin:0 0 6px}
+        pre{background:#f6f8fa;border:1px solid #e2e7ee;border-radius:6px;padding:10px;overflow:auto;font-size:12px}
+        .legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
+        svg text{font-size:11px;fill:#4a5565}
+        </style></head><body>
+        """
+        let overall = overallVerdict(results)
+        let failedThresholds = results.flatMap(\.thresholds).filter { !$0.passed }
+        html += "<h1>\(escape(title))</h1>\n<p class=\"sub\">\(escape(manifest.description))</p>\n"
+        html += "<p><span class=\"verdict \(overall)\">\(overall.uppercased())</span> &nbsp; \(results.count) variant run(s), seed \(manifest.seed), \(escape(manifest.generatedAt))</p>\n"
+
+        html += "<h2>Verdict and thresholds</h2>\n"
+        let thresholdRows = results.flatMap { r in r.thresholds.map { (r, $0) } }
+        if thresholdRows.isEmpty {
+            html += "<p class=\"sub\">No thresholds in this scenario.</p>\n"
+        } else {
+            html += "<table><tr><th class=\"l\">variant</th><th class=\"l\">metric</th><th>statistic</th><th>limit</th><th>value</th><th>result</th></tr>\n"
+            for (r, t) in thresholdRows {
+                let sign = t.polarity == "lowerIsBetter" ? "≤" : "≥"
+                html += "<tr><td>\(escape(label(r)))</td><td class=\"l\">\(escape(t.metric))</td><td>\(escape(t.statistic))</td><td>\(sign) \(fmt(t.limit))</td><td>\(t.value.map(fmt) ?? "–")</td><td class=\"\(t.passed ? "ok" : "bad")\">\(t.passed ? "met" : "missed")</td></tr>\n"
+            }
+            html += "</table>\n"
+        }
+        html += "<table><tr><th class=\"l\">variant</th><th class=\"l\">oracle</th><th class=\"l\">findings</th></tr>\n"
+        for r in results {
+            html += "<tr><td>\(escape(label(r)))</td><td class=\"l\"><span class=\"verdict \(r.oracle.verdict.rawValue)\">\(r.oracle.verdict.rawValue)</span></td><td class=\"l\">\(escape(r.oracle.summary))</td></tr>\n"
+        }
+        html += "</table>\n"
+        if !failedThresholds.isEmpty { html += "<p class=\"bad\">\(failedThresholds.count) threshold(s) missed.</p>\n" }
+
+        html += "<h2>Variants side by side</h2>\n<table><tr>"
+        let columns = CSVOutput.summaryColumns.filter { !["scenario", "repetition"].contains($0.0) }
+        for (name, _) in columns { html += "<th\(name == "variant" ? " class=\"l\"" : "")>\(escape(name))</th>" }
+        html += "</tr>\n"
+        for r in results {
+            html += "<tr>" + columns.map { "<td>\(escape($0.1(r)))</td>" }.joined() + "</tr>\n"
+        }
+        html += "</table>\n"
+
+        html += "<h2>Metrics</h2>\n<div class=\"grid\">\n"
+        let bars: [(String, String, String, String)] = [
+            ("mergeLatency p99 (ms)", "mergeLatency", "p99", ""), ("mainBusy p99 (ms)", "mainBusy", "p99", ""),
+            ("hitchRatio (ms/s, 60 Hz)", "hitchRatio", "value", "60Hz"), ("saveFailures", "saveFailures", "count", ""),
+            ("lostUpdates", "lostUpdates", "count", ""), ("memoryAllocated peak (MiB)", "memoryAllocated", "peak", ""),
+        ]
+        for (heading, metric, statistic, labelFilter) in bars {
+            var values = results.map { r in (label(r), r.value(metric, statistic, label: labelFilter) ?? 0) }
+            if metric == "memoryAllocated" { values = values.map { ($0.0, $0.1 / 1_048_576) } }
+            html += "<div class=\"card\"><h3>\(escape(heading))</h3>\(barChart(values))</div>\n"
+        }
+        html += "</div>\n"
+
+        html += "<h2>Merge latency percentiles</h2>\n<div class=\"card\">\(curveChart(results))</div>\n"
+        html += "<h2>Memory over time</h2>\n<div class=\"card\">\(memoryChart(results))</div>\n"
+
+        html += "<h2>Conflicts by layer and policy outcome</h2>\n<table><tr><th class=\"l\">variant</th><th class=\"l\">series</th><th>count</th></tr>\n"
+        for r in results {
+            for m in r.metrics where m.metric == "conflicts" && (m.value > 0 || m.label.hasPrefix("layer:")) {
+                html += "<tr><td>\(escape(label(r)))</td><td class=\"l\">\(escape(m.label))</td><td>\(fmt(m.value))</td></tr>\n"
+            }
+        }
+        html += "</table>\n"
+
+        html += "<h2>Oracle findings</h2>\n"
+        let findings = results.flatMap { r in r.oracle.findings.prefix(30).map { (r, $0) } }
+        if findings.isEmpty {
+            html += "<p class=\"sub\">No findings: no lost update, stale value, duplicate or read-only save.</p>\n"
+        } else {
+            html += "<table><tr><th class=\"l\">variant</th><th class=\"l\">kind</th><th>object</th><th class=\"l\">field</th><th class=\"l\">detail</th></tr>\n"
+            for (r, f) in findings {
+                html += "<tr><td>\(escape(label(r)))</td><td class=\"l\">\(escape(f.kind))</td><td>\(f.key)</td><td class=\"l\">\(escape(f.field))</td><td class=\"l\">\(escape(f.detail))</td></tr>\n"
+            }
+            html += "</table>\n"
+        }
+
+        html += "<h2>Deterministic counters</h2>\n<table><tr><th class=\"l\">variant</th>"
+        let counterNames = Array(Set(results.flatMap { $0.counters.keys }).filter { !$0.hasPrefix("setup") }).sorted()
+        let shown = counterNames.filter { name in MetricCatalog.deterministic.contains(name) || ["merges", "objectsRefreshed", "mergeObjectsExamined", "faultsFired.view"].contains(name) || name.hasPrefix("sql") }
+        for name in shown { html += "<th>\(escape(name))</th>" }
+        html += "</tr>\n"
+        for r in results { html += "<tr><td>\(escape(label(r)))</td>" + shown.map { "<td>\(r.counters[$0] ?? 0)</td>" }.joined() + "</tr>\n" }
+        html += "</table>\n"
+
+        html += "<h2>Resolved scenario</h2>\n<pre>\(escape(resolvedYAML))</pre>\n"
+        html += "<h2>Environment</h2>\n<table>\n"
+        for (k, v) in manifest.environment.sorted(by: { $0.key < $1.key }) { html += "<tr><th class=\"l\">\(escape(k))</th><td class=\"l\">\(escape(v))</td></tr>\n" }
+        html += "</table>\n</body></html>\n"
+        return html
+    }
+
+    static func overallVerdict(_ results: [VariantResult]) -> String {
+        if results.contains(where: { $0.oracle.verdict == .fail || $0.thresholds.contains { !$0.passed } }) { return "fail" }
+        if results.contains(where: { $0.oracle.verdict == .unknown }) { return "unknown" }
+        return "pass"
+    }
+
+    static func label(_ r: VariantResult) -> String {
+        r.repetition > 1 || r.variant != "default" ? "\(r.variant) #\(r.repetition)" : "\(r.topology) #\(r.repetition)"
+    }
+
+    static func fmt(_ v: Double) -> String {
+        if v == v.rounded(), abs(v) < 1e12 { return String(Int64(v)) }
+        return String(format: v < 10 ? "%.3f" : "%.1f", v)
+    }
+
+    static func barChart(_ values: [(String, Double)]) -> String {
+        let width = 340.0, rowHeight = 22.0, labelWidth = 150.0
+        let maxValue = max(values.map(\.1).max() ?? 0, 1e-9)
+        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(rowHeight * Double(values.count) + 6))\" role=\"img\">"
+        for (i, (name, value)) in values.enumerated() {
+            let y = Double(i) * rowHeight + 3
+            let w = max(1, (width - labelWidth - 60) * value / maxValue)
+            svg += "<text x=\"0\" y=\"\(y + 14)\">\(escape(String(name.prefix(24))))</text>"
+            svg += "<rect x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(String(format: "%.1f", w))\" height=\"14\" fill=\"\(palette[i % palette.count])\" rx=\"2\"/>"
+            svg += "<text x=\"\(String(format: "%.1f", labelWidth + w + 4))\" y=\"\(y + 14)\">\(fmt(value))</text>"
+        }
+        return svg + "</svg>"
+    }
+
+    static func legend(_ results: [VariantResult]) -> String {
+        "<div class=\"legend\">" + results.enumerated().map { i, r in "<span><i style=\"background:\(palette[i % palette.count])\"></i>\(escape(label(r)))</span>" }.joined() + "</div>"
+    }
+
+    /// Percentile (x, as -log10(1 - p/100) so the tail spreads out) against milliseconds.
+    static func curveChart(_ results: [VariantResult]) -> String {
+        let w = 760.0, h = 240.0, left = 50.0, bottom = 24.0
+        let curves = results.map { $0.mergeCurve.filter { $0.count == 2 } }
+        let maxMs = max(curves.flatMap { $0.map { $0[1] } }.max() ?? 1, 0.001)
+        func x(_ p: Double) -> Double { left + (w - left - 10) * min(4, -log10(max(1e-4, 1 - p / 100))) / 4 }
+        func y(_ ms: Double) -> Double { (h - bottom) - (h - bottom - 10) * ms / maxMs }
+        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(w))\" height=\"\(Int(h))\" role=\"img\">"
+        svg += "<line x1=\"\(left)\" y1=\"\(h - bottom)\" x2=\"\(w - 10)\" y2=\"\(h - bottom)\" stroke=\"#9aa4b1\"/><line x1=\"\(left)\" y1=\"10\" x2=\"\(left)\" y2=\"\(h - bottom)\" stroke=\"#9aa4b1\"/>"
+        for p in [0.0, 90, 99, 99.9, 99.99] { svg += "<text x=\"\(String(format: "%.0f", x(p) - 10))\" y=\"\(h - 6)\">p\(fmt(p))</text>" }
+        for f in [0.0, 0.5, 1.0] { svg += "<text x=\"4\" y=\"\(String(format: "%.0f", y(maxMs * f) + 4))\">\(fmt(maxMs * f)) ms</text>" }
+        for (i, curve) in curves.enumerated() where !curve.isEmpty {
+            let points = curve.map { String(format: "%.1f,%.1f", x($0[0]), y($0[1])) }.joined(separator: " ")
+            svg += "<polyline fill=\"none\" stroke=\"\(palette[i % palette.count])\" stroke-width=\"2\" points=\"\(points)\"/>"
+        }
+        if curves.allSatisfy(\.isEmpty) { svg += "<text x=\"\(left + 20)\" y=\"40\">no merges were recorded</text>" }
+        return svg + "</svg>" + legend(results)
+    }
+
+    static func memoryChart(_ results: [VariantResult]) -> String {
+        let w = 760.0, h = 220.0, left = 60.0, bottom = 24.0
+        let series = results.map { $0.timeseries.compactMap { s in s.allocated.map { (s.seconds, Double($0) / 1_048_576) } } }
+        let maxT = max(series.flatMap { $0.map(\.0) }.max() ?? 1, 0.001)
+        let maxM = max(series.flatMap { $0.map(\.1) }.max() ?? 1, 0.001)
+        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(w))\" height=\"\(Int(h))\" role=\"img\">"
+        svg += "<line x1=\"\(left)\" y1=\"\(h - bottom)\" x2=\"\(w - 10)\" y2=\"\(h - bottom)\" stroke=\"#9aa4b1\"/><line x1=\"\(left)\" y1=\"10\" x2=\"\(left)\" y2=\"\(h - bottom)\" stroke=\"#9aa4b1\"/>"
+        svg += "<text x=\"\(w - 60)\" y=\"\(h - 6)\">\(fmt(maxT)) s</text><text x=\"4\" y=\"16\">\(fmt(maxM)) MiB</text><text x=\"4\" y=\"\(h - bottom)\">0</text>"
+        for (i, points) in series.enumerated() where !points.isEmpty {
+            let text = points.map { String(format: "%.1f,%.1f", left + (w - left - 10) * $0.0 / maxT, (h - bottom) - (h - bottom - 10) * $0.1 / maxM) }.joined(separator: " ")
+            svg += "<polyline fill=\"none\" stroke=\"\(palette[i % palette.count])\" stroke-width=\"1.5\" points=\"\(text)\"/>"
+        }
+        if series.allSatisfy(\.isEmpty) { svg += "<text x=\"\(left + 20)\" y=\"40\">jemalloc statistics unavailable</text>" }
+        return svg + "</svg>" + legend(results)
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+
+/// manifest.json: what makes a run reproducible.
+public struct Manifest: Sendable, Codable, Equatable {
+    public var scenario: String
+    public var description: String
+    public var seed: UInt64
+    public var runID: String
+    public var generatedAt: String
+    public var resolvedScenario: String
+    public var overrides: [String]
+    public var variants: Int
+    public var environment: [String: String]
+}
+
+/// Writes `Reports/<scenario>/<run-id>/` whole or not at all: files go to a hidden folder first, which is
+/// renamed into place at the end.
+public enum ReportWriter {
+    public static func environment() -> [String: String] {
+        var env: [String: String] = [:]
+        let info = ProcessInfo.processInfo
+        env["host"] = info.hostName
+        env["cores"] = String(info.activeProcessorCount)
+        env["memory"] = "\(info.physicalMemory / 1_048_576) MiB"
+        env["os"] = info.operatingSystemVersionString
+        #if swift(>=6.3)
+        env["toolchain"] = "Swift 6.3 or later"
+        #else
+        env["toolchain"] = "Swift 6"
+        #endif
+        #if DEBUG
+        env["build"] = "debug"
+        #else
+        env["build"] = "release"
+        #endif
+        env["allocator"] = MemoryProbe.isAvailable ? "jemalloc (stats.allocated less tcache, stats.resident)" : "system malloc (resident from /proc)"
+        env["gitRevision"] = gitRevision() ?? "unknown"
+        return env
+    }
+
+    static func gitRevision() -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        process.arguments = ["rev-parse", "--short", "HEAD"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return nil }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return nil }
+        return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func encoder() -> JSONEncoder {
+        let e = JSONEncoder()
+        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return e
+    }
+
+    /// The files of one run, by name.
+    static func files(results: [VariantResult], manifest: Manifest, events: [String: [WriteEvent]]) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        files["metrics.csv"] = Data(try CSVOutput.metrics(results).utf8)
+        files["summary.csv"] = Data(try CSVOutput.summary(results).utf8)
+        files["timeseries.csv"] = Data(try CSVOutput.timeseries(results).utf8)
+        let lineEncoder = JSONEncoder()
+        lineEncoder.outputFormatting = [.sortedKeys]
+        var lines = Data()
+        for r in results {
+            for e in events["\(r.variant)#\(r.repetition)"] ?? [] {
+                struct Line: Encodable { var scenario: String; var variant: String; var repetition: Int; var event: WriteEvent }
+                lines += try lineEncoder.encode(Line(scenario: r.scenario, variant: r.variant, repetition: r.repetition, event: e))
+                lines += Data("\n".utf8)
+            }
+        }
+        files["events.jsonl"] = lines
+        files["manifest.json"] = try encoder().encode(manifest)
+        files["results.json"] = try encoder().encode(results)
+        files["report.html"] = Data(HTMLReport.render(title: "\(manifest.scenario) — \(manifest.runID)", results: results, manifest: manifest, resolvedYAML: manifest.resolvedScenario).utf8)
+        files["scenario.resolved.yaml"] = Data(manifest.resolvedScenario.utf8)
+        return files
+    }
+
+    /// Writes a run's folder; returns it.
+    public static func write(results: [VariantResult], manifest: Manifest, events: [String: [WriteEvent]], reportsRoot: URL) throws -> URL {
+        let fm = FileManager.default
+        let folder = reportsRoot.appendingPathComponent(manifest.scenario, isDirectory: true)
+        let final = folder.appendingPathComponent(manifest.runID, isDirectory: true)
+        let staging = folder.appendingPathComponent(".\(manifest.runID).partial", isDirectory: true)
+        do {
+            try fm.createDirectory(at: staging, withIntermediateDirectories: true)
+            for (name, data) in try files(results: results, manifest: manifest, events: events) {
+                try data.write(to: staging.appendingPathComponent(name))
+            }
+            if fm.fileExists(atPath: final.path) { try fm.removeItem(at: final) }
+            try fm.moveItem(at: staging, to: final)
+        } catch {
+            try? fm.removeItem(at: staging)
+            throw WorkbenchError(.badInput, "cannot write the report to \(final.path): \(error.localizedDescription)")
+        }
+        try writeIndex(reportsRoot: reportsRoot)
+        return final
+    }
+
+    /// `Reports/index.html`: every run, newest first.
+    public static func writeIndex(reportsRoot: URL) throws {
+        let fm = FileManager.default
+        var runs: [(scenario: String, run: String, verdict: String, variants: Int)] = []
+        for scenario in (try? fm.contentsOfDirectory(atPath: reportsRoot.path)) ?? [] where !scenario.hasPrefix(".") {
+            let dir = reportsRoot.appendingPathComponent(scenario)
+            for run in (try? fm.contentsOfDirectory(atPath: dir.path)) ?? [] where !run.hasPrefix(".") {
+                let resultsFile = dir.appendingPathComponent(run).appendingPathComponent("results.json")
+                guard let data = try? Data(contentsOf: resultsFile), let results = try? JSONDecoder().decode([VariantResult].self, from: data) else { continue }
+                runs.append((scenario, run, HTMLReport.overallVerdict(results), results.count))
+            }
+        }
+        runs.sort { ($0.run, $0.scenario) > ($1.run, $1.scenario) }
+        var html = """
+        <!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Ambar workbench reports</title>
+        <style>body{font:14px -apple-system,Helvetica,Arial,sans-serif;max-width:900px;margin:24px auto;color:#1d2430}
+        table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #e6eaef;padding:5px 8px;text-align:left}
+        .pass{color:#2e8b57}.fail{color:#c0392b}.unknown{color:#8a8f98}</style></head><body>
+        <h1>Ambar workbench reports</h1><table><tr><th>run</th><th>scenario</th><th>variants</th><th>verdict</th></tr>
+
+        """
+        for r in runs {
+            let link = HTMLReport.escape("\(r.scenario)/\(r.run)/report.html")
+            html += "<tr><td><a href=\"\(link)\">\(HTMLReport.escape(r.run))</a></td><td>\(HTMLReport.escape(r.scenario))</td><td>\(r.variants)</td><td class=\"\(r.verdict)\">\(r.verdict)</td></tr>\n"
+        }
+        html += "</table></body></html>\n"
+        try fm.createDirectory(at: reportsRoot, withIntermediateDirectories: true)
+        try Data(html.utf8).write(to: reportsRoot.appendingPathComponent("index.html"))
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Synchronization
+
+/// Everything measured during one variant's run, recorded from any thread.
+public final class RunRecorder: Sendable {
+    let mergeLatency = LatencyRecorder()
+    let fetchLatency = LatencyRecorder()
+    private let saveLatencies = Mutex<[String: LatencyRecorder]>([:])
+    struct State {
+        var counters: [String: Int] = [:]
+        var saveFailures: [String: Int] = [:]
+        var conflictOutcomes: [String: Int] = [:]
+        var events: [WriteEvent] = []
+        var notes: [String] = []
+        var objectsImported = 0
+        var importNanos: UInt64 = 0
+    }
+    let state = Mutex(State())
+
+    func saveLatency(_ role: String) -> LatencyRecorder {
+        saveLatencies.withLock { table in
+            if let r = table[role] { return r }
+            let r = LatencyRecorder()
+            table[role] = r
+            return r
+        }
+    }
+
+    var saveLatencyRoles: [(String, LatencyRecorder)] { saveLatencies.withLock { $0.sorted { $0.key < $1.key } } }
+
+    func add(_ counter: String, _ n: Int = 1) { state.withLock { $0.counters[counter, default: 0] += n } }
+    func saveFailed(role: String, code: Int) { state.withLock { $0.saveFailures["\(role):\(code)", default: 0] += 1 } }
+    func conflictOutcome(_ label: String, _ n: Int) { if n > 0 { state.withLock { $0.conflictOutcomes[label, default: 0] += n } } }
+    func record(_ events: [WriteEvent]) { if !events.isEmpty { state.withLock { $0.events.append(contentsOf: events) } } }
+    func note(_ text: String) { state.withLock { if $0.notes.count < 50 { $0.notes.append(text) } } }
+    func imported(_ n: Int, nanos: UInt64) { state.withLock { $0.objectsImported += n; $0.importNanos += nanos } }
+}
+
+/// One write of one property by a committed save, as the oracle sees it (events.jsonl).
+public struct WriteEvent: Sendable, Codable, Equatable {
+    public var actor: String
+    public var role: String
+    public var policy: String
+    /// The object's primary key.
+    public var key: Int64
+    public var field: String
+    /// What the actor set ("" when the save did not intend this field).
+    public var intended: String?
+    /// The committed value after the save (the context's snapshot, which equals the row at `version`).
+    public var committed: String
+    /// `Z_OPT` after the save.
+    public var version: Int64
+    /// Uptime (ns) when the save returned.
+    public var time: UInt64
+}

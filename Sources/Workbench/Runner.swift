@@ -1,0 +1,343 @@
+import Ambar
+import Foundation
+import ObjectGraph
+import Synchronization
+
+/// What one variant produced.
+public struct VariantResult: Sendable, Codable {
+    public var scenario: String
+    public var variant: String
+    public var parameters: [String: String]
+    public var repetition: Int
+    public var topology: String
+    public var policies: [String: String]
+    public var seed: UInt64
+    public var metrics: [MetricRow]
+    /// Deterministic and other counters by name.
+    public var counters: [String: Int]
+    public var timeseries: [TimeSample]
+    public var mergeCurve: [[Double]]
+    public var oracle: OracleReport
+    public var thresholds: [ThresholdOutcome]
+    public var notes: [String]
+    public var wallSeconds: Double
+    /// The operation history (written to events.jsonl, not to results.json).
+    public var events: [WriteEvent] = []
+
+    enum CodingKeys: String, CodingKey {
+        case scenario, variant, parameters, repetition, topology, policies, seed, metrics, counters, timeseries, mergeCurve, oracle, thresholds, notes, wallSeconds
+    }
+
+    /// The value of a metric statistic, if recorded.
+    public func value(_ metric: String, _ statistic: String, label: String = "") -> Double? {
+        metrics.first { $0.metric == metric && $0.statistic == statistic && $0.label == label }?.value
+    }
+}
+
+public struct TimeSample: Sendable, Codable, Equatable {
+    public var seconds: Double
+    public var phase: String
+    public var allocated: Int64?
+    public var resident: Int64?
+    public var mainQueueDepth: Int
+    public var viewRegisteredObjects: Int?
+}
+
+public struct ThresholdOutcome: Sendable, Codable, Equatable {
+    public var metric: String
+    public var statistic: String
+    public var limit: Double
+    public var polarity: String
+    public var value: Double?
+    public var passed: Bool
+}
+
+/// Runs one variant end to end (architecture.md "Workbench: one scenario run").
+public struct VariantRunner {
+    let scenario: Scenario
+    /// Where the variant's temporary store lives.
+    let workDirectory: URL
+    /// Progress lines (stderr when it is a terminal).
+    let progress: (@Sendable (String) -> Void)?
+
+    public init(scenario: Scenario, workDirectory: URL, progress: (@Sendable (String) -> Void)? = nil) {
+        self.scenario = scenario
+        self.workDirectory = workDirectory
+        self.progress = progress
+    }
+
+    public func run() throws -> VariantResult {
+        let runStart = Clock.now()
+        let directory = workDirectory.appendingPathComponent("variant-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let model: ManagedObjectModel
+        do { model = try ManagedObjectModel(file: scenario.model.entities ?? ScenarioLoader.workloadModel) } catch {
+            throw WorkbenchError(.badInput, "the scenario's model cannot be used: \(error)")
+        }
+        let recorder = RunRecorder()
+        let main = SimulatedMainThread()
+        let storeURL = directory.appendingPathComponent("store.sqlite")
+        let stack = try TopologyBuilder(scenario: scenario, model: model, storeURL: storeURL, main: main, recorder: recorder).build()
+        let workload = Workload(scenario: scenario, stack: stack, recorder: recorder, main: main, model: model)
+        let samples = Mutex<[TimeSample]>([])
+        let currentPhase = Mutex("setup")
+        let stopSampling = Atomic<Bool>(false)
+        let view = stack.viewContext
+        @Sendable func sample() {
+            let reading = MemoryProbe.reading()
+            let s = TimeSample(seconds: Double(Clock.now() - runStart) / 1e9, phase: currentPhase.withLock { $0 }, allocated: reading.allocated,
+                               resident: reading.resident, mainQueueDepth: main.depth, viewRegisteredObjects: nil)
+            samples.withLock { $0.append(s) }
+        }
+        let sampler = Thread {
+            while !stopSampling.load(ordering: .relaxed) {
+                sample()
+                usleep(50_000)
+            }
+        }
+        sampler.start()
+        var peakAllocated: Int64 = 0
+        var threadAllocated: Int64 = 0, threadFreed: Int64 = 0
+        let threadTotals = Mutex<(Int64, Int64)>((0, 0))
+        var viewer: ViewerState?
+
+        for (index, phase) in scenario.phases.enumerated() {
+            currentPhase.withLock { $0 = phase.name }
+            progress?("phase \(index + 1)/\(scenario.phases.count) \(phase.name)")
+            if phase.kind == .verify { break }
+            let start = Clock.now()
+            let running = Atomic<Int>(0)
+            var actors: [any WorkloadActor] = []
+            for (n, spec) in phase.actors.enumerated() {
+                let base = "\(phase.name).\(spec.kind)\(n)"
+                switch spec {
+                case .importer(let s):
+                    for p in 0..<s.parallel { actors.append(ImporterActor(name: s.parallel > 1 ? "\(base)-\(p)" : base, spec: s, workload: workload)) }
+                case .viewer(let s):
+                    stack.setViewReadOnly(s.readOnly)
+                    viewer = try ViewerState.start(s, workload: workload)
+                case .editor(let s):
+                    actors.append(EditorActor(name: base, spec: s, workload: workload, duration: phase.duration))
+                case .temporary(let s):
+                    actors.append(EditingActor(name: base, role: "temporary", rate: s.rate, edits: s.edits, distribution: .uniform, saves: s.save, workload: workload, duration: phase.duration))
+                case .writer(let s):
+                    actors.append(EditingActor(name: base, role: "writer", rate: s.rate, edits: s.edits, distribution: s.distribution, saves: true, workload: workload, duration: phase.duration))
+                case .batch(let s):
+                    actors.append(BatchActor(name: base, spec: s, workload: workload, duration: phase.duration))
+                }
+            }
+            let boundedDone = Atomic<Bool>(false)
+            let hasBounded = actors.contains { $0.isBounded }
+            let deadline = phase.duration.map { start + UInt64($0 * 1e9) }
+            let keepGoing: @Sendable () -> Bool = {
+                if let deadline { return Clock.now() < deadline }
+                return !boundedDone.load(ordering: .relaxed) && hasBounded
+            }
+            var frameThread: Thread?
+            if let viewer {
+                frameThread = main.runFrames(rate: viewer.spec.frameRate, until: { running.load(ordering: .relaxed) == 0 && !keepGoing() }) {
+                    viewer.readFrame()
+                }
+            }
+            let group = DispatchGroup()
+            var unbounded: [DispatchGroup] = []
+            for actor in actors {
+                let g = actor.isBounded ? group : DispatchGroup()
+                if !actor.isBounded { unbounded.append(g) }
+                g.enter()
+                running.add(1, ordering: .relaxed)
+                let thread = Thread {
+                    actor.run(start: start, duration: phase.duration, keepGoing: keepGoing)
+                    if let totals = MemoryProbe.threadTotals() { threadTotals.withLock { $0.0 += totals.allocated; $0.1 += totals.freed } }
+                    running.add(-1, ordering: .relaxed)
+                    g.leave()
+                }
+                thread.name = actor.name
+                thread.stackSize = 4 << 20
+                thread.start()
+            }
+            group.wait()
+            boundedDone.store(true, ordering: .relaxed)
+            if let deadline { Clock.sleep(until: deadline) }
+            for g in unbounded { g.wait() }
+            frameThread.map { _ in while running.load(ordering: .relaxed) > 0 { usleep(1000) } }
+            // Let the frame clock see the end, then let queued merges finish.
+            usleep(20_000)
+            main.drain()
+            sample()
+            if let a = MemoryProbe.reading().allocated { peakAllocated = max(peakAllocated, a) }
+        }
+        currentPhase.withLock { $0 = "verify" }
+        main.drain()
+        usleep(50_000)
+        main.drain()
+        stopSampling.store(true, ordering: .relaxed)
+        (threadAllocated, threadFreed) = threadTotals.withLock { $0 }
+
+        // Final state for the oracle: the store through a fresh coordinator, and what the view shows.
+        let verifier = PersistentStoreCoordinator(managedObjectModel: model, name: "verify")
+        try verifier.addPersistentStore(type: .sqlite, at: storeURL)
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue)
+        reader.persistentStoreCoordinator = verifier
+        var finalRows: [Int64: (version: Int64, fields: [String: String])] = [:]
+        var idCounts: [Int64: Int] = [:]
+        try reader.performAndWait {
+            var request = FetchRequest(entityName: workload.entity.name)
+            request.returnsObjectsAsFaults = false
+            for object in try reader.fetch(request) {
+                guard let key = object.objectID.primaryKey else { continue }
+                var fields: [String: String] = [:]
+                for (field, _) in workload.fieldTypes { fields[field] = object.primitiveValue(forKey: field).description }
+                finalRows[key] = (object.snapshotVersion, fields)
+                if case .integer(let id) = object.primitiveValue(forKey: workload.idKey) { idCounts[id, default: 0] += 1 }
+            }
+        }
+        var viewValues: [Int64: [String: String]] = [:]
+        var viewRegistered = 0
+        view.performAndWait {
+            viewRegistered = view.registeredObjectCount
+            for id in workload.visibleIDs {
+                guard let object = view.registeredObject(for: id), !object.isFault, !object.hasChanges, let key = id.primaryKey else { continue }
+                var fields: [String: String] = [:]
+                for (field, _) in workload.fieldTypes { fields[field] = object.primitiveValue(forKey: field).description }
+                viewValues[key] = fields
+            }
+        }
+        let recorderState = recorder.state.withLock { $0 }
+        let readOnlySaves = (stack.ambar?.counters.readOnlySavesReachedStore ?? 0) + (recorderState.counters["readOnlySavesReachedStore"] ?? 0)
+        let oracle = Oracle.check(events: recorderState.events, finalRows: finalRows, viewValues: viewValues,
+                                  duplicates: idCounts.filter { $0.value > 1 }.map(\.key).sorted(), readOnlySaves: readOnlySaves,
+                                  batchTouched: workload.batchTouchedKeys)
+        let viewCounters = view.performAndWait { view.counters }
+        let coordinatorCounters = stack.coordinators.map { ($0.0, $0.1.counters) }
+        viewer = nil
+        _ = stack
+
+        // Metrics.
+        var rows: [MetricRow] = []
+        rows += recorder.mergeLatency.rows("mergeLatency")
+        rows += main.stats.mergeBusy.rows("mainBusy")
+        rows += main.stats.mergeBusyCPU.rows("mainBusyCPU")
+        rows += recorder.fetchLatency.rows("fetchLatency")
+        for (role, r) in recorder.saveLatencyRoles { rows += r.rows("saveLatency", label: role) }
+        let mainState = main.stats.state.withLock { $0 }
+        let runSeconds = max(0.001, Double(Clock.now() - runStart) / 1e9)
+        rows.append(MetricRow("hitchRatio", "value", (mainState.hitch60 / runSeconds * 100).rounded() / 100, "ms/s", label: "60Hz"))
+        rows.append(MetricRow("hitchRatio120", "value", (mainState.hitch120 / runSeconds * 100).rounded() / 100, "ms/s", label: "120Hz"))
+        rows.append(MetricRow("hangs", "count", Double(mainState.hangs), "count"))
+        rows.append(MetricRow("longTasks", "count", Double(mainState.longTasks), "count"))
+        rows.append(MetricRow("mainQueueDepth", "max", Double(mainState.maxDepth), "blocks"))
+        if recorderState.importNanos > 0 {
+            rows.append(MetricRow("importThroughput", "value", (Double(recorderState.objectsImported) / (Double(recorderState.importNanos) / 1e9)).rounded(), "objects/s"))
+        }
+        var counters = recorderState.counters
+        var conflictsByLayer = (cache: 0, database: 0, constraint: 0)
+        for (name, c) in coordinatorCounters {
+            conflictsByLayer.cache += c.cacheConflicts
+            conflictsByLayer.database += c.databaseConflicts
+            conflictsByLayer.constraint += c.constraintConflicts
+            counters["sqlSelect.\(name)"] = c.statements.select
+            counters["sqlInsert.\(name)"] = c.statements.insert
+            counters["sqlUpdate.\(name)"] = c.statements.update
+            counters["sqlDelete.\(name)"] = c.statements.delete
+            counters["rowCacheHits.\(name)"] = c.rowCacheHits
+            counters["rowCacheMisses.\(name)"] = c.rowCacheMisses
+            counters["rowCacheEntries.\(name)"] = c.rowCacheEntries
+        }
+        rows.append(MetricRow("conflicts", "count", Double(conflictsByLayer.cache), "count", label: "layer:rowCache"))
+        rows.append(MetricRow("conflicts", "count", Double(conflictsByLayer.database), "count", label: "layer:database"))
+        rows.append(MetricRow("conflicts", "count", Double(conflictsByLayer.constraint), "count", label: "kind:constraint"))
+        for (outcome, n) in recorderState.conflictOutcomes.sorted(by: { $0.key < $1.key }) {
+            rows.append(MetricRow("conflicts", "count", Double(n), "count", label: "outcome:\(outcome)"))
+        }
+        rows.append(MetricRow("saveFailures", "count", Double(recorderState.saveFailures.values.reduce(0, +)), "count"))
+        for (key, n) in recorderState.saveFailures.sorted(by: { $0.key < $1.key }) {
+            rows.append(MetricRow("saveFailures", "count", Double(n), "count", label: key))
+        }
+        rows.append(MetricRow("lostUpdates", "count", Double(oracle.lostUpdates), "count"))
+        rows.append(MetricRow("lostUpdates", "count", Double(oracle.promisedLosses), "count", label: "promised"))
+        rows.append(MetricRow("staleReads", "count", Double(oracle.staleReads), "count"))
+        rows.append(MetricRow("duplicates", "count", Double(oracle.duplicates), "count"))
+        rows.append(MetricRow("readOnlySavesReachedStore", "count", Double(readOnlySaves), "count"))
+        let readings = samples.withLock { $0 }
+        let allocatedSeries = readings.compactMap(\.allocated)
+        if !allocatedSeries.isEmpty {
+            rows.append(MetricRow("memoryAllocated", "peak", Double(max(peakAllocated, allocatedSeries.max()!)), "bytes"))
+            rows.append(MetricRow("memoryAllocated", "value", Double(allocatedSeries.last!), "bytes"))
+        }
+        if let resident = readings.compactMap(\.resident).max() { rows.append(MetricRow("memoryResident", "peak", Double(resident), "bytes")) }
+        if threadAllocated > 0 {
+            rows.append(MetricRow("threadAllocated", "total", Double(threadAllocated), "bytes"))
+            rows.append(MetricRow("threadFreed", "total", Double(threadFreed), "bytes"))
+        }
+        rows.append(MetricRow("sqliteMemory", "peak", Double(SQLiteStatistics.memoryHighwater), "bytes"))
+        rows.append(MetricRow("registeredObjects", "value", Double(viewRegistered), "objects", label: "view"))
+        counters["merges"] = viewCounters.merges
+        counters["objectsRefreshed"] = viewCounters.mergeObjectsRefreshed
+        counters["mergeObjectsExamined"] = viewCounters.mergeObjectsExamined
+        counters["faultsFired.view"] = viewCounters.faultsFired
+        counters["notifications.view"] = viewCounters.objectsDidChangeNotifications
+        counters["frames"] = mainState.frames
+        for (name, value) in counters.sorted(by: { $0.key < $1.key }) {
+            rows.append(MetricRow(name.split(separator: ".").first.map(String.init) ?? name, "value", Double(value), "count",
+                                  label: name.contains(".") ? String(name.split(separator: ".", maxSplits: 1)[1]) : ""))
+        }
+        var result = VariantResult(
+            scenario: scenario.name, variant: scenario.variantName, parameters: scenario.variantParameters, repetition: scenario.repetition,
+            topology: scenario.stack.topology.rawValue, policies: stack.policies, seed: scenario.seed, metrics: rows, counters: counters,
+            timeseries: readings, mergeCurve: recorder.mergeLatency.curve().map { [$0.0, $0.1] }, oracle: oracle, thresholds: [],
+            notes: recorderState.notes, wallSeconds: runSeconds, events: recorderState.events)
+        result.thresholds = scenario.thresholds.map { t in
+            let value = result.metrics.first { $0.metric == t.metric && $0.statistic == t.statistic }?.value
+            let passed = value.map { t.polarity == .lowerIsBetter ? $0 <= t.limit : $0 >= t.limit } ?? false
+            return ThresholdOutcome(metric: t.metric, statistic: t.statistic, limit: t.limit, polarity: t.polarity.rawValue, value: value, passed: passed)
+        }
+        return result
+    }
+}
+
+/// The viewer (workbench.md `viewer`): a fetched results controller over `visibleObjects` on the view context,
+/// read every frame.
+final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {  // used on the main queue
+    let spec: ActorSpec.Viewer
+    let workload: Workload
+    var controller: FetchedResultsController?
+    var changes = 0
+
+    init(spec: ActorSpec.Viewer, workload: Workload) {
+        self.spec = spec
+        self.workload = workload
+    }
+
+    static func start(_ spec: ActorSpec.Viewer, workload: Workload) throws -> ViewerState {
+        let state = ViewerState(spec: spec, workload: workload)
+        let view = workload.stack.viewContext
+        try view.performAndWait {
+            var request = FetchRequest(entityName: workload.entity.name, sortDescriptors: [ObjectSortDescriptor(workload.scenario.model.sortKey)])
+            request.fetchLimit = spec.visibleObjects
+            request.returnsObjectsAsFaults = false
+            let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: view)
+            controller.delegate = state
+            let t0 = Clock.now()
+            try controller.performFetch()
+            workload.recorder.fetchLatency.record(nanoseconds: Clock.now() - t0)
+            state.controller = controller
+            workload.visibleIDs = (controller.fetchedObjects ?? []).map(\.objectID)
+        }
+        return state
+    }
+
+    /// One frame: read every visible object's fields (firing faults if a merge turned them into faults).
+    func readFrame() {
+        guard let objects = controller?.fetchedObjects else { return }
+        for object in objects where !object.isDeleted {
+            for (field, _) in workload.fieldTypes { _ = try? object.checkedValue(forKey: field) }
+        }
+    }
+
+    func controllerDidChangeContent(_ controller: FetchedResultsController) {
+        changes += 1
+        workload.visibleIDs = (controller.fetchedObjects ?? []).map(\.objectID)
+    }
+}

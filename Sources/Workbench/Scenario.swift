@@ -1,0 +1,151 @@
+import Foundation
+import ObjectGraph
+
+/// A workload to replay (workbench.md "Scenario files"), after overrides and matrix expansion.
+public struct Scenario: Sendable, Codable, Equatable {
+    public var name: String
+    public var description: String
+    public var seed: UInt64
+    public var model: ModelSpec
+    public var stack: StackSpec
+    public var phases: [Phase]
+    public var thresholds: [Threshold]
+    /// Parameters this variant was given by `matrix:` (key path → value), for labels.
+    public var variantParameters: [String: String]
+    /// Which repetition (1-based) this is.
+    public var repetition: Int
+    public var repetitions: Int
+
+    /// A short label for the variant: its matrix parameters, or "default".
+    public var variantName: String {
+        variantParameters.isEmpty ? "default" : variantParameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+    }
+}
+
+/// The data model of a scenario: the shipped `workload` model, or entities written inline, and which entity
+/// and attributes the actors work on.
+public struct ModelSpec: Sendable, Codable, Equatable {
+    /// A shipped model's name (`workload`), or nil with inline entities.
+    public var name: String?
+    public var entities: ModelFile?
+    /// The entity actors import, view and edit (it needs a unique integer `idKey`).
+    public var entity: String
+    public var idKey: String
+    /// Attributes editors and writers change (strings or numbers).
+    public var fields: [String]
+    /// Attribute the viewer sorts by.
+    public var sortKey: String
+}
+
+/// The stack topologies (workbench.md): each a small type behind ``Topology``.
+public enum TopologyKind: String, Sendable, Codable, CaseIterable {
+    case ambar, ambar8, ambar7, container, nested, history
+}
+
+public struct StackSpec: Sendable, Codable, Equatable {
+    public var topology: TopologyKind
+    /// The view context's merge policy (nil: the topology's default).
+    public var mergePolicy: String?
+    /// Per-role policies: importer, editor, temporary, writer, batch.
+    public var policies: [String: String]
+    /// Ambar 7.x: one coordinator instead of two.
+    public var singleCoordinator: Bool
+    /// The view context's staleness interval (nil: the topology's default).
+    public var viewStaleness: Double?
+    /// ObjectTrump's rule for rows deleted elsewhere.
+    public var objectTrumpDeletedElsewhere: String
+}
+
+public struct Phase: Sendable, Codable, Equatable {
+    public enum Kind: String, Sendable, Codable { case seed, run, verify }
+    public var name: String
+    public var kind: Kind
+    /// Seconds; nil with `operations` or for closed-loop phases that end when their actors are done.
+    public var duration: Double?
+    public var actors: [ActorSpec]
+}
+
+/// How often an actor acts: as fast as it can (closed loop) or at a rate from intended times (open loop).
+public enum Rate: Sendable, Codable, Equatable, CustomStringConvertible {
+    case unlimited
+    case perSecond(Double)
+    public var description: String {
+        switch self {
+        case .unlimited: return "unlimited"
+        case .perSecond(let r): return "\(r)/s"
+        }
+    }
+}
+
+public enum Distribution: String, Sendable, Codable, CaseIterable { case uniform, zipfian, hotspot }
+
+public enum ActorSpec: Sendable, Codable, Equatable {
+    case importer(Importer)
+    case viewer(Viewer)
+    case editor(Editor)
+    case temporary(Temporary)
+    case writer(Writer)
+    case batch(Batch)
+
+    public var kind: String {
+        switch self {
+        case .importer: return "importer"
+        case .viewer: return "viewer"
+        case .editor: return "editor"
+        case .temporary: return "temporary"
+        case .writer: return "writer"
+        case .batch: return "batch"
+        }
+    }
+
+    public struct Importer: Sendable, Codable, Equatable {
+        /// Objects per importer over the phase.
+        public var objects: Int
+        public var chunkSize: Int
+        /// Fraction of each chunk that updates existing IDs instead of inserting new ones.
+        public var updateFraction: Double
+        public var distribution: Distribution
+        /// Importers running at once.
+        public var parallel: Int
+        /// Chunks per second, or unlimited.
+        public var rate: Rate
+    }
+    public struct Viewer: Sendable, Codable, Equatable {
+        public var visibleObjects: Int
+        public var readOnly: Bool
+        public var frameRate: Int
+    }
+    public struct Editor: Sendable, Codable, Equatable {
+        public var rate: Rate
+        public var edits: Int
+        public var saveViewContext: Bool
+    }
+    public struct Temporary: Sendable, Codable, Equatable {
+        public var rate: Rate
+        public var edits: Int
+        public var save: Bool
+    }
+    public struct Writer: Sendable, Codable, Equatable {
+        public var rate: Rate
+        public var edits: Int
+        public var distribution: Distribution
+    }
+    public struct Batch: Sendable, Codable, Equatable {
+        public enum Kind: String, Sendable, Codable, CaseIterable { case insert, update, delete }
+        public enum MergeBy: String, Sendable, Codable, CaseIterable { case ids, history, none }
+        public var kind: Kind
+        public var rate: Rate
+        public var size: Int
+        public var mergeBy: MergeBy
+    }
+}
+
+/// A limit on a metric (workbench.md `thresholds:`).
+public struct Threshold: Sendable, Codable, Equatable {
+    public enum Polarity: String, Sendable, Codable { case lowerIsBetter, higherIsBetter }
+    public var metric: String
+    public var statistic: String
+    public var polarity: Polarity
+    /// Absolute limit (ms for latencies, counts, ratios).
+    public var limit: Double
+}

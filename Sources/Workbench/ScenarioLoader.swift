@@ -1,0 +1,470 @@
+import Foundation
+import ObjectGraph
+
+/// Reads scenario files: parse, apply `-p key=value` overrides, expand `matrix:` and `repeat:`, validate every
+/// key before anything runs (workbench.md "Scenario files").
+public enum ScenarioLoader {
+    /// A loaded file: its variants and the resolved YAML (after overrides) to write beside the results.
+    public struct Loaded: Sendable {
+        public var file: String
+        public var variants: [Scenario]
+        public var resolvedYAML: String
+    }
+
+    /// Loads, overrides, expands and validates a scenario file.
+    /// - Throws: ``ScenarioError`` naming file, line, column and key path.
+    public static func load(file: String, overrides: [String] = []) throws -> Loaded {
+        let text: String
+        do { text = try String(contentsOfFile: file, encoding: .utf8) } catch {
+            throw ScenarioError(file: file, field: "", message: "cannot read the scenario file (\(error.localizedDescription))")
+        }
+        return try load(text: text, file: file, overrides: overrides)
+    }
+
+    public static func load(text: String, file: String, overrides: [String] = []) throws -> Loaded {
+        var tree = try YAMLTree.parse(text, file: file)
+        guard case .map = tree else {
+            throw ScenarioError(file: file, line: tree.position?.line, column: tree.position?.column, field: "", message: "a scenario is a mapping of keys (name, stack, phases, …)")
+        }
+        for override in overrides {
+            guard let eq = override.firstIndex(of: "="), eq != override.startIndex else {
+                throw ScenarioError(file: "-p \(override)", field: override, message: "an override is key=value")
+            }
+            let key = String(override[..<eq]), value = String(override[override.index(after: eq)...])
+            guard let updated = tree.setting(normalize(key).split(separator: ".").map(String.init), to: parseOverrideValue(value)) else {
+                throw ScenarioError(file: "-p \(override)", field: key, message: "no such key path in \(file)")
+            }
+            tree = updated
+        }
+        // Validate the base document (after overrides) before expanding.
+        let reader = Reader(file: file)
+        _ = try reader.scenario(tree.removing("matrix"), parameters: [:], repetition: 1, repetitions: 1)
+        var variants: [Scenario] = []
+        let repetitions = try reader.repetitions(tree)
+        for (parameters, variantTree) in try reader.expandMatrix(tree) {
+            for r in 1...repetitions {
+                variants.append(try reader.scenario(variantTree, parameters: parameters, repetition: r, repetitions: repetitions))
+            }
+        }
+        return Loaded(file: file, variants: variants, resolvedYAML: tree.yaml() + "\n")
+    }
+
+    static func normalize(_ key: String) -> String {
+        key == "mergePolicy" ? "stack.mergePolicy" : (key == "topology" ? "stack.topology" : key)
+    }
+
+    static func parseOverrideValue(_ value: String) -> YAMLTree {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("["), trimmed.hasSuffix("]") {
+            let items = trimmed.dropFirst().dropLast().split(separator: ",").map { YAMLTree.scalar($0.trimmingCharacters(in: .whitespaces), nil) }
+            return .list(items, nil)
+        }
+        return .scalar(trimmed, nil)
+    }
+
+    /// The shipped `workload` model: Record (unique integer id, title, value, counter, updatedAt, group) and
+    /// Group (name, records).
+    public static let workloadModel = ModelFile(entities: [
+        ModelFile.Entity(
+            name: "Record",
+            attributes: [
+                ModelFile.Attribute(name: "id", type: .integer64, optional: false, defaultValue: .number(0)),
+                ModelFile.Attribute(name: "title", type: .string),
+                ModelFile.Attribute(name: "value", type: .double, optional: false, defaultValue: .number(0)),
+                ModelFile.Attribute(name: "counter", type: .integer64, optional: false, defaultValue: .number(0)),
+                ModelFile.Attribute(name: "updatedAt", type: .date),
+            ],
+            relationships: [ModelFile.Relationship(name: "group", destination: "Group", inverse: "records")],
+            uniquenessConstraints: [["id"]]),
+        ModelFile.Entity(
+            name: "Group",
+            attributes: [ModelFile.Attribute(name: "name", type: .string)],
+            relationships: [ModelFile.Relationship(name: "records", destination: "Record", inverse: "group", toMany: true)]),
+    ])
+}
+
+/// Walks a ``YAMLTree`` with the key path and position of every node, so every complaint says where.
+struct Reader {
+    let file: String
+
+    struct Node {
+        let tree: YAMLTree
+        let path: String
+    }
+
+    func fail(_ node: Node, _ message: String) -> ScenarioError {
+        ScenarioError(file: file, line: node.tree.position?.line, column: node.tree.position?.column, field: node.path, message: message)
+    }
+
+    func child(_ node: Node, _ key: String) -> Node? {
+        guard case .map(let pairs, _) = node.tree, let pair = pairs.first(where: { $0.key == key }) else { return nil }
+        return Node(tree: pair.value, path: node.path.isEmpty ? key : "\(node.path).\(key)")
+    }
+
+    /// The node's keys, refusing any not in `allowed`.
+    func keys(_ node: Node, allowed: [String], required: [String] = []) throws -> Set<String> {
+        guard case .map(let pairs, _) = node.tree else { throw fail(node, "expected a mapping with keys \(allowed.joined(separator: ", "))") }
+        for pair in pairs where !allowed.contains(pair.key) {
+            let suggestion = allowed.min { Self.distance($0, pair.key) < Self.distance($1, pair.key) }.map { " (did you mean '\($0)'?)" } ?? ""
+            throw ScenarioError(file: file, line: pair.position?.line, column: pair.position?.column,
+                                field: node.path.isEmpty ? pair.key : "\(node.path).\(pair.key)",
+                                message: "unknown key; expected one of \(allowed.joined(separator: ", "))\(suggestion)")
+        }
+        let present = Set(pairs.map(\.key))
+        for key in required where !present.contains(key) {
+            throw fail(node, "missing required key '\(key)'")
+        }
+        return present
+    }
+
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.lowercased()), b = Array(b.lowercased())
+        var row = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in 1...max(b.count, 1) where !b.isEmpty {
+                let old = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = old
+            }
+        }
+        return row[b.count]
+    }
+
+    func scalar(_ node: Node, _ expected: String) throws -> String {
+        guard case .scalar(let s, _) = node.tree else { throw fail(node, "expected \(expected), found a \(node.tree.kindName)") }
+        return s
+    }
+
+    func string(_ node: Node) throws -> String { try scalar(node, "a string") }
+
+    func int(_ node: Node, min: Int? = nil, max: Int? = nil) throws -> Int {
+        let s = try scalar(node, "an integer")
+        guard let v = Int(s.replacingOccurrences(of: "_", with: "")) else { throw fail(node, "expected an integer, found '\(s)'") }
+        if let min, v < min { throw fail(node, "must be at least \(min), found \(v)") }
+        if let max, v > max { throw fail(node, "must be at most \(max), found \(v)") }
+        return v
+    }
+
+    func double(_ node: Node, min: Double? = nil, max: Double? = nil) throws -> Double {
+        let s = try scalar(node, "a number")
+        guard let v = Double(s.replacingOccurrences(of: "_", with: "")), v.isFinite else { throw fail(node, "expected a number, found '\(s)'") }
+        if let min, v < min { throw fail(node, "must be at least \(min), found \(v)") }
+        if let max, v > max { throw fail(node, "must be at most \(max), found \(v)") }
+        return v
+    }
+
+    func bool(_ node: Node) throws -> Bool {
+        switch try scalar(node, "true or false").lowercased() {
+        case "true", "yes", "on": return true
+        case "false", "no", "off": return false
+        case let s: throw fail(node, "expected true or false, found '\(s)'")
+        }
+    }
+
+    func choice<T: RawRepresentable & CaseIterable>(_ node: Node, _ type: T.Type) throws -> T where T.RawValue == String {
+        let s = try scalar(node, "one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+        guard let v = T(rawValue: s) else {
+            throw fail(node, "expected one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), found '\(s)'")
+        }
+        return v
+    }
+
+    func policy(_ node: Node) throws -> String {
+        let s = try scalar(node, "a merge policy")
+        guard MergePolicy.named(s) != nil else {
+            throw fail(node, "expected a merge policy (error, storeTrump, objectTrump, overwrite, rollback), found '\(s)'")
+        }
+        return s
+    }
+
+    /// Seconds from `3s`, `500ms`, `2m` or a plain number of seconds.
+    func duration(_ node: Node) throws -> Double {
+        let s = try scalar(node, "a duration (e.g. 3s, 500ms)").trimmingCharacters(in: .whitespaces)
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60)]
+        for (suffix, factor) in units where s.hasSuffix(suffix) {
+            if let v = Double(s.dropLast(suffix.count)), v > 0, v.isFinite { return v * factor }
+        }
+        if let v = Double(s), v > 0 { return v }
+        throw fail(node, "expected a positive duration such as 3s or 500ms, found '\(s)'")
+    }
+
+    /// `unlimited`, `5/s` or a plain number per second.
+    func rate(_ node: Node) throws -> Rate {
+        let s = try scalar(node, "a rate (unlimited or N/s)").trimmingCharacters(in: .whitespaces)
+        if s == "unlimited" { return .unlimited }
+        let number = s.hasSuffix("/s") ? String(s.dropLast(2)) : s
+        guard let v = Double(number), v > 0, v.isFinite else { throw fail(node, "expected unlimited or a positive rate such as 10/s, found '\(s)'") }
+        return .perSecond(v)
+    }
+
+    func list(_ node: Node) throws -> [Node] {
+        guard case .list(let items, _) = node.tree else { throw fail(node, "expected a list, found a \(node.tree.kindName)") }
+        return items.enumerated().map { Node(tree: $1, path: "\(node.path)[\($0)]") }
+    }
+
+    // MARK: Document
+
+    func repetitions(_ tree: YAMLTree) throws -> Int {
+        guard let node = child(Node(tree: tree, path: ""), "repeat") else { return 1 }
+        return try int(node, min: 1, max: 100)
+    }
+
+    func expandMatrix(_ tree: YAMLTree) throws -> [([String: String], YAMLTree)] {
+        let root = Node(tree: tree, path: "")
+        guard let matrix = child(root, "matrix") else { return [([:], tree.removing("matrix"))] }
+        guard case .map(let pairs, _) = matrix.tree, !pairs.isEmpty else { throw fail(matrix, "expected a mapping of key paths to lists of values") }
+        var combinations: [[(String, String)]] = [[]]
+        for pair in pairs {
+            let node = Node(tree: pair.value, path: "matrix.\(pair.key)")
+            let values = try list(node).map { try scalar($0, "a value") }
+            guard !values.isEmpty else { throw fail(node, "a matrix dimension needs at least one value") }
+            combinations = combinations.flatMap { combo in values.map { combo + [(pair.key, $0)] } }
+        }
+        let base = tree.removing("matrix")
+        return try combinations.map { combo in
+            var variant = base
+            var parameters: [String: String] = [:]
+            for (key, value) in combo {
+                guard let updated = variant.setting(ScenarioLoader.normalize(key).split(separator: ".").map(String.init), to: .scalar(value, nil)) else {
+                    throw fail(Node(tree: matrix.tree, path: "matrix.\(key)"), "no such key path")
+                }
+                variant = updated
+                parameters[key] = value
+            }
+            return (parameters, variant)
+        }
+    }
+
+    func scenario(_ tree: YAMLTree, parameters: [String: String], repetition: Int, repetitions: Int) throws -> Scenario {
+        let root = Node(tree: tree, path: "")
+        _ = try keys(root, allowed: ["name", "description", "seed", "model", "stack", "phases", "thresholds", "matrix", "repeat"], required: ["name", "stack", "phases"])
+        let name = try string(child(root, "name")!)
+        guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+            throw fail(child(root, "name")!, "a name uses letters, digits, '-' and '_' (it names the report folder)")
+        }
+        let description = try child(root, "description").map(string) ?? ""
+        let seed = try child(root, "seed").map { UInt64(try int($0, min: 0)) } ?? 1
+        let model = try modelSpec(child(root, "model"))
+        let stack = try stackSpec(child(root, "stack")!)
+        let phasesNode = child(root, "phases")!
+        let phaseNodes = try list(phasesNode)
+        guard !phaseNodes.isEmpty else { throw fail(phasesNode, "a scenario needs at least one phase") }
+        var phases: [Phase] = []
+        for node in phaseNodes { phases.append(try phase(node)) }
+        let names = phases.map(\.name)
+        if let duplicate = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
+            throw fail(phasesNode, "two phases are named '\(duplicate)'")
+        }
+        let thresholds = try child(root, "thresholds").map { try list($0).map(threshold) } ?? []
+        return Scenario(
+            name: name, description: description, seed: seed, model: model, stack: stack, phases: phases,
+            thresholds: thresholds, variantParameters: parameters, repetition: repetition, repetitions: repetitions)
+    }
+
+    func modelSpec(_ node: Node?) throws -> ModelSpec {
+        var spec = ModelSpec(name: "workload", entities: nil, entity: "Record", idKey: "id", fields: ["title", "value"], sortKey: "id")
+        guard let node else { return spec }
+        if case .scalar(let s, _) = node.tree {
+            guard s == "workload" else { throw fail(node, "expected a shipped model (workload) or a mapping with entities") }
+            return spec
+        }
+        _ = try keys(node, allowed: ["name", "entities", "entity", "idKey", "fields", "sortKey"])
+        if let n = child(node, "name") {
+            let s = try string(n)
+            guard s == "workload" else { throw fail(n, "expected a shipped model name (workload), found '\(s)'") }
+        }
+        if let e = child(node, "entities") {
+            spec.name = nil
+            let json = try jsonObject(e)
+            do {
+                let data = try JSONSerialization.data(withJSONObject: ["entities": json])
+                let file = try JSONDecoder().decode(ModelFile.self, from: data)
+                _ = try ManagedObjectModel(file: file)
+                spec.entities = file
+            } catch let error as ModelError {
+                throw fail(e, error.description)
+            } catch let error as DecodingError {
+                throw fail(e, "not a model: \(ModelFileDecodingDescription.describe(error))")
+            }
+        }
+        if let n = child(node, "entity") { spec.entity = try string(n) }
+        if let n = child(node, "idKey") { spec.idKey = try string(n) }
+        if let n = child(node, "sortKey") { spec.sortKey = try string(n) }
+        if let n = child(node, "fields") { spec.fields = try list(n).map(string) }
+        // The entity and keys must exist in the model.
+        let file = spec.entities ?? ScenarioLoader.workloadModel
+        guard let entity = file.entities.first(where: { $0.name == spec.entity }) else {
+            throw fail(child(node, "entity") ?? node, "no entity named '\(spec.entity)' in the model")
+        }
+        let attributes = Dictionary((entity.attributes ?? []).map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
+        guard let idType = attributes[spec.idKey], [.integer16, .integer32, .integer64].contains(idType) else {
+            throw fail(child(node, "idKey") ?? node, "'\(spec.idKey)' must be an integer attribute of \(spec.entity)")
+        }
+        for f in spec.fields + [spec.sortKey] where attributes[f] == nil {
+            throw fail(child(node, "fields") ?? node, "'\(f)' is not an attribute of \(spec.entity)")
+        }
+        return spec
+    }
+
+    func jsonObject(_ node: Node) throws -> Any {
+        switch node.tree {
+        case .scalar(let s, _):
+            if s == "true" { return true }
+            if s == "false" { return false }
+            if let d = Double(s), !s.isEmpty, s.first!.isNumber || s.first == "-" { return d }
+            return s
+        case .list:
+            return try list(node).map(jsonObject)
+        case .map(let pairs, _):
+            var d: [String: Any] = [:]
+            for pair in pairs { d[pair.key] = try jsonObject(Node(tree: pair.value, path: "\(node.path).\(pair.key)")) }
+            return d
+        }
+    }
+
+    func stackSpec(_ node: Node) throws -> StackSpec {
+        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere"], required: ["topology"])
+        var spec = StackSpec(topology: try choice(child(node, "topology")!, TopologyKind.self), mergePolicy: nil, policies: [:],
+                             singleCoordinator: false, viewStaleness: nil, objectTrumpDeletedElsewhere: "delete")
+        if let n = child(node, "mergePolicy") { spec.mergePolicy = try policy(n) }
+        if let n = child(node, "policies") {
+            let present = try keys(n, allowed: ["view", "importer", "editor", "temporary", "writer", "batch"])
+            for key in present.sorted() { spec.policies[key] = try policy(child(n, key)!) }
+        }
+        if let n = child(node, "singleCoordinator") { spec.singleCoordinator = try bool(n) }
+        if let n = child(node, "viewStaleness") { spec.viewStaleness = try double(n) }
+        if let n = child(node, "objectTrumpDeletedElsewhere") {
+            let s = try string(n)
+            guard ["delete", "resurrect"].contains(s) else { throw fail(n, "expected delete or resurrect, found '\(s)'") }
+            spec.objectTrumpDeletedElsewhere = s
+        }
+        return spec
+    }
+
+    func phase(_ node: Node) throws -> Phase {
+        _ = try keys(node, allowed: ["name", "kind", "duration", "actors"], required: ["name"])
+        let name = try string(child(node, "name")!)
+        var kind = Phase.Kind(rawValue: name) ?? .run
+        if let k = child(node, "kind") {
+            let s = try string(k)
+            guard let v = Phase.Kind(rawValue: s) else { throw fail(k, "expected seed, run or verify, found '\(s)'") }
+            kind = v
+        }
+        let path = Node(tree: node.tree, path: "phases.\(name)")
+        let duration = try child(path, "duration").map(duration)
+        var actors: [ActorSpec] = []
+        if let a = child(path, "actors") {
+            for item in try list(a) { actors.append(try actor(item, phasePath: path.path)) }
+        }
+        if kind == .run, duration == nil, actors.contains(where: { if case .importer = $0 { return false } else { return true } }),
+           !actors.contains(where: { if case .importer = $0 { return true } else { return false } }) {
+            throw fail(path, "a run phase without an importer needs a duration")
+        }
+        return Phase(name: name, kind: kind, duration: duration, actors: actors)
+    }
+
+    func actor(_ node: Node, phasePath: String) throws -> ActorSpec {
+        guard case .map(let pairs, _) = node.tree, pairs.count == 1 else {
+            throw fail(node, "an actor is one of importer, viewer, editor, temporary, writer, batch, with its settings")
+        }
+        let kind = pairs[0].key
+        let body = Node(tree: pairs[0].value, path: "\(phasePath).\(kind)")
+        let settings: Node
+        if case .scalar(let s, _) = body.tree, s.isEmpty || s == "~" || s == "null" { settings = Node(tree: .map([], body.tree.position), path: body.path) } else { settings = body }
+        func opt<T>(_ key: String, _ read: (Node) throws -> T, _ fallback: T) throws -> T {
+            try child(settings, key).map(read) ?? fallback
+        }
+        switch kind {
+        case "importer":
+            _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "distribution", "parallel", "rate"])
+            return .importer(.init(
+                objects: try opt("objects", { try int($0, min: 0, max: 100_000_000) }, 1000),
+                chunkSize: try opt("chunkSize", { try int($0, min: 1, max: 1_000_000) }, 500),
+                updateFraction: try opt("updateFraction", { try double($0, min: 0, max: 1) }, 0),
+                distribution: try opt("distribution", { try choice($0, Distribution.self) }, .uniform),
+                parallel: try opt("parallel", { try int($0, min: 1, max: 16) }, 1),
+                rate: try opt("rate", rate, .unlimited)))
+        case "viewer":
+            _ = try keys(settings, allowed: ["visibleObjects", "readOnly", "frameRate"])
+            let frameRate = try opt("frameRate", { try int($0) }, 60)
+            guard frameRate == 60 || frameRate == 120 else { throw fail(child(settings, "frameRate")!, "expected 60 or 120, found \(frameRate)") }
+            return .viewer(.init(
+                visibleObjects: try opt("visibleObjects", { try int($0, min: 1, max: 100_000) }, 20),
+                readOnly: try opt("readOnly", bool, false), frameRate: frameRate))
+        case "editor":
+            _ = try keys(settings, allowed: ["rate", "edits", "saveViewContext"])
+            return .editor(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", { try int($0, min: 1, max: 10_000) }, 1),
+                                 saveViewContext: try opt("saveViewContext", bool, true)))
+        case "temporary":
+            _ = try keys(settings, allowed: ["rate", "edits", "save"])
+            return .temporary(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", { try int($0, min: 1, max: 10_000) }, 1),
+                                    save: try opt("save", bool, false)))
+        case "writer":
+            _ = try keys(settings, allowed: ["rate", "edits", "distribution"])
+            return .writer(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", { try int($0, min: 1, max: 10_000) }, 1),
+                                 distribution: try opt("distribution", { try choice($0, Distribution.self) }, .hotspot)))
+        case "batch":
+            _ = try keys(settings, allowed: ["kind", "rate", "size", "mergeBy"])
+            return .batch(.init(kind: try opt("kind", { try choice($0, ActorSpec.Batch.Kind.self) }, .update),
+                                rate: try opt("rate", rate, .perSecond(1)), size: try opt("size", { try int($0, min: 1, max: 1_000_000) }, 100),
+                                mergeBy: try opt("mergeBy", { try choice($0, ActorSpec.Batch.MergeBy.self) }, .ids)))
+        default:
+            let allowed = ["importer", "viewer", "editor", "temporary", "writer", "batch"]
+            let suggestion = allowed.min { Self.distance($0, kind) < Self.distance($1, kind) }!
+            throw ScenarioError(file: file, line: pairs[0].position?.line, column: pairs[0].position?.column, field: "\(phasePath).\(kind)",
+                                message: "unknown actor; expected one of \(allowed.joined(separator: ", ")) (did you mean '\(suggestion)'?)")
+        }
+    }
+
+    func threshold(_ node: Node) throws -> Threshold {
+        _ = try keys(node, allowed: ["metric", "statistic", "polarity", "max", "min"], required: ["metric"])
+        let metric = try string(child(node, "metric")!)
+        guard MetricCatalog.names.contains(metric) else {
+            throw fail(child(node, "metric")!, "unknown metric '\(metric)'; expected one of \(MetricCatalog.names.sorted().joined(separator: ", "))")
+        }
+        let statistic = try child(node, "statistic").map(string) ?? "p99"
+        guard MetricCatalog.statistics.contains(statistic) else {
+            throw fail(child(node, "statistic")!, "unknown statistic '\(statistic)'; expected one of \(MetricCatalog.statistics.joined(separator: ", "))")
+        }
+        let hasMax = child(node, "max") != nil, hasMin = child(node, "min") != nil
+        guard hasMax != hasMin else { throw fail(node, "a threshold has either max (lower is better) or min (higher is better)") }
+        var polarity: Threshold.Polarity = hasMax ? .lowerIsBetter : .higherIsBetter
+        if let p = child(node, "polarity") {
+            let s = try string(p)
+            guard let v = Threshold.Polarity(rawValue: s) else { throw fail(p, "expected lowerIsBetter or higherIsBetter, found '\(s)'") }
+            guard v == polarity else { throw fail(p, "\(s) does not fit \(hasMax ? "max" : "min")") }
+            polarity = v
+        }
+        let limitNode = child(node, hasMax ? "max" : "min")!
+        let limit: Double
+        if case .scalar(let s, _) = limitNode.tree, s.hasSuffix("ms") || s.hasSuffix("s") {
+            limit = try duration(limitNode) * 1000  // latencies are compared in milliseconds
+        } else {
+            limit = try double(limitNode)
+        }
+        return Threshold(metric: metric, statistic: statistic, polarity: polarity, limit: limit)
+    }
+}
+
+extension YAMLTree {
+    var kindName: String {
+        switch self {
+        case .scalar: return "value"
+        case .list: return "list"
+        case .map: return "mapping"
+        }
+    }
+}
+
+enum ModelFileDecodingDescription {
+    static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .keyNotFound(let key, let ctx): return "missing key '\(key.stringValue)' at \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
+        case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx), .dataCorrupted(let ctx):
+            return "\(ctx.debugDescription) at \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
+        @unknown default: return "\(error)"
+        }
+    }
+}

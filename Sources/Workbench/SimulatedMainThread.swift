@@ -1,0 +1,93 @@
+import Dispatch
+import Foundation
+import ObjectGraph
+import Synchronization
+
+/// The simulated main thread (workbench.md, architecture.md "Threading"): one serial queue runs every
+/// main-queue block and a frame clock; each block's wall and thread-CPU time and the queue's depth are recorded.
+public final class SimulatedMainThread: Sendable {
+    /// The queue to give `.mainQueue` contexts.
+    public let queue: ContextQueue
+    let stats: Stats
+
+    final class Stats: Sendable {
+        let blocks = LatencyRecorder()
+        let mergeBusy = LatencyRecorder()
+        let mergeBusyCPU = LatencyRecorder()
+        let frameLateness = LatencyRecorder()
+        struct State {
+            var depth = 0
+            var maxDepth = 0
+            var hangs = 0
+            var longTasks = 0
+            var hitch60 = 0.0
+            var hitch120 = 0.0
+            var frames = 0
+            var busyNanos: UInt64 = 0
+            var blockIsMerge = false
+        }
+        let state = Mutex(State())
+    }
+
+    public init(label: String = "simulated-main") {
+        let stats = Stats()
+        self.stats = stats
+        queue = ContextQueue(label: label, around: { block in
+            stats.state.withLock { $0.depth = max(0, $0.depth - 1); $0.blockIsMerge = false }
+            let wall0 = Clock.now(), cpu0 = Clock.threadCPU()
+            block()
+            let wall = Clock.now() - wall0, cpu = Clock.threadCPU() - cpu0
+            stats.blocks.record(nanoseconds: wall)
+            let isMerge = stats.state.withLock { s -> Bool in
+                if wall > 250_000_000 { s.hangs += 1 }
+                if wall > 50_000_000 { s.longTasks += 1 }
+                s.busyNanos += wall
+                return s.blockIsMerge
+            }
+            if isMerge {
+                stats.mergeBusy.record(nanoseconds: wall)
+                stats.mergeBusyCPU.record(nanoseconds: cpu)
+            }
+        }, willEnqueue: {
+            stats.state.withLock { $0.depth += 1; $0.maxDepth = max($0.maxDepth, $0.depth) }
+        })
+    }
+
+    /// Marks the running block as a merge (called from inside it).
+    func markMergeBlock() { stats.state.withLock { $0.blockIsMerge = true } }
+
+    var depth: Int { stats.state.withLock { $0.depth } }
+
+    /// Waits for every block queued so far.
+    public func drain() { queue.sync {} }
+
+    /// Runs a frame clock at `rate` Hz until `stop` says so; each frame runs `work` on the queue. A frame's
+    /// overrun past its budget (16.67 ms and 8.33 ms) counts into the hitch ratios, from its intended time.
+    func runFrames(rate: Int, until stop: @escaping @Sendable () -> Bool, work: @escaping @Sendable () -> Void) -> Thread {
+        let stats = self.stats
+        let queue = self.queue
+        let interval = UInt64(1_000_000_000 / rate)
+        let thread = Thread {
+            var tick = Clock.now()
+            while !stop() {
+                let intended = tick
+                queue.async {
+                    work()
+                    let end = Clock.now()
+                    let late = end > intended ? end - intended : 0
+                    stats.frameLateness.record(nanoseconds: late)
+                    stats.state.withLock { s in
+                        s.frames += 1
+                        s.hitch60 += Double(late > 16_666_667 ? late - 16_666_667 : 0) / 1e6
+                        s.hitch120 += Double(late > 8_333_333 ? late - 8_333_333 : 0) / 1e6
+                    }
+                }
+                tick += interval
+                Clock.sleep(until: tick)
+            }
+        }
+        thread.name = "frame-clock"
+        thread.start()
+        return thread
+    }
+}

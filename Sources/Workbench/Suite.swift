@@ -1,0 +1,117 @@
+import Foundation
+
+/// Runs scenario files and writes their reports: the work behind `ambar-bench run`, `sweep` and `check`.
+public struct Suite {
+    public struct Options: Sendable {
+        public var overrides: [String] = []
+        public var reportsRoot = URL(fileURLWithPath: "Reports", isDirectory: true)
+        /// Run every n-th variant: (index, count), 1-based index.
+        public var shard: (Int, Int)?
+        public var progress: (@Sendable (String) -> Void)?
+        public var runID: String?
+        public init() {}
+    }
+
+    public struct Outcome: Sendable {
+        public var folder: URL
+        public var results: [VariantResult]
+        /// Threshold misses and oracle failures, for the exit code.
+        public var failures: [String]
+    }
+
+    /// Validates every file first (nothing runs on bad input), then runs each file's variants.
+    public static func run(files: [String], options: Options) throws -> [Outcome] {
+        let loaded = try files.map { try ScenarioLoader.load(file: $0, overrides: options.overrides) }
+        try checkWritable(options.reportsRoot)
+        var outcomes: [Outcome] = []
+        let runID = options.runID ?? Self.newRunID(shard: options.shard)
+        for file in loaded {
+            var variants = file.variants
+            if let (i, n) = options.shard { variants = variants.enumerated().filter { $0.offset % n == i - 1 }.map(\.element) }
+            guard !variants.isEmpty else { continue }
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("ambar-bench-\(UUID().uuidString)", isDirectory: true)
+            defer { try? FileManager.default.removeItem(at: work) }
+            var results: [VariantResult] = []
+            let started = Date()
+            for (n, variant) in variants.enumerated() {
+                let elapsed = Date().timeIntervalSince(started)
+                let eta = n == 0 ? "" : String(format: ", ETA %.0fs", elapsed / Double(n) * Double(variants.count - n))
+                options.progress?("\(variant.name): variant \(n + 1)/\(variants.count) \(variant.variantName) #\(variant.repetition) (elapsed \(Int(elapsed))s\(eta))")
+                let runner = VariantRunner(scenario: variant, workDirectory: work) { line in options.progress?("  \(line)") }
+                results.append(try runner.run())
+            }
+            let first = variants[0]
+            let manifest = Manifest(
+                scenario: first.name, description: first.description, seed: first.seed, runID: runID,
+                generatedAt: ISO8601DateFormatter().string(from: Date()), resolvedScenario: file.resolvedYAML, overrides: options.overrides,
+                variants: results.count, environment: ReportWriter.environment())
+            var events: [String: [WriteEvent]] = [:]
+            for r in results { events["\(r.variant)#\(r.repetition)"] = r.events }
+            let folder = try ReportWriter.write(results: results, manifest: manifest, events: events, reportsRoot: options.reportsRoot)
+            outcomes.append(Outcome(folder: folder, results: results, failures: failures(results)))
+        }
+        return outcomes
+    }
+
+    static func failures(_ results: [VariantResult]) -> [String] {
+        var failures: [String] = []
+        for r in results {
+            for t in r.thresholds where !t.passed {
+                failures.append("\(r.scenario) \(r.variant) #\(r.repetition): threshold \(t.metric).\(t.statistic) = \(t.value.map { String($0) } ?? "missing") (limit \(t.limit))")
+            }
+            if r.oracle.verdict == .fail { failures.append("\(r.scenario) \(r.variant) #\(r.repetition): oracle: \(r.oracle.summary)") }
+        }
+        return failures
+    }
+
+    static func newRunID(shard: (Int, Int)?) -> String {
+        let f = DateFormatter()
+        f.dateFormat = "yyyyMMdd-HHmmss"
+        f.timeZone = TimeZone(identifier: "UTC")
+        var id = f.string(from: Date())
+        if let (i, n) = shard { id += "-shard\(i)of\(n)" }
+        return id
+    }
+
+    static func checkWritable(_ root: URL) throws {
+        let fm = FileManager.default
+        do {
+            try fm.createDirectory(at: root, withIntermediateDirectories: true)
+            let probe = root.appendingPathComponent(".write-probe-\(UUID().uuidString)")
+            try Data().write(to: probe)
+            try fm.removeItem(at: probe)
+        } catch {
+            throw WorkbenchError(.badInput, "the output directory \(root.path) cannot be written: \(error.localizedDescription)")
+        }
+    }
+
+    /// Combines shard run folders into one report (`ambar-bench merge`).
+    public static func merge(folders: [URL], reportsRoot: URL) throws -> URL {
+        var results: [VariantResult] = []
+        var manifest: Manifest?
+        var events: [String: [WriteEvent]] = [:]
+        for folder in folders {
+            guard let data = try? Data(contentsOf: folder.appendingPathComponent("results.json")),
+                  let part = try? JSONDecoder().decode([VariantResult].self, from: data),
+                  let m = try? JSONDecoder().decode(Manifest.self, from: Data(contentsOf: folder.appendingPathComponent("manifest.json"))) else {
+                throw WorkbenchError(.badInput, "\(folder.path) is not a run folder (results.json and manifest.json)")
+            }
+            if let existing = manifest, existing.scenario != m.scenario {
+                throw WorkbenchError(.badInput, "\(folder.path) is a run of \(m.scenario), not \(existing.scenario)")
+            }
+            manifest = manifest ?? m
+            results += part
+            if let lines = try? String(contentsOf: folder.appendingPathComponent("events.jsonl"), encoding: .utf8) {
+                struct Line: Decodable { var variant: String; var repetition: Int; var event: WriteEvent }
+                for line in lines.split(separator: "\n") {
+                    if let l = try? JSONDecoder().decode(Line.self, from: Data(line.utf8)) { events["\(l.variant)#\(l.repetition)", default: []].append(l.event) }
+                }
+            }
+        }
+        guard var merged = manifest else { throw WorkbenchError(.badInput, "no run folders given") }
+        merged.runID = newRunID(shard: nil) + "-merged"
+        merged.variants = results.count
+        results.sort { ($0.variant, $0.repetition) < ($1.variant, $1.repetition) }
+        return try ReportWriter.write(results: results, manifest: merged, events: events, reportsRoot: reportsRoot)
+    }
+}

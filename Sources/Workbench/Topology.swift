@@ -1,0 +1,242 @@
+import Ambar
+import Foundation
+import ObjectGraph
+
+/// What an actor needs from a stack; each topology builds one (architecture.md "Workbench").
+public final class WorkbenchStack: @unchecked Sendable {  // closures are called from actor threads; contexts are queue-confined
+    public let topology: TopologyKind
+    public let viewContext: ManagedObjectContext
+    /// The coordinators to read counters from, by name.
+    public var coordinators: [(String, PersistentStoreCoordinator)] = []
+    var makeImporter: () -> ManagedObjectContext = { fatalError() }
+    var makeEditor: () throws -> ManagedObjectContext = { fatalError() }
+    var makeTemporary: () -> ManagedObjectContext = { fatalError() }
+    var makeWriter: () -> ManagedObjectContext = { fatalError() }
+    var makeBatch: () -> ManagedObjectContext = { fatalError() }
+    /// After a background context saved (nested: save the parents down to the store).
+    var afterBackgroundSave: (ManagedObjectContext) throws -> Void = { _ in }
+    /// Sets the view context read-only (Ambar) or gives it the rollback policy (others).
+    var setViewReadOnly: (Bool) -> Void = { _ in }
+    var ambar: AmbarContainer?
+    /// Where committed rows are visible after `afterBackgroundSave` when background saves do not reach the store
+    /// themselves (nested: the private writer context).
+    var committedContext: ManagedObjectContext?
+    /// Whether a background context's save is itself the merge into the view context (nested: the push).
+    var backgroundSaveIsMerge = false
+    var policies: [String: String] = [:]
+    var keepAlive: [AnyObject] = []
+
+    init(topology: TopologyKind, viewContext: ManagedObjectContext) {
+        self.topology = topology
+        self.viewContext = viewContext
+    }
+}
+
+/// Builds the stack of one topology for one variant.
+public struct TopologyBuilder {
+    let scenario: Scenario
+    let model: ManagedObjectModel
+    let storeURL: URL
+    let main: SimulatedMainThread
+    let recorder: RunRecorder
+
+    /// Per-role default policies of each topology; the scenario's `stack.mergePolicy` (view) and
+    /// `stack.policies` override them.
+    static func defaultPolicies(_ topology: TopologyKind) -> [String: String] {
+        switch topology {
+        case .ambar, .ambar8, .ambar7:
+            return ["view": "storeTrump", "importer": "objectTrump", "editor": "objectTrump", "temporary": "rollback", "writer": "objectTrump", "batch": "objectTrump"]
+        case .container, .nested, .history:
+            return ["view": "objectTrump", "importer": "objectTrump", "editor": "objectTrump", "temporary": "rollback", "writer": "objectTrump", "batch": "objectTrump"]
+        }
+    }
+
+    func policy(_ role: String) -> MergePolicy {
+        var names = Self.defaultPolicies(scenario.stack.topology)
+        if let view = scenario.stack.mergePolicy { names["view"] = view }
+        names.merge(scenario.stack.policies) { _, new in new }
+        let type = MergePolicy.named(names[role] ?? "error")!.type
+        let rule: MergePolicy.DeletedElsewhereRule = scenario.stack.objectTrumpDeletedElsewhere == "resurrect" ? .resurrect : .delete
+        return MergePolicy(type: type, deletedElsewhere: rule)
+    }
+
+    var resolvedPolicies: [String: String] {
+        var names = Self.defaultPolicies(scenario.stack.topology)
+        if let view = scenario.stack.mergePolicy { names["view"] = view }
+        names.merge(scenario.stack.policies) { _, new in new }
+        return names
+    }
+
+    func coordinator(_ name: String, history: Bool = false, remote: Bool = false) throws -> PersistentStoreCoordinator {
+        let c = PersistentStoreCoordinator(managedObjectModel: model, name: name)
+        var options = StoreOptions()
+        options.persistentHistoryTracking = history
+        options.remoteChangeNotifications = remote
+        try c.addPersistentStore(type: .sqlite, at: storeURL, options: options)
+        return c
+    }
+
+    func context(_ coordinator: PersistentStoreCoordinator, role: String, author: String? = nil) -> ManagedObjectContext {
+        let c = ManagedObjectContext(concurrencyType: .privateQueue)
+        c.persistentStoreCoordinator = coordinator
+        c.mergePolicy = policy(role)
+        c.name = role
+        c.transactionAuthor = author ?? role
+        return c
+    }
+
+    func child(of parent: ManagedObjectContext, role: String) -> ManagedObjectContext {
+        let c = ManagedObjectContext(concurrencyType: .privateQueue)
+        c.parent = parent
+        c.mergePolicy = policy(role)
+        c.name = role
+        return c
+    }
+
+    public func build() throws -> WorkbenchStack {
+        let kind = scenario.stack.topology
+        // The `writer` actor always writes through a coordinator of its own, like another process.
+        let external = try coordinator("external")
+        let stack: WorkbenchStack
+        switch kind {
+        case .ambar, .ambar8, .ambar7:
+            let container: AmbarContainer
+            var options = AmbarContainer.Options()
+            options.mainQueue = main.queue
+            options.mergeFilter = kind == .ambar8 ? .bothCoordinators : .writerOnly
+            options.singleCoordinator = scenario.stack.singleCoordinator
+            if kind == .ambar7 {
+                let legacy = AmbarLegacyStack(model: model, storeURL: storeURL, usingSeparateCoordinators: !scenario.stack.singleCoordinator, mainQueue: main.queue)
+                let start = Clock.now()
+                while !legacy.isReady && legacy.setupError == nil && Clock.now() - start < 30_000_000_000 { usleep(1000) }
+                if let error = legacy.setupError { throw error }
+                guard let c = legacy.container else { throw WorkbenchError(.internalFailure, "the 7.x stack did not become ready in 30 s") }
+                recorder.add("setupNanos", Int(Clock.now() - start))
+                container = c
+            } else {
+                container = try AmbarContainer(model: model, storeURL: storeURL, options: options)
+            }
+            stack = WorkbenchStack(topology: kind, viewContext: container.viewContext)
+            stack.ambar = container
+            let view = container.viewContext
+            let viewPolicy = policy("view")
+            view.performAndWait { view.mergePolicy = viewPolicy }
+            stack.coordinators = container.mainCoordinator === container.writerCoordinator
+                ? [("main", container.mainCoordinator), ("external", external)]
+                : [("main", container.mainCoordinator), ("writer", container.writerCoordinator), ("external", external)]
+            let recorder = self.recorder, main = self.main
+            container.mergeObserver = { event in
+                main.markMergeBlock()
+                recorder.mergeLatency.record(nanoseconds: event.finishedAt &- event.committedAt)
+                recorder.add("objectsMerged", event.changes.inserted.count + event.changes.updated.count + event.changes.deleted.count)
+            }
+            stack.makeImporter = { let c = container.importerContext(); c.mergePolicy = self.policy("importer"); return c }
+            stack.makeEditor = { let c = try container.editorContext(); c.mergePolicy = self.policy("editor"); return c }
+            stack.makeTemporary = { let c = container.temporaryContext(); c.mergePolicy = self.policy("temporary"); return c }
+            stack.makeBatch = { self.context(container.writerCoordinator, role: "batch") }
+            stack.setViewReadOnly = { readOnly in
+                container.isViewContextReadOnly = readOnly
+                if !readOnly { view.performAndWait { view.mergePolicy = viewPolicy } }
+            }
+        case .container:
+            let coordinator = try self.coordinator("container")
+            let view = ManagedObjectContext(concurrencyType: .mainQueue, queue: main.queue)
+            view.persistentStoreCoordinator = coordinator
+            view.mergePolicy = policy("view")
+            view.name = "view"
+            view.transactionAuthor = "view"
+            let recorder = self.recorder, main = self.main
+            view.automaticMergeHook = { announced, finished, changes in
+                main.markMergeBlock()
+                recorder.mergeLatency.record(nanoseconds: finished &- announced)
+                recorder.add("objectsMerged", changes.inserted.count + changes.updated.count + changes.deleted.count)
+            }
+            view.automaticallyMergesChangesFromParent = true
+            stack = WorkbenchStack(topology: kind, viewContext: view)
+            stack.coordinators = [("container", coordinator), ("external", external)]
+            stack.makeImporter = { self.context(coordinator, role: "importer") }
+            stack.makeEditor = { self.child(of: view, role: "editor") }
+            stack.makeTemporary = { self.context(coordinator, role: "temporary") }
+            stack.makeBatch = { self.context(coordinator, role: "batch") }
+            let viewPolicy = policy("view")
+            stack.setViewReadOnly = { readOnly in view.performAndWait { view.mergePolicy = readOnly ? .rollback : viewPolicy } }
+        case .nested:
+            let coordinator = try self.coordinator("nested")
+            let writer = context(coordinator, role: "view")
+            writer.name = "privateWriter"
+            let view = ManagedObjectContext(concurrencyType: .mainQueue, queue: main.queue)
+            view.parent = writer
+            view.name = "view"
+            let main = self.main
+            view.childPushHook = { main.markMergeBlock() }
+            stack = WorkbenchStack(topology: kind, viewContext: view)
+            stack.keepAlive = [writer]
+            stack.committedContext = writer
+            stack.backgroundSaveIsMerge = true
+            stack.coordinators = [("nested", coordinator), ("external", external)]
+            stack.makeImporter = { self.child(of: view, role: "importer") }
+            stack.makeEditor = { self.child(of: view, role: "editor") }
+            stack.makeTemporary = { self.child(of: view, role: "temporary") }
+            stack.makeBatch = { self.context(coordinator, role: "batch") }
+            // A child's save reaches the store only when the main context and the private writer save too.
+            stack.afterBackgroundSave = { _ in
+                try view.performAndWait { try view.save() }
+                try writer.performAndWait { try writer.save() }
+            }
+            let viewPolicy = policy("view")
+            stack.setViewReadOnly = { readOnly in writer.performAndWait { writer.mergePolicy = readOnly ? .rollback : viewPolicy } }
+        case .history:
+            let writerCoordinator = try coordinator("writer", history: true)
+            let mainCoordinator = try coordinator("main", history: true, remote: true)
+            let view = ManagedObjectContext(concurrencyType: .mainQueue, queue: main.queue)
+            view.persistentStoreCoordinator = mainCoordinator
+            view.mergePolicy = policy("view")
+            view.name = "view"
+            view.transactionAuthor = "view"
+            // Semantics §2.4: a history consumer sharing the file with another coordinator needs staleness 0.
+            view.stalenessInterval = scenario.stack.viewStaleness ?? 0
+            stack = WorkbenchStack(topology: kind, viewContext: view)
+            stack.coordinators = [("main", mainCoordinator), ("writer", writerCoordinator), ("external", external)]
+            let consumer = HistoryConsumer(view: view, coordinator: mainCoordinator, main: main, recorder: recorder)
+            stack.keepAlive = [consumer]
+            stack.makeImporter = { self.context(writerCoordinator, role: "importer") }
+            stack.makeEditor = { self.child(of: view, role: "editor") }
+            stack.makeTemporary = { self.context(mainCoordinator, role: "temporary") }
+            stack.makeBatch = { self.context(writerCoordinator, role: "batch") }
+            let viewPolicy = policy("view")
+            stack.setViewReadOnly = { readOnly in view.performAndWait { view.mergePolicy = readOnly ? .rollback : viewPolicy } }
+        }
+        stack.makeWriter = { self.context(external, role: "writer") }
+        stack.policies = resolvedPolicies
+        return stack
+    }
+}
+
+/// The history topology's merger: on each remote-change notification the main queue fetches the transactions
+/// of other authors since its token and merges them into the view context (semantics §3.6).
+final class HistoryConsumer: @unchecked Sendable {  // `token` is used on the main queue only
+    private var token: PersistentHistoryToken?
+    private var observer: (any NSObjectProtocol)?
+
+    init(view: ManagedObjectContext, coordinator: PersistentStoreCoordinator, main: SimulatedMainThread, recorder: RunRecorder) {
+        token = try? coordinator.currentPersistentHistoryToken()
+        observer = NotificationCenter.default.addObserver(forName: PersistentStoreCoordinator.storeRemoteChangeNotification, object: coordinator, queue: nil) { [weak self] _ in
+            let announced = Clock.now()
+            main.queue.async { [weak self] in
+                guard let self else { return }
+                var request = PersistentHistoryRequest.fetchHistory(after: self.token)
+                request.filter = { $0.author != "view" }
+                guard let transactions = try? coordinator.fetchHistory(request), let last = transactions.last else { return }
+                view.performAndWait {
+                    for t in transactions { view.mergeChanges(fromContextDidSave: t.objectIDNotification()) }
+                }
+                self.token = last.token
+                main.markMergeBlock()
+                recorder.mergeLatency.record(nanoseconds: Clock.now() - announced)
+                recorder.add("objectsMerged", transactions.reduce(0) { $0 + ($1.changes?.count ?? 0) })
+            }
+        }
+    }
+
+    deinit { if let observer { NotificationCenter.default.removeObserver(observer) } }
+}

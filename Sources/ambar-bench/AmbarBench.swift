@@ -1,0 +1,249 @@
+import ArgumentParser
+import Foundation
+import Workbench
+
+/// `ambar-bench`: a thin shell over Workbench. Exit codes: 0 ok, 1 a threshold, baseline or oracle check
+/// failed, 2 bad input, 3 internal failure.
+@main
+struct AmbarBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ambar-bench",
+        abstract: "Replays Core Data stack workloads against the Ambar stack and other topologies, and reports what happened.",
+        subcommands: [Run.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self],
+        defaultSubcommand: Run.self)
+}
+
+func stderr(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+
+var isTerminal: Bool { isatty(2) == 1 }
+
+/// Runs `body`, mapping errors to the exit codes.
+func guarded(_ body: () throws -> Int32) throws {
+    let code: Int32
+    do { code = try body() } catch let error as ScenarioError {
+        stderr("error: \(error)")
+        code = 2
+    } catch let error as WorkbenchError {
+        stderr("error: \(error)")
+        switch error.kind {
+        case .checkFailed: code = 1
+        case .badInput: code = 2
+        case .internalFailure: code = 3
+        }
+    } catch {
+        stderr("internal error: \(error)")
+        code = 3
+    }
+    if code != 0 { throw ExitCode(code) }
+}
+
+struct CommonOptions: ParsableArguments {
+    @Option(name: .short, help: "Override a key: -p key=value (repeatable).")
+    var p: [String] = []
+
+    @Option(name: .long, help: "Where reports go.")
+    var out: String = "Reports"
+
+    @Flag(name: .long, help: "Print progress even when stderr is not a terminal.")
+    var progress = false
+
+    func suiteOptions(shard: String? = nil) throws -> Suite.Options {
+        var o = Suite.Options()
+        o.overrides = p
+        o.reportsRoot = URL(fileURLWithPath: out, isDirectory: true)
+        if let shard {
+            let parts = shard.split(separator: "/").compactMap { Int($0) }
+            guard parts.count == 2, parts[1] >= 1, (1...parts[1]).contains(parts[0]) else {
+                throw WorkbenchError(.badInput, "--shard takes i/n with 1 ≤ i ≤ n, found \(shard)")
+            }
+            o.shard = (parts[0], parts[1])
+        }
+        if isTerminal || progress { o.progress = { stderr($0) } }
+        return o
+    }
+}
+
+func report(_ outcomes: [Suite.Outcome]) -> Int32 {
+    var failed = false
+    for outcome in outcomes {
+        print("report: \(outcome.folder.path)/report.html")
+        for r in outcome.results {
+            let p99 = r.value("mergeLatency", "p99").map { String(format: "%.2f ms", $0) } ?? "–"
+            print("  \(r.variant) #\(r.repetition) [\(r.topology), view \(r.policies["view"] ?? "?")]: oracle \(r.oracle.verdict.rawValue); mergeLatency p99 \(p99); \(r.oracle.summary)")
+        }
+        for f in outcome.failures { print("FAILED: \(f)") }
+        failed = failed || !outcome.failures.isEmpty
+    }
+    return failed ? 1 : 0
+}
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run scenario files and write reports.")
+    @Argument(help: "Scenario files.") var files: [String]
+    @OptionGroup var common: CommonOptions
+    @Option(name: .long, help: "Compare against a named baseline after running.") var baseline: String?
+    @Option(name: .long, help: "Run every n-th variant: i/n.") var shard: String?
+
+    func run() throws {
+        try guarded {
+            let outcomes = try Suite.run(files: files, options: try common.suiteOptions(shard: shard))
+            var code = report(outcomes)
+            if let baseline {
+                let problems = try Baseline.load(name: baseline, root: URL(fileURLWithPath: "Scenarios/baselines")).compare(outcomes.flatMap(\.results))
+                for p in problems { print("BASELINE: \(p)") }
+                if !problems.isEmpty { code = 1 }
+            }
+            return code
+        }
+    }
+}
+
+struct Validate: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Check scenario files without running them.")
+    @Argument var files: [String]
+    @Option(name: .short, help: "Override a key: -p key=value.") var p: [String] = []
+
+    func run() throws {
+        try guarded {
+            for file in files {
+                let loaded = try ScenarioLoader.load(file: file, overrides: p)
+                print("\(file): ok (\(loaded.variants.count) variant run(s))")
+            }
+            return 0
+        }
+    }
+}
+
+struct Compare: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Compare two run folders metric by metric (second / first).")
+    @Argument var first: String
+    @Argument var second: String
+
+    func run() throws {
+        try guarded {
+            func load(_ path: String) throws -> [VariantResult] {
+                guard let data = try? Data(contentsOf: URL(fileURLWithPath: path).appendingPathComponent("results.json")),
+                      let r = try? JSONDecoder().decode([VariantResult].self, from: data) else {
+                    throw WorkbenchError(.badInput, "\(path) is not a run folder (no readable results.json)")
+                }
+                return r
+            }
+            let a = try load(first), b = try load(second)
+            print("variant\tmetric\tstatistic\tlabel\tfirst\tsecond\tratio")
+            for ra in a {
+                guard let rb = b.first(where: { $0.variant == ra.variant && $0.repetition == ra.repetition }) else { continue }
+                for m in ra.metrics {
+                    guard let other = rb.metrics.first(where: { $0.metric == m.metric && $0.statistic == m.statistic && $0.label == m.label }) else { continue }
+                    let ratio = m.value == 0 ? (other.value == 0 ? "1.00" : "inf") : String(format: "%.2f", other.value / m.value)
+                    print("\(ra.variant)#\(ra.repetition)\t\(m.metric)\t\(m.statistic)\t\(m.label)\t\(m.value)\t\(other.value)\t\(ratio)")
+                }
+            }
+            return 0
+        }
+    }
+}
+
+struct Sweep: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run one file with one key varied: --vary key=v1,v2,...")
+    @Argument var file: String
+    @Option(name: .long, help: "key=v1,v2,... (repeatable: a grid).") var vary: [String]
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        try guarded {
+            var options = try common.suiteOptions()
+            var matrix: [String] = []
+            for v in vary {
+                guard let eq = v.firstIndex(of: "=") else { throw WorkbenchError(.badInput, "--vary takes key=v1,v2, found \(v)") }
+                matrix.append("matrix.\(v[..<eq])=[\(v[v.index(after: eq)...])]")
+            }
+            options.overrides += matrix
+            return report(try Suite.run(files: [file], options: options))
+        }
+    }
+}
+
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run a baseline's scenarios and compare (the CI gate).")
+    @Option(name: .long) var baseline: String
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        try guarded {
+            let base = try Baseline.load(name: baseline, root: URL(fileURLWithPath: "Scenarios/baselines"))
+            var options = try common.suiteOptions()
+            options.overrides = base.overrides + common.p
+            let outcomes = try Suite.run(files: base.files, options: options)
+            var code = report(outcomes)
+            let problems = base.compare(outcomes.flatMap(\.results))
+            for p in problems { print("BASELINE: \(p)") }
+            if problems.isEmpty { print("baseline \(baseline): every deterministic counter matches; timings within \(base.timingTolerance)×") } else { code = 1 }
+            return code
+        }
+    }
+}
+
+struct RecordBaseline: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "baseline", abstract: "Run scenarios and record their results as a named baseline.")
+    @Argument var name: String
+    @Argument var files: [String]
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        try guarded {
+            let outcomes = try Suite.run(files: files, options: try common.suiteOptions())
+            let base = Baseline.make(name: name, files: files, overrides: common.p, results: outcomes.flatMap(\.results))
+            try base.save(root: URL(fileURLWithPath: "Scenarios/baselines"))
+            print("baseline \(name): \(base.entries.count) variant(s) recorded in Scenarios/baselines/\(name).json")
+            return report(outcomes)
+        }
+    }
+}
+
+struct Merge: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Combine --shard run folders into one report.")
+    @Argument var folders: [String]
+    @Option(name: .long) var out: String = "Reports"
+
+    func run() throws {
+        try guarded {
+            let folder = try Suite.merge(folders: folders.map { URL(fileURLWithPath: $0, isDirectory: true) }, reportsRoot: URL(fileURLWithPath: out, isDirectory: true))
+            print("report: \(folder.path)/report.html")
+            return 0
+        }
+    }
+}
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the scenarios in a folder.")
+    @Argument var folder: String = "Scenarios"
+
+    func run() throws {
+        try guarded {
+            let files = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".yaml") }.sorted()
+            for f in files {
+                let path = "\(folder)/\(f)"
+                do {
+                    let loaded = try ScenarioLoader.load(file: path)
+                    print("\(path)\t\(loaded.variants.count) variant(s)\t\(loaded.variants.first?.description ?? "")")
+                } catch {
+                    print("\(path)\tinvalid: \(error)")
+                }
+            }
+            return 0
+        }
+    }
+}
+
+struct Report: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Rebuild Reports/index.html.")
+    @Option(name: .long) var out: String = "Reports"
+
+    func run() throws {
+        try guarded {
+            try ReportWriter.writeIndex(reportsRoot: URL(fileURLWithPath: out, isDirectory: true))
+            print("index: \(out)/index.html")
+            return 0
+        }
+    }
+}
