@@ -43,7 +43,17 @@ enum Oracle {
                 unknown += 1
                 continue
             }
-            let ordered = keyEvents.sorted { ($0.version, $0.time) < ($1.version, $1.time) }
+            // Discarded writes (version -1) only count as losses; they wrote nothing to order.
+            for e in keyEvents where e.version < 0 {
+                if ["storeTrump", "rollback"].contains(e.policy) {
+                    promised += 1
+                    add(.init(kind: "promisedLoss", key: key, field: e.field, detail: "\(e.actor) wrote \(e.intended ?? ""); its \(e.policy) save discarded it"))
+                } else {
+                    lost += 1
+                    add(.init(kind: "lostUpdate", key: key, field: e.field, detail: "\(e.actor) wrote \(e.intended ?? ""); its \(e.policy) save discarded it"))
+                }
+            }
+            let ordered = keyEvents.filter { $0.version >= 0 }.sorted { ($0.version, $0.time) < ($1.version, $1.time) }
             // The committed snapshot after the newest save equals the row at that version (a save only commits
             // when the row was at the version the context knew, semantics §1.1).
             if let last = ordered.last, let row = finalRows[key] {
@@ -96,7 +106,7 @@ enum Oracle {
             guard let row = finalRows[key], !batchTouched.contains(key) else { continue }
             for (field, shown) in fields where row.fields[field] != nil && row.fields[field] != shown {
                 stale += 1
-                add(.init(kind: "staleValue", key: key, field: field, detail: "the view shows \(shown), the store has \(row.fields[field]!)"))
+                add(.init(kind: "staleValue", key: key, field: field, detail: "the view shows \(shown), the store has \(row.fields[field]!) (a save the view context never merged, or merged from a stale row cache)"))
             }
         }
         for key in duplicates { add(.init(kind: "duplicate", key: key, field: "", detail: "more than one row has this id")) }

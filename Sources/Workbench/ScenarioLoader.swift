@@ -330,8 +330,13 @@ struct Reader {
                              singleCoordinator: false, viewStaleness: nil, objectTrumpDeletedElsewhere: "delete")
         if let n = child(node, "mergePolicy") { spec.mergePolicy = try policy(n) }
         if let n = child(node, "policies") {
-            let present = try keys(n, allowed: ["view", "importer", "editor", "temporary", "writer", "batch"])
-            for key in present.sorted() { spec.policies[key] = try policy(child(n, key)!) }
+            let present = try keys(n, allowed: ["all", "view", "importer", "editor", "temporary", "writer", "batch"])
+            // `all` sets every role; a role named beside it wins.
+            if present.contains("all") {
+                let every = try policy(child(n, "all")!)
+                for role in ["view", "importer", "editor", "temporary", "writer", "batch"] { spec.policies[role] = every }
+            }
+            for key in present.sorted() where key != "all" { spec.policies[key] = try policy(child(n, key)!) }
         }
         if let n = child(node, "singleCoordinator") { spec.singleCoordinator = try bool(n) }
         if let n = child(node, "viewStaleness") { spec.viewStaleness = try double(n) }

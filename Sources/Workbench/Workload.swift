@@ -122,6 +122,14 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         var result: [WriteEvent] = []
         for (object, intended) in objects where !object.objectID.isTemporaryID && !object.isDeleted {
             guard let key = object.objectID.primaryKey else { continue }
+            if object.isFault {
+                // The policy discarded this object's changes (Rollback refreshes it): nothing of it was written.
+                for (field, value) in intended {
+                    result.append(WriteEvent(actor: actor, role: role, policy: policy, key: key, field: field, intended: value,
+                                             committed: "<discarded>", version: -1, time: now))
+                }
+                continue
+            }
             for (field, _) in fieldTypes {
                 let committed = object.primitiveValue(forKey: field).description
                 result.append(WriteEvent(actor: actor, role: role, policy: policy, key: key, field: field, intended: intended[field],

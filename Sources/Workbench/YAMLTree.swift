@@ -117,8 +117,10 @@ indirect enum YAMLTree: Equatable {
             if let i = pairs.firstIndex(where: { $0.key == first }) {
                 guard let updated = pairs[i].value.setting(rest, to: value) else { return nil }
                 pairs[i].value = updated
+            } else if let a = pairs.firstIndex(where: { $0.key == "actors" }), let updated = pairs[a].value.setting(path, to: value) {
+                // `phases.run.importer.objects`: the actor inside the phase's actors list.
+                pairs[a].value = updated
             } else {
-                guard rest.isEmpty || true else { return nil }
                 var built: YAMLTree = value
                 for key in rest.reversed() { built = .map([(key, built, nil)], nil) }
                 pairs.append((first, built, nil))

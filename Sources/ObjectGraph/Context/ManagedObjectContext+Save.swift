@@ -61,7 +61,14 @@ extension ManagedObjectContext {
             attempts += 1
             let contextConflicts = try contextLevelConstraintConflicts()
             if !contextConflicts.isEmpty {
-                try mergePolicy.resolve(mergeConflicts: [], constraintConflicts: contextConflicts)
+                // Semantics §1.3: optimistic-locking conflicts are found and resolved before uniqueness ones.
+                var check = buildSaveRequest()
+                check.checkVersionsOnly = true
+                var lockingConflicts: [MergeConflict] = []
+                if case .versionConflicts(let records) = try coordinator.save(check) {
+                    lockingConflicts = records.compactMap { r in registry[r.id]?.object.map { MergeConflict(source: $0, record: r) } }
+                }
+                try mergePolicy.resolve(mergeConflicts: lockingConflicts, constraintConflicts: lockingConflicts.isEmpty ? contextConflicts : [])
                 processPendingChanges()
                 continue
             }

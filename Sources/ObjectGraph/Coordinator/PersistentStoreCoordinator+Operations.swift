@@ -134,6 +134,14 @@ extension PersistentStoreCoordinator {
             return .versionConflicts(conflicts)
         }
         if request.isEmpty { return .committed(newIDs: [:], historyToken: nil) }
+        if request.checkVersionsOnly {
+            switch try withStore({ try $0.save(request) }) {
+            case .versionConflicts(let storeConflicts):
+                return try save(SaveRequest(inserts: [], updates: [], deletes: [], joinChanges: [], locked: [], checkVersionsOnly: false), conflicts: storeConflicts)
+            default:
+                return .committed(newIDs: [:], historyToken: nil)
+            }
+        }
 
         let (outcome, token) = try withStore { store in (try store.save(request), store.lastHistoryToken) }
         switch outcome {
@@ -160,7 +168,17 @@ extension PersistentStoreCoordinator {
             postRemoteChange(token: token)
             return .committed(newIDs: newIDs, historyToken: token)
         case .versionConflicts(let storeConflicts):
-            // The cache takes the database's rows, so that after resolution the retry passes layer 1.
+            return try save(request, conflicts: storeConflicts)
+        case .constraintViolations(let violations):
+            rowCache.install(violations.map { ($0.databaseID, $0.databaseRow) }, retain: false)
+            count { $0.constraintConflicts += violations.count }
+            return .constraintViolations(violations)
+        }
+    }
+
+    /// Layer-2 conflicts: the cache takes the database's rows, so that after resolution the retry passes layer 1.
+    private func save(_ request: SaveRequest, conflicts storeConflicts: [StoreVersionConflict]) throws -> CoordinatorSaveOutcome {
+        do {
             var records: [VersionConflictRecord] = []
             var fresh: [(ManagedObjectID, RowSnapshot)] = []
             var gone: [ManagedObjectID] = []
@@ -175,10 +193,6 @@ extension PersistentStoreCoordinator {
             rowCache.markDeleted(gone)
             count { $0.databaseConflicts += records.count }
             return .versionConflicts(records)
-        case .constraintViolations(let violations):
-            rowCache.install(violations.map { ($0.databaseID, $0.databaseRow) }, retain: false)
-            count { $0.constraintConflicts += violations.count }
-            return .constraintViolations(violations)
         }
     }
 }

@@ -35,7 +35,9 @@ public final class MergeConflict: @unchecked Sendable, CustomStringConvertible {
             objectSnapshot = nil
             cachedSnapshot = record.cachedRow.map { Self.dictionary(entity, $0.values) }
             persistedSnapshot = record.databaseRow.map { Self.dictionary(entity, $0.values) }
-            baseValues = record.cachedRow?.values ?? source.original?.values
+            // The base is the row the save was checked against. That is the object's snapshot (layer 1 passed, so
+            // it matched the cache then); the cache itself may have moved on since, through another merge.
+            baseValues = source.original?.values ?? record.cachedRow?.values
             externalValues = record.databaseRow?.values
         } else {
             objectSnapshot = source.original.map { Self.dictionary(entity, $0.values) }

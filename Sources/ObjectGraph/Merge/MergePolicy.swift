@@ -147,6 +147,9 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {  // immut
             try object.materialize()
             object.original = RowSnapshot(values: external, version: newVersion)
             object.changedSlots = Set(object.values.indices)
+            // To-manys: this context's additions and removals laid over the stored set, so the join rows
+            // written and the context's sets agree with the store afterwards.
+            try mergeToManys(object, context: context, localWins: true)
             context.noteChange(object)
         case .mergeByPropertyStoreTrump, .mergeByPropertyObjectTrump:
             try object.materialize()
@@ -159,7 +162,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {  // immut
             }
             object.original = RowSnapshot(values: external, version: newVersion)
             object.changedSlots = Set(object.values.indices.filter { !object.values[$0].epsilonEquals(external[$0]) })
-            try mergeToManys(object, context: context)
+            try mergeToManys(object, context: context, localWins: type == .mergeByPropertyObjectTrump)
             context.noteChange(object)
         }
         context.counters.conflictsResolved += 1
@@ -167,7 +170,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {  // immut
 
     /// To-many relationships merge as sets (semantics §1.5): the external delta is laid over the local set
     /// (StoreTrump) or the local delta over the external set (ObjectTrump).
-    private func mergeToManys(_ object: ManagedObject, context: ManagedObjectContext) throws {
+    private func mergeToManys(_ object: ManagedObject, context: ManagedObjectContext, localWins: Bool) throws {
         for index in object.toMany.indices {
             guard let state = object.toMany[index] else { continue }
             let relationship = object.entity.toManyRelationships[index]
@@ -175,7 +178,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {  // immut
             let external = Set(try coordinator.relatedIDs(of: object.objectID, relationship: relationship))
             let base = state.original
             let merged: Set<ManagedObjectID>
-            if type == .mergeByPropertyStoreTrump {
+            if !localWins {
                 merged = state.current.union(external.subtracting(base)).subtracting(base.subtracting(external))
             } else {
                 merged = external.union(state.current.subtracting(base)).subtracting(base.subtracting(state.current))

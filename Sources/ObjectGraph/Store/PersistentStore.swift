@@ -76,6 +76,9 @@ package struct SaveRequest {
     var locked: [(id: ManagedObjectID, version: Int64)] = []
     var author: String?
     var contextName: String?
+    /// Only compare versions (layer 1 and 2); write nothing. Used to find optimistic-locking conflicts before
+    /// uniqueness conflicts are resolved (semantics §1.3).
+    var checkVersionsOnly = false
 
     var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && joinChanges.isEmpty && locked.isEmpty }
 }

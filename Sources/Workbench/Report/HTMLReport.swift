@@ -34,7 +34,7 @@ enum HTMLReport {
         table{border-collapse:collapse;width:100%;margin:6px 0 10px;font-size:13px}th,td{border-bottom:1px solid #e6eaef;padding:4px 8px;text-align:right;white-space:nowrap}
         th{background:#f4f6f9;font-weight:600}td:first-child,th:first-child,td.l,th.l{text-align:left}
         .ok{color:#2e8b57;font-weight:600}.bad{color:#c0392b;font-weight:600}.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:14px}
-        .card{border:1px solid #e2e7ee;border-radius:8px;padding:10px 12px}.card h3{font-size:14px;margin:0 0 6px}
+        .card{border:1px solid #e2e7ee;border-radius:8px;padding:10px 12px;overflow-x:auto}.card h3{font-size:14px;margin:0 0 6px}
         pre{background:#f6f8fa;border:1px solid #e2e7ee;border-radius:6px;padding:10px;overflow:auto;font-size:12px}
         .legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
         svg text{font-size:11px;fill:#4a5565}
@@ -64,14 +64,14 @@ enum HTMLReport {
         html += "</table>\n"
         if !failedThresholds.isEmpty { html += "<p class=\"bad\">\(failedThresholds.count) threshold(s) missed.</p>\n" }
 
-        html += "<h2>Variants side by side</h2>\n<table><tr>"
+        html += "<h2>Variants side by side</h2>\n<div style=\"overflow-x:auto\"><table><tr>"
         let columns = CSVOutput.summaryColumns.filter { !["scenario", "repetition"].contains($0.0) }
         for (name, _) in columns { html += "<th\(name == "variant" ? " class=\"l\"" : "")>\(escape(name))</th>" }
         html += "</tr>\n"
         for r in results {
             html += "<tr>" + columns.map { "<td>\(escape($0.1(r)))</td>" }.joined() + "</tr>\n"
         }
-        html += "</table>\n"
+        html += "</table></div>\n"
 
         html += "<h2>Metrics</h2>\n<div class=\"grid\">\n"
         let bars: [(String, String, String, String)] = [
@@ -87,7 +87,7 @@ enum HTMLReport {
         html += "</div>\n"
 
         html += "<h2>Merge latency percentiles</h2>\n<div class=\"card\">\(curveChart(results))</div>\n"
-        html += "<h2>Memory over time</h2>\n<div class=\"card\">\(memoryChart(results))</div>\n"
+        html += "<h2>Memory over time</h2>\n<p class=\"sub\">jemalloc allocated bytes (less thread caches) above each variant's first sample; variants run one after another in one process.</p>\n<div class=\"card\">\(memoryChart(results))</div>\n"
 
         html += "<h2>Conflicts by layer and policy outcome</h2>\n<table><tr><th class=\"l\">variant</th><th class=\"l\">series</th><th>count</th></tr>\n"
         for r in results {
@@ -130,8 +130,11 @@ enum HTMLReport {
         return "pass"
     }
 
+    /// A short label: the matrix values (keys are in the table), or the topology.
     static func label(_ r: VariantResult) -> String {
-        r.repetition > 1 || r.variant != "default" ? "\(r.variant) #\(r.repetition)" : "\(r.topology) #\(r.repetition)"
+        let values = r.parameters.sorted { $0.key < $1.key }.map(\.value).joined(separator: " / ")
+        let base = values.isEmpty ? r.topology : values
+        return r.repetition > 1 ? "\(base) #\(r.repetition)" : base
     }
 
     static func fmt(_ v: Double) -> String {
@@ -178,7 +181,11 @@ enum HTMLReport {
 
     static func memoryChart(_ results: [VariantResult]) -> String {
         let w = 760.0, h = 220.0, left = 60.0, bottom = 24.0
-        let series = results.map { $0.timeseries.compactMap { s in s.allocated.map { (s.seconds, Double($0) / 1_048_576) } } }
+        let series = results.map { r -> [(Double, Double)] in
+            let points = r.timeseries.compactMap { s in s.allocated.map { (s.seconds, Double($0) / 1_048_576) } }
+            guard let first = points.first else { return [] }
+            return points.map { ($0.0 - first.0, max(0, $0.1 - first.1)) }
+        }
         let maxT = max(series.flatMap { $0.map(\.0) }.max() ?? 1, 0.001)
         let maxM = max(series.flatMap { $0.map(\.1) }.max() ?? 1, 0.001)
         var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(w))\" height=\"\(Int(h))\" role=\"img\">"

@@ -88,6 +88,7 @@ final class InMemoryStore: PersistentStore {
             if row?.version != l.version { conflicts.append(StoreVersionConflict(id: l.id, expectedVersion: l.version, databaseRow: row)) }
         }
         if !conflicts.isEmpty { return .versionConflicts(conflicts) }
+        if request.checkVersionsOnly { return .committed(newIDs: [:]) }
 
         var keys = maxKey
         var newIDs: [ManagedObjectID: ManagedObjectID] = [:]

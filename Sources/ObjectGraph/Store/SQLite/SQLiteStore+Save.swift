@@ -6,6 +6,7 @@ extension SQLiteStore {
     /// make the whole save roll back and come back as layer-2 conflicts (semantics §1.1); uniqueness
     /// violations against existing rows come back as constraint violations (§1.6). Nothing is half-written.
     func save(_ request: SaveRequest) throws -> StoreSaveOutcome {
+        if request.checkVersionsOnly { return try checkVersions(request) }
         do {
             try connection.execute("BEGIN IMMEDIATE")
         } catch let error as SQLiteError {
@@ -143,6 +144,19 @@ extension SQLiteStore {
         }
         lastHistoryToken = try recordHistory(history, author: request.author, contextName: request.contextName)
         return .committed(newIDs: newIDs)
+    }
+
+    /// Layer-2 version check without writing (semantics §1.3: locking conflicts before constraint conflicts).
+    private func checkVersions(_ request: SaveRequest) throws -> StoreSaveOutcome {
+        var conflicts: [StoreVersionConflict] = []
+        let expected = request.updates.map { ($0.id, $0.oldVersion, false) } + request.deletes.map { ($0.id, $0.oldVersion, true) }
+            + request.locked.map { ($0.id, $0.version, false) }
+        for (id, version, isDelete) in expected {
+            let row = try rows(of: id.entity, keys: [id.key])[id.key]
+            if row == nil, isDelete { continue }
+            if row?.version != version { conflicts.append(StoreVersionConflict(id: id, expectedVersion: version, databaseRow: row)) }
+        }
+        return conflicts.isEmpty ? .committed(newIDs: [:]) : .versionConflicts(conflicts)
     }
 
     func allocateKeys(for entities: [EntityDescription]) throws -> [ManagedObjectID] {
