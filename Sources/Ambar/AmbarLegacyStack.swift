@@ -10,7 +10,13 @@ public final class AmbarLegacyStack: @unchecked Sendable {  // `container` is wr
     /// Called on the main queue when setup finished, with nil or the error.
     public typealias Callback = @Sendable ((any Error)?) -> Void
 
-    private let lock = Mutex<(container: AmbarContainer?, error: (any Error)?)>((nil, nil))
+    private struct State {
+        var container: AmbarContainer?
+        var error: (any Error)?
+        var mainContextReadOnly = false
+        var shouldMerge = true
+    }
+    private let lock = Mutex(State())
     private let mainQueue: ContextQueue
 
     /// Starts setting up the stack.
@@ -36,6 +42,11 @@ public final class AmbarLegacyStack: @unchecked Sendable {  // `container` is wr
             options.mainQueue = main
             do {
                 let container = try AmbarContainer(storeType: storeType, modelName: dataModelName, model: modelBox.model, storeURL: storeURL, options: options)
+                // Options set while setting up are applied before the stack is published (7.x kept them as
+                // stored properties).
+                let (shouldMerge, readOnly) = lock.withLock { ($0.shouldMerge, $0.mainContextReadOnly) }
+                container.shouldMergeIncomingSavedObjects = shouldMerge
+                if readOnly { container.isViewContextReadOnly = true }
                 lock.withLock { $0.container = container }
                 main.async { callback?(nil) }
             } catch {
@@ -69,14 +80,20 @@ public final class AmbarLegacyStack: @unchecked Sendable {  // `container` is wr
     /// 7.x `isMainContextReadOnly`: switches the main context to `.rollback`. The 7.x README says saves are then
     /// ignored; as in Core Data, conflict-free saves still reach the store.
     public var isMainContextReadOnly: Bool {
-        get { container?.isViewContextReadOnly ?? false }
-        set { container?.isViewContextReadOnly = newValue }
+        get { lock.withLock { $0.mainContextReadOnly } }
+        set {
+            let container = lock.withLock { state -> AmbarContainer? in
+                state.mainContextReadOnly = newValue
+                return state.container
+            }
+            container?.isViewContextReadOnly = newValue
+        }
     }
 
     /// 7.x `shouldMergeIncomingSavedObjects`.
     public var shouldMergeIncomingSavedObjects: Bool {
-        get { container?.shouldMergeIncomingSavedObjects ?? true }
-        set { container?.shouldMergeIncomingSavedObjects = newValue }
+        get { lock.withLock { $0.shouldMerge } }
+        set { lock.withLock { $0.shouldMerge = newValue; $0.container?.shouldMergeIncomingSavedObjects = newValue } }
     }
 
     /// An importer context (writer coordinator, ObjectTrump).

@@ -100,7 +100,7 @@ public final class CountObserver<T: ManagedObjectType>: @unchecked Sendable {  /
         if change.refreshed.contains(where: { $0.entity.name == entity }) { return true }
         for o in change.updated where o.entity.name == entity {
             // Only a change to a key the predicate reads can move the object in or out of the count.
-            let changed = Set(o.changedValues().keys).union(o.committedValues(forKeys: nil).keys.filter { _ in o.isFault })
+            let changed = Set(o.changedValuesForCurrentEvent().keys)
             if !changed.isDisjoint(with: keys) { return true }
         }
         return false

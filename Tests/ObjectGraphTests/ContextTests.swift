@@ -179,7 +179,7 @@ import Testing
         let before = stack.coordinator.counters.statements
         try child.performAndWait { try child.save() }
         #expect(stack.coordinator.counters.statements == before)
-        try parent.performAndWait {
+        parent.performAndWait {
             #expect(parent.updatedObjects.count == 2)
             #expect(parent.insertedObjects.count == 1)
         }

@@ -98,7 +98,7 @@ extension ManagedObjectContext {
         postObjectsDidChange(inserted: inserted, updated: [], deleted: deleted.union(cascaded), refreshed: refreshed)
         pendingDeleted.subtract(cascaded)
         let mergedIDs = ContextObjectIDChanges(
-            inserted: changes.inserted, updated: [], deleted: Set(deleted.map(\.objectID)), refreshed: refreshedIDs)
+            inserted: changes.inserted, updated: changes.updated, deleted: Set(deleted.map(\.objectID)), refreshed: refreshedIDs)
         NotificationCenter.default.post(name: Self.didMergeChangesObjectIDsNotification, object: self, userInfo: mergedIDs.userInfo)
     }
 

@@ -329,6 +329,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         pendingUpdated = []
         pendingDeleted = []
         postObjectsDidChange(inserted: inserted, updated: updated, deleted: deleted)
+        for object in updated { object.eventChangedSlots = [] }
     }
 
     func propagateDeletes() {

@@ -89,7 +89,12 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     private var keys: [[PropertyValue]] = []
     private var sectionNames: [String] = []
     private var observer: (any NSObjectProtocol)?
+    private var mergeObserver: (any NSObjectProtocol)?
     private var needsFetch = true
+    /// Whether objects that come to match the predicate through a merged update of an object the context had
+    /// not loaded are picked up (iOS 10 and later, semantics §5). It costs one query over the updated IDs per
+    /// merge, and only for controllers with a predicate. Default true.
+    public var includesUnloadedUpdates = true
 
     /// Creates a controller; call ``performFetch()`` next.
     public init(fetchRequest: FetchRequest, managedObjectContext: ManagedObjectContext, sectionNameKeyPath: String? = nil, cacheName: String? = nil) {
@@ -99,7 +104,10 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         self.cacheName = cacheName
     }
 
-    deinit { if let observer { NotificationCenter.default.removeObserver(observer) } }
+    deinit {
+        if let observer { NotificationCenter.default.removeObserver(observer) }
+        if let mergeObserver { NotificationCenter.default.removeObserver(mergeObserver) }
+    }
 
     /// Runs the fetch and starts tracking changes.
     /// - Throws: ``ObjectGraphError`` when the request has no sort descriptor or the fetch fails.
@@ -119,6 +127,12 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             ) { [weak self] note in
                 guard let self, let change = ObjectsDidChange(note) else { return }
                 self.handle(change)
+            }
+            mergeObserver = NotificationCenter.default.addObserver(
+                forName: ManagedObjectContext.didMergeChangesObjectIDsNotification, object: managedObjectContext, queue: nil
+            ) { [weak self] note in
+                guard let self, let ids = ContextObjectIDChanges(note) else { return }
+                self.pickUpNewMatches(ids.updated.subtracting(ids.refreshed))
             }
         }
     }
@@ -177,15 +191,46 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         return (try? predicate.evaluate(subject: object)) ?? false
     }
 
+    /// Semantics §5 (fixed in iOS 10): updated objects the context had not loaded may now match; one query
+    /// over their IDs finds them, and they arrive as inserts.
+    private func pickUpNewMatches(_ updated: Set<ManagedObjectID>) {
+        guard includesUnloadedUpdates, let predicate = fetchRequest.predicate, delegate != nil, !needsFetch,
+              let current = fetchedObjects else { return }
+        let shown = Set(current.map(\.objectID))
+        let candidates = updated.filter { $0.entity.name == fetchRequest.entityName && !shown.contains($0) }
+        guard !candidates.isEmpty else { return }
+        var newcomers = Set<ManagedObject>()
+        let ids = Array(candidates)
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            let chunk = ids[start..<min(start + 500, ids.count)]
+            var request = FetchRequest(entityName: fetchRequest.entityName, predicate: .and([predicate, ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(chunk.map { .objectID($0) }))))]))
+            request.includesPendingChanges = true
+            guard let found = try? managedObjectContext.fetch(request) else { return }
+            newcomers.formUnion(found)
+        }
+        guard !newcomers.isEmpty else { return }
+        handle(ObjectsDidChangeSynthetic.inserted(newcomers))
+    }
+
     // Semantics §5: inserts, deletes, moves and updates derived per changed object of the entity.
+    private func handle(_ synthetic: ObjectsDidChangeSynthetic) {
+        switch synthetic {
+        case .inserted(let objects): handle(inserted: objects, updated: [], refreshed: [], gone: [], invalidatedAll: false)
+        }
+    }
+
     private func handle(_ change: ObjectsDidChange) {
+        handle(inserted: change.inserted, updated: change.updated, refreshed: change.refreshed,
+               gone: change.deleted.union(change.invalidated), invalidatedAll: change.invalidatedAll)
+    }
+
+    private func handle(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, refreshed: Set<ManagedObject>, gone: Set<ManagedObject>, invalidatedAll: Bool) {
         guard delegate != nil, !needsFetch, var objects = fetchedObjects else { return }
-        if change.invalidatedAll {
+        if invalidatedAll {
             needsFetch = true  // reset(): the controller must fetch again; no per-object deletes.
             return
         }
-        let gone = change.deleted.union(change.invalidated)
-        let touched = change.inserted.union(change.updated).union(change.refreshed).union(gone)
+        let touched = inserted.union(updated).union(refreshed).union(gone)
             .filter { $0.entity.name == fetchRequest.entityName }
         guard !touched.isEmpty else { return }
         changesProcessed += touched.count
@@ -295,4 +340,8 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         for (object, old, type, new) in objectChanges { delegate.controller(self, didChange: object, at: old, for: type, newIndexPath: new) }
         delegate.controllerDidChangeContent(self)
     }
+}
+
+private enum ObjectsDidChangeSynthetic {
+    case inserted(Set<ManagedObject>)
 }

@@ -161,6 +161,7 @@ extension ManagedObject {
         if values[slot] == value { return }
         values[slot] = value
         heldObjects?[slot] = nil
+        eventChangedSlots.insert(slot)
         if isInsertedFlag {
             changedSlots.insert(slot)
         } else if let original, original.values[slot] == value {
@@ -304,6 +305,14 @@ extension ManagedObject {
                 result[entity.toManyRelationships[i].name] = Set(state.current.map { context.object(with: $0) })
             }
         }
+        return result
+    }
+
+    /// The persistent properties changed since the last objects-did-change notification, with their new values
+    /// (`changedValuesForCurrentEvent()`).
+    public func changedValuesForCurrentEvent() -> [String: Any] {
+        var result: [String: Any] = [:]
+        for slot in eventChangedSlots where slot < values.count { result[entity.slots[slot].name] = anyValue(slot) ?? NSNull() }
         return result
     }
 

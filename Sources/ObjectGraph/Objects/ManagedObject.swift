@@ -43,6 +43,8 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// by ``heldToManyOffset``), as a Core Data object holds its relationships; refresh and reset release them,
     /// which is how Core Data breaks retain cycles (semantics §3.2, §4).
     package var heldObjects: [Int: [ManagedObject]]?
+    /// Slots changed since the last objects-did-change was posted (`changedValuesForCurrentEvent`).
+    package var eventChangedSlots: Set<Int> = []
     package static let heldToManyOffset = 1 << 20
 
     package struct ToManyState {
