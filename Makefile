@@ -1,12 +1,21 @@
 # Ambar — make targets
-#   make test   the whole test suite (installs what it needs on a fresh machine)
-#   make run    the workbench's default scenarios (not built yet: see README)
-#   make build  debug build of every target
+#   make run        the default scenarios on an embedded SQLite store; prints where the report is (release build)
+#   make test       the whole test suite (installs what it needs on a fresh machine)
+#   make scenarios  every shipped scenario in Scenarios/
+#   make compare    merge policies × topologies side by side (Scenarios/policy-comparison.yaml)
+#   make capacity   chunk size × visible-set grid: where the main queue first misses a 60 Hz frame
+#   make ci         the regression gate against Scenarios/baselines/ci.json (exact on deterministic counters)
+#   make baseline   record a new CI baseline
+#   make report     rebuild Reports/index.html
+#   make build      debug build of every target
 
 SWIFT ?= swift
-APT_PACKAGES := libsqlite3-dev pkg-config
+CONFIG ?= release
+APT_PACKAGES := libsqlite3-dev libjemalloc-dev pkg-config
+BENCH := .build/$(CONFIG)/ambar-bench
+DEFAULT_SCENARIOS := Scenarios/thousands-of-imports.yaml Scenarios/conflict-storm.yaml Scenarios/read-only-view.yaml
 
-.PHONY: test run build deps clean
+.PHONY: run test scenarios compare capacity ci baseline report build deps bench-tool clean
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -16,16 +25,36 @@ deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
-build: deps
-	$(SWIFT) build
+bench-tool: deps
+	$(SWIFT) build -c $(CONFIG) --product ambar-bench
+
+run: bench-tool
+	$(BENCH) run $(DEFAULT_SCENARIOS) --progress
 
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-run: deps
-	@echo "make run: the workbench has not landed yet (issue 6). Use 'make test' for now."
-	@exit 0
+scenarios: bench-tool
+	$(BENCH) run Scenarios/*.yaml --progress
+
+compare: bench-tool
+	$(BENCH) run Scenarios/policy-comparison.yaml --progress
+
+capacity: bench-tool
+	$(BENCH) run Scenarios/capacity.yaml --progress
+
+ci: bench-tool
+	$(BENCH) check --baseline ci --progress
+
+baseline: bench-tool
+	$(BENCH) baseline ci Scenarios/ci-regression.yaml --progress
+
+report: bench-tool
+	$(BENCH) report
+
+build: deps
+	$(SWIFT) build
 
 clean:
 	rm -rf .build
