@@ -47,6 +47,10 @@ let package = Package(
             name: "ambar-bench",
             dependencies: ["Workbench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        .executableTarget(
+            name: "ambar-crash",
+            dependencies: ["Ambar", "ObjectGraph"]
+        ),
         .testTarget(
             name: "ObjectGraphTests",
             dependencies: ["ObjectGraph"]
