@@ -261,10 +261,11 @@ public struct VariantRunner {
         rows.append(MetricRow("duplicates", "count", Double(oracle.duplicates), "count"))
         rows.append(MetricRow("readOnlySavesReachedStore", "count", Double(readOnlySaves), "count"))
         let readings = samples.withLock { $0 }
+        // Variants run one after another in one process: report allocation above the variant's first sample.
         let allocatedSeries = readings.compactMap(\.allocated)
-        if !allocatedSeries.isEmpty {
-            rows.append(MetricRow("memoryAllocated", "peak", Double(max(peakAllocated, allocatedSeries.max()!)), "bytes"))
-            rows.append(MetricRow("memoryAllocated", "value", Double(allocatedSeries.last!), "bytes"))
+        if let start = allocatedSeries.first {
+            rows.append(MetricRow("memoryAllocated", "peak", Double(max(0, max(peakAllocated, allocatedSeries.max()!) - start)), "bytes"))
+            rows.append(MetricRow("memoryAllocated", "value", Double(max(0, allocatedSeries.last! - start)), "bytes"))
         }
         if let resident = readings.compactMap(\.resident).max() { rows.append(MetricRow("memoryResident", "peak", Double(resident), "bytes")) }
         if threadAllocated > 0 {
