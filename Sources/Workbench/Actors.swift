@@ -26,6 +26,19 @@ struct Schedule {
         guard case .perSecond(let r) = rate, let duration else { return nil }
         return max(1, Int((r * duration).rounded(.down)))
     }
+
+    /// Runs `operation(k, intended)` for each scheduled operation: `rate × duration` of them when both are
+    /// known, else while `keepGoing` says so; each starts at its intended time.
+    func forEach(duration: Double?, keepGoing: () -> Bool, _ operation: (Int, UInt64) -> Void) {
+        let total = Self.count(rate, duration)
+        var k = 0
+        while total.map({ k < $0 }) ?? keepGoing() {
+            let intended = self.intended(k)
+            Clock.sleep(until: intended)
+            operation(k, intended)
+            k += 1
+        }
+    }
 }
 
 extension Workload {
@@ -143,22 +156,16 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
         var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
         let w = workload
-        let schedule = Schedule(rate: spec.rate, start: start)
-        let total = Schedule.count(spec.rate, duration)
-        var k = 0
-        while total.map({ k < $0 }) ?? keepGoing() {
-            let intended = schedule.intended(k)
-            Clock.sleep(until: intended)
-            defer { k += 1 }
+        Schedule(rate: spec.rate, start: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let visible = w.visibleIDs
-            guard !visible.isEmpty else { continue }
+            guard !visible.isEmpty else { return }
             let picks = Array(Set((0..<spec.edits).map { _ in visible[Int.random(in: 0..<visible.count, using: &rng)] }))
             var valueRNG = SeededGenerator(seed: rng.next())
             let editor: ManagedObjectContext
             do { editor = try w.stack.makeEditor() } catch {
                 w.recorder.add("editorRefused")
-                continue
+                return
             }
             var intendedByID: [ManagedObjectID: [String: String]] = [:]
             do {
@@ -218,16 +225,10 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
         var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
         let w = workload
-        let schedule = Schedule(rate: rate, start: start)
-        let total = Schedule.count(rate, duration)
-        var k = 0
-        while total.map({ k < $0 }) ?? keepGoing() {
-            let intended = schedule.intended(k)
-            Clock.sleep(until: intended)
-            defer { k += 1 }
+        Schedule(rate: rate, start: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let keys = rng.keys(edits, in: w.existingKeys, distribution, hot: Int64(w.viewerCount))
-            guard !keys.isEmpty else { continue }
+            guard !keys.isEmpty else { return }
             var valueRNG = SeededGenerator(seed: rng.next())
             let context = role == "writer" ? w.stack.makeWriter() : w.stack.makeTemporary()
             context.performAndWait {
@@ -277,13 +278,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
         var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
         let w = workload
-        let schedule = Schedule(rate: spec.rate, start: start)
-        let total = Schedule.count(spec.rate, duration)
-        var k = 0
-        while total.map({ k < $0 }) ?? keepGoing() {
-            let intended = schedule.intended(k)
-            Clock.sleep(until: intended)
-            defer { k += 1 }
+        Schedule(rate: spec.rate, start: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let context = w.stack.makeBatch()
             var changes = ContextObjectIDChanges()
@@ -321,7 +316,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             }
             let committed = Clock.now()
             w.recorder.saveLatency("batch").record(nanoseconds: committed - intended)
-            guard spec.mergeBy == .ids, !changes.isEmpty else { continue }
+            guard spec.mergeBy == .ids, !changes.isEmpty else { return }
             // Semantics §6: batch results reach contexts only by merging their IDs.
             let view = w.stack.viewContext
             let main = w.main, recorder = w.recorder

@@ -53,7 +53,11 @@ enum Oracle {
                     add(.init(kind: "lostUpdate", key: key, field: e.field, detail: "\(e.actor) wrote \(e.intended ?? ""); its \(e.policy) save discarded it"))
                 }
             }
-            let ordered = keyEvents.filter { $0.version >= 0 }.sorted { ($0.version, $0.time) < ($1.version, $1.time) }
+            // At one version, writes come before observations: a save whose own changes the policy dropped
+            // still records the row it saw, which another save wrote at that same version.
+            let ordered = keyEvents.filter { $0.version >= 0 }.sorted {
+                ($0.version, $0.intended == nil ? 1 : 0, $0.time) < ($1.version, $1.intended == nil ? 1 : 0, $1.time)
+            }
             // The committed snapshot after the newest save equals the row at that version (a save only commits
             // when the row was at the version the context knew, semantics §1.1).
             if let last = ordered.last, let row = finalRows[key] {
@@ -74,7 +78,12 @@ enum Oracle {
                 var writer: WriteEvent?
                 for e in ordered where e.field == field {
                     if let intended = e.intended {
-                        if e.committed != intended {
+                        if e.committed != intended, let winner = ordered.first(where: { $0 != e && $0.field == field && $0.version == e.version && $0.intended == e.committed }) {
+                            // Two writes reached the store in one save (nested contexts: a later child push
+                            // overwrote the parent's value, semantics §1.7): the last write won.
+                            promised += 1
+                            add(.init(kind: "promisedLoss", key: key, field: field, detail: "\(e.actor) wrote \(intended); \(winner.actor)'s later write \(e.committed) replaced it in the same save"))
+                        } else if e.committed != intended {
                             // The save committed, yet its own write is not what it committed: its policy chose
                             // the store's value (StoreTrump, Rollback) or it is a bug.
                             if ["storeTrump", "rollback"].contains(e.policy) {

@@ -50,20 +50,9 @@ struct SQLiteQueryBuilder {
                 let sql = "\(alias).\(entity.columnName(forSlot: slot))"
                 return Column(sql: a.type == .decimal ? "CAST(\(sql) AS REAL)" : sql, attributeType: a.type, isRelationship: false)
             case .toOne(let slot):
-                let column = "\(alias).\(entity.columnName(forSlot: slot))"
-                if last { return Column(sql: column, attributeType: nil, isRelationship: true) }
-                let path = prefix + key
-                let destination = entity.destinationEntity(ofRelationship: key)!
-                if let existing = aliases[path] {
-                    alias = existing.alias
-                } else {
-                    let next = "\(aliasPrefix)\(aliases.count + 1)"
-                    joins.append("LEFT JOIN \(destination.tableName) \(next) ON \(next).Z_PK = \(column)")
-                    aliases[path] = (next, destination)
-                    alias = next
-                }
-                entity = destination
-                prefix = path + "."
+                if last { return Column(sql: "\(alias).\(entity.columnName(forSlot: slot))", attributeType: nil, isRelationship: true) }
+                (alias, entity) = try join(from: alias, entity, key, path: prefix + key)
+                prefix += key + "."
             case .toMany, .transient:
                 throw UntranslatablePredicate()
             }
@@ -244,22 +233,22 @@ struct SQLiteQueryBuilder {
         var alias = "\(aliasPrefix)0"
         var prefixPath = ""
         for key in path {
-            guard case .toOne(let slot)? = entity.propertiesByName[key] else { throw UntranslatablePredicate() }
-            let column = "\(alias).\(entity.columnName(forSlot: slot))"
-            let joined = prefixPath + key
-            let destination = entity.destinationEntity(ofRelationship: key)!
-            if let existing = aliases[joined] {
-                alias = existing.alias
-            } else {
-                let next = "\(aliasPrefix)\(aliases.count + 1)"
-                joins.append("LEFT JOIN \(destination.tableName) \(next) ON \(next).Z_PK = \(column)")
-                aliases[joined] = (next, destination)
-                alias = next
-            }
-            entity = destination
-            prefixPath = joined + "."
+            (alias, entity) = try join(from: alias, entity, key, path: prefixPath + key)
+            prefixPath += key + "."
         }
         return alias
+    }
+
+    /// One `LEFT JOIN` through a to-one relationship, made once per key path.
+    private mutating func join(from alias: String, _ entity: EntityDescription, _ key: String, path: String) throws -> (String, EntityDescription) {
+        guard case .toOne(let slot)? = entity.propertiesByName[key], let destination = entity.destinationEntity(ofRelationship: key) else {
+            throw UntranslatablePredicate()
+        }
+        if let existing = aliases[path] { return (existing.alias, destination) }
+        let next = "\(aliasPrefix)\(aliases.count + 1)"
+        joins.append("LEFT JOIN \(destination.tableName) \(next) ON \(next).Z_PK = \(alias).\(entity.columnName(forSlot: slot))")
+        aliases[path] = (next, destination)
+        return (next, destination)
     }
 
     /// `ANY`/`ALL`/`NONE` and aggregates over a to-many, as (NOT) EXISTS or scalar subqueries.
