@@ -143,7 +143,11 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
     func committedEvents(_ intended: [ManagedObjectID: [String: String]], actor: String, role: String) -> [WriteEvent] {
         guard let root = stack.committedContext else { return [] }
         return root.performAndWait {
-            let objects = intended.compactMap { id, values in root.registeredObject(for: id).map { ($0, values) } }
+            // Clean objects of the root are held weakly and may be gone: fault them back in (row cache).
+            let objects = intended.compactMap { id, values -> (ManagedObject, [String: String])? in
+                let object = root.object(with: id)
+                return (try? object.materialize()) == nil ? nil : (object, values)
+            }
             return events(objects, actor: actor, role: role)
         }
     }

@@ -296,8 +296,9 @@ extension ManagedObjectContext {
             }
             for c in updateChanges {
                 let object = parent.object(with: c.id)
-                if object.isFaultFlag, let original = c.original {
-                    // The child's committed snapshot is the parent's view of the row: no I/O (semantics §2.2).
+                // The row cache answers (the child's objects hold their rows there): no I/O (semantics §2.2). The
+                // child's own snapshot may be older than the row the parent would see, so it is only the fallback.
+                if object.isFaultFlag, let original = c.original, (try? parent.fulfillFault(object, throwing: true)) == nil {
                     object.fill(from: original)
                 } else {
                     try parent.fulfillFault(object, throwing: true)
