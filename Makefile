@@ -11,7 +11,7 @@
 
 SWIFT ?= swift
 CONFIG ?= release
-APT_PACKAGES := libsqlite3-dev libjemalloc-dev pkg-config
+APT_PACKAGES := libsqlite3-dev libjemalloc-dev pkg-config sqlite3
 BENCH := .build/$(CONFIG)/ambar-bench
 DEFAULT_SCENARIOS := Scenarios/thousands-of-imports.yaml Scenarios/conflict-storm.yaml Scenarios/read-only-view.yaml
 

@@ -273,6 +273,8 @@ public struct VariantRunner {
             rows.append(MetricRow("threadFreed", "total", Double(threadFreed), "bytes"))
         }
         rows.append(MetricRow("sqliteMemory", "peak", Double(SQLiteStatistics.memoryHighwater), "bytes"))
+        rows.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.memoryUsed), "bytes"))
+        rows.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.pageCacheOverflow), "bytes", label: "pageCacheOverflow"))
         rows.append(MetricRow("registeredObjects", "value", Double(viewRegistered), "objects", label: "view"))
         counters["merges"] = viewCounters.merges
         counters["objectsRefreshed"] = viewCounters.mergeObjectsRefreshed
