@@ -131,7 +131,10 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
                 continue
             }
             for (field, _) in fieldTypes {
-                let committed = object.primitiveValue(forKey: field).description
+                // The committed snapshot, not the current values: a parent context may already hold another
+                // child's pushed, unsaved changes.
+                let committed = object.entity.slotIndex(of: field).flatMap { slot in object.original.map { $0.values[slot].description } }
+                    ?? object.primitiveValue(forKey: field).description
                 result.append(WriteEvent(actor: actor, role: role, policy: policy, key: key, field: field, intended: intended[field],
                                          committed: committed, version: object.snapshotVersion, time: now))
             }

@@ -93,7 +93,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     package func columnName(forSlot slot: Int) -> String { "Z" + slots[slot].name.uppercased() }
     package var slotCount: Int { slots.count }
 
-    func slotIndex(of key: String) -> Int? {
+    package func slotIndex(of key: String) -> Int? {
         switch propertiesByName[key] {
         case .attribute(let s)?, .toOne(let s)?: return s
         default: return nil
