@@ -64,6 +64,10 @@ let package = Package(
             dependencies: ["Workbench", "Ambar", "ObjectGraph"],
             resources: [.copy("Fixtures")]
         ),
+        .testTarget(
+            name: "ReliabilityTests",
+            dependencies: ["ambar-crash", "Workbench", "Ambar", "ObjectGraph"]
+        ),
     ]
 )
 
