@@ -286,8 +286,9 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
         return dirs
     }
 
-    static func loadModel(named name: String?) throws -> ManagedObjectModel {
+    static func loadModel(named name: String?, searchPath: [URL] = modelSearchPath) throws -> ManagedObjectModel {
         let fm = FileManager.default
+        let modelSearchPath = searchPath
         if let name {
             for dir in modelSearchPath {
                 let file = dir.appendingPathComponent("\(name).json")

@@ -308,7 +308,14 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     /// Records that an object changed (called by its setters).
     func noteChange(_ object: ManagedObject) {
-        guard !object.isInsertedFlag, !object.isDeletedFlag else { return }
+        guard !object.isDeletedFlag else { return }
+        // Semantics §5: a change to an inserted object after its insert was announced is announced as an update
+        // in the next objects-did-change (so a fetched results controller re-sorts it); it does not join
+        // `updatedObjects`.
+        if object.isInsertedFlag {
+            pendingUpdated.insert(object)
+            return
+        }
         if object.hasPersistentChanges {
             if updatedSet.insert(object).inserted { pendingUpdated.insert(object) } else { pendingUpdated.insert(object) }
         } else {

@@ -1,0 +1,329 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+/// Records a fetched results controller's delegate calls as text, in order.
+final class FRCRecorder: FetchedResultsControllerDelegate {
+    var events: [String] = []
+
+    func controllerWillChangeContent(_ controller: FetchedResultsController) { events.append("will") }
+    func controller(_ controller: FetchedResultsController, didChange section: FetchedSectionInfo, atSectionIndex index: Int, for type: FetchedResultsChangeType) {
+        events.append("section \(type) \(index) \(section.name)")
+    }
+    func controller(_ controller: FetchedResultsController, didChange object: ManagedObject, at indexPath: FetchedIndexPath?, for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?) {
+        events.append("\(type) #\((object as? Item)?.id ?? -1) \(indexPath?.description ?? "-") -> \(newIndexPath?.description ?? "-")")
+    }
+    func controllerDidChangeContent(_ controller: FetchedResultsController) { events.append("did") }
+
+    /// The events so far, clearing them.
+    func take() -> [String] {
+        defer { events = [] }
+        return events
+    }
+}
+
+/// Adopts both delegate protocols: only the snapshot callback may be called (semantics §5).
+final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResultsControllerSnapshotDelegate {
+    var snapshots: [FetchedResultsSnapshot] = []
+    var otherCalls = 0
+    func controller(_ controller: FetchedResultsController, didChangeContentWith snapshot: FetchedResultsSnapshot) { snapshots.append(snapshot) }
+    func controllerWillChangeContent(_ controller: FetchedResultsController) { otherCalls += 1 }
+    func controllerDidChangeContent(_ controller: FetchedResultsController) { otherCalls += 1 }
+}
+
+/// Issue 4 item 3: `FetchedResultsController` (semantics §5) — sections, change sequences for local edits,
+/// merges and child saves, reset, the snapshot callback, and the cost of an update.
+@Suite struct FetchedResultsControllerTests {
+    /// Saves items (id, name, price) and returns nothing; names are the section keys.
+    static func seed(_ stack: TestStack, _ rows: [(Int64, String, Double)]) throws {
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            for (id, name, price) in rows {
+                let item = Item(context: ctx)
+                item.id = id
+                item.name = name
+                item.price = price
+            }
+            try ctx.save()
+        }
+    }
+
+    static func controller(_ ctx: ManagedObjectContext, _ predicate: ObjectPredicate? = nil) -> FetchedResultsController {
+        FetchedResultsController(
+            fetchRequest: FetchRequest(entityName: "Item", predicate: predicate, sortDescriptors: [ObjectSortDescriptor("name"), ObjectSortDescriptor("price")]),
+            managedObjectContext: ctx, sectionNameKeyPath: "name")
+    }
+
+    static func item(_ ctx: ManagedObjectContext, _ id: Int64) throws -> Item {
+        try #require(try fetchItems(ctx, .compare("id", .equalTo, id)).first)
+    }
+
+    static func layout(_ frc: FetchedResultsController) -> [String] {
+        (frc.sections ?? []).map { s in s.name + ":" + s.objects.map { String(($0 as! Item).id) }.joined(separator: ",") }
+    }
+
+    // Semantics §5: a fetched results controller needs a sort descriptor.
+    @Test func requiresASortDescriptor_5() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        ctx.performAndWait {
+            let frc = FetchedResultsController(fetchRequest: FetchRequest(entityName: "Item"), managedObjectContext: ctx)
+            #expect(throws: ObjectGraphError.self) { try frc.performFetch() }
+            #expect(frc.fetchedObjects == nil)
+        }
+    }
+
+    // Semantics §5: sections by sectionNameKeyPath, index paths, objects in sort order.
+    @Test func sectionsAndIndexPaths_5() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "a", 20), (3, "b", 30), (4, "c", 5)])
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let frc = Self.controller(ctx)
+            try frc.performFetch()
+            #expect(Self.layout(frc) == ["a:1,2", "b:3", "c:4"])
+            #expect(frc.sections?.map(\.numberOfObjects) == [2, 1, 1])
+            let three = try Self.item(ctx, 3)
+            #expect(frc.indexPath(forObject: three) == FetchedIndexPath(item: 0, section: 1))
+            #expect(frc.object(at: FetchedIndexPath(item: 1, section: 0)) === (try Self.item(ctx, 2)))
+            #expect(frc.snapshot.sectionIdentifiers == ["a", "b", "c"])
+            #expect(frc.snapshot.itemIdentifiers["a"] == [try Self.item(ctx, 1).objectID, try Self.item(ctx, 2).objectID])
+        }
+    }
+
+    // Semantics §5: local edits give inserts, updates, moves (in and across sections), deletes; sections
+    // appear and disappear; section changes come before object changes; will/did bracket each batch.
+    @Test func localEditsGiveTheChangeSequence_5() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "a", 20), (3, "b", 30)])
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let frc = Self.controller(ctx)
+            let recorder = FRCRecorder()
+            frc.delegate = recorder
+            try frc.performFetch()
+            #expect(Self.layout(frc) == ["a:1,2", "b:3"])
+
+            let four = Item(context: ctx)
+            four.id = 4
+            four.name = "a"
+            four.price = 25
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "insert #4 - -> [0, 2]", "did"])
+
+            try Self.item(ctx, 1).flag = true  // not a sort key: update in place
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "update #1 [0, 0] -> [0, 0]", "did"])
+
+            try Self.item(ctx, 1).price = 22  // moves after 2 within section a
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "move #1 [0, 0] -> [0, 1]", "did"])
+            #expect(Self.layout(frc) == ["a:2,1,4", "b:3"])
+
+            let five = Item(context: ctx)
+            five.id = 5
+            five.name = "c"
+            five.price = 1
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "section insert 2 c", "insert #5 - -> [2, 0]", "did"])
+
+            ctx.delete(try Self.item(ctx, 3))
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "section delete 1 b", "delete #3 [1, 0] -> -", "did"])
+            #expect(Self.layout(frc) == ["a:2,1,4", "c:5"])
+
+            try Self.item(ctx, 4).name = "c"  // across sections
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "move #4 [0, 2] -> [1, 1]", "did"])
+
+            // One batch: a section appears and an object leaves, reported section first.
+            try Self.item(ctx, 2).name = "b"
+            ctx.delete(try Self.item(ctx, 5))
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "section insert 1 b", "delete #5 [1, 0] -> -", "move #2 [0, 0] -> [1, 0]", "did"])
+            #expect(Self.layout(frc) == ["a:1", "b:2", "c:4"])
+
+            // Nothing of the entity changed: no callbacks at all.
+            _ = Tag(context: ctx)
+            ctx.processPendingChanges()
+            #expect(recorder.take().isEmpty)
+        }
+    }
+
+    // Semantics §5: with a predicate, an update that stops matching is a delete and one that starts matching
+    // is an insert (CoreDataPlus test_DeleteDueToThePredicate).
+    @Test func predicateChangesAreInsertsAndDeletes_5() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "a", 20), (3, "a", 30)])
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let frc = Self.controller(ctx, .compare("price", .greaterThanOrEqualTo, 20))
+            let recorder = FRCRecorder()
+            frc.delegate = recorder
+            try frc.performFetch()
+            #expect(Self.layout(frc) == ["a:2,3"])
+            let one = try Self.item(ctx, 1), two = try Self.item(ctx, 2)
+            one.price = 40
+            two.price = 5
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "insert #1 - -> [0, 1]", "delete #2 [0, 0] -> -", "did"])
+            #expect(Self.layout(frc) == ["a:3,1"])
+        }
+    }
+
+    // Semantics §5 / §3.1: a merged background save — inserts, updates of materialized objects (as refreshed)
+    // and deletes — reaches the controller through objects-did-change.
+    @Test func mergeFromABackgroundSave_5() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "a", 20), (3, "b", 30)])
+        let view = stack.context(name: "view")
+        let frc = Self.controller(view)
+        let recorder = FRCRecorder()
+        try view.performAndWait {
+            frc.delegate = recorder
+            try frc.performFetch()
+        }
+        let background = stack.context()
+        let saves = NotificationRecorder(ManagedObjectContext.didSaveObjectIDsNotification, object: background)
+        try background.performAndWait {
+            let four = Item(context: background)
+            four.id = 4
+            four.name = "a"
+            four.price = 15
+            try Self.item(background, 2).price = 5
+            background.delete(try Self.item(background, 3))
+            try background.save()
+        }
+        let note = try #require(saves.notes.first)
+        view.performAndWait {
+            #expect(recorder.take().isEmpty)  // nothing until the merge
+            view.mergeChanges(fromContextDidSave: note)
+            #expect(recorder.take() == ["will", "section delete 1 b", "insert #4 - -> [0, 2]", "delete #3 [1, 0] -> -", "move #2 [0, 1] -> [0, 0]", "did"])
+            #expect(Self.layout(frc) == ["a:2,1,4"])
+        }
+    }
+
+    // Semantics §5 / §2.2: a child context's save changes the parent, whose controller sees it.
+    @Test func childSaveReachesTheParentsController_5() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "a", 20)])
+        let parent = stack.context()
+        let frc = Self.controller(parent)
+        let recorder = FRCRecorder()
+        try parent.performAndWait {
+            frc.delegate = recorder
+            try frc.performFetch()
+        }
+        let child = stack.child(of: parent)
+        try child.performAndWait {
+            let three = Item(context: child)
+            three.id = 3
+            three.name = "b"
+            three.price = 1
+            try Self.item(child, 1).price = 50
+            #expect(recorder.events.isEmpty)  // unsaved child edits are invisible to the parent
+            try child.save()
+        }
+        parent.performAndWait {
+            parent.processPendingChanges()
+            #expect(recorder.take() == ["will", "section insert 1 b", "insert #3 - -> [1, 0]", "move #1 [0, 0] -> [0, 1]", "did"])
+            #expect(Self.layout(frc) == ["a:2,1", "b:3"])
+        }
+    }
+
+    // Semantics §5: reset() is invisible to the controller (no deletes); it needs performFetch() again, and
+    // tracks changes after that.
+    @Test func resetNeedsPerformFetch_5() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "a", 20)])
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let frc = Self.controller(ctx)
+            let recorder = FRCRecorder()
+            frc.delegate = recorder
+            try frc.performFetch()
+            ctx.reset()
+            let three = Item(context: ctx)
+            three.id = 3
+            three.name = "a"
+            three.price = 30
+            ctx.processPendingChanges()
+            #expect(recorder.take().isEmpty)
+            #expect(frc.fetchedObjects?.count == 2)
+            try frc.performFetch()
+            #expect(Self.layout(frc) == ["a:1,2,3"])
+            try Self.item(ctx, 1).price = 40
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "move #1 [0, 0] -> [0, 2]", "did"])
+        }
+    }
+
+    // Semantics §5: without a delegate the controller does not track changes (a static snapshot).
+    @Test func withoutADelegateNothingIsTracked_5() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10)])
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let frc = Self.controller(ctx)
+            try frc.performFetch()
+            let two = Item(context: ctx)
+            two.id = 2
+            two.name = "a"
+            ctx.processPendingChanges()
+            #expect(frc.fetchedObjects?.count == 1)
+            #expect(frc.changesProcessed == 0)
+        }
+    }
+
+    // Semantics §5 (diffable snapshots): a snapshot delegate gets section identifiers → object IDs, with items
+    // updated in place as reloaded items, and no other delegate method is called.
+    @Test func snapshotCallback_5() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "a", 20)])
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let frc = Self.controller(ctx)
+            let recorder = FRCSnapshotRecorder()
+            frc.delegate = recorder
+            try frc.performFetch()
+            let one = try Self.item(ctx, 1), two = try Self.item(ctx, 2)
+            one.flag = true
+            ctx.processPendingChanges()
+            let three = Item(context: ctx)
+            three.id = 3
+            three.name = "b"
+            try ctx.obtainPermanentIDs(for: [three])
+            ctx.processPendingChanges()
+            #expect(recorder.otherCalls == 0)
+            #expect(recorder.snapshots.count == 2)
+            #expect(recorder.snapshots.first == FetchedResultsSnapshot(
+                sectionIdentifiers: ["a"], itemIdentifiers: ["a": [one.objectID, two.objectID]], reloadedItemIdentifiers: [one.objectID]))
+            #expect(recorder.snapshots.last == FetchedResultsSnapshot(
+                sectionIdentifiers: ["a", "b"], itemIdentifiers: ["a": [one.objectID, two.objectID], "b": [three.objectID]], reloadedItemIdentifiers: []))
+        }
+    }
+
+    // Issue 4 performance: an update costs no SQL and is handled per changed object, not by refetching.
+    @Test func changesCostNoRefetch_5() throws {
+        let stack = try TestStack()
+        try stack.seed(1_000)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let frc = FetchedResultsController(fetchRequest: ctxItemRequest(sort: [ObjectSortDescriptor("price")]), managedObjectContext: ctx)
+            let recorder = FRCRecorder()
+            frc.delegate = recorder
+            try frc.performFetch()
+            let selects = ctxSelects(stack.coordinator)
+            let cheapest = try #require(frc.fetchedObjects?.first as? Item)
+            cheapest.price = 100_000
+            let extra = Item(context: ctx)
+            extra.id = 5_000
+            extra.price = 5
+            ctx.processPendingChanges()
+            #expect(ctxSelects(stack.coordinator) == selects)
+            #expect(frc.changesProcessed == 2)
+            #expect(recorder.take() == ["will", "insert #5000 - -> [0, 0]", "move #1 [0, 0] -> [0, 1000]", "did"])
+            #expect((frc.fetchedObjects?.last as? Item)?.id == 1)
+        }
+    }
+}
