@@ -127,6 +127,31 @@ import Testing
         #expect(try stack.coordinator.fetchHistory(.fetchHistory(after: nil as PersistentHistoryToken?)).isEmpty)
     }
 
+    // Semantics §3.6: history is written in the save's own SQLite transaction — a save that fails inside the
+    // store (an optimistic-locking conflict found by the UPDATE, §1.1 layer 2) leaves no transaction behind.
+    @Test func failedSaveWritesNoHistory_3_6() throws {
+        let stack = try TestStack(model: try Self.historyModel(), options: Self.tracked())
+        try stack.seed(1)
+        let stale = stack.context()
+        let item: Item = try stale.performAndWait {
+            let item = try #require(try fetchItems(stale).first)
+            _ = item.price
+            return item
+        }
+        let other = stack.context(try stack.secondCoordinator(options: Self.tracked()))
+        try other.performAndWait {
+            try fetchItems(other)[0].price = 2
+            try other.save()
+        }
+        let before = try stack.sql("SELECT count(*) FROM ATRANSACTION").first?[0].int64
+        try stale.performAndWait {
+            item.price = 3
+            #expect { try stale.save() } throws: { ($0 as? ObjectGraphError)?.code == .merge }
+        }
+        #expect(try stack.sql("SELECT count(*) FROM ATRANSACTION").first?[0].int64 == before)
+        #expect(try stack.sql("SELECT count(*) FROM ACHANGE").first?[0].int64 == 2)
+    }
+
     // Semantics §3.6: tracking is off by default — no history tables written, fetching history is an error,
     // no current token.
     @Test func historyIsOffByDefault_3_6() throws {
