@@ -1,0 +1,160 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+// Objects and IDs (issue "ObjectGraph core" item 3; semantics §2.1 steps 2, 4, 7, §4): URI forms, life-cycle
+// hooks, change tracking, obtainPermanentIDs, wrong-queue traps. Helpers are prefixed `lc`.
+
+/// Counts every life-cycle hook on the instance.
+final class LCNote: ManagedObject {
+    @Managed("text") var text: String?
+    var calls: [String: Int] = [:]
+    override func awakeFromInsert() { calls["awakeFromInsert", default: 0] += 1 }
+    override func awakeFromFetch() { calls["awakeFromFetch", default: 0] += 1 }
+    override func willSave() { calls["willSave", default: 0] += 1 }
+    override func didSave() { calls["didSave", default: 0] += 1 }
+    override func prepareForDeletion() { calls["prepareForDeletion", default: 0] += 1 }
+}
+
+func lcModel() throws -> ManagedObjectModel {
+    try ManagedObjectModel(entities: [
+        EntityDescription(name: "Note", managedObjectClass: LCNote.self, attributes: [AttributeDescription(name: "text", type: .string)]),
+    ])
+}
+
+@Suite struct ObjectLifecycleTests {
+
+    // Issue item 3: a permanent ID's URI (`x-coredata://<store UUID>/<Entity>/p<Z_PK>`) turns back into an equal
+    // ID, on the same coordinator and on another coordinator of the same file; a temporary ID has its own form;
+    // a URI of another store or entity gives nil.
+    @Test func uriRepresentationRoundTrips_4() throws {
+        let stack = try TestStack()
+        let id = try stack.seed(1)[0]
+        let uri = id.uriRepresentation
+        let storeID = try #require(stack.coordinator.storeIdentifier)
+        #expect(uri.absoluteString == "x-coredata://\(storeID)/Item/p\(try #require(id.primaryKey))")
+        #expect(stack.coordinator.managedObjectID(forURIRepresentation: uri) == id)
+        let second = try stack.secondCoordinator()
+        let again = try #require(second.managedObjectID(forURIRepresentation: uri))
+        #expect(again == id)
+        let ctx = stack.context(second)
+        try ctx.performAndWait {
+            let item = try #require(try ctx.existingObject(with: again) as? Item)
+            #expect(item.id == 1)
+        }
+        #expect(stack.coordinator.managedObjectID(forURIRepresentation: URL(string: "x-coredata://OTHER-STORE/Item/p1")!) == nil)
+        #expect(stack.coordinator.managedObjectID(forURIRepresentation: URL(string: "x-coredata://\(storeID)/Nope/p1")!) == nil)
+        let scratch = stack.context()
+        let temporary = scratch.performAndWait { Item(context: scratch).objectID }
+        #expect(temporary.isTemporaryID)
+        #expect(temporary.uriRepresentation.absoluteString.hasPrefix("x-coredata:///Item/t"))
+    }
+
+    // Semantics §2.1 steps 2 and 7, §4 (firing runs awakeFromFetch), §2.1 step 1 (prepareForDeletion in delete
+    // propagation): each hook runs once per event.
+    @Test func lifeCycleHooksRunOncePerEvent_2_1() throws {
+        let stack = try TestStack(model: lcModel())
+        let ctx = stack.context()
+        let id = try ctx.performAndWait {
+            let note = LCNote(context: ctx)
+            #expect(note.calls == ["awakeFromInsert": 1])
+            note.text = "a"
+            try ctx.save()
+            #expect(note.calls == ["awakeFromInsert": 1, "willSave": 1, "didSave": 1])
+            note.text = "b"
+            try ctx.save()
+            #expect(note.calls == ["awakeFromInsert": 1, "willSave": 2, "didSave": 2])
+            try ctx.save()  // nothing to save: no hooks
+            #expect(note.calls["willSave"] == 2)
+            return note.objectID
+        }
+        let reader = stack.context()
+        try reader.performAndWait {
+            let note = try #require(reader.object(with: id) as? LCNote)
+            #expect(note.calls.isEmpty)  // a fault has not awoken
+            #expect(note.text == "b")
+            #expect(note.calls == ["awakeFromFetch": 1])
+            reader.refresh(note, mergeChanges: false)
+            _ = note.text
+            #expect(note.calls["awakeFromFetch"] == 2)
+            reader.delete(note)
+            reader.processPendingChanges()
+            #expect(note.calls["prepareForDeletion"] == 1)
+            try reader.save()
+            #expect(note.calls["willSave"] == 1)
+            #expect(note.calls["didSave"] == 1)
+        }
+    }
+
+    // Issue item 3: isInserted / isUpdated / isDeleted / hasChanges, changedValues() and
+    // committedValues(forKeys:) through an object's life.
+    @Test func changeTrackingThroughLife_4() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(1)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let item = try #require(try ctx.existingObject(with: ids[0]) as? Item)
+            #expect(!item.isInserted && !item.isUpdated && !item.isDeleted && !item.hasChanges)
+            #expect(item.changedValues().isEmpty)
+            item.name = "renamed"
+            item.price = 99
+            #expect(item.isUpdated && item.hasChanges)
+            #expect(Set(item.changedValues().keys) == ["name", "price"])
+            #expect(item.changedValues()["name"] as? String == "renamed")
+            let committed = item.committedValues(forKeys: ["name", "price"])
+            #expect(committed["name"] as? String == "item 1")
+            #expect(committed["price"] as? Double == 10)
+            #expect(item.committedValues(forKeys: nil).keys.contains("tag"))  // every attribute and to-one
+            try ctx.save()
+            #expect(!item.hasChanges && item.changedValues().isEmpty)
+            #expect(item.committedValues(forKeys: ["name"])["name"] as? String == "renamed")
+            ctx.delete(item)
+            #expect(item.isDeleted && item.hasChanges && !item.isUpdated)
+            let fresh = Item(context: ctx)
+            #expect(fresh.isInserted && fresh.hasChanges && !fresh.isUpdated)
+            #expect(fresh.committedValues(forKeys: ["name"]).isEmpty || fresh.committedValues(forKeys: ["name"])["name"] is NSNull)
+        }
+    }
+
+    // Semantics §2.1 step 4: obtainPermanentIDs(for:) mints the ID early from Z_PRIMARYKEY; the object stays
+    // inserted, is found under its new ID, and the save writes that Z_PK.
+    @Test func obtainPermanentIDsEarly_2_1() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let item = Item(context: ctx)
+            item.id = 10
+            let temporary = item.objectID
+            #expect(temporary.isTemporaryID)
+            try ctx.obtainPermanentIDs(for: [item])
+            let permanent = item.objectID
+            #expect(!permanent.isTemporaryID)
+            #expect(permanent.primaryKey == 3)
+            #expect(item.isInserted)
+            #expect(ctx.insertedObjects.contains(item))
+            #expect(ctx.registeredObject(for: permanent) === item)
+            #expect(ctx.registeredObject(for: temporary) == nil)
+            try ctx.save()
+            #expect(item.objectID == permanent)
+            #expect(!item.isInserted)
+        }
+        #expect(try stack.sql("SELECT Z_PK FROM ZITEM WHERE ZID = 10") == [[.integer(3)]])
+        #expect(try stack.sql("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Item'") == [[.integer(3)]])
+    }
+
+    // Issue "Bad input" (wrong-queue use traps with a message) and semantics §8 (ConcurrencyDebug): touching a
+    // private-queue context off its queue stops the process with a message naming the context.
+    @Test func wrongQueueUseTraps_8() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            ManagedObjectContext.concurrencyDebug = true
+            let ctx = ManagedObjectContext(concurrencyType: .privateQueue)
+            ctx.name = "the-trapping-context"
+            _ = ctx.registeredObjects  // off the context's queue
+        }.map { result in
+            let text = String(decoding: result.standardErrorContent, as: UTF8.self)
+            #expect(text.contains("concurrency violation"))
+            #expect(text.contains("the-trapping-context"))
+        }
+    }
+}

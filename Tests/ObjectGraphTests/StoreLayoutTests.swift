@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+// The SQLite store as other tools see it (issue "ObjectGraph core" item 4 and "Done when"; semantics §0, §1.1):
+// the `sqlite3` command-line tool (installed by `make deps`) reads the Z tables and sees Z_OPT rise; a store
+// refuses another model or a file that is not SQLite, naming the file and changing nothing. Helpers: `sl`.
+
+/// Where the `sqlite3` CLI is, if installed.
+let slSQLite3Path: String? = ["/usr/bin/sqlite3", "/usr/local/bin/sqlite3", "/bin/sqlite3"]
+    .first { FileManager.default.isExecutableFile(atPath: $0) }
+
+/// Runs the `sqlite3` CLI on `path` with `sql` and returns its standard output, trimmed.
+func slCLI(_ path: String, _ sql: String) throws -> String {
+    let cli = try #require(slSQLite3Path, "the sqlite3 command-line tool is missing: run `make deps`")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: cli)
+    process.arguments = ["-batch", path, sql]
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    let errors = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0, "sqlite3 failed: \(String(decoding: errors, as: UTF8.self))")
+    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+/// Size and modification date of every file of a store (main, -wal), by suffix. Read with stat only: opening
+/// and closing a store file in this process would drop SQLite's POSIX locks on it (fcntl locks belong to the
+/// process, and any close releases them), after which another process may checkpoint and delete the WAL.
+func slFileStats(_ url: URL) -> [String: String] {
+    var stats: [String: String] = [:]
+    for suffix in ["", "-wal"] {
+        if let a = try? FileManager.default.attributesOfItem(atPath: url.path + suffix) {
+            stats[suffix] = "\(a[.size] ?? "?") \((a[.modificationDate] as? Date)?.timeIntervalSinceReferenceDate ?? 0)"
+        }
+    }
+    return stats
+}
+
+@Suite struct StoreLayoutTests {
+
+    // Issue "Done when" (a store written by the tests opens in the sqlite3 CLI), semantics §0 (Z<ENTITY> tables
+    // with Z_PK, Z_ENT, Z_OPT; Z_PRIMARYKEY; Z_METADATA; join tables; WAL) and §1.1 (Z_OPT starts at 1 and goes up
+    // by one on every update).
+    @Test func sqlite3CLIShowsZTablesAndRisingZOpt_1_1() throws {
+        let stack = try TestStack()
+        let path = stack.url.path
+        let id = try stack.seed(3)[0]
+        let pk = try #require(id.primaryKey)
+        let tables = Set(try slCLI(path, "SELECT name FROM sqlite_master WHERE type = 'table'").split(separator: "\n").map(String.init))
+        #expect(tables.isSuperset(of: ["ZITEM", "ZTAG", "ZLABEL", "Z_PRIMARYKEY", "Z_METADATA"]))
+        let columns = try slCLI(path, "SELECT name FROM pragma_table_info('ZITEM')").split(separator: "\n").map(String.init)
+        #expect(Array(columns.prefix(3)) == ["Z_PK", "Z_ENT", "Z_OPT"])
+        #expect(columns.contains("ZNAME") && columns.contains("ZPRICE") && columns.contains("ZTAG"))
+        #expect(try slCLI(path, "PRAGMA journal_mode") == "wal")
+        #expect(try slCLI(path, "SELECT Z_HASH FROM Z_METADATA") == stack.model.versionHash)
+        let itemEnt = try #require(stack.model.entity(named: "Item")).entityNumber
+        #expect(tables.contains("Z_\(itemEnt)LABELS"))  // the many-to-many join table (Item.labels ↔ Label.items)
+        #expect(try slCLI(path, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Item'") == "3")
+        #expect(try slCLI(path, "SELECT DISTINCT Z_ENT FROM ZITEM") == "\(itemEnt)")
+
+        func zopt() throws -> String { try slCLI(path, "SELECT Z_OPT FROM ZITEM WHERE Z_PK = \(pk)") }
+        #expect(try zopt() == "1")
+        let ctx = stack.context()
+        for (n, price) in [111.0, 222.0, 333.0].enumerated() {
+            try ctx.performAndWait {
+                let item = try #require(try ctx.existingObject(with: id) as? Item)
+                item.price = price
+                try ctx.save()
+            }
+            #expect(try zopt() == "\(n + 2)")
+            #expect(try slCLI(path, "SELECT ZPRICE FROM ZITEM WHERE Z_PK = \(pk)") == "\(price)")
+        }
+        // Rows nobody touched keep version 1.
+        #expect(try slCLI(path, "SELECT group_concat(Z_OPT) FROM ZITEM WHERE Z_PK != \(pk)") == "1,1")
+    }
+
+    // Issue item 4 (pragmas as store options; semantics §8 "NSSQLitePragmasOption … journal_mode DELETE switches
+    // back"): the journal mode option reaches the file.
+    @Test func pragmaOptionSetsJournalMode_8() throws {
+        var options = StoreOptions()
+        options.pragmas = ["journal_mode": "DELETE"]
+        let stack = try TestStack(options: options)
+        try stack.seed(1)
+        #expect(try slCLI(stack.url.path, "PRAGMA journal_mode") == "delete")
+    }
+
+    // Issue item 4 and "Bad input" (a model that does not match the store): opening a store with a model of
+    // another version hash fails with 134100 naming the store, and changes nothing: the files' sizes and dates,
+    // the metadata and the rows are as before, and the first coordinator keeps working.
+    @Test func modelHashMismatchChangesNothing() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        let dumpBefore = try slCLI(stack.url.path, ".dump")
+        let filesBefore = slFileStats(stack.url)
+        let other = try mdAllTypesModel()
+        #expect(other.versionHash != stack.model.versionHash)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: other, name: "other model")
+        let error = #expect(throws: ObjectGraphError.self) {
+            try coordinator.addPersistentStore(type: .sqlite, at: stack.url)
+        }
+        #expect(error?.code == .persistentStoreIncompatibleVersionHash)
+        #expect(error?.code.rawValue == 134100)
+        #expect(error?.storePath == stack.url.path)
+        #expect(error.map { String(describing: $0).contains(stack.url.path) } == true)
+        #expect(coordinator.storeURL == nil)
+        #expect(slFileStats(stack.url) == filesBefore)
+        #expect(try slCLI(stack.url.path, ".dump") == dumpBefore)
+        // The right model still opens it, and the first coordinator still saves.
+        let reader = stack.context(try stack.secondCoordinator())
+        #expect(try reader.performAndWait { try fetchItems(reader).count } == 2)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let item = Item(context: ctx)
+            item.id = 50
+            try ctx.save()
+        }
+        #expect(try slCLI(stack.url.path, "SELECT group_concat(ZID) FROM ZITEM") == "1,2,50")
+    }
+
+    // "Bad input" (a store file that is not SQLite): 134000 naming the file; the file is left as it was.
+    @Test func fileThatIsNotSQLiteIsRefused() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("og-notsqlite-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("notes.sqlite")
+        let text = Data(String(repeating: "these are my notes, not a database\n", count: 200).utf8)
+        try text.write(to: url)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeModel(), name: "not sqlite")
+        let error = #expect(throws: ObjectGraphError.self) { try coordinator.addPersistentStore(type: .sqlite, at: url) }
+        #expect(error?.code == .persistentStoreInvalidType)
+        #expect(error?.code.rawValue == 134000)
+        #expect(error?.storePath == url.path)
+        #expect(error.map { String(describing: $0).contains(url.path) } == true)
+        #expect(FileManager.default.contents(atPath: url.path) == text)
+        #expect(coordinator.storeURL == nil)
+    }
+}
