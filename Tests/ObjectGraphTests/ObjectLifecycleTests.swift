@@ -157,4 +157,19 @@ func lcModel() throws -> ManagedObjectModel {
             #expect(text.contains("the-trapping-context"))
         }
     }
+
+    // Same rule for the change-set accessors (insertedObjects, updatedObjects, deletedObjects, hasChanges): reading
+    // them off the queue traps too (before, they read silently).
+    @Test func wrongQueueChangeSetAccessTraps_8() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            ManagedObjectContext.concurrencyDebug = true
+            let ctx = ManagedObjectContext(concurrencyType: .privateQueue)
+            ctx.name = "the-trapping-context"
+            _ = ctx.hasChanges  // off the context's queue
+        }.map { result in
+            let text = String(decoding: result.standardErrorContent, as: UTF8.self)
+            #expect(text.contains("concurrency violation"))
+            #expect(text.contains("hasChanges"))
+        }
+    }
 }

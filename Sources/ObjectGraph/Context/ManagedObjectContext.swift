@@ -203,14 +203,16 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         return registry.count
     }
 
+    // Issue "ObjectGraph core", Bad input: wrong-queue use traps with a message (semantics §8, ConcurrencyDebug),
+    // for these accessors too.
     /// The objects inserted since the last save.
-    public var insertedObjects: Set<ManagedObject> { insertedSet }
+    public var insertedObjects: Set<ManagedObject> { assertOnQueue(); return insertedSet }
     /// The objects updated since the last save.
-    public var updatedObjects: Set<ManagedObject> { updatedSet }
+    public var updatedObjects: Set<ManagedObject> { assertOnQueue(); return updatedSet }
     /// The objects deleted since the last save.
-    public var deletedObjects: Set<ManagedObject> { deletedSet }
+    public var deletedObjects: Set<ManagedObject> { assertOnQueue(); return deletedSet }
     /// Whether anything is inserted, updated or deleted.
-    public var hasChanges: Bool { !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty }
+    public var hasChanges: Bool { assertOnQueue(); return !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty }
 
     func sweepRegistry() {
         registry = registry.filter { $0.value.object != nil }
