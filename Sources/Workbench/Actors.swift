@@ -160,7 +160,12 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
             w.recorder.add("operations")
             let visible = w.visibleIDs
             guard !visible.isEmpty else { return }
-            let picks = Array(Set((0..<spec.edits).map { _ in visible[Int.random(in: 0..<visible.count, using: &rng)] }))
+            // Distinct, in the order drawn (not a set's order): each pick gets the same value on every run.
+            var picks: [ManagedObjectID] = []
+            for _ in 0..<spec.edits {
+                let id = visible[Int.random(in: 0..<visible.count, using: &rng)]
+                if !picks.contains(id) { picks.append(id) }
+            }
             var valueRNG = SeededGenerator(seed: rng.next())
             let editor: ManagedObjectContext
             do { editor = try w.stack.makeEditor() } catch {

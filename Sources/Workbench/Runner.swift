@@ -182,6 +182,7 @@ public struct VariantRunner {
         reader.persistentStoreCoordinator = verifier
         var finalRows: [Int64: (version: Int64, fields: [String: String])] = [:]
         var idCounts: [Int64: Int] = [:]
+        var keysByID: [Int64: [Int64]] = [:]
         try reader.performAndWait {
             var request = FetchRequest(entityName: workload.entity.name)
             request.returnsObjectsAsFaults = false
@@ -190,7 +191,10 @@ public struct VariantRunner {
                 var fields: [String: String] = [:]
                 for (field, _) in workload.fieldTypes { fields[field] = object.primitiveValue(forKey: field).description }
                 finalRows[key] = (object.snapshotVersion, fields)
-                if case .integer(let id) = object.primitiveValue(forKey: workload.idKey) { idCounts[id, default: 0] += 1 }
+                if case .integer(let id) = object.primitiveValue(forKey: workload.idKey) {
+                    idCounts[id, default: 0] += 1
+                    keysByID[id, default: []].append(key)
+                }
             }
         }
         var viewValues: [Int64: [String: String]] = [:]
@@ -208,7 +212,7 @@ public struct VariantRunner {
         let readOnlySaves = (stack.ambar?.counters.readOnlySavesReachedStore ?? 0) + (recorderState.counters["readOnlySavesReachedStore"] ?? 0)
         let oracle = Oracle.check(events: recorderState.events, finalRows: finalRows, viewValues: viewValues,
                                   duplicates: idCounts.filter { $0.value > 1 }.map(\.key).sorted(), readOnlySaves: readOnlySaves,
-                                  batchTouched: workload.batchTouchedKeys)
+                                  batchTouched: Set(workload.batchTouchedKeys.flatMap { keysByID[$0] ?? [] }))  // ids → primary keys
         let viewCounters = view.performAndWait { view.counters }
         let coordinatorCounters = stack.coordinators.map { ($0.0, $0.1.counters) }
         viewer = nil

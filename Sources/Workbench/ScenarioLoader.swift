@@ -31,20 +31,34 @@ public enum ScenarioLoader {
                 throw ScenarioError(file: "-p \(override)", field: override, message: "an override is key=value")
             }
             let key = String(override[..<eq]), value = String(override[override.index(after: eq)...])
-            guard let updated = tree.setting(normalize(key).split(separator: ".").map(String.init), to: parseOverrideValue(value)) else {
+            // A matrix key is itself a key path: `matrix.stack.topology=[a, b]` sets matrix["stack.topology"].
+            let path = key.hasPrefix("matrix.") ? ["matrix", String(key.dropFirst("matrix.".count))] : normalize(key).split(separator: ".").map(String.init)
+            guard let updated = tree.setting(path, to: parseOverrideValue(value)) else {
                 throw ScenarioError(file: "-p \(override)", field: key, message: "no such key path in \(file)")
             }
             tree = updated
         }
         // Validate the base document (after overrides) before expanding.
         let reader = Reader(file: file)
-        _ = try reader.scenario(tree.removing("matrix"), parameters: [:], repetition: 1, repetitions: 1)
         var variants: [Scenario] = []
-        let repetitions = try reader.repetitions(tree)
-        for (parameters, variantTree) in try reader.expandMatrix(tree) {
-            for r in 1...repetitions {
-                variants.append(try reader.scenario(variantTree, parameters: parameters, repetition: r, repetitions: repetitions))
+        do {
+            _ = try reader.scenario(tree.removing("matrix"), parameters: [:], repetition: 1, repetitions: 1)
+            let repetitions = try reader.repetitions(tree)
+            for (parameters, variantTree) in try reader.expandMatrix(tree) {
+                for r in 1...repetitions {
+                    variants.append(try reader.scenario(variantTree, parameters: parameters, repetition: r, repetitions: repetitions))
+                }
             }
+        } catch var error as ScenarioError where error.line == nil {
+            // A value from the command line has no place in the file: name the override instead.
+            let field = error.field
+            if let override = overrides.first(where: { o in
+                let key = normalize(String(o.prefix { $0 != "=" }))
+                return key == field || key == "matrix.\(field)"
+            }) {
+                error.file += " (-p \(override))"
+            }
+            throw error
         }
         return Loaded(file: file, variants: variants, resolvedYAML: tree.yaml() + "\n")
     }
@@ -132,6 +146,12 @@ struct Reader {
         return row[b.count]
     }
 
+    /// " (did you mean 'x'?)" when a misspelling is close to one allowed value (at most 2 edits), else "".
+    static func suggestion(_ value: String, _ allowed: [String]) -> String {
+        guard let nearest = allowed.min(by: { distance($0, value) < distance($1, value) }), distance(nearest, value) <= 2 else { return "" }
+        return " (did you mean '\(nearest)'?)"
+    }
+
     func scalar(_ node: Node, _ expected: String) throws -> String {
         guard case .scalar(let s, _) = node.tree else { throw fail(node, "expected \(expected), found a \(node.tree.kindName)") }
         return s
@@ -166,7 +186,7 @@ struct Reader {
     func choice<T: RawRepresentable & CaseIterable>(_ node: Node, _ type: T.Type) throws -> T where T.RawValue == String {
         let s = try scalar(node, "one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
         guard let v = T(rawValue: s) else {
-            throw fail(node, "expected one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), found '\(s)'")
+            throw fail(node, "expected one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), found '\(s)'\(Self.suggestion(s, T.allCases.map(\.rawValue)))")
         }
         return v
     }
@@ -174,7 +194,7 @@ struct Reader {
     func policy(_ node: Node) throws -> String {
         let s = try scalar(node, "a merge policy")
         guard MergePolicy.named(s) != nil else {
-            throw fail(node, "expected a merge policy (error, storeTrump, objectTrump, overwrite, rollback), found '\(s)'")
+            throw fail(node, "expected a merge policy (error, storeTrump, objectTrump, overwrite, rollback), found '\(s)'\(Self.suggestion(s, ["error", "storeTrump", "objectTrump", "overwrite", "rollback"]))")
         }
         return s
     }
@@ -215,19 +235,20 @@ struct Reader {
         let root = Node(tree: tree, path: "")
         guard let matrix = child(root, "matrix") else { return [([:], tree.removing("matrix"))] }
         guard case .map(let pairs, _) = matrix.tree, !pairs.isEmpty else { throw fail(matrix, "expected a mapping of key paths to lists of values") }
-        var combinations: [[(String, String)]] = [[]]
+        // Each value keeps its position, so a bad one is reported at its place in the matrix.
+        var combinations: [[(String, String, YAMLTree.Position?)]] = [[]]
         for pair in pairs {
             let node = Node(tree: pair.value, path: "matrix.\(pair.key)")
-            let values = try list(node).map { try scalar($0, "a value") }
+            let values = try list(node).map { (try scalar($0, "a value"), $0.tree.position) }
             guard !values.isEmpty else { throw fail(node, "a matrix dimension needs at least one value") }
-            combinations = combinations.flatMap { combo in values.map { combo + [(pair.key, $0)] } }
+            combinations = combinations.flatMap { combo in values.map { combo + [(pair.key, $0.0, $0.1)] } }
         }
         let base = tree.removing("matrix")
         return try combinations.map { combo in
             var variant = base
             var parameters: [String: String] = [:]
-            for (key, value) in combo {
-                guard let updated = variant.setting(ScenarioLoader.normalize(key).split(separator: ".").map(String.init), to: .scalar(value, nil)) else {
+            for (key, value, position) in combo {
+                guard let updated = variant.setting(ScenarioLoader.normalize(key).split(separator: ".").map(String.init), to: .scalar(value, position)) else {
                     throw fail(Node(tree: matrix.tree, path: "matrix.\(key)"), "no such key path")
                 }
                 variant = updated

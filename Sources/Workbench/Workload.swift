@@ -160,7 +160,8 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         var objects: [ManagedObject] = []
         for start in stride(from: 0, to: keys.count, by: 500) {
             let chunk = Array(keys[start..<min(start + 500, keys.count)])
-            var request = FetchRequest(entityName: entity.name, predicate: .in(idKey, chunk.map { $0 as Any }))
+            // Sorted, so each key gets the same generated value on every run.
+            var request = FetchRequest(entityName: entity.name, predicate: .in(idKey, chunk.map { $0 as Any }), sortDescriptors: [ObjectSortDescriptor(idKey)])
             request.returnsObjectsAsFaults = false
             objects += try context.fetch(request)
         }

@@ -31,7 +31,7 @@ indirect enum YAMLTree: Equatable {
     static func parse(_ text: String, file: String) throws -> YAMLTree {
         let node: Node?
         do { node = try Yams.compose(yaml: text) } catch let error as YamlError {
-            throw Self.describe(error, file: file)
+            throw Self.describe(error, text: text, file: file)
         } catch {
             throw ScenarioError(file: file, field: "", message: "not valid YAML: \(error)")
         }
@@ -39,10 +39,29 @@ indirect enum YAMLTree: Equatable {
         return try convert(node, file: file)
     }
 
-    private static func describe(_ error: YamlError, file: String) -> ScenarioError {
+    private static func describe(_ error: YamlError, text: String, file: String) -> ScenarioError {
         switch error {
         case let .scanner(_, problem, mark, _), let .parser(_, problem, mark, _), let .composer(_, problem, mark, _):
             return ScenarioError(file: file, line: mark.line, column: mark.column, field: "", message: "not valid YAML: \(problem)")
+        case let .duplicatedKeysInMapping(duplicates, context):
+            // Yams gives the mapping's start; point at the key's second occurrence when it is a block key.
+            let key = duplicates.sorted().first ?? ""
+            var place = (line: context.mark.line, column: context.mark.column)
+            var seen = 0
+            for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() where index + 1 >= context.mark.line {
+                var body = Substring(line)
+                let indent = body.prefix { $0 == " " }.count
+                body = body.dropFirst(indent)
+                let dash = body.hasPrefix("- ") ? 2 : 0
+                body = body.dropFirst(dash)
+                guard body.hasPrefix(key), body.dropFirst(key.count).drop(while: { $0 == " " }).hasPrefix(":") else { continue }
+                seen += 1
+                if seen == 2 {
+                    place = (index + 1, indent + dash + 1)
+                    break
+                }
+            }
+            return ScenarioError(file: file, line: place.line, column: place.column, field: key, message: "duplicate key")
         default:
             return ScenarioError(file: file, field: "", message: "not valid YAML: \(error)")
         }

@@ -11,6 +11,21 @@ struct AmbarBench: ParsableCommand {
         abstract: "Replays Core Data stack workloads against the Ambar stack and other topologies, and reports what happened.",
         subcommands: [Run.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self],
         defaultSubcommand: Run.self)
+
+    /// ArgumentParser's own main, except that a command-line mistake is bad input: exit code 2 (workbench.md),
+    /// not sysexits' 64.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                stderr(fullMessage(for: error))
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
 }
 
 func stderr(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }

@@ -138,7 +138,10 @@ extension ManagedObjectContext {
         var request = SaveRequest()
         request.author = transactionAuthor
         request.contextName = name
-        for object in insertedSet where !object.isDeletedFlag {
+        // In insertion order (temporary IDs count up), so permanent IDs follow it and the same workload gives
+        // the same rows on every run, not an order that depends on set hashing.
+        for object in insertedSet.sorted(by: { ($0.objectID.isTemporaryID ? 1 : 0, $0.objectID.key) < ($1.objectID.isTemporaryID ? 1 : 0, $1.objectID.key) })
+            where !object.isDeletedFlag {
             request.inserts.append(.init(id: object.objectID, values: object.values))
         }
         for object in updatedSet where !object.isDeletedFlag && !object.isInsertedFlag {

@@ -85,6 +85,14 @@ public enum ReportWriter {
     public static func write(results: [VariantResult], manifest: Manifest, events: [String: [WriteEvent]], reportsRoot: URL) throws -> URL {
         let fm = FileManager.default
         let folder = reportsRoot.appendingPathComponent(manifest.scenario, isDirectory: true)
+        // Run ids are to the second: a second run within it gets `-2`, `-3`, … rather than replacing the first.
+        var manifest = manifest
+        let base = manifest.runID
+        var n = 2
+        while fm.fileExists(atPath: folder.appendingPathComponent(manifest.runID).path) || fm.fileExists(atPath: folder.appendingPathComponent(".\(manifest.runID).partial").path) {
+            manifest.runID = "\(base)-\(n)"
+            n += 1
+        }
         let final = folder.appendingPathComponent(manifest.runID, isDirectory: true)
         let staging = folder.appendingPathComponent(".\(manifest.runID).partial", isDirectory: true)
         do {
@@ -92,7 +100,6 @@ public enum ReportWriter {
             for (name, data) in try files(results: results, manifest: manifest, events: events) {
                 try data.write(to: staging.appendingPathComponent(name))
             }
-            if fm.fileExists(atPath: final.path) { try fm.removeItem(at: final) }
             try fm.moveItem(at: staging, to: final)
         } catch {
             try? fm.removeItem(at: staging)

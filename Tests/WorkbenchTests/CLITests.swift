@@ -1,0 +1,166 @@
+import Foundation
+import Testing
+@testable import Workbench
+
+/// `ambar-bench` end to end on the tiny scenario (workbench.md "Command line"): exit codes 0 ok, 1 a threshold,
+/// baseline or oracle check failed, 2 bad input; what a run writes; nothing half-written after a failure.
+@Suite("ambar-bench end to end (workbench.md: Command line)", .serialized)
+struct CLITests {
+    /// A working directory holding `tiny.yaml` (the CLI reads `Scenarios/baselines` relative to it).
+    static func workspace() throws -> TemporaryDirectory {
+        let directory = try TemporaryDirectory("workbench-cli")
+        try directory.write("tiny.yaml", try Fixtures.text("tiny.yaml"))
+        return directory
+    }
+
+    /// The run folders under `out/<scenario>/`.
+    static func runFolders(_ directory: TemporaryDirectory, scenario: String = "tiny") -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.file("out/\(scenario)").path)) ?? []).sorted()
+    }
+
+    @Test("run: exit 0, the report folder with every file, index.html, and the resolved scenario with the overrides")
+    func runWritesReports() throws {
+        let ws = try Self.workspace()
+        let run = try bench(["run", "tiny.yaml", "--out", "out", "-p", "phases.run.importer.objects=100"], in: ws.url)
+        #expect(run.status == 0, "stdout: \(run.stdout)\nstderr: \(run.stderr)")
+        let folders = Self.runFolders(ws)
+        try #require(folders.count == 1)
+        let folder = "out/tiny/\(folders[0])"
+        #expect(run.stdout.hasPrefix("report: \(ws.url.appendingPathComponent(folder).path)/report.html\n"))
+        #expect(run.stdout.contains("default #1 [ambar, view storeTrump]: oracle pass"))
+        #expect(run.stderr == "")  // not a terminal: no progress
+        let files = try FileManager.default.contentsOfDirectory(atPath: ws.file(folder).path).sorted()
+        #expect(files == ["events.jsonl", "manifest.json", "metrics.csv", "report.html", "results.json", "scenario.resolved.yaml", "summary.csv", "timeseries.csv"])
+        #expect(FileManager.default.fileExists(atPath: ws.file("out/index.html").path))
+        #expect(try String(contentsOf: ws.file("\(folder)/scenario.resolved.yaml"), encoding: .utf8).contains("objects: 100"))
+        let manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: ws.file("\(folder)/manifest.json")))
+        #expect(manifest.seed == 7 && manifest.overrides == ["phases.run.importer.objects=100"] && manifest.runID == folders[0])
+        let summary = try String(contentsOf: ws.file("\(folder)/summary.csv"), encoding: .utf8).split(separator: "\n")
+        #expect(summary.count == 2)
+        #expect(summary[1].hasPrefix("tiny,default,1,ambar,storeTrump,pass,"))
+        let metrics = try String(contentsOf: ws.file("\(folder)/metrics.csv"), encoding: .utf8)
+        #expect(metrics.contains("tiny,default,1,rowsInserted,value,,250,count\n"))
+        #expect(!ws.tree().contains { $0.contains(".partial") })
+
+        // A second run in the same second gets a folder of its own.
+        let again = try bench(["run", "tiny.yaml", "--out", "out", "-p", "phases.run.importer.objects=100"], in: ws.url)
+        #expect(again.status == 0)
+        #expect(Self.runFolders(ws).count == 2)
+
+        // compare: two run folders metric by metric.
+        let compared = try bench(["compare"] + Self.runFolders(ws).map { "out/tiny/\($0)" }, in: ws.url)
+        #expect(compared.status == 0)
+        #expect(compared.stdout.hasPrefix("variant\tmetric\tstatistic\tlabel\tfirst\tsecond\tratio\n"))
+        #expect(compared.stdout.contains("default#1\trowsInserted\tvalue\t\t250.0\t250.0\t1.00\n"))
+    }
+
+    @Test("a missed threshold: exit 1, the metric named, the report still whole")
+    func thresholdFails() throws {
+        let ws = try Self.workspace()
+        try ws.write("strict.yaml", try Fixtures.text("tiny.yaml").replacingOccurrences(of: "name: tiny", with: "name: strict")
+            + "thresholds:\n  - { metric: operations, statistic: value, min: 1000000 }\n")
+        let run = try bench(["run", "strict.yaml", "--out", "out"], in: ws.url)
+        #expect(run.status == 1, "stdout: \(run.stdout)\nstderr: \(run.stderr)")
+        #expect(run.stdout.contains("FAILED: strict default #1: threshold operations.value = 9.0 (limit 1000000.0)"))
+        let folders = Self.runFolders(ws, scenario: "strict")
+        try #require(folders.count == 1)
+        #expect(FileManager.default.fileExists(atPath: ws.file("out/strict/\(folders[0])/report.html").path))
+        let html = try String(contentsOf: ws.file("out/strict/\(folders[0])/report.html"), encoding: .utf8)
+        #expect(html.contains("class=\"verdict fail\">FAIL"))
+    }
+
+    @Test("bad input: exit 2 with file:line:column before anything runs, and nothing written")
+    func badInput() throws {
+        let ws = try Self.workspace()
+        try ws.write("bad.yaml", try Fixtures.text("tiny.yaml").replacingOccurrences(of: "chunkSize: 50", with: "chunkSize: 0"))
+
+        let validate = try bench(["validate", "bad.yaml"], in: ws.url)
+        #expect(validate.status == 2)
+        #expect(validate.stderr == "error: bad.yaml:16:46: phases.run.importer.chunkSize: must be at least 1, found 0\n")
+
+        // A good file and a bad one: nothing runs, no report folder appears.
+        let run = try bench(["run", "tiny.yaml", "bad.yaml", "--out", "out"], in: ws.url)
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("bad.yaml:16:46: phases.run.importer.chunkSize"))
+        #expect(!FileManager.default.fileExists(atPath: ws.file("out").path))
+
+        let missing = try bench(["run", "missing.yaml", "--out", "out"], in: ws.url)
+        #expect(missing.status == 2)
+        #expect(missing.stderr.hasPrefix("error: missing.yaml: cannot read the scenario file"))
+
+        let override = try bench(["run", "tiny.yaml", "--out", "out", "-p", "stack.topology=nested9"], in: ws.url)
+        #expect(override.status == 2)
+        #expect(override.stderr.contains("stack.topology: expected one of ambar, ambar8, ambar7, container, nested, history, found 'nested9'"))
+
+        // An output directory that cannot be made (a file is in the way).
+        try ws.write("blocked", "a file")
+        let unwritable = try bench(["run", "tiny.yaml", "--out", "blocked/out"], in: ws.url)
+        #expect(unwritable.status == 2)
+        #expect(unwritable.stderr.hasPrefix("error: the output directory"))
+
+        let shard = try bench(["run", "tiny.yaml", "--out", "out", "--shard", "3/2"], in: ws.url)
+        #expect(shard.status == 2)
+        #expect(shard.stderr.contains("--shard takes i/n"))
+
+        let usage = try bench(["run"], in: ws.url)
+        #expect(usage.status == 2, "a command-line mistake is bad input: \(usage.stderr)")
+
+        #expect(!FileManager.default.fileExists(atPath: ws.file("out").path))
+        #expect(ws.tree() == ["bad.yaml", "blocked", "tiny.yaml"])
+    }
+
+    @Test("sweep: the same file with one key varied, one report with a variant per value")
+    func sweep() throws {
+        let ws = try Self.workspace()
+        let run = try bench(["sweep", "tiny.yaml", "--vary", "stack.topology=ambar,container", "--out", "out"], in: ws.url)
+        #expect(run.status == 0, "stdout: \(run.stdout)\nstderr: \(run.stderr)")
+        #expect(run.stdout.contains("stack.topology=ambar #1 [ambar, view storeTrump]: oracle pass"))
+        #expect(run.stdout.contains("stack.topology=container #1 [container, view objectTrump]: oracle pass"))
+        let folders = Self.runFolders(ws)
+        try #require(folders.count == 1)
+        let summary = try String(contentsOf: ws.file("out/tiny/\(folders[0])/summary.csv"), encoding: .utf8)
+        #expect(summary.split(separator: "\n").count == 3)
+    }
+
+    @Test("validate: exit 0 with the number of variant runs; -p applies")
+    func validate() throws {
+        let ws = try Self.workspace()
+        let ok = try bench(["validate", "tiny.yaml", "-p", "matrix.stack.topology=[ambar, container]", "-p", "repeat=2"], in: ws.url)
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ok.stdout == "tiny.yaml: ok (4 variant run(s))\n")
+    }
+
+    @Test("baseline and check: a recorded baseline passes, a missing one is bad input, a changed counter fails naming it")
+    func baselineAndCheck() throws {
+        let ws = try Self.workspace()
+        let missing = try bench(["check", "--baseline", "nosuch", "--out", "out"], in: ws.url)
+        #expect(missing.status == 2)
+        #expect(missing.stderr.hasPrefix("error: no baseline named nosuch"))
+        #expect(!FileManager.default.fileExists(atPath: ws.file("out").path))
+
+        let record = try bench(["baseline", "tiny", "tiny.yaml", "--out", "out"], in: ws.url)
+        #expect(record.status == 0, "stdout: \(record.stdout)\nstderr: \(record.stderr)")
+        #expect(record.stdout.hasPrefix("baseline tiny: 1 variant(s) recorded in Scenarios/baselines/tiny.json\n"))
+        let recorded = ws.file("Scenarios/baselines/tiny.json")
+        var baseline = try JSONDecoder().decode(Baseline.self, from: Data(contentsOf: recorded))
+        #expect(baseline.entries.first?.counters["rowsInserted"] == 300)
+        #expect(baseline.entries.first?.timings["mergeLatency.p99"] != nil)
+        // Tests gate on deterministic counters only: drop the recorded times (a busy machine varies them).
+        for i in baseline.entries.indices { baseline.entries[i].timings = [:] }
+        try ReportWriter.encoder().encode(baseline).write(to: recorded)
+
+        let check = try bench(["check", "--baseline", "tiny", "--out", "out"], in: ws.url)
+        #expect(check.status == 0, "stdout: \(check.stdout)\nstderr: \(check.stderr)")
+        #expect(check.stdout.contains("baseline tiny: every deterministic counter matches"))
+
+        // Change one counter on purpose in a copy.
+        baseline.entries[0].counters["rowsInserted"] = 301
+        try ReportWriter.encoder().encode(baseline).write(to: ws.file("Scenarios/baselines/tiny-altered.json"))
+        let altered = try bench(["check", "--baseline", "tiny-altered", "--out", "out"], in: ws.url)
+        #expect(altered.status == 1)
+        #expect(altered.stdout.contains("BASELINE: tiny default #1: counter rowsInserted is 300, baseline 301 (deterministic: must match exactly)"))
+        // A failed check still leaves whole run folders only.
+        #expect(Self.runFolders(ws).count == 3)
+        #expect(!ws.tree().contains { $0.contains(".partial") })
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+@testable import Workbench
+
+/// Every key is validated before anything runs (workbench.md "Scenario files"): an unknown key, a wrong type or
+/// an impossible value names `file:line:column`, the key path and what was expected.
+@Suite("Scenario validation (workbench.md: Scenario files)")
+struct ScenarioValidationTests {
+    /// The message `ScenarioLoader` gives for `yaml`, or "ok".
+    func message(_ yaml: String, overrides: [String] = []) -> String {
+        do {
+            _ = try ScenarioLoader.load(text: yaml, file: "bad.yaml", overrides: overrides)
+            return "ok"
+        } catch let error as ScenarioError {
+            return error.description
+        } catch {
+            return "unexpected \(type(of: error)): \(error)"
+        }
+    }
+
+    static let valid = """
+        name: valid
+        stack:
+          topology: ambar
+        phases:
+          - name: seed
+            actors:
+              - importer: { objects: 100, chunkSize: 50 }
+        """
+
+    @Test("a valid document loads")
+    func validLoads() throws {
+        #expect(message(Self.valid) == "ok")
+        let loaded = try ScenarioLoader.load(text: Self.valid, file: "valid.yaml")
+        let scenario = try #require(loaded.variants.first)
+        #expect(scenario.seed == 1)
+        #expect(scenario.stack.topology == .ambar)
+        #expect(scenario.phases.map(\.name) == ["seed"])
+        #expect(scenario.phases[0].actors == [.importer(.init(objects: 100, chunkSize: 50, updateFraction: 0, distribution: .uniform, parallel: 1, rate: .unlimited))])
+    }
+
+    @Test("an unknown key names its path and suggests the nearest key")
+    func unknownKey() {
+        #expect(message(Self.valid.replacingOccurrences(of: "name: valid", with: "nmae: valid")) ==
+            "bad.yaml:1:1: nmae: unknown key; expected one of name, description, seed, model, stack, phases, thresholds, matrix, repeat (did you mean 'name'?)")
+        #expect(message(Self.valid.replacingOccurrences(of: "chunkSize: 50", with: "chunksize: 50")) ==
+            "bad.yaml:7:35: phases.seed.importer.chunksize: unknown key; expected one of objects, chunkSize, updateFraction, distribution, parallel, rate (did you mean 'chunkSize'?)")
+        #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  mergePolicies: rollback")) ==
+            "bad.yaml:4:3: stack.mergePolicies: unknown key; expected one of topology, mergePolicy, policies, singleCoordinator, viewStaleness, objectTrumpDeletedElsewhere (did you mean 'mergePolicy'?)")
+        #expect(message(Self.valid.replacingOccurrences(of: "- importer:", with: "- impoter:")) ==
+            "bad.yaml:7:9: phases.seed.impoter: unknown actor; expected one of importer, viewer, editor, temporary, writer, batch (did you mean 'importer'?)")
+    }
+
+    @Test("a wrong type says what was expected and what was found")
+    func wrongType() {
+        #expect(message(Self.valid.replacingOccurrences(of: "objects: 100", with: "objects: many")) ==
+            "bad.yaml:7:30: phases.seed.importer.objects: expected an integer, found 'many'")
+        #expect(message(Self.valid.replacingOccurrences(of: "objects: 100", with: "objects: [1, 2]")) ==
+            "bad.yaml:7:30: phases.seed.importer.objects: expected an integer, found a list")
+        #expect(message("name: x\nstack:\n  topology: ambar\nphases:\n  seed: 1\n") ==
+            "bad.yaml:5:3: phases: expected a list, found a mapping")
+        #expect(message(Self.valid + "\n      - viewer: { readOnly: maybe }") ==
+            "bad.yaml:8:29: phases.seed.viewer.readOnly: expected true or false, found 'maybe'")
+        #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  singleCoordinator: {}")) ==
+            "bad.yaml:4:22: stack.singleCoordinator: expected true or false, found a mapping")
+    }
+
+    @Test("an impossible value is refused before the run")
+    func impossibleValue() {
+        #expect(message(Self.valid.replacingOccurrences(of: "chunkSize: 50", with: "chunkSize: 0")) ==
+            "bad.yaml:7:46: phases.seed.importer.chunkSize: must be at least 1, found 0")
+        #expect(message(Self.valid.replacingOccurrences(of: "chunkSize: 50", with: "chunkSize: 50, updateFraction: 1.5")) ==
+            "bad.yaml:7:66: phases.seed.importer.updateFraction: must be at most 1.0, found 1.5")
+        #expect(message(Self.valid + "\n      - viewer: { frameRate: 90 }") ==
+            "bad.yaml:8:30: phases.seed.viewer.frameRate: expected 60 or 120, found 90")
+        #expect(message(Self.valid + "\n      - editor: { rate: -3/s }") ==
+            "bad.yaml:8:25: phases.seed.editor.rate: expected unlimited or a positive rate such as 10/s, found '-3/s'")
+        #expect(message(Self.valid.replacingOccurrences(of: "name: valid", with: "name: my run")) ==
+            "bad.yaml:1:7: name: a name uses letters, digits, '-' and '_' (it names the report folder)")
+        #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar9")) ==
+            "bad.yaml:3:13: stack.topology: expected one of ambar, ambar8, ambar7, container, nested, history, found 'ambar9' (did you mean 'ambar'?)")
+        #expect(message(Self.valid + "\n  - name: seed") ==
+            "bad.yaml:5:3: phases: two phases are named 'seed'")
+        #expect(message("name: x\nstack:\n  topology: ambar\nphases:\n  - name: run\n    actors:\n      - viewer: {}\n") ==
+            "bad.yaml:5:5: phases.run: a run phase without an importer needs a duration")
+    }
+
+    @Test("a misspelt merge policy is refused with the nearest name")
+    func misspeltPolicy() {
+        #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  mergePolicy: storeTrmp")) ==
+            "bad.yaml:4:16: stack.mergePolicy: expected a merge policy (error, storeTrump, objectTrump, overwrite, rollback), found 'storeTrmp' (did you mean 'storeTrump'?)")
+        #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  policies: { editor: ObjectTrump }")) ==
+            "bad.yaml:4:23: stack.policies.editor: expected a merge policy (error, storeTrump, objectTrump, overwrite, rollback), found 'ObjectTrump' (did you mean 'objectTrump'?)")
+    }
+
+    @Test("broken YAML names the line and column")
+    func brokenYAML() {
+        #expect(message("name: x\nstack: [topology: ambar\nphases: []\n") ==
+            "bad.yaml:3:7: not valid YAML: did not find expected ',' or ']'")
+        #expect(message("name: x\n  stack: 1\n") ==
+            "bad.yaml:2:8: not valid YAML: mapping values are not allowed in this context")
+        #expect(message("") == "bad.yaml:1:1: the file is empty")
+        #expect(message("- just\n- a list\n") == "bad.yaml:1:1: a scenario is a mapping of keys (name, stack, phases, …)")
+        #expect(message("name: x\nname: y\n") == "bad.yaml:2:1: name: duplicate key")
+        #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  topology: nested")) ==
+            "bad.yaml:4:3: topology: duplicate key")
+    }
+
+    @Test("a missing file is bad input")
+    func missingFile() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("nowhere.yaml").path
+        #expect(throws: ScenarioError.self) { try ScenarioLoader.load(file: path) }
+        do {
+            _ = try ScenarioLoader.load(file: path)
+        } catch let error as ScenarioError {
+            #expect(error.description.hasPrefix("\(path): cannot read the scenario file"))
+            #expect(error.line == nil)
+        }
+    }
+
+    @Test("a bad override or matrix value names the key path")
+    func badOverride() {
+        #expect(message(Self.valid, overrides: ["chunkSize"]) == "-p chunkSize: chunkSize: an override is key=value")
+        #expect(message(Self.valid, overrides: ["stack.topolgy=ambar"]) ==
+            "bad.yaml (-p stack.topolgy=ambar): stack.topolgy: unknown key; expected one of topology, mergePolicy, policies, singleCoordinator, viewStaleness, objectTrumpDeletedElsewhere (did you mean 'topology'?)")
+        #expect(message(Self.valid, overrides: ["phases.seed.importer.chunkSize=0"]) ==
+            "bad.yaml (-p phases.seed.importer.chunkSize=0): phases.seed.importer.chunkSize: must be at least 1, found 0")
+        #expect(message(Self.valid + "\nmatrix:\n  stack.topology: [ambar, nosuch]") ==
+            "bad.yaml:9:27: stack.topology: expected one of ambar, ambar8, ambar7, container, nested, history, found 'nosuch'")
+        #expect(message(Self.valid, overrides: ["matrix.stack.topology=[ambar, nosuch]"]) ==
+            "bad.yaml (-p matrix.stack.topology=[ambar, nosuch]): stack.topology: expected one of ambar, ambar8, ambar7, container, nested, history, found 'nosuch'")
+        #expect(message(Self.valid + "\nrepeat: 0") == "bad.yaml:8:9: repeat: must be at least 1, found 0")
+    }
+
+    @Test("thresholds name a known metric and statistic")
+    func thresholds() {
+        #expect(message(Self.valid + "\nthresholds:\n  - { metric: mergeLatencyy, max: 5ms }").hasPrefix(
+            "bad.yaml:9:15: thresholds[0].metric: unknown metric 'mergeLatencyy'; expected one of "))
+        #expect(message(Self.valid + "\nthresholds:\n  - { metric: mergeLatency, statistic: p98, max: 5ms }") ==
+            "bad.yaml:9:40: thresholds[0].statistic: unknown statistic 'p98'; expected one of count, p50, p90, p99, p99.9, max, mean, value, total, peak")
+        #expect(message(Self.valid + "\nthresholds:\n  - { metric: mergeLatency, max: 5ms, min: 1ms }") ==
+            "bad.yaml:9:5: thresholds[0]: a threshold has either max (lower is better) or min (higher is better)")
+    }
+}

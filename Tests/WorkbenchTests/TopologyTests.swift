@@ -1,0 +1,238 @@
+import Ambar
+import Foundation
+import ObjectGraph
+import Testing
+@testable import Workbench
+
+/// Each topology builds the stack workbench.md and architecture.md ("Workbench") describe: coordinators,
+/// contexts and their parents, merge policies per role, and the merge path that brings a background save into
+/// the view context (semantics §3).
+@Suite("Topologies (workbench.md: stack; semantics §3)")
+struct TopologyTests {
+    /// One built stack on a temporary store.
+    final class Built: @unchecked Sendable {
+        let directory: TemporaryDirectory
+        let main = SimulatedMainThread(label: "test-main")
+        let recorder = RunRecorder()
+        let stack: WorkbenchStack
+        let scenario: Scenario
+
+        init(_ overrides: [String]) throws {
+            directory = try TemporaryDirectory("workbench-topology")
+            scenario = try #require(try tinyScenario(overrides: overrides).variants.first)
+            let model = try ManagedObjectModel(file: ScenarioLoader.workloadModel)
+            stack = try TopologyBuilder(scenario: scenario, model: model, storeURL: directory.file("store.sqlite"), main: main, recorder: recorder).build()
+        }
+
+        var coordinatorNames: [String] { stack.coordinators.map(\.0) }
+        func coordinator(_ name: String) -> PersistentStoreCoordinator? { stack.coordinators.first { $0.0 == name }?.1 }
+    }
+
+    /// What a context is, read on its queue.
+    struct Shape {
+        var policy: String
+        var coordinator: PersistentStoreCoordinator?
+        var parent: ManagedObjectContext?
+        var concurrency: ManagedObjectContext.ConcurrencyType
+        var automaticMerges: Bool
+    }
+
+    static func shape(_ c: ManagedObjectContext) -> Shape {
+        c.performAndWait {
+            Shape(policy: c.mergePolicy.type.name, coordinator: c.persistentStoreCoordinator, parent: c.parent,
+                  concurrency: c.concurrencyType, automaticMerges: c.automaticallyMergesChangesFromParent)
+        }
+    }
+
+    /// Imports a record, shows it in the view context, updates it in a second importer context and checks that
+    /// the view context shows the new title once the topology's merge has run.
+    static func expectBackgroundSaveReachesView(_ built: Built, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let stack = built.stack
+        let first = stack.makeImporter()
+        try first.performAndWait {
+            let record = try first.insertNewObject(forEntityName: "Record")
+            try record.setValue(Int64(1), forKey: "id")
+            try record.setValue("before", forKey: "title")
+            try first.save()
+        }
+        try stack.afterBackgroundSave(first)
+        built.main.drain()
+        let view = stack.viewContext
+        // The view holds the object (registered objects are weak: keep it).
+        let shown: [ManagedObject] = try view.performAndWait {
+            try view.fetch(FetchRequest(entityName: "Record"))
+        }
+        #expect(shown.count == 1, sourceLocation: sourceLocation)
+        #expect(view.performAndWait { shown.first?.value(forKey: "title") as? String } == "before", sourceLocation: sourceLocation)
+        let second = stack.makeImporter()
+        try second.performAndWait {
+            var request = FetchRequest(entityName: "Record")
+            request.returnsObjectsAsFaults = false
+            let record = try #require(try second.fetch(request).first)
+            try record.setValue("after", forKey: "title")
+            try second.save()
+        }
+        try stack.afterBackgroundSave(second)
+        // The merge runs on the main queue, for history after a remote-change notification: wait for it.
+        var title: String?
+        for _ in 0..<200 {
+            built.main.drain()
+            title = view.performAndWait { shown.first.flatMap { try? $0.checkedValue(forKey: "title") as? String } }
+            if title == "after" { break }
+            usleep(10_000)
+        }
+        #expect(title == "after", "the view context should show the background save after its merge", sourceLocation: sourceLocation)
+    }
+
+    @Test("ambar: two coordinators, 9.2 writer-only merge filter, StoreTrump view, ObjectTrump importer on the writer")
+    func ambar() throws {
+        let built = try Built([])
+        let stack = built.stack
+        let container = try #require(stack.ambar)
+        #expect(container.options.mergeFilter == .writerOnly)
+        #expect(container.mainCoordinator !== container.writerCoordinator)
+        #expect(built.coordinatorNames == ["main", "writer", "external"])
+        #expect(stack.viewContext === container.viewContext)
+        let view = Self.shape(stack.viewContext)
+        #expect(view.policy == "storeTrump")
+        #expect(view.concurrency == .mainQueue)
+        #expect(stack.viewContext.queue === built.main.queue)
+        let importer = Self.shape(stack.makeImporter())
+        #expect(importer.coordinator === container.writerCoordinator)
+        #expect(importer.policy == "objectTrump")
+        let editor = Self.shape(try stack.makeEditor())
+        #expect(editor.parent === stack.viewContext)
+        let temporary = Self.shape(stack.makeTemporary())
+        #expect(temporary.policy == "rollback")
+        #expect(temporary.coordinator === container.mainCoordinator)
+        // The writer actor is another process: a coordinator of its own.
+        let writer = Self.shape(stack.makeWriter())
+        #expect(writer.coordinator === built.coordinator("external"))
+        #expect(writer.coordinator !== container.mainCoordinator && writer.coordinator !== container.writerCoordinator)
+        #expect(stack.policies == ["view": "storeTrump", "importer": "objectTrump", "editor": "objectTrump", "temporary": "rollback", "writer": "objectTrump", "batch": "objectTrump"])
+        #expect(!stack.backgroundSaveIsMerge && stack.committedContext == nil)
+        try Self.expectBackgroundSaveReachesView(built)
+        #expect(built.recorder.mergeLatency.count >= 1)
+        // Read-only: Ambar's switch, which gives the view context Rollback.
+        stack.setViewReadOnly(true)
+        #expect(container.isViewContextReadOnly)
+        #expect(Self.shape(stack.viewContext).policy == "rollback")
+        stack.setViewReadOnly(false)
+        #expect(Self.shape(stack.viewContext).policy == "storeTrump")
+    }
+
+    @Test("ambar8: the 8.0–9.1 filter merges saves of both coordinators")
+    func ambar8() throws {
+        let built = try Built(["stack.topology=ambar8"])
+        let container = try #require(built.stack.ambar)
+        #expect(container.options.mergeFilter == .bothCoordinators)
+        #expect(container.mainCoordinator !== container.writerCoordinator)
+        #expect(built.coordinatorNames == ["main", "writer", "external"])
+        try Self.expectBackgroundSaveReachesView(built)
+    }
+
+    @Test("ambar7: the legacy stack set up asynchronously, with separate or single coordinators")
+    func ambar7() throws {
+        let separate = try Built(["stack.topology=ambar7"])
+        let container = try #require(separate.stack.ambar)
+        #expect(container.mainCoordinator !== container.writerCoordinator)
+        #expect(container.options.mergeFilter == .writerOnly)
+        #expect(separate.recorder.state.withLock { $0.counters["setupNanos"] } != nil)
+        try Self.expectBackgroundSaveReachesView(separate)
+
+        let single = try Built(["stack.topology=ambar7", "stack.singleCoordinator=true"])
+        let one = try #require(single.stack.ambar)
+        #expect(one.mainCoordinator === one.writerCoordinator)
+        #expect(single.coordinatorNames == ["main", "external"])
+        #expect(Self.shape(single.stack.makeImporter()).coordinator === one.mainCoordinator)
+    }
+
+    @Test("container: one coordinator, background contexts, view context merging automatically (semantics §3.3)")
+    func container() throws {
+        let built = try Built(["stack.topology=container"])
+        let stack = built.stack
+        #expect(stack.ambar == nil)
+        #expect(built.coordinatorNames == ["container", "external"])
+        let coordinator = try #require(built.coordinator("container"))
+        let view = Self.shape(stack.viewContext)
+        #expect(view.automaticMerges)
+        #expect(view.coordinator === coordinator)
+        #expect(view.concurrency == .mainQueue)
+        #expect(view.policy == "objectTrump")
+        let importer = Self.shape(stack.makeImporter())
+        #expect(importer.coordinator === coordinator && importer.parent == nil && importer.concurrency == .privateQueue)
+        #expect(Self.shape(try stack.makeEditor()).parent === stack.viewContext)
+        #expect(Self.shape(stack.makeTemporary()).coordinator === coordinator)
+        try Self.expectBackgroundSaveReachesView(built)
+        #expect(built.recorder.mergeLatency.count >= 1)
+        stack.setViewReadOnly(true)
+        #expect(Self.shape(stack.viewContext).policy == "rollback")
+    }
+
+    @Test("nested: private writer → main → background children (semantics §2.2)")
+    func nested() throws {
+        let built = try Built(["stack.topology=nested"])
+        let stack = built.stack
+        #expect(built.coordinatorNames == ["nested", "external"])
+        let view = Self.shape(stack.viewContext)
+        let privateWriter = try #require(view.parent)
+        #expect(privateWriter.name == "privateWriter")
+        #expect(Self.shape(privateWriter).coordinator === built.coordinator("nested"))
+        #expect(Self.shape(privateWriter).concurrency == .privateQueue)
+        #expect(view.concurrency == .mainQueue)
+        #expect(stack.committedContext === privateWriter)
+        #expect(stack.backgroundSaveIsMerge)
+        for make in [stack.makeImporter, stack.makeTemporary] { #expect(Self.shape(make()).parent === stack.viewContext) }
+        #expect(Self.shape(try stack.makeEditor()).parent === stack.viewContext)
+        // Batch requests cannot run in a child: a context on the coordinator.
+        #expect(Self.shape(stack.makeBatch()).parent == nil)
+        try Self.expectBackgroundSaveReachesView(built)
+        // The push reached the store through both parents.
+        let check = try TopologyTests.storeTitles(built)
+        #expect(check == ["after"])
+        stack.setViewReadOnly(true)
+        #expect(Self.shape(privateWriter).policy == "rollback")
+    }
+
+    @Test("history: background saves with persistent history, the view merging other authors' transactions (semantics §3.6)")
+    func history() throws {
+        let built = try Built(["stack.topology=history"])
+        let stack = built.stack
+        #expect(built.coordinatorNames == ["main", "writer", "external"])
+        let main = try #require(built.coordinator("main")), writer = try #require(built.coordinator("writer"))
+        #expect(Self.shape(stack.viewContext).coordinator === main)
+        #expect(stack.viewContext.performAndWait { stack.viewContext.stalenessInterval } == 0)
+        #expect(stack.keepAlive.contains { $0 is HistoryConsumer })
+        #expect(Self.shape(stack.makeImporter()).coordinator === writer)
+        try Self.expectBackgroundSaveReachesView(built)
+        let transactions = try main.fetchHistory(.fetchHistory(after: nil))
+        #expect(transactions.count == 2)
+        #expect(transactions.allSatisfy { $0.author == "importer" })
+        #expect(built.recorder.mergeLatency.count >= 1)
+    }
+
+    @Test("per-role merge policies: stack.mergePolicy for the view, stack.policies for the others")
+    func policyOverrides() throws {
+        let built = try Built(["stack.topology=container", "stack.mergePolicy=rollback", "stack.policies.importer=overwrite", "stack.policies.writer=error"])
+        let stack = built.stack
+        #expect(Self.shape(stack.viewContext).policy == "rollback")
+        #expect(Self.shape(stack.makeImporter()).policy == "overwrite")
+        #expect(Self.shape(stack.makeWriter()).policy == "error")
+        #expect(Self.shape(try stack.makeEditor()).policy == "objectTrump")
+        #expect(stack.policies["view"] == "rollback" && stack.policies["importer"] == "overwrite" && stack.policies["writer"] == "error")
+
+        let all = try Built(["stack.policies.all=storeTrump", "stack.policies.temporary=rollback"])
+        #expect(all.stack.policies == ["view": "storeTrump", "importer": "storeTrump", "editor": "storeTrump", "temporary": "rollback", "writer": "storeTrump", "batch": "storeTrump"])
+        #expect(Self.shape(all.stack.makeImporter()).policy == "storeTrump")
+        #expect(Self.shape(all.stack.makeTemporary()).policy == "rollback")
+    }
+
+    /// The titles in the store, read through a fresh coordinator.
+    static func storeTitles(_ built: Built) throws -> [String] {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try ManagedObjectModel(file: ScenarioLoader.workloadModel), name: "check")
+        try coordinator.addPersistentStore(type: .sqlite, at: built.directory.file("store.sqlite"))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        return try context.performAndWait { try context.fetch(FetchRequest(entityName: "Record")).compactMap { $0.value(forKey: "title") as? String } }
+    }
+}
