@@ -74,18 +74,25 @@ import Workbench
             do { predicate = try ObjectPredicate(format: input, argumentArray: Self.arguments(for: input)) } catch {
                 return clarity(of: error, allowed: [PredicateFormatError.self, ObjectGraphError.self])
             }
-            // A predicate that parses must run, or fail with a clear error, in memory and in SQL.
+            // A predicate that parses must run, or fail with a clear error, in memory and in SQL; SQL that SQLite
+            // rejects means the query builder let something through it cannot translate.
+            var counts: [Int] = []
             for context in contexts {
                 let outcome: FuzzOutcome = context.performAndWait {
                     do {
-                        _ = try context.fetch(FetchRequest(entityName: "Note", predicate: predicate))
+                        counts.append(try context.fetch(FetchRequest(entityName: "Note", predicate: predicate)).count)
                         return .accepted
+                    } catch let error as ObjectGraphError where error.code == .sqlite {
+                        return .unclear("generated SQL failed: \(error)")
                     } catch {
                         return clarity(of: error, allowed: [ObjectGraphError.self, PredicateFormatError.self])
                     }
                 }
                 if case .accepted = outcome { continue }
                 return outcome
+            }
+            if counts.count == 2, counts[0] != counts[1] {
+                return .unclear("in memory \(counts[0]) matches, in SQL \(counts[1]) (\(predicate))")
             }
             return .accepted
         }
@@ -123,15 +130,17 @@ import Workbench
             do { model = try ManagedObjectModel(jsonData: Data(input.utf8), source: "fuzz.json") } catch {
                 return clarity(of: error, allowed: [ModelError.self])
             }
-            // A model that loads must make a store and save one object of each entity, or fail clearly.
+            // A model that validates must make a store; saving one object of each entity works or fails clearly.
             opened += 1
             let url = directory.url.appendingPathComponent("m\(opened).sqlite")
             defer {
                 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
             }
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+            do { try coordinator.addPersistentStore(type: .sqlite, at: url) } catch {
+                return .unclear("a model that validates cannot make a store: \(error)")
+            }
             do {
-                let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-                try coordinator.addPersistentStore(type: .sqlite, at: url)
                 let context = ManagedObjectContext(concurrencyType: .privateQueue)
                 context.persistentStoreCoordinator = coordinator
                 try context.performAndWait {
@@ -227,5 +236,55 @@ import Workbench
         let tokens = ["x-coredata", "://", "/", "p", "t", "Note", "Folder", "Item", "0", "1", "-1", "9223372036854775807",
                       "9223372036854775808", "%00", "%2F", "?", "#", "@", ":", "..", "//", UUID().uuidString, "http", "file", "🙂", " "]
         expectClean(fuzz("uri", seeds: target.seeds, tokens: tokens) { target.run($0) })
+    }
+}
+
+/// Found by the model fuzzer: property names were spliced into `CREATE TABLE` unchecked, so `"a b"` made a
+/// column `ZA` of type `B TEXT` and `"a-b"` a store that could not open. Architecture, storage layout: each
+/// attribute is a column `Z<NAME>`, so names follow the entity-name rule (letters, digits, '_').
+@Suite struct ModelNameTests {
+    @Test(arguments: ["a b", "a-b", "a'b", "a;b", "ti\"tle", "x)"]) func propertyNamesThatCannotBeColumnsAreRejected(_ name: String) throws {
+        let entity = EntityDescription(name: "Item", attributes: [AttributeDescription(name: name, type: .string)])
+        let error = try #require(throws: ModelError.self) { try ManagedObjectModel(entities: [entity]) }
+        #expect(error.property == name)
+        #expect(error.message.contains("letters, digits or '_'"))
+        let relationship = EntityDescription(name: "Tag", relationships: [RelationshipDescription(name: name, destination: "Tag", inverse: name)])
+        #expect(throws: ModelError.self) { try ManagedObjectModel(entities: [relationship]) }
+    }
+
+    @Test func unicodeLettersAndUnderscoresStayValid() throws {
+        let entity = EntityDescription(name: "Item", attributes: [AttributeDescription(name: "größe_2", type: .string), AttributeDescription(name: "_hidden", type: .integer64)])
+        let model = try ManagedObjectModel(entities: [entity])
+        let directory = try TemporaryDirectory("names")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: directory.url.appendingPathComponent("n.sqlite"))
+    }
+}
+
+/// Found by the predicate fuzzer: strings went to SQLite as C strings, so everything after a NUL was lost on
+/// save and in SQL comparisons (in memory `"Note 1\0"` matched nothing, in SQL it matched `"Note 1"`).
+/// Semantics §2: a save writes the object's values; §5: a fetch gives the same result in SQL and in memory.
+@Suite struct EmbeddedNULTests {
+    @Test func stringsWithNULRoundTripAndCompareAlikeInSQL() throws {
+        let stack = try NotesStack()
+        let title = "before\0after"
+        let importer = stack.container.importerContext()
+        try importer.performAndWait {
+            let note = try #require(try insertNotes(1...2, in: importer).first)
+            try note.setValue(title, forKey: "title")
+            try importer.save()
+        }
+        let reader = stack.container.temporaryContext()
+        try reader.performAndWait {
+            var request = FetchRequest(entityName: "Note", predicate: try ObjectPredicate(format: "id == 1"))
+            request.returnsObjectsAsFaults = false
+            #expect(try reader.fetch(request).first?.value(forKey: "title") as? String == title)
+            for (format, expected) in [("title == %@", 1), ("title ==[c] %@", 1), ("title BEGINSWITH %@", 1)] {
+                let matches = try reader.fetch(FetchRequest(entityName: "Note", predicate: try ObjectPredicate(format: format, title)))
+                #expect(matches.count == expected, "\(format)")
+            }
+            let cut = try reader.fetch(FetchRequest(entityName: "Note", predicate: try ObjectPredicate(format: "title ==[c] %@", "before")))
+            #expect(cut.isEmpty)
+        }
     }
 }

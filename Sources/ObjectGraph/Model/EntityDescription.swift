@@ -113,6 +113,10 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             guard !property.isEmpty, property.first!.isLetter || property.first == "_" else {
                 throw ModelError(entity: name, property: property, "a property name must start with a letter")
             }
+            // The name becomes a store column (Z<NAME>), so it is held to the same rule as entity names.
+            guard property.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+                throw ModelError(entity: name, property: property, "a property name must be a letter followed by letters, digits or '_'")
+            }
             guard !reserved.contains(property.lowercased()), !reserved.contains(property) else {
                 throw ModelError(entity: name, property: property, "'\(property)' is a reserved name")
             }

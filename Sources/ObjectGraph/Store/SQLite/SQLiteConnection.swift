@@ -194,10 +194,10 @@ final class SQLiteStatement {
         case .double(let v): rc = sqlite3_bind_double(handle, index, v)
         case .bool(let v): rc = sqlite3_bind_int64(handle, index, v ? 1 : 0)
         case .date(let v): rc = sqlite3_bind_double(handle, index, v.timeIntervalSinceReferenceDate)
-        case .decimal(let v): rc = sqlite3_bind_text(handle, index, v.description, -1, csqlite_transient())
-        case .string(let v): rc = sqlite3_bind_text(handle, index, v, -1, csqlite_transient())
-        case .uuid(let v): rc = sqlite3_bind_text(handle, index, v.uuidString, -1, csqlite_transient())
-        case .uri(let v): rc = sqlite3_bind_text(handle, index, v.absoluteString, -1, csqlite_transient())
+        case .decimal(let v): rc = bindText(v.description, at: index)
+        case .string(let v): rc = bindText(v, at: index)
+        case .uuid(let v): rc = bindText(v.uuidString, at: index)
+        case .uri(let v): rc = bindText(v.absoluteString, at: index)
         case .data(let v):
             rc = v.withUnsafeBytes { buf in
                 sqlite3_bind_blob(handle, index, buf.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buf.count), csqlite_transient())
@@ -205,6 +205,19 @@ final class SQLiteStatement {
         case .objectID(let id): rc = sqlite3_bind_int64(handle, index, id.key)
         }
         try connection.check(rc, sql: sql)
+    }
+
+    /// Binds text with its byte length: a string may contain NUL, which a C-string length would cut off
+    /// (found by the predicate fuzzer: `"a\0b"` was stored and compared as `"a"`).
+    private func bindText(_ text: String, at index: Int32) -> Int32 {
+        var text = text
+        return text.withUTF8 { bytes in
+            // An empty buffer may have no address, and a NULL pointer would bind NULL instead of "".
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_text(handle, index, "", 0, csqlite_transient()) }
+            return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                sqlite3_bind_text(handle, index, $0, Int32(bytes.count), csqlite_transient())
+            }
+        }
     }
 
     func bindInt(_ value: Int64, at index: Int32) {
@@ -236,7 +249,7 @@ final class SQLiteStatement {
 
     func string(at column: Int) -> String {
         guard let p = sqlite3_column_text(handle, Int32(column)) else { return "" }
-        return String(cString: p)
+        return String(decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, Int32(column)))), as: UTF8.self)
     }
 
     func data(at column: Int) -> Data {

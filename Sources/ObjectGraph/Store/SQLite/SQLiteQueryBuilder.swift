@@ -382,7 +382,7 @@ func registerPredicateFunctions(_ db: SQLiteHandle) {
         }
         func value(_ v: OpaquePointer?) -> PropertyValue {
             guard sqlite3_value_type(v) != SQLITE_NULL, let text = sqlite3_value_text(v) else { return .null }
-            return .string(String(cString: text))
+            return .string(String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(v))), as: UTF8.self))
         }
         let op = PredicateComparison.Operator.allCases[opIndex]
         let result = PredicateComparison.compareScalar(value(argv[2]), op, value(argv[3]), options)
