@@ -32,12 +32,12 @@ enum HTMLReport {
         .sub{color:#5a6676}.verdict{display:inline-block;padding:4px 12px;border-radius:14px;font-weight:600;color:#fff}
         .pass{background:#2e8b57}.fail{background:#c0392b}.unknown{background:#8a8f98}
         table{border-collapse:collapse;width:100%;margin:6px 0 10px;font-size:13px}th,td{border-bottom:1px solid #e6eaef;padding:4px 8px;text-align:right;white-space:nowrap}
-        th{background:#f4f6f9;font-weight:600}td:first-child,th:first-child,td.l,th.l{text-align:left}
+        th{background:#f4f6f9;font-weight:600;vertical-align:bottom}td:first-child,th:first-child,td.l,th.l{text-align:left}
         .ok{color:#2e8b57;font-weight:600}.bad{color:#c0392b;font-weight:600}.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:14px}
         .card{border:1px solid #e2e7ee;border-radius:8px;padding:10px 12px;overflow-x:auto}.card h3{font-size:14px;margin:0 0 6px}
         pre{background:#f6f8fa;border:1px solid #e2e7ee;border-radius:6px;padding:10px;overflow:auto;font-size:12px}
         .legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
-        svg text{font-size:11px;fill:#4a5565}
+        svg text{font-size:11px;fill:#4a5565}.scroll{overflow-x:auto}th.w{white-space:normal;vertical-align:bottom;min-width:40px}
         </style></head><body>
         """
         let overall = overallVerdict(results)
@@ -64,9 +64,9 @@ enum HTMLReport {
         html += "</table>\n"
         if !failedThresholds.isEmpty { html += "<p class=\"bad\">\(failedThresholds.count) threshold(s) missed.</p>\n" }
 
-        html += "<h2>Variants side by side</h2>\n<div style=\"overflow-x:auto\"><table><tr>"
+        html += "<h2>Variants side by side</h2>\n<div class=\"scroll\"><table><tr>"
         let columns = CSVOutput.summaryColumns.filter { !["scenario", "repetition"].contains($0.0) }
-        for (name, _) in columns { html += "<th\(name == "variant" ? " class=\"l\"" : "")>\(escape(name))</th>" }
+        for (name, _) in columns { html += "<th class=\"\(name == "variant" ? "l" : "w")\">\(header(name))</th>" }
         html += "</tr>\n"
         for r in results {
             html += "<tr>" + columns.map { "<td>\(escape($0.1(r)))</td>" }.joined() + "</tr>\n"
@@ -109,19 +109,31 @@ enum HTMLReport {
             html += "</table>\n"
         }
 
-        html += "<h2>Deterministic counters</h2>\n<table><tr><th class=\"l\">variant</th>"
+        html += "<h2>Counters</h2>\n<p class=\"sub\">The first columns are deterministic: the same scenario and seed give the same numbers on any machine, and the CI gate compares them exactly. The others depend on timing.</p>\n<div class=\"scroll\"><table><tr><th class=\"l\">variant</th>"
         let counterNames = Array(Set(results.flatMap { $0.counters.keys }).filter { !$0.hasPrefix("setup") }).sorted()
-        let shown = counterNames.filter { name in MetricCatalog.deterministic.contains(name) || ["merges", "objectsRefreshed", "mergeObjectsExamined", "faultsFired.view"].contains(name) || name.hasPrefix("sql") }
-        for name in shown { html += "<th>\(escape(name))</th>" }
+        let shown = counterNames.filter { MetricCatalog.deterministic.contains($0) }
+            + counterNames.filter { name in !MetricCatalog.deterministic.contains(name) && (["objectsRefreshed", "mergeObjectsExamined", "faultsFired.view"].contains(name) || name.hasPrefix("sql")) }
+        for name in shown { html += "<th class=\"w\">\(header(name))</th>" }
         html += "</tr>\n"
         for r in results { html += "<tr><td>\(escape(label(r)))</td>" + shown.map { "<td>\(r.counters[$0] ?? 0)</td>" }.joined() + "</tr>\n" }
-        html += "</table>\n"
+        html += "</table></div>\n"
 
         html += "<h2>Resolved scenario</h2>\n<pre>\(escape(resolvedYAML))</pre>\n"
         html += "<h2>Environment</h2>\n<table>\n"
         for (k, v) in manifest.environment.sorted(by: { $0.key < $1.key }) { html += "<tr><th class=\"l\">\(escape(k))</th><td class=\"l\">\(escape(v))</td></tr>\n" }
         html += "</table>\n</body></html>\n"
         return html
+    }
+
+    /// A column name that may wrap after its dots and before its inner capitals (camelCase words).
+    static func header(_ name: String) -> String {
+        var out = ""
+        for c in escape(name) {
+            if c.isUppercase, let last = out.last, last.isLowercase { out += "<wbr>" }
+            out.append(c)
+            if c == "." { out += "<wbr>" }
+        }
+        return out
     }
 
     static func overallVerdict(_ results: [VariantResult]) -> String {
@@ -162,14 +174,16 @@ enum HTMLReport {
 
     /// Percentile (x, as -log10(1 - p/100) so the tail spreads out) against milliseconds.
     static func curveChart(_ results: [VariantResult]) -> String {
-        let w = 760.0, h = 240.0, left = 50.0, bottom = 24.0
+        let w = 760.0, h = 240.0, left = 62.0, bottom = 24.0
         let curves = results.map { $0.mergeCurve.filter { $0.count == 2 } }
         let maxMs = max(curves.flatMap { $0.map { $0[1] } }.max() ?? 1, 0.001)
         func x(_ p: Double) -> Double { left + (w - left - 10) * min(4, -log10(max(1e-4, 1 - p / 100))) / 4 }
         func y(_ ms: Double) -> Double { (h - bottom) - (h - bottom - 10) * ms / maxMs }
         var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(w))\" height=\"\(Int(h))\" role=\"img\">"
         svg += "<line x1=\"\(left)\" y1=\"\(h - bottom)\" x2=\"\(w - 10)\" y2=\"\(h - bottom)\" stroke=\"#9aa4b1\"/><line x1=\"\(left)\" y1=\"10\" x2=\"\(left)\" y2=\"\(h - bottom)\" stroke=\"#9aa4b1\"/>"
-        for p in [0.0, 90, 99, 99.9, 99.99] { svg += "<text x=\"\(String(format: "%.0f", x(p) - 10))\" y=\"\(h - 6)\">p\(fmt(p))</text>" }
+        for (p, name) in [(0.0, "p0"), (90, "p90"), (99, "p99"), (99.9, "p99.9"), (99.99, "p99.99+")] {
+            svg += "<text x=\"\(String(format: "%.0f", x(p)))\" y=\"\(h - 6)\" text-anchor=\"\(p == 0 ? "start" : (p == 99.99 ? "end" : "middle"))\">\(name)</text>"
+        }
         for f in [0.0, 0.5, 1.0] { svg += "<text x=\"4\" y=\"\(String(format: "%.0f", y(maxMs * f) + 4))\">\(fmt(maxMs * f)) ms</text>" }
         for (i, curve) in curves.enumerated() where !curve.isEmpty {
             let points = curve.map { String(format: "%.1f,%.1f", x($0[0]), y($0[1])) }.joined(separator: " ")
