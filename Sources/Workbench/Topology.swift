@@ -179,9 +179,20 @@ public struct TopologyBuilder {
             stack.makeTemporary = { self.child(of: view, role: "temporary") }
             stack.makeBatch = { self.context(coordinator, role: "batch") }
             // A child's save reaches the store only when the main context and the private writer save too.
+            // Only the private writer's save meets the store, so only it can fail on a conflict: count it as a
+            // save failure (its changes stay in the writer, as in an app that logs the error).
+            let recorder = self.recorder
             stack.afterBackgroundSave = { _ in
                 try view.performAndWait { try view.save() }
-                try writer.performAndWait { try writer.save() }
+                try writer.performAndWait {
+                    do { try writer.save() } catch let error as ObjectGraphError {
+                        recorder.saveFailed(role: "privateWriter", code: error.code.rawValue)
+                        if error.code == .merge || error.code == .constraintMerge {
+                            recorder.conflictOutcome("privateWriter:failed", max(1, error.conflictList.count + error.constraintConflictList.count))
+                        }
+                        throw error
+                    }
+                }
             }
             let viewPolicy = policy("view")
             stack.setViewReadOnly = { readOnly in writer.performAndWait { writer.mergePolicy = readOnly ? .rollback : viewPolicy } }

@@ -194,6 +194,42 @@ struct TopologyTests {
         #expect(Self.shape(privateWriter).policy == "rollback")
     }
 
+    @Test("nested with the error policy: the private writer's failed save is counted as a save failure (§1.1, 133020)")
+    func nestedWriterFailureCounted() throws {
+        let built = try Built(["stack.topology=nested", "stack.mergePolicy=error"])
+        let stack = built.stack
+        func edit(_ context: ManagedObjectContext, title: String, insert: Bool = false) throws {
+            try context.performAndWait {
+                let record: ManagedObject
+                if insert {
+                    record = try context.insertNewObject(forEntityName: "Record")
+                    try record.setValue(Int64(1), forKey: "id")
+                } else {
+                    var request = FetchRequest(entityName: "Record")
+                    request.returnsObjectsAsFaults = false
+                    record = try #require(try context.fetch(request).first)
+                }
+                try record.setValue(title, forKey: "title")
+                try context.save()
+            }
+        }
+        // The private writer keeps its objects (as it does while they have unsaved changes or the app holds
+        // them), so its snapshot of the row stays at the version it saved.
+        let privateWriter = try #require(stack.committedContext)
+        privateWriter.performAndWait { privateWriter.retainsRegisteredObjects = true }
+        let first = stack.makeImporter()
+        try edit(first, title: "one", insert: true)
+        try stack.afterBackgroundSave(first)
+        // Another process changes the row behind the nested stack's back.
+        try edit(stack.makeWriter(), title: "external")
+        let second = stack.makeImporter()
+        try edit(second, title: "two")
+        #expect(throws: ObjectGraphError.self) { try stack.afterBackgroundSave(second) }
+        let failures = built.recorder.state.withLock { $0.saveFailures }
+        #expect(failures == ["privateWriter:133020": 1])
+        #expect(try Self.storeTitles(built) == ["external"])
+    }
+
     @Test("history: background saves with persistent history, the view merging other authors' transactions (semantics §3.6)")
     func history() throws {
         let built = try Built(["stack.topology=history"])
