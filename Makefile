@@ -8,6 +8,7 @@
 #   make baseline   record a new CI baseline
 #   make report     rebuild Reports/index.html
 #   make build      debug build of every target
+#   make bench      ours vs raw SQLite vs GRDB, one table (Benchmarks/, its own package); make bench-quick: reduced sizes + package-benchmark thresholds
 #   make crash-test kill tests: TRIALS (default 100) import/edit children killed with SIGKILL, the store checked after each
 #   make fuzz       seeded hostile input, RUNS (default 10000) per target: predicates, model files, scenario YAML, URIs
 #   make tsan       the concurrency-heavy suites under ThreadSanitizer (scratch path .build-tsan); fails on any report
@@ -18,7 +19,7 @@ APT_PACKAGES := libsqlite3-dev libjemalloc-dev pkg-config sqlite3
 BENCH := .build/$(CONFIG)/ambar-bench
 DEFAULT_SCENARIOS := Scenarios/thousands-of-imports.yaml Scenarios/conflict-storm.yaml Scenarios/read-only-view.yaml
 
-.PHONY: run test scenarios compare capacity ci baseline report build deps bench-tool clean crash-test fuzz tsan
+.PHONY: run test scenarios compare capacity ci baseline report build deps bench-tool clean bench bench-quick crash-test fuzz tsan
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -59,6 +60,14 @@ report: bench-tool
 build: deps
 	$(SWIFT) build
 
+# Benchmarks/ is its own package (GRDB and package-benchmark never enter this one); release build, own .build.
+bench: deps
+	cd Benchmarks && $(SWIFT) build -c release --product ambar-perf && .build/release/ambar-perf
+
+bench-quick: deps
+	cd Benchmarks && $(SWIFT) build -c release --product ambar-perf && .build/release/ambar-perf --quick --reps 1
+	cd Benchmarks && $(SWIFT) package benchmark thresholds check --no-progress
+
 TRIALS ?= 100
 RUNS ?= 10000
 TSAN_SUITES := ConcurrencyStressTests|LeakTests|AmbarContainerTests|ToolkitObserverTests|ToolkitImportTests|MergeChangesTests|TwoCoordinatorTests
@@ -71,7 +80,7 @@ fuzz: deps
 	FUZZ_RUNS=$(RUNS) $(SWIFT) test --filter ReliabilityTests.FuzzTests
 
 tsan: deps
-	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter '$(TSAN_SUITES)'
+	AMBAR_WITHOUT_JEMALLOC=1 TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter '$(TSAN_SUITES)'
 
 clean:
 	rm -rf .build

@@ -191,6 +191,31 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         return (try? predicate.evaluate(subject: object)) ?? false
     }
 
+    /// The faults among `faults` that match the predicate, found by one query per 500 IDs; nil when there are
+    /// fewer than two faults or no predicate (``matches(_:)`` decides per object then).
+    private func matchingFaults(_ faults: Set<ManagedObject>) -> FaultMatches? {
+        guard faults.count > 1, let predicate = fetchRequest.predicate else { return nil }
+        let ids = faults.map(\.objectID)
+        var found = Set<ManagedObjectID>()
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            let chunk = ids[start..<min(start + 500, ids.count)]
+            let request = FetchRequest(entityName: fetchRequest.entityName, predicate: .and([predicate, ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(chunk.map { .objectID($0) }))))]))
+            guard let objects = try? managedObjectContext.fetch(request) else { return nil }
+            found.formUnion(objects.map(\.objectID))
+        }
+        return FaultMatches(faults: Set(ids), found: found, controller: self)
+    }
+
+    private struct FaultMatches {
+        var faults: Set<ManagedObjectID>
+        var found: Set<ManagedObjectID>
+        unowned let controller: FetchedResultsController
+        func matches(_ object: ManagedObject) -> Bool {
+            guard faults.contains(object.objectID) else { return controller.matches(object) }
+            return found.contains(object.objectID) && controller.matches(object)
+        }
+    }
+
     /// Semantics §5 (fixed in iOS 10): updated objects the context had not loaded may now match; one query
     /// over their IDs finds them, and they arrive as inserts.
     private func pickUpNewMatches(_ updated: Set<ManagedObjectID>) {
@@ -252,8 +277,11 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         objects = keep.map { objects[$0] }
         names = keep.map { names[$0] }
         sortKeys = keep.map { sortKeys[$0] }
+        // Objects merged from another context arrive as faults: the predicate is evaluated for all of them in one
+        // query (chunks of 500 IDs), so only the matching ones are filled, instead of one fault fired per object.
+        let faultMatches = matchingFaults(touched.filter { $0.isFaultFlag && !gone.contains($0) })
         var placed: [(ManagedObject, [PropertyValue], String)] = []
-        for object in touched where !gone.contains(object) && matches(object) {
+        for object in touched where !gone.contains(object) && (faultMatches?.matches(object) ?? matches(object)) {
             guard let k = try? self.sortKeys(object), let n = try? sectionName(object) else { continue }
             placed.append((object, k, n))
         }

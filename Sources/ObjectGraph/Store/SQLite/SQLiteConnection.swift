@@ -204,6 +204,7 @@ final class SQLiteStatement {
             }
         case .objectID(let id): rc = sqlite3_bind_int64(handle, index, id.key)
         }
+        if rc == SQLITE_OK { return }  // the common case, without building `check`'s default set per bind
         try connection.check(rc, sql: sql)
     }
 

@@ -87,11 +87,23 @@ extension SQLiteStore {
                 try s.run()
             }
         }
+        // One statement per entity (and set of changed columns) for the whole save: the SQL text is built and
+        // looked up once, not per row (the store is the hot path of every import).
+        struct UpdateShape: Hashable { var entity: ObjectIdentifier; var slots: [Int] }
+        var updateStatements: [UpdateShape: SQLiteStatement] = [:]
         for update in request.updates {
             let entity = update.id.entity
-            let columns = update.changedSlots.map { "\(entity.columnName(forSlot: $0)) = ?" }
-            let sql = "UPDATE \(entity.tableName) SET " + (["Z_OPT = ?"] + columns).joined(separator: ", ") + " WHERE Z_PK = ? AND Z_OPT = ?"
-            let statement = try connection.cachedStatement(sql)
+            let shape = UpdateShape(entity: ObjectIdentifier(entity), slots: update.changedSlots)
+            let statement: SQLiteStatement
+            if let cached = updateStatements[shape] {
+                cached.reset()
+                statement = cached
+            } else {
+                let columns = update.changedSlots.map { "\(entity.columnName(forSlot: $0)) = ?" }
+                let sql = "UPDATE \(entity.tableName) SET " + (["Z_OPT = ?"] + columns).joined(separator: ", ") + " WHERE Z_PK = ? AND Z_OPT = ?"
+                statement = try connection.cachedStatement(sql)
+                updateStatements[shape] = statement
+            }
             statement.bindInt(update.oldVersion + 1, at: 1)
             var index: Int32 = 2
             for slot in update.changedSlots {
@@ -115,12 +127,20 @@ extension SQLiteStore {
         }
         if !conflicts.isEmpty { return .versionConflicts(conflicts) }
 
+        var insertStatements: [ObjectIdentifier: SQLiteStatement] = [:]
         for insert in request.inserts {
             let entity = insert.id.entity
-            var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
-            for i in 0..<entity.slotCount { columns.append(entity.columnName(forSlot: i)) }
-            let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-            let statement = try connection.cachedStatement("INSERT INTO \(entity.tableName) (\(columns.joined(separator: ", "))) VALUES (\(marks))")
+            let statement: SQLiteStatement
+            if let cached = insertStatements[ObjectIdentifier(entity)] {
+                cached.reset()
+                statement = cached
+            } else {
+                var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
+                for i in 0..<entity.slotCount { columns.append(entity.columnName(forSlot: i)) }
+                let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+                statement = try connection.cachedStatement("INSERT INTO \(entity.tableName) (\(columns.joined(separator: ", "))) VALUES (\(marks))")
+                insertStatements[ObjectIdentifier(entity)] = statement
+            }
             statement.bindInt((newIDs[insert.id] ?? insert.id).key, at: 1)
             statement.bindInt(Int64(entity.entityNumber), at: 2)
             statement.bindInt(1, at: 3)

@@ -1,0 +1,48 @@
+import Foundation
+
+/// The one schema every peer uses: an item with a string, a double, a date and a to-one relationship to a group,
+/// plus a unique integer ID for updates. The values of item `i` are the same in every peer.
+public enum Schema {
+    /// Groups seeded before every run; item `i` belongs to group `i % groupCount`.
+    public static let groupCount = 100
+
+    public static func name(_ i: Int) -> String { "item \(i)" }
+    public static func price(_ i: Int, round: Int = 0) -> Double { Double(i) * 0.25 + Double(round) }
+    public static func date(_ i: Int, round: Int = 0) -> Date { Date(timeIntervalSinceReferenceDate: 700_000_000 + Double(i + round)) }
+    /// The group index (0-based) of item `i`.
+    public static func group(_ i: Int) -> Int { i % groupCount }
+
+    /// The raw SQL schema of the raw-SQLite and GRDB peers: the same columns and indexes as the Core Data layout
+    /// (unique index on the ID, index on the foreign key), without `Z_ENT` / `Z_OPT`.
+    public static let sql = """
+        CREATE TABLE grp (id INTEGER PRIMARY KEY, name TEXT);
+        CREATE TABLE item (id INTEGER PRIMARY KEY, remoteID INTEGER NOT NULL, name TEXT, price REAL NOT NULL,
+                           createdAt REAL, groupID INTEGER REFERENCES grp(id));
+        CREATE UNIQUE INDEX item_remoteID ON item (remoteID);
+        CREATE INDEX item_groupID ON item (groupID);
+        """
+}
+
+/// A fresh temporary directory, removed by ``remove()``.
+public struct Scratch: Sendable {
+    public let url: URL
+    public init(_ label: String) {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("ambar-perf-\(label)-\(UUID().uuidString)", isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    public func file(_ name: String) -> String { url.appendingPathComponent(name).path }
+    public func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Monotonic nanoseconds.
+@inline(__always) public func nowNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// Runs `body` and returns its wall time in seconds.
+public func timed(_ body: () throws -> Void) rethrows -> Double {
+    let t0 = nowNanos()
+    try body()
+    return Double(nowNanos() - t0) / 1e9
+}
+
+/// Keeps a value alive and observable so the optimizer cannot drop the reads that produced it.
+@inline(never) public func keep<T>(_ value: T) { withExtendedLifetime(value) {} }

@@ -1,0 +1,165 @@
+// ambar-perf: every comparison of issue 7 in one process, printed as one table (Benchmarks/README.md).
+//   ambar-perf [--quick] [--reps N] [--only import,update,fetch,merge,frc,memory]
+import Foundation
+import PerfKit
+
+struct Options {
+    var quick = false
+    var reps = 3
+    var only: Set<String>? = nil
+}
+
+func parseOptions() -> Options {
+    var options = Options()
+    var args = CommandLine.arguments.dropFirst()
+    while let arg = args.popFirst() {
+        switch arg {
+        case "--quick": options.quick = true
+        case "--reps": options.reps = max(1, Int(args.popFirst() ?? "") ?? 3)
+        case "--only": options.only = Set((args.popFirst() ?? "").split(separator: ",").map(String.init))
+        case "-h", "--help":
+            print("usage: ambar-perf [--quick] [--reps N] [--only import,update,fetch,merge,frc,memory]")
+            exit(0)
+        default:
+            FileHandle.standardError.write(Data("unknown argument \(arg)\n".utf8))
+            exit(2)
+        }
+    }
+    return options
+}
+
+struct Row {
+    var comparison: String
+    var ours: String
+    var peer: String
+    var ratio: Double
+    var ratioText: String
+    var goal: String
+    var met: Bool?
+}
+
+let options = parseOptions()
+func wanted(_ name: String) -> Bool { options.only?.contains(name) ?? true }
+
+let n = options.quick ? 10_000 : 100_000          // import / update / fetch
+let chunk = 1_000                                   // commit size of imports
+let updateChunk = 500                               // BatchImport's largest chunk (SQLite variable limit)
+let mergeSizes = options.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]
+let frcTotal = options.quick ? 10_000 : 50_000
+let memorySizes = options.quick ? (small: 20_000, large: 200_000) : (small: 100_000, large: 1_000_000)
+
+func log(_ text: String) { FileHandle.standardError.write(Data("· \(text)\n".utf8)) }
+func rate(_ count: Int, _ seconds: Double) -> String { String(format: "%.0f/s", Double(count) / seconds) }
+func ms(_ seconds: Double) -> String { seconds >= 0.1 ? String(format: "%.2f s", seconds) : String(format: "%.3f ms", seconds * 1000) }
+func mib(_ bytes: Int64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
+func count(_ k: Int) -> String { k >= 1000 && k % 1000 == 0 ? "\(k / 1000)k" : "\(k)" }
+
+var rows: [Row] = []
+let started = nowNanos()
+
+// MARK: import, update, fetch: three peers, same data, same commits, interleaved reps on fresh stores
+if wanted("import") || wanted("update") || wanted("fetch") {
+    var t: [String: [Double]] = [:]
+    for rep in 0..<options.reps {
+        log("import/update/fetch \(count(n)) rep \(rep + 1)/\(options.reps)")
+        do {
+            let ours = try OursStack()
+            t["import.ours", default: []].append(try timed { try ours.importItems(0..<n, chunk: chunk, reset: false) })
+            ours.drainMain()
+            t["update.ours", default: []].append(try timed { try ours.updateItems(0..<n, chunk: updateChunk, round: rep + 1) })
+            ours.drainMain()
+            t["fetch.ours", default: []].append(try timed { let c = try ours.fetchAll(); precondition(c == n) })
+        }
+        do {
+            let raw = try RawPeer()
+            t["import.raw", default: []].append(try timed { try raw.importItems(0..<n, chunk: chunk) })
+            t["update.raw", default: []].append(try timed { try raw.updateItems(0..<n, chunk: updateChunk, round: rep + 1) })
+            t["fetch.raw", default: []].append(try timed { let c = try raw.fetchAll(); precondition(c == n) })
+        }
+        do {
+            let grdb = try GRDBPeer()
+            t["import.grdb", default: []].append(try timed { try grdb.importItems(0..<n, chunk: chunk) })
+            t["update.grdb", default: []].append(try timed { try grdb.updateItems(0..<n, chunk: updateChunk, round: rep + 1) })
+            t["fetch.grdb", default: []].append(try timed { let c = try grdb.fetchAll(); precondition(c == n) })
+        }
+    }
+    func m(_ key: String) -> Double { median(t[key]!) }
+    if wanted("import") {
+        let r1 = m("import.raw") / m("import.ours"), r2 = m("import.grdb") / m("import.ours")
+        rows.append(Row(comparison: "import \(count(n)), commit every \(count(chunk)): throughput vs raw SQLite", ours: rate(n, m("import.ours")),
+                        peer: rate(n, m("import.raw")), ratio: r1, ratioText: String(format: "%.2f×", r1), goal: "≥ 0.5×", met: r1 >= 0.5))
+        rows.append(Row(comparison: "import \(count(n)): throughput vs GRDB records", ours: rate(n, m("import.ours")),
+                        peer: rate(n, m("import.grdb")), ratio: r2, ratioText: String(format: "%.2f×", r2), goal: "≥ 1.2×", met: r2 >= 1.2))
+    }
+    if wanted("update") {
+        let r1 = m("update.raw") / m("update.ours"), r2 = m("update.grdb") / m("update.ours")
+        rows.append(Row(comparison: "update \(count(n)) by unique ID, commit every \(updateChunk): throughput vs raw UPDATE", ours: rate(n, m("update.ours")),
+                        peer: rate(n, m("update.raw")), ratio: r1, ratioText: String(format: "%.2f×", r1), goal: "≥ 0.4×", met: r1 >= 0.4))
+        rows.append(Row(comparison: "update \(count(n)) by unique ID: throughput vs GRDB", ours: rate(n, m("update.ours")),
+                        peer: rate(n, m("update.grdb")), ratio: r2, ratioText: String(format: "%.2f×", r2), goal: "≥ 1.2×", met: r2 >= 1.2))
+    }
+    if wanted("fetch") {
+        let r1 = m("fetch.ours") / m("fetch.raw"), r2 = m("fetch.ours") / m("fetch.grdb")
+        rows.append(Row(comparison: "fetch \(count(n)) as faults and fire them: time vs raw SELECT", ours: ms(m("fetch.ours")),
+                        peer: ms(m("fetch.raw")), ratio: r1, ratioText: String(format: "%.2f×", r1), goal: "≤ 2×", met: r1 <= 2))
+        rows.append(Row(comparison: "fetch \(count(n)): time vs GRDB fetchAll (no goal)", ours: ms(m("fetch.ours")),
+                        peer: ms(m("fetch.grdb")), ratio: r2, ratioText: String(format: "%.2f×", r2), goal: "—", met: nil))
+    }
+}
+
+// MARK: merge into a view context holding 10
+if wanted("merge") {
+    log("merge: seeding \(count(mergeSizes.last!))")
+    let stack = try OursStack(label: "merge")
+    try stack.importItems(0..<mergeSizes.last!, chunk: chunk, reset: true)
+    stack.drainMain()
+    var perN: [Int: Double] = [:]
+    for size in mergeSizes {
+        log("merge N=\(count(size))")
+        perN[size] = median(try mergeMainQueueTimes(stack: stack, n: size, reps: max(5, options.reps)))
+    }
+    let small = perN[mergeSizes.first!]!, large = perN[mergeSizes.last!]!
+    let r = large / small
+    let detail = mergeSizes.map { "N=\(count($0)): \(ms(perN[$0]!))" }.joined(separator: ", ")
+    rows.append(Row(comparison: "merge a save of N into a view holding 10 (main-queue time; \(detail)): N=\(count(mergeSizes.last!)) vs N=\(count(mergeSizes.first!))",
+                    ours: ms(large), peer: ms(small), ratio: r, ratioText: String(format: "%.2f×", r), goal: "≤ 1.2×", met: r <= 1.2))
+}
+
+// MARK: FRC over 20 during an import vs GRDB ValueObservation
+if wanted("frc") {
+    log("FRC over 20 during a \(count(frcTotal)) import")
+    let ours = try oursFRCDuringImport(total: frcTotal, chunk: chunk)
+    log("ValueObservation over 20 during a \(count(frcTotal)) import")
+    let grdb = try grdbObservationDuringImport(total: frcTotal, chunk: chunk)
+    let r = ours.perEvent / grdb.perEvent
+    rows.append(Row(comparison: "FRC over 20 during a \(count(frcTotal)) import: main-queue time per merge (\(ours.events) merges) vs GRDB re-fetch per commit (\(grdb.events) fetches)",
+                    ours: ms(ours.perEvent), peer: ms(grdb.perEvent), ratio: r, ratioText: String(format: "%.2f×", r), goal: "≤ 1×", met: r <= 1))
+}
+
+// MARK: memory of a chunked import
+if wanted("memory") {
+    if Jemalloc.allocated() == nil {
+        log("jemalloc does not answer: memory comparison skipped")
+    } else {
+        let probe: @Sendable () -> Int64 = { Jemalloc.allocated() ?? 0 }
+        log("memory: chunked import of \(count(memorySizes.small))")
+        let small = try oursChunkedImportPeak(n: memorySizes.small, chunk: chunk, allocated: probe)
+        log("memory: chunked import of \(count(memorySizes.large))")
+        let large = try oursChunkedImportPeak(n: memorySizes.large, chunk: chunk, allocated: probe)
+        let r = Double(large.peakAboveStart) / Double(max(1, small.peakAboveStart))
+        rows.append(Row(comparison: "memory: peak allocated above start, chunked import (save + reset every \(count(chunk))) of \(count(memorySizes.large)) vs \(count(memorySizes.small))",
+                        ours: mib(large.peakAboveStart), peer: mib(small.peakAboveStart), ratio: r, ratioText: String(format: "%.2f×", r), goal: "≤ 1.2×", met: r <= 1.2))
+    }
+}
+
+// MARK: the table
+let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.split(separator: "\n").first { $0.hasPrefix("model name") }
+    .map { $0.split(separator: ":", maxSplits: 1).last!.trimmingCharacters(in: .whitespaces) } ?? "unknown CPU"
+print("ambar-perf \(options.quick ? "--quick " : "")· \(ProcessInfo.processInfo.activeProcessorCount) cores · \(cpu) · median of \(options.reps) reps · \(String(format: "%.0f", Double(nowNanos() - started) / 1e9)) s")
+print("")
+print("| comparison | ours | peer | ratio | goal | met |")
+print("|---|---|---|---|---|---|")
+for row in rows {
+    let met = row.met.map { $0 ? "yes" : "**no**" } ?? "—"
+    print("| \(row.comparison) | \(row.ours) | \(row.peer) | \(row.ratioText) | \(row.goal) | \(met) |")
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+/// Behaviour kept by the hot-path changes of issue 7 (Benchmarks/README.md): statements reused within a save,
+/// inverse to-many maintenance in place, and a fetched results controller that evaluates merged faults in one
+/// query. Deterministic counters only.
+@Suite struct HotPathTests {
+    // Semantics §2.1: one save with inserts of two entities and updates changing different columns writes every
+    // row as asked (one statement per entity and set of changed columns, reused across rows).
+    @Test func oneSaveMixesInsertAndUpdateShapes_2_1() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            for i in 1...4 {
+                let item = Item(context: ctx)
+                item.id = Int64(i)
+                item.name = "n\(i)"
+            }
+            let tag = Tag(context: ctx)
+            tag.name = "t"
+            try ctx.save()
+            let items = try ctx.fetch(FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("id")])).compactMap { $0 as? Item }
+            items[0].price = 1          // price only
+            items[1].name = "renamed"   // name only
+            items[2].price = 3          // price only, same shape as items[0]
+            items[3].name = "four"
+            items[3].price = 4          // both
+            let fifth = Item(context: ctx)
+            fifth.id = 5
+            try ctx.save()
+        }
+        let check = stack.context()
+        try check.performAndWait {
+            let rows = try check.fetch(FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("id")])).compactMap { $0 as? Item }
+            #expect(rows.map(\.id) == [1, 2, 3, 4, 5])
+            #expect(rows.map(\.price) == [1, 0, 3, 4, 0])
+            #expect(rows.map(\.name) == ["n1", "renamed", "n3", "four", nil])
+        }
+    }
+
+    // Semantics §0 (inverse maintenance): setting many to-ones keeps the inverse to-many exact, marks its owner
+    // updated, and removing one takes it out again.
+    @Test func inverseToManyKeptExact_0() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let tag = Tag(context: ctx)
+            tag.name = "t"
+            try ctx.save()
+            var items: [Item] = []
+            for i in 1...50 {
+                let item = Item(context: ctx)
+                item.id = Int64(i)
+                item.tag = tag
+                items.append(item)
+            }
+            #expect(tag.items.count == 50)
+            #expect(ctx.updatedObjects.contains(tag))
+            items[0].tag = nil
+            #expect(tag.items.count == 49)
+            #expect(!tag.items.contains(items[0]))
+            try ctx.save()
+        }
+        let check = stack.context()
+        try check.performAndWait {
+            let tag = try #require(try check.fetch(FetchRequest(entityName: "Tag")).first as? Tag)
+            #expect(tag.items.count == 49)
+        }
+    }
+
+    // Semantics §5: inserts merged from another context arrive as faults; the controller evaluates its predicate
+    // for all of them in one query, so only the matching ones are filled (one by one, all 40 would be fired).
+    @Test func mergedInsertsEvaluatedWithoutFiringFaults_5() throws {
+        let stack = try TestStack()
+        let view = stack.context(name: "view")
+        let frc = FetchedResultsController(
+            fetchRequest: FetchRequest(entityName: "Item", predicate: .compare("price", .lessThan, 5), sortDescriptors: [ObjectSortDescriptor("price")]),
+            managedObjectContext: view)
+        let recorder = FRCRecorder()
+        try view.performAndWait {
+            frc.delegate = recorder
+            try frc.performFetch()
+        }
+        let background = stack.context()
+        let saves = NotificationRecorder(ManagedObjectContext.didSaveObjectIDsNotification, object: background)
+        try background.performAndWait {
+            for i in 1...40 {
+                let item = Item(context: background)
+                item.id = Int64(i)
+                item.price = i == 7 ? 1 : (i == 30 ? 2 : 100)
+            }
+            try background.save()
+        }
+        let note = try #require(saves.notes.first)
+        view.performAndWait {
+            let fired = view.counters.faultsFired
+            view.mergeChanges(fromContextDidSave: note)
+            #expect(recorder.take() == ["will", "section insert 0 ", "insert #7 - -> [0, 0]", "insert #30 - -> [0, 1]", "did"])
+            #expect((frc.fetchedObjects ?? []).compactMap { ($0 as? Item)?.id } == [7, 30])
+            #expect(view.counters.faultsFired - fired == 2)  // the two matches are filled; the 38 others stay faults
+            #expect(view.registeredObjects.filter { !$0.isFault }.count == 2)
+        }
+    }
+}
