@@ -24,6 +24,8 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     // MARK: Layout resolved by the model
     /// Persistent slots: stored attributes first, then to-one relationships. Snapshots are arrays in this order.
     package private(set) var slots: [Slot] = []
+    /// The store column of each slot (`Z` + the upper-cased name), computed once with the layout.
+    package private(set) var columnNames: [String] = []
     package private(set) var transientAttributes: [AttributeDescription] = []
     package private(set) var toManyRelationships: [RelationshipDescription] = []
     package private(set) var propertiesByName: [String: PropertyRef] = [:]
@@ -89,8 +91,9 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
 
     // MARK: Store naming (Core Data's SQLite layout)
     /// `Z<ENTITY>`.
-    package var tableName: String { "Z" + name.uppercased() }
-    package func columnName(forSlot slot: Int) -> String { "Z" + slots[slot].name.uppercased() }
+    package var tableName: String { storedTableName.isEmpty ? "Z" + name.uppercased() : storedTableName }
+    private var storedTableName = ""
+    package func columnName(forSlot slot: Int) -> String { columnNames[slot] }
     package var slotCount: Int { slots.count }
 
     package func slotIndex(of key: String) -> Int? {
@@ -169,6 +172,8 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             constraintSlots.append(indices)
         }
         self.slots = slots
+        self.columnNames = slots.map { "Z" + $0.name.uppercased() }
+        self.storedTableName = "Z" + name.uppercased()
         self.transientAttributes = transients
         self.toManyRelationships = toMany
         self.propertiesByName = byName

@@ -139,6 +139,8 @@ enum ManagedValueBridge<Value> {
 
     static func write(_ value: Value) -> Any? {
         if let convertible = value as? any AttributeConvertible { return convertible.attributeValue }
+        // A to-one's object: no reflection (Mirror) on the import hot path.
+        if let object = value as? ManagedObject { return object }
         if let set = value as? any ManagedObjectSetInitializable { return Set(set.managedObjects) }
         let mirror = Mirror(reflecting: value)
         if mirror.displayStyle == .optional {

@@ -272,6 +272,7 @@ extension ManagedObject {
             try materialize()
             if values[slot] == .objectID(id) { setSlot(slot, .null) }
         case .toMany(let index):
+            if try updateLoadedToMany(index, { $0.remove(id) != nil }) { return }
             var ids = try relatedIDs(index)
             if ids.remove(id) != nil { setToManyIDs(index, ids) }
         default: break
@@ -285,10 +286,27 @@ extension ManagedObject {
             try materialize()
             setSlot(slot, .objectID(id))
         case .toMany(let index):
+            if try updateLoadedToMany(index, { $0.insert(id).inserted }) { return }
             var ids = try relatedIDs(index)
             if ids.insert(id).inserted { setToManyIDs(index, ids) }
         default: break
         }
+    }
+
+    /// Changes a loaded to-many's current IDs in place, as ``setToManyIDs(_:_:)`` would with the changed set,
+    /// without copying the set per change (inverse maintenance of a one-to-many during an import). Loads the
+    /// relationship fault first; false when it stays unloaded (no context), for the caller's general path.
+    private func updateLoadedToMany(_ index: Int, _ change: (inout Set<ManagedObjectID>) -> Bool) throws -> Bool {
+        _ = try relatedIDs(index)
+        guard var state = toMany[index] else { return false }
+        toMany[index] = nil  // the state's set is now uniquely referenced: the change happens in place
+        let changed = change(&state.current)
+        toMany[index] = state
+        if changed {
+            heldObjects?[Self.heldToManyOffset + index] = nil
+            managedObjectContext?.noteChange(self)
+        }
+        return true
     }
 
     // MARK: Changes
