@@ -19,6 +19,8 @@ public struct Baseline: Sendable, Codable, Equatable {
     public var entries: [Entry]
 
     static let timingKeys = [("mergeLatency", "p50"), ("mergeLatency", "p99"), ("mainBusy", "p99")]
+    /// Times below this many milliseconds count as this many when compared with the tolerance.
+    static let timingFloor = 5.0
 
     public static func url(name: String, root: URL) -> URL {
         root.appendingPathComponent("\(name).json")
@@ -65,8 +67,9 @@ public struct Baseline: Sendable, Codable, Equatable {
             for (key, expected) in entry.timings.sorted(by: { $0.key < $1.key }) {
                 let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
                 guard let actual = r.value(parts[0], parts[1]) else { continue }
-                // Small times are noise on any machine: compare from 1 ms up.
-                let ratio = max(actual, 1) / max(expected, 1)
+                // Small times are scheduler noise on a shared machine (a 1.4 ms p99 was seen at 9.6 ms on a busy
+                // 2-core host): compare from 5 ms up.
+                let ratio = max(actual, Self.timingFloor) / max(expected, Self.timingFloor)
                 if ratio > timingTolerance {
                     problems.append("\(entry.scenario) \(entry.variant) #\(entry.repetition): \(key) is \(actual) ms, \(String(format: "%.1f", ratio))× the baseline \(expected) ms (tolerance \(timingTolerance)×)")
                 }

@@ -38,6 +38,16 @@ struct DeterminismTests {
         #expect(baseline.compare([]) == ["tiny default #1: missing from the run"])
     }
 
+    @Test("times have a tolerance (5×, from 5 ms up): noise passes, a real slowdown fails naming the metric")
+    func timingTolerance() {
+        let recorded = ReportGoldenTests.result(topology: "ambar", policy: "storeTrump", scale: 1, oracle: ReportGoldenTests.passing, thresholdMet: true)
+        let baseline = Baseline.make(name: "ci", files: [], overrides: [], results: [recorded])
+        let noisy = ReportGoldenTests.result(topology: "ambar", policy: "storeTrump", scale: 2, oracle: ReportGoldenTests.passing, thresholdMet: true)
+        #expect(baseline.compare([noisy]) == [])
+        let slow = ReportGoldenTests.result(topology: "ambar", policy: "storeTrump", scale: 10, oracle: ReportGoldenTests.passing, thresholdMet: true)
+        #expect(baseline.compare([slow]) == ["golden stack.topology=ambar #1: mergeLatency.p99 is 41.25 ms, 8.2× the baseline 4.125 ms (tolerance 5.0×)"])
+    }
+
     @Test("a save gives inserted objects primary keys in insertion order (§2.1 step 4), so a seeded import gives the same rows")
     func insertOrder() throws {
         let directory = try TemporaryDirectory("workbench-order")
