@@ -102,4 +102,55 @@ import Testing
             #expect(view.registeredObjects.filter { !$0.isFault }.count == 2)
         }
     }
+
+    // Semantics §4: setting a to-one does not load the inverse to-many when it is a fault (Core Data keeps the
+    // change pending); the owner still counts as updated, and loading the relationship later shows the change.
+    @Test func inverseOfUnloadedToManyStaysAFault_4() throws {
+        let stack = try TestStack()
+        let seed = stack.context()
+        try seed.performAndWait {
+            let tag = Tag(context: seed)
+            tag.name = "t"
+            for i in 1...3 {
+                let item = Item(context: seed)
+                item.id = Int64(i)
+                item.tag = tag
+            }
+            try seed.save()
+        }
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let tag = try #require(try ctx.fetch(FetchRequest(entityName: "Tag")).first as? Tag)
+            let old = try #require(try ctx.fetch(FetchRequest(entityName: "Item", predicate: .compare("id", .equalTo, 1))).first as? Item)
+            let before = ctx.counters.relationshipFaultsFired
+            let fresh = Item(context: ctx)
+            fresh.id = 4
+            fresh.tag = tag
+            old.tag = nil
+            #expect(ctx.counters.relationshipFaultsFired == before)  // the to-many stayed a fault
+            #expect(ctx.updatedObjects.contains(tag))
+            #expect(Set(tag.items.map(\.id)) == [2, 3, 4])         // loading it lays the pending changes on top
+            #expect(ctx.counters.relationshipFaultsFired == before + 1)
+            let other = Item(context: ctx)
+            other.id = 5
+            other.tag = tag                                         // loaded now: changed in place
+            try ctx.save()
+        }
+        let check = stack.context()
+        try check.performAndWait {
+            let tag = try #require(try check.fetch(FetchRequest(entityName: "Tag")).first as? Tag)
+            #expect(Set(tag.items.map(\.id)) == [2, 3, 4, 5])
+        }
+        // Saved while still a fault: the foreign keys alone carry the change.
+        let third = stack.context()
+        try third.performAndWait {
+            let tag = try #require(try third.fetch(FetchRequest(entityName: "Tag")).first as? Tag)
+            let item = Item(context: third)
+            item.id = 6
+            item.tag = tag
+            try third.save()
+            #expect(!tag.hasChanges)
+            #expect(Set(tag.items.map(\.id)) == [2, 3, 4, 5, 6])
+        }
+    }
 }

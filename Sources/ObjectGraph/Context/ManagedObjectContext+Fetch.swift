@@ -255,7 +255,7 @@ extension ManagedObjectContext {
                 let byID = Dictionary(members.map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
                 for source in sources {
                     let ids = bySource[source.objectID] ?? []
-                    source.toMany[index] = ManagedObject.ToManyState(current: ids, original: ids)
+                    source.installToMany(index, stored: ids)
                     source.hold(ids.compactMap { byID[$0] }, at: ManagedObject.heldToManyOffset + index)
                 }
             default:

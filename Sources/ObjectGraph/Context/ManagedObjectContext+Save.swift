@@ -216,6 +216,7 @@ extension ManagedObjectContext {
     }
 
     private func settleToManys(_ object: ManagedObject) {
+        object.pendingToMany = nil  // saved: the destinations' foreign keys hold these changes now
         for i in object.toMany.indices {
             if var state = object.toMany[i] {
                 state.original = state.current

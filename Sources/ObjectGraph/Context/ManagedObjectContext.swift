@@ -434,7 +434,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             ids = Set(try persistentStoreCoordinator!.relatedIDs(of: object.objectID, relationship: relationship))
         }
         counters.relationshipFaultsFired += 1
-        object.toMany[index] = ManagedObject.ToManyState(current: ids, original: ids)
+        object.installToMany(index, stored: ids)
     }
 
     func toManyForChild(_ id: ManagedObjectID, index: Int) throws -> Set<ManagedObjectID> {

@@ -272,6 +272,7 @@ extension ManagedObject {
             try materialize()
             if values[slot] == .objectID(id) { setSlot(slot, .null) }
         case .toMany(let index):
+            if notePendingInverse(index, id, added: false) { return }
             if try updateLoadedToMany(index, { $0.remove(id) != nil }) { return }
             var ids = try relatedIDs(index)
             if ids.remove(id) != nil { setToManyIDs(index, ids) }
@@ -286,11 +287,33 @@ extension ManagedObject {
             try materialize()
             setSlot(slot, .objectID(id))
         case .toMany(let index):
+            if notePendingInverse(index, id, added: true) { return }
             if try updateLoadedToMany(index, { $0.insert(id).inserted }) { return }
             var ids = try relatedIDs(index)
             if ids.insert(id).inserted { setToManyIDs(index, ids) }
         default: break
         }
+    }
+
+    /// Records an inverse change to an unloaded one-to-many (its destinations hold the foreign key) without
+    /// loading it; the object counts as updated, as when the relationship is loaded. Only in contexts that save
+    /// to a coordinator: a child's save pushes loaded relationships to its parent.
+    private func notePendingInverse(_ index: Int, _ id: ManagedObjectID, added: Bool) -> Bool {
+        guard toMany[index] == nil, !objectID.isTemporaryID, let context = managedObjectContext, context.parent == nil,
+              let (_, inverse) = entity.relationshipTargets[entity.toManyRelationships[index].name], case .toOne = inverse else { return false }
+        var pending = pendingToMany?[index] ?? ([], [])
+        if added {
+            pending.removed.remove(id)
+            pending.added.insert(id)
+        } else {
+            pending.added.remove(id)
+            pending.removed.insert(id)
+        }
+        if pendingToMany == nil { pendingToMany = [:] }
+        pendingToMany![index] = pending
+        heldObjects?[Self.heldToManyOffset + index] = nil
+        context.noteChange(self)
+        return true
     }
 
     /// Changes a loaded to-many's current IDs in place, as ``setToManyIDs(_:_:)`` would with the changed set,
@@ -313,6 +336,7 @@ extension ManagedObject {
 
     /// The changed persistent properties with their new values (semantics §1.5 `changedValues`).
     public func changedValues() -> [String: Any] {
+        if let pending = pendingToMany { for index in pending.keys { _ = try? relatedIDs(index) } }
         var result: [String: Any] = [:]
         for slot in changedSlots {
             let name = entity.slots[slot].name

@@ -46,6 +46,21 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// Slots changed since the last objects-did-change was posted (`changedValuesForCurrentEvent`).
     package var eventChangedSlots: Set<Int> = []
     package static let heldToManyOffset = 1 << 20
+    /// Inverse changes to one-to-many relationships that are not loaded (faults), by to-many index: applied when
+    /// the relationship is loaded, dropped once saved (the store then holds them as foreign keys). Setting
+    /// `item.group` thus never loads `group.items`, as in Core Data (semantics §4).
+    package var pendingToMany: [Int: (added: Set<ManagedObjectID>, removed: Set<ManagedObjectID>)]?
+
+    /// Loads a to-many relationship's stored IDs, with the pending inverse changes laid on top.
+    package func installToMany(_ index: Int, stored ids: Set<ManagedObjectID>) {
+        var state = ToManyState(current: ids, original: ids)
+        if let pending = pendingToMany?.removeValue(forKey: index) {
+            state.current.formUnion(pending.added)
+            state.current.subtract(pending.removed)
+            if pendingToMany?.isEmpty == true { pendingToMany = nil }
+        }
+        toMany[index] = state
+    }
 
     package struct ToManyState {
         var current: Set<ManagedObjectID>
@@ -97,6 +112,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
         original = nil
         changedSlots = []
         toMany = Array(repeating: nil, count: entity.toManyRelationships.count)
+        pendingToMany = nil
         transients = entity.transientAttributes.map { $0.defaultValue.converted(to: $0.type) ?? .null }
     }
 
@@ -125,7 +141,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     public var hasChanges: Bool { isInsertedFlag || isDeletedFlag || hasPersistentChanges }
 
     package var hasPersistentChanges: Bool {
-        !changedSlots.isEmpty || toMany.contains { $0?.isChanged == true }
+        !changedSlots.isEmpty || toMany.contains { $0?.isChanged == true } || pendingToMany != nil
     }
 
     /// The version (`Z_OPT`) of the committed snapshot; 0 for inserted objects.
