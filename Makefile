@@ -80,7 +80,7 @@ fuzz: deps
 	FUZZ_RUNS=$(RUNS) $(SWIFT) test --filter ReliabilityTests.FuzzTests
 
 tsan: deps
-	AMBAR_WITHOUT_JEMALLOC=1 TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter '$(TSAN_SUITES)'
+	AMBAR_WITHOUT_JEMALLOC=1 TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter '$(TSAN_SUITES)'
 
 clean:
 	rm -rf .build

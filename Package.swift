@@ -1,6 +1,10 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+// `make tsan` builds without jemalloc (AMBAR_WITHOUT_JEMALLOC): its allocator and ThreadSanitizer's cannot share
+// a process. The memory probe then reports no jemalloc figures.
+let jemalloc: [Target.Dependency] = Context.environment["AMBAR_WITHOUT_JEMALLOC"] == nil ? ["CJemalloc"] : []
+
 let package = Package(
     name: "Ambar",
     products: [
@@ -36,8 +40,7 @@ let package = Package(
         ),
         .target(
             name: "Workbench",
-            dependencies: [
-                "Ambar", "ObjectGraph", "CJemalloc",
+            dependencies: ["Ambar", "ObjectGraph"] + jemalloc + [
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "CSV", package: "CSV.swift"),

@@ -1,5 +1,12 @@
+#if canImport(CJemalloc)
 import CJemalloc
+#endif
 import Foundation
+
+#if !canImport(CJemalloc)
+/// Built without jemalloc (`make tsan`): every statistic is unavailable.
+private func mallctl(_ name: UnsafePointer<CChar>?, _ old: UnsafeMutableRawPointer?, _ oldSize: UnsafeMutablePointer<Int>?, _ new: UnsafeMutableRawPointer?, _ newSize: Int) -> Int32 { -1 }
+#endif
 
 /// jemalloc's own statistics (architecture.md "Measurement principles"): `epoch` refresh, allocated bytes less
 /// thread-cache bytes, resident bytes, and the calling thread's allocated / freed totals.

@@ -98,9 +98,13 @@ import Testing
         let first = try CrashTests.run(["probe", "--directory", dir])
         #expect(first.status == 0, "\(first.output)\(first.errors)")
         let store = directory.url.appendingPathComponent("crash.sqlite").path
-        for path in [dir, store] { try FileManager.default.setAttributes([.ownerAccountID: 65534, .groupOwnerAccountID: 65534], ofItemAtPath: path) }
+        // As root, the files go to uid 65534, which then finds only the directory read-only.
+        let root = getuid() == 0
+        if root {
+            for path in [dir, store] { try FileManager.default.setAttributes([.ownerAccountID: 65534, .groupOwnerAccountID: 65534], ofItemAtPath: path) }
+        }
         try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: dir)
-        let refused = try CrashTests.run(["probe", "--directory", dir, "--uid", "65534"])
+        let refused = try CrashTests.run(["probe", "--directory", dir] + (root ? ["--uid", "65534"] : []))
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir)
         print("store fault read-only directory: \(refused.output)")
         #expect(refused.status == 2, "\(refused.output)\(refused.errors)")
