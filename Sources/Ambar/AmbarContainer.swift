@@ -250,18 +250,32 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
         if !fromChild, let saverCoordinator = saver.persistentStoreCoordinator {
             mainCoordinator.adoptSnapshots(updated: changes.updated, deleted: changes.deleted, from: saverCoordinator)
         }
-        // Only IDs cross to the main queue, so the saving context's objects are not kept alive.
+        // Only IDs cross to the main queue, so the saving context's objects are not kept alive. The ID sets are
+        // freed off the main queue: freeing N IDs costs O(N), the merge itself O(objects registered in the view).
         let view = viewContext
         let committedAt = DispatchTime.now().uptimeNanoseconds
+        let box = ChangesBox(changes)
         view.queue.async { [weak self] in
-            view.mergeChanges(fromObjectIDs: changes)
-            let observer = self?.state.withLock { state -> (@Sendable (MergeEvent) -> Void)? in
-                state.counters.mergesPerformed += 1
-                return state.mergeObserver
+            do {
+                guard let changes = box.changes else { return }
+                view.mergeChanges(fromObjectIDs: changes)
+                let observer = self?.state.withLock { state -> (@Sendable (MergeEvent) -> Void)? in
+                    state.counters.mergesPerformed += 1
+                    return state.mergeObserver
+                }
+                if let observer = observer ?? nil { observer(MergeEvent(committedAt: committedAt, finishedAt: DispatchTime.now().uptimeNanoseconds, changes: changes)) }
             }
-            if let observer = observer ?? nil { observer(MergeEvent(committedAt: committedAt, finishedAt: DispatchTime.now().uptimeNanoseconds, changes: changes)) }
+            Self.releaseQueue.async { box.changes = nil }
         }
     }
+
+    /// Holds a merge's ID sets so that the last reference is dropped on ``releaseQueue``, not on the main queue.
+    private final class ChangesBox: @unchecked Sendable {  // set on the saving queue, read on the main queue, cleared on releaseQueue, in that order
+        var changes: ContextObjectIDChanges?
+        init(_ changes: ContextObjectIDChanges) { self.changes = changes }
+    }
+
+    private static let releaseQueue = DispatchQueue(label: "Ambar.mergeRelease", qos: .utility)
 
     // MARK: Locations
 
