@@ -144,7 +144,7 @@ import Testing
             try other.save()
         }
         let before = try stack.sql("SELECT count(*) FROM ATRANSACTION").first?[0].int64
-        try stale.performAndWait {
+        stale.performAndWait {
             item.price = 3
             #expect { try stale.save() } throws: { ($0 as? ObjectGraphError)?.code == .merge }
         }
