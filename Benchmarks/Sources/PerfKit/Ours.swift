@@ -60,16 +60,17 @@ public enum OursModel {
     }
 }
 
-/// Busy time of a main queue: every block it runs is timed by the queue's `around` hook.
+/// Busy time of a main queue: every block it runs is timed by the queue's `around` hook, in CPU time of the
+/// thread that runs it (a wall clock would count the time the thread was preempted on a shared machine).
 public final class MainQueueClock: Sendable {
     private let busy = Atomic<UInt64>(0)
     private let blocks = Atomic<Int>(0)
     public init() {}
     public func makeQueue(label: String) -> ContextQueue {
         ContextQueue(label: label, around: { [self] block in
-            let t0 = nowNanos()
+            let t0 = threadCPUNanos()
             block()
-            busy.add(nowNanos() - t0, ordering: .relaxed)
+            busy.add(threadCPUNanos() - t0, ordering: .relaxed)
             blocks.add(1, ordering: .relaxed)
         })
     }

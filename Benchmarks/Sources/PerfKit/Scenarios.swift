@@ -120,9 +120,9 @@ public func grdbObservationDuringImport(total: Int, chunk: Int) throws -> Observ
     struct Stats { var fetchNanos: UInt64 = 0; var fetches = 0; var mainNanos: UInt64 = 0; var deliveries = 0; var lastSum = 0.0 }
     let stats = Mutex(Stats())
     let observation = ValueObservation.tracking { db -> [GItem] in
-        let t0 = nowNanos()
+        let t0 = threadCPUNanos()
         let items = try GItem.filter(Column("remoteID") < 20).order(Column("remoteID")).fetchAll(db)
-        let t = nowNanos() - t0
+        let t = threadCPUNanos() - t0
         stats.withLock { $0.fetchNanos += t; $0.fetches += 1 }
         return items
     }
@@ -130,9 +130,9 @@ public func grdbObservationDuringImport(total: Int, chunk: Int) throws -> Observ
     let cancellable = observation.start(in: peer.pool, scheduling: .async(onQueue: main), onError: { error in
         fatalError("observation failed: \(error)")
     }, onChange: { items in
-        let t0 = nowNanos()
+        let t0 = threadCPUNanos()
         let sum = items.reduce(0) { $0 + $1.price }
-        let t = nowNanos() - t0
+        let t = threadCPUNanos() - t0
         stats.withLock { $0.mainNanos += t; $0.deliveries += 1; $0.lastSum = sum }
     })
     // The first value.

@@ -37,6 +37,13 @@ public struct Scratch: Sendable {
 /// Monotonic nanoseconds.
 @inline(__always) public func nowNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+/// CPU nanoseconds used by the calling thread (not counting time it was preempted: the machine is shared).
+@inline(__always) public func threadCPUNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
 /// Runs `body` and returns its wall time in seconds.
 public func timed(_ body: () throws -> Void) rethrows -> Double {
     let t0 = nowNanos()

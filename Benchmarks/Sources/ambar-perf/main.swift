@@ -121,7 +121,7 @@ if wanted("merge") {
     let small = perN[mergeSizes.first!]!, large = perN[mergeSizes.last!]!
     let r = large / small
     let detail = mergeSizes.map { "N=\(count($0)): \(ms(perN[$0]!))" }.joined(separator: ", ")
-    rows.append(Row(comparison: "merge a save of N into a view holding 10 (main-queue time; \(detail)): N=\(count(mergeSizes.last!)) vs N=\(count(mergeSizes.first!))",
+    rows.append(Row(comparison: "merge a save of N into a view holding 10 (main-queue CPU time; \(detail)): N=\(count(mergeSizes.last!)) vs N=\(count(mergeSizes.first!))",
                     ours: ms(large), peer: ms(small), ratio: r, ratioText: String(format: "%.2f×", r), goal: "≤ 1.2×", met: r <= 1.2))
 }
 
@@ -132,7 +132,7 @@ if wanted("frc") {
     log("ValueObservation over 20 during a \(count(frcTotal)) import")
     let grdb = try grdbObservationDuringImport(total: frcTotal, chunk: chunk)
     let r = ours.perEvent / grdb.perEvent
-    rows.append(Row(comparison: "FRC over 20 during a \(count(frcTotal)) import: main-queue time per merge (\(ours.events) merges) vs GRDB re-fetch per commit (\(grdb.events) fetches)",
+    rows.append(Row(comparison: "FRC over 20 during a \(count(frcTotal)) import: main-queue CPU time per merge (\(ours.events) merges) vs GRDB re-fetch per commit (CPU) (\(grdb.events) fetches)",
                     ours: ms(ours.perEvent), peer: ms(grdb.perEvent), ratio: r, ratioText: String(format: "%.2f×", r), goal: "≤ 1×", met: r <= 1))
 }
 

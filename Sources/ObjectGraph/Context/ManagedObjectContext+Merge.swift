@@ -108,9 +108,17 @@ extension ManagedObjectContext {
         var result: [ManagedObject] = []
         if registry.count < ids.count {
             counters.mergeObjectsExamined += registry.count
-            for (id, entry) in registry where ids.contains(id) {
-                if let object = entry.object { result.append(object) }
+            // Entries of objects already freed are dropped on the way, so that the next merge walks only live
+            // objects (probing a large ID set is a cache miss per entry).
+            var freed: [ManagedObjectID] = []
+            for (id, entry) in registry {
+                guard let object = entry.object else {
+                    freed.append(id)
+                    continue
+                }
+                if ids.contains(id) { result.append(object) }
             }
+            for id in freed { registry[id] = nil }
         } else {
             counters.mergeObjectsExamined += ids.count
             for id in ids {
