@@ -2,18 +2,8 @@ import Foundation
 import ObjectGraph
 import Synchronization
 
-/// SplitMix64: a small seeded generator, one sub-seed per actor so runs replay exactly.
-public struct SeededGenerator: RandomNumberGenerator, Sendable {
-    var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// Workbench draws: one sub-seed per actor so runs replay exactly.
+extension SeededGenerator {
     /// The sub-seed of a named actor.
     static func seed(_ base: UInt64, _ name: String) -> UInt64 {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325 ^ base

@@ -23,19 +23,6 @@ enum CrashModel {
     }
 }
 
-/// A seeded generator (SplitMix64): the same seed gives the same saves and the same kill moments.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The side file of acknowledged saves: `intent <save> <inserts> <edits> <kind>` before a save, `ack <save>`
 /// after `save()` returned, each line written with one `write` and made durable with `fsync` before going on.
 final class Journal {

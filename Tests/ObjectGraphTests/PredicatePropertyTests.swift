@@ -2,19 +2,6 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// A small seeded generator (SplitMix64) so every run is reproducible from its printed seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Issue 4 item 2: the SQL path and the in-memory path of a predicate return the same objects.
 @Suite struct PredicatePropertyTests {
     static let names: [String?] = ["apple", "Apple", "Äpfel", "banana", "BANANA", "cherry", "", nil, "app*le", "x?y", "éclair", "eclair"]

@@ -4,19 +4,6 @@ import Testing
 @testable import Ambar
 @testable import ObjectGraph
 
-/// A seeded generator (SplitMix64), so every generated input can be replayed from the seed the test prints.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Settings read from the environment so `make fuzz RUNS=N` and `make crash-test TRIALS=N` reuse the tests.
 enum ReliabilitySettings {
     static func integer(_ name: String, default value: Int) -> Int {

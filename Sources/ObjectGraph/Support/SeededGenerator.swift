@@ -1,0 +1,16 @@
+/// SplitMix64: a small seeded random generator. The same seed gives the same sequence on every machine, which the
+/// workbench's actors, the kill-test harness and the seeded tests rely on to replay a run. Shared inside the
+/// package only; it is not part of the Core Data API.
+package struct SeededGenerator: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    package init(seed: UInt64) { state = seed }
+
+    package mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
