@@ -128,6 +128,8 @@ public struct Managed<Value> {
 /// Converts between `value(forKey:)` results and the declared type of a ``Managed`` property.
 enum ManagedValueBridge<Value> {
     static func read(_ raw: Any?) -> Value {
+        // The stored value usually has the declared type already: one cast, no conformance lookup.
+        if let value = raw as? Value { return value }
         if let convertible = Value.self as? any AttributeConvertible.Type {
             return convertible.fromAttribute(raw) as! Value
         }
