@@ -6,7 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     dependencies: [
         .package(name: "Ambar", path: ".."),
-        .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
@@ -30,9 +30,9 @@ let package = Package(
         // package-benchmark: `swift package benchmark` (thresholds in Thresholds/).
         .executableTarget(
             name: "AmbarPerf",
-            dependencies: ["PerfKit", .product(name: "Benchmark", package: "package-benchmark")],
+            dependencies: ["PerfKit", .product(name: "Benchmark", package: "benchmark")],
             path: "Benchmarks/AmbarPerf",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ]
 )

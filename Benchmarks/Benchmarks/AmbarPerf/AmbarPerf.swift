@@ -7,11 +7,12 @@ import PerfKit
 let benchmarks: @Sendable () -> Void = {
     let n = 10_000
     let tolerances: [BenchmarkMetric: BenchmarkThresholds] = [
-        // Times are noisy on a shared 2-core machine; counts are nearly deterministic.
-        .wallClock: .init(relative: [.p90: 50]),
-        .cpuTotal: .init(relative: [.p90: 50]),
-        .mallocCountTotal: .init(relative: [.p90: 5]),
-        .peakMemoryResident: .init(relative: [.p90: 25]),
+        // Times are noisy on a shared 2-core machine (CPU time is read in 10 ms steps): a regression is 2.5× the
+        // recorded p90. Allocation counts are nearly deterministic (the main queue's merges run concurrently).
+        .wallClock: .init(relative: [.p90: 150]),
+        .cpuTotal: .init(relative: [.p90: 150]),
+        .mallocCountTotal: .init(relative: [.p90: 10]),
+        .peakMemoryResident: .init(relative: [.p90: 50]),
     ]
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .peakMemoryResident],
@@ -22,20 +23,20 @@ let benchmarks: @Sendable () -> Void = {
         thresholds: tolerances)
 
     // import: commit every 1,000
-    Benchmark("import 10k ours") { benchmark in
+    Benchmark("import_10k_ours") { benchmark in
         let stack = try OursStack()
         benchmark.startMeasurement()
         try stack.importItems(0..<n, chunk: 1_000, reset: false)
         stack.drainMain()
         benchmark.stopMeasurement()
     }
-    Benchmark("import 10k raw") { benchmark in
+    Benchmark("import_10k_raw") { benchmark in
         let raw = try RawPeer()
         benchmark.startMeasurement()
         try raw.importItems(0..<n, chunk: 1_000)
         benchmark.stopMeasurement()
     }
-    Benchmark("import 10k grdb") { benchmark in
+    Benchmark("import_10k_grdb") { benchmark in
         let grdb = try GRDBPeer()
         benchmark.startMeasurement()
         try grdb.importItems(0..<n, chunk: 1_000)
@@ -43,7 +44,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     // update by unique ID: commit every 500
-    Benchmark("update 10k ours") { benchmark in
+    Benchmark("update_10k_ours") { benchmark in
         let stack = try OursStack()
         try stack.importItems(0..<n, chunk: 1_000, reset: true)
         stack.drainMain()
@@ -52,14 +53,14 @@ let benchmarks: @Sendable () -> Void = {
         stack.drainMain()
         benchmark.stopMeasurement()
     }
-    Benchmark("update 10k raw") { benchmark in
+    Benchmark("update_10k_raw") { benchmark in
         let raw = try RawPeer()
         try raw.importItems(0..<n, chunk: 1_000)
         benchmark.startMeasurement()
         try raw.updateItems(0..<n, chunk: 500, round: 1)
         benchmark.stopMeasurement()
     }
-    Benchmark("update 10k grdb") { benchmark in
+    Benchmark("update_10k_grdb") { benchmark in
         let grdb = try GRDBPeer()
         try grdb.importItems(0..<n, chunk: 1_000)
         benchmark.startMeasurement()
@@ -68,7 +69,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     // fetch everything and read every property
-    Benchmark("fetch 10k ours") { benchmark in
+    Benchmark("fetch_10k_ours") { benchmark in
         let stack = try OursStack()
         try stack.importItems(0..<n, chunk: 1_000, reset: true)
         stack.drainMain()
@@ -76,14 +77,14 @@ let benchmarks: @Sendable () -> Void = {
         blackHole(try stack.fetchAll())
         benchmark.stopMeasurement()
     }
-    Benchmark("fetch 10k raw") { benchmark in
+    Benchmark("fetch_10k_raw") { benchmark in
         let raw = try RawPeer()
         try raw.importItems(0..<n, chunk: 1_000)
         benchmark.startMeasurement()
         blackHole(try raw.fetchAll())
         benchmark.stopMeasurement()
     }
-    Benchmark("fetch 10k grdb") { benchmark in
+    Benchmark("fetch_10k_grdb") { benchmark in
         let grdb = try GRDBPeer()
         try grdb.importItems(0..<n, chunk: 1_000)
         benchmark.startMeasurement()
@@ -92,7 +93,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     // one background save of 10k updates merged into a view context holding 10 (save + merge)
-    Benchmark("merge 10k into a view holding 10") { benchmark in
+    Benchmark("merge_10k_into_a_view_holding_10") { benchmark in
         let stack = try OursStack()
         try stack.importItems(0..<n, chunk: 1_000, reset: true)
         stack.drainMain()

@@ -46,7 +46,7 @@ let chunk = 1_000                                   // commit size of imports
 let updateChunk = 500                               // BatchImport's largest chunk (SQLite variable limit)
 let mergeSizes = options.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]
 let frcTotal = options.quick ? 10_000 : 50_000
-let memorySizes = options.quick ? (small: 20_000, large: 200_000) : (small: 100_000, large: 1_000_000)
+let memorySizes = options.quick ? (small: 50_000, large: 250_000) : (small: 100_000, large: 1_000_000)
 
 func log(_ text: String) { FileHandle.standardError.write(Data("· \(text)\n".utf8)) }
 func rate(_ count: Int, _ seconds: Double) -> String { String(format: "%.0f/s", Double(count) / seconds) }
