@@ -228,11 +228,13 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
 
     private func contextDidSave(_ note: Notification) {
         guard let saver = note.object as? ManagedObjectContext, let changes = ContextObjectIDChanges(note) else { return }
+        // The observer sees every context's saves in the process: only this container's count (two containers
+        // side by side must not count each other's read-only saves).
+        guard saver.persistentStoreCoordinator === mainCoordinator || saver.persistentStoreCoordinator === writerCoordinator else { return }
         let role = saver.userInfo[Self.roleKey] as? String
         if role == "temporary" || (role == "view" && isViewContextReadOnly), saver.parent == nil, !changes.isEmpty {
             state.withLock { $0.counters.readOnlySavesReachedStore += 1 }
         }
-        guard saver.persistentStoreCoordinator === mainCoordinator || saver.persistentStoreCoordinator === writerCoordinator else { return }
         state.withLock { $0.counters.saveNotificationsSeen += 1 }
         guard shouldMergeIncomingSavedObjects, saver !== viewContext, saver.parent !== viewContext else { return }
         switch options.mergeFilter {

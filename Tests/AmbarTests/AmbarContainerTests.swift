@@ -163,6 +163,25 @@ import Testing
         #expect(strict.container.counters.readOnlySavesReachedStore == 0)
     }
 
+    // Issue 5 item 3: the read-only counter is per container. Did-save notifications reach every observer in
+    // the process, so a temporary context's save in one container must not count in another (found by a
+    // parallel test run where the strict container counted a neighbour's save).
+    @Test func readOnlySavesAreCountedByTheirOwnContainerOnly() throws {
+        let a = try TestContainer()
+        let b = try TestContainer()
+        let temporary = a.container.temporaryContext()
+        try temporary.performAndWait {
+            let p = Product(context: temporary)
+            p.id = 1
+            try temporary.save()
+        }
+        a.drainMain()
+        b.drainMain()
+        #expect(a.container.counters.readOnlySavesReachedStore == 1)
+        #expect(b.container.counters.readOnlySavesReachedStore == 0)
+        #expect(b.container.counters.saveNotificationsSeen == 0)
+    }
+
     @Test func editorChangesReachTheViewContextOnSaveAndTheStoreOnTheViewSave() throws {
         let t = try TestContainer()
         try t.importProducts(1...1)
