@@ -215,7 +215,14 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public var hasChanges: Bool { assertOnQueue(); return !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty }
 
     func sweepRegistry() {
-        registry = registry.filter { $0.value.object != nil }
+        // Remove freed entries in place: a registry that only grew (a large fetch) is not rebuilt.
+        var freed: [ManagedObjectID] = []
+        for (id, entry) in registry where entry.object == nil { freed.append(id) }
+        if freed.count > registry.count / 2 {
+            registry = registry.filter { $0.value.object != nil }
+        } else {
+            for id in freed { registry.removeValue(forKey: id) }
+        }
         registrySweepThreshold = max(1024, registry.count * 2)
     }
 

@@ -29,6 +29,23 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     package private(set) var transientAttributes: [AttributeDescription] = []
     package private(set) var toManyRelationships: [RelationshipDescription] = []
     package private(set) var propertiesByName: [String: PropertyRef] = [:]
+    /// The attribute type of each slot (nil for a to-one), so hot paths need not copy the slot's description.
+    package private(set) var slotAttributeTypes: [AttributeType?] = []
+    /// The properties in declaration order, for ``propertyRef(_:)``: with few properties a scan comparing
+    /// names (most are small strings, compared as two words) beats hashing the key.
+    private var propertyList: [(name: String, ref: PropertyRef)] = []
+    /// The destination entity of each to-one slot (nil for an attribute), resolved with the relationships.
+    package private(set) var slotDestinations: [EntityDescription?] = []
+
+    /// The property named `key` (``propertiesByName`` without hashing the key for small entities).
+    @inline(__always)
+    package func propertyRef(_ key: String) -> PropertyRef? {
+        if propertyList.count <= 16 {
+            for entry in propertyList where entry.name == key { return entry.ref }
+            return nil
+        }
+        return propertiesByName[key]
+    }
     /// Destination entity and the inverse's property for every relationship, by relationship name.
     package private(set) var relationshipTargets: [String: (entity: EntityDescription, inverse: PropertyRef)] = [:]
     /// Per uniqueness constraint, the slot indices of its attributes.
@@ -177,6 +194,8 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.transientAttributes = transients
         self.toManyRelationships = toMany
         self.propertiesByName = byName
+        self.slotAttributeTypes = slots.map { if case .attribute(let a) = $0 { return a.type } else { return nil } }
+        self.propertyList = (attributes.map(\.name) + relationships.map(\.name)).compactMap { name in byName[name].map { (name, $0) } }
         self.constraintSlots = constraintSlots
     }
 
@@ -199,6 +218,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             targets[relationship.name] = (destination, inverseRef)
         }
         relationshipTargets = targets
+        slotDestinations = slots.map { if case .toOne(let r) = $0 { return targets[r.name]?.entity } else { return nil } }
     }
 }
 

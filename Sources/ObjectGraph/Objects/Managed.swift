@@ -107,6 +107,9 @@ public struct Managed<Value> {
         set { fatalError() }
     }
 
+    // Inlinable so that it is specialized for each property's type in the subclass's module: the casts below
+    // then fold away, and the storage key path is projected directly (no key-path call, no `Any` boxing).
+    @inlinable
     public static subscript<Owner: ManagedObject>(
         _enclosingInstance object: Owner,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Owner, Value>,
@@ -114,19 +117,100 @@ public struct Managed<Value> {
     ) -> Value {
         get {
             let key = object[keyPath: storageKeyPath].key
-            return ManagedValueBridge<Value>.read(object.value(forKey: key))
+            return ManagedValueBridge<Value>.read(object, key)
         }
         set {
             let key = object[keyPath: storageKeyPath].key
-            do { try object.setValue(ManagedValueBridge<Value>.write(newValue), forKey: key) } catch {
-                preconditionFailure("\(error)")
-            }
+            ManagedValueBridge<Value>.write(object, key, newValue)
         }
     }
 }
 
 /// Converts between `value(forKey:)` results and the declared type of a ``Managed`` property.
+@usableFromInline
 enum ManagedValueBridge<Value> {
+    // The declared type is matched by metatype identity, which costs a comparison (folded where the type is
+    // known); a cast such as `value as? String` on a generic value is a runtime cast even when specialized.
+    // `unsafeBitCast` only ever converts a value to its own type.
+
+    /// Reads `key` of `object`: attributes and to-ones of the declared type without boxing; the rest through
+    /// `value(forKey:)`.
+    @inlinable
+    static func read(_ object: ManagedObject, _ key: String) -> Value {
+        switch object._managedRead(forKey: key) {
+        case .attribute(let stored, let type):
+            if let value = typed(stored, type) { return value }
+        case .toOne(let related):
+            if let value = related as? Value { return value }
+        case .other:
+            break
+        }
+        return read(object.value(forKey: key))
+    }
+
+    /// `stored` as the declared type, when it is one of the common ones and the attribute's type gives it as such.
+    @inlinable
+    static func typed(_ stored: PropertyValue, _ type: AttributeType) -> Value? {
+        let declared = ObjectIdentifier(Value.self)
+        switch stored {
+        case .string(let v):
+            if declared == ObjectIdentifier(String?.self) { return unsafeBitCast(Optional(v), to: Value.self) }
+            if declared == ObjectIdentifier(String.self) { return unsafeBitCast(v, to: Value.self) }
+        case .double(let v) where type == .double:
+            if declared == ObjectIdentifier(Double.self) { return unsafeBitCast(v, to: Value.self) }
+            if declared == ObjectIdentifier(Double?.self) { return unsafeBitCast(Optional(v), to: Value.self) }
+        case .integer(let v) where type == .integer64 || type == .integer32 || type == .integer16:
+            if declared == ObjectIdentifier(Int64.self) { return unsafeBitCast(v, to: Value.self) }
+            if declared == ObjectIdentifier(Int.self) { return unsafeBitCast(Int(truncatingIfNeeded: v), to: Value.self) }
+            if declared == ObjectIdentifier(Int64?.self) { return unsafeBitCast(Optional(v), to: Value.self) }
+            if declared == ObjectIdentifier(Int?.self) { return unsafeBitCast(Optional(Int(truncatingIfNeeded: v)), to: Value.self) }
+        case .date(let v):
+            if declared == ObjectIdentifier(Date?.self) { return unsafeBitCast(Optional(v), to: Value.self) }
+            if declared == ObjectIdentifier(Date.self) { return unsafeBitCast(v, to: Value.self) }
+        case .bool(let v):
+            if declared == ObjectIdentifier(Bool.self) { return unsafeBitCast(v, to: Value.self) }
+            if declared == ObjectIdentifier(Bool?.self) { return unsafeBitCast(Optional(v), to: Value.self) }
+        default:
+            break
+        }
+        return nil
+    }
+
+    /// `value` in its storage form, when the declared type is one of the common ones and the value is not nil.
+    @inlinable
+    static func stored(_ value: Value) -> PropertyValue? {
+        switch ObjectIdentifier(Value.self) {
+        case ObjectIdentifier(String?.self): return unsafeBitCast(value, to: String?.self).map { .string($0) }
+        case ObjectIdentifier(String.self): return .string(unsafeBitCast(value, to: String.self))
+        case ObjectIdentifier(Double.self): return .double(unsafeBitCast(value, to: Double.self))
+        case ObjectIdentifier(Double?.self): return unsafeBitCast(value, to: Double?.self).map { .double($0) }
+        case ObjectIdentifier(Int64.self): return .integer(unsafeBitCast(value, to: Int64.self))
+        case ObjectIdentifier(Int64?.self): return unsafeBitCast(value, to: Int64?.self).map { .integer($0) }
+        case ObjectIdentifier(Int.self): return .integer(Int64(unsafeBitCast(value, to: Int.self)))
+        case ObjectIdentifier(Int?.self): return unsafeBitCast(value, to: Int?.self).map { .integer(Int64($0)) }
+        case ObjectIdentifier(Date?.self): return unsafeBitCast(value, to: Date?.self).map { .date($0) }
+        case ObjectIdentifier(Date.self): return .date(unsafeBitCast(value, to: Date.self))
+        case ObjectIdentifier(Bool.self): return .bool(unsafeBitCast(value, to: Bool.self))
+        case ObjectIdentifier(Bool?.self): return unsafeBitCast(value, to: Bool?.self).map { .bool($0) }
+        default: return nil
+        }
+    }
+
+    /// Sets `key` of `object`: attributes of the common types and to-one objects without boxing; the rest
+    /// through `setValue(_:forKey:)`.
+    @inlinable
+    static func write(_ object: ManagedObject, _ key: String, _ value: Value) {
+        if let stored = stored(value) {
+            if object._managedSet(stored, forKey: key) { return }
+        } else if let related = value as? ManagedObject, object._managedSetToOne(related, forKey: key) {
+            return
+        }
+        do { try object.setValue(write(value), forKey: key) } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    @usableFromInline
     static func read(_ raw: Any?) -> Value {
         // The stored value usually has the declared type already: one cast, no conformance lookup.
         if let value = raw as? Value { return value }
@@ -139,6 +223,7 @@ enum ManagedValueBridge<Value> {
         preconditionFailure("cannot read \(String(describing: raw)) as \(Value.self)")
     }
 
+    @usableFromInline
     static func write(_ value: Value) -> Any? {
         if let convertible = value as? any AttributeConvertible { return convertible.attributeValue }
         // A to-one's object: no reflection (Mirror) on the import hot path.

@@ -21,7 +21,7 @@ extension ManagedObject {
         }
     }
 
-    package func ref(_ key: String) -> EntityDescription.PropertyRef? { entity.propertiesByName[key] }
+    package func ref(_ key: String) -> EntityDescription.PropertyRef? { entity.propertyRef(key) }
 
     /// The value of a property: an attribute's Swift value, a to-one's object, a to-many's `Set<ManagedObject>`.
     /// Fires the fault. A key that is not a property of the entity traps, as Core Data's `valueForKey:` raises;
@@ -47,11 +47,7 @@ extension ManagedObject {
             return values[slot].anyValue(for: a.type)
         case .toOne(let slot):
             try materialize()
-            guard case .objectID(let id) = values[slot] else { return nil }
-            if let held = heldObjects?[slot]?.first, held.objectID == id { return held }
-            guard let object = managedObjectContext?.object(with: id) else { return nil }
-            hold([object], at: slot)
-            return object
+            return toOneObject(slot)
         case .toMany(let index):
             let ids = try relatedIDs(index)
             guard let context = managedObjectContext else { return Set<ManagedObject>() }
@@ -61,6 +57,74 @@ extension ManagedObject {
             hold(objects, at: key)
             return Set(objects)
         }
+    }
+
+    /// The object of a to-one slot of a loaded object, held strongly once read.
+    private func toOneObject(_ slot: Int) -> ManagedObject? {
+        guard case .objectID(let id) = values[slot] else { return nil }
+        if let held = heldObjects?[slot]?.first, held.objectID == id { return held }
+        guard let object = managedObjectContext?.object(with: id) else { return nil }
+        hold([object], at: slot)
+        return object
+    }
+
+    // MARK: Typed access for @Managed (no key-value boxing)
+
+    /// What ``Managed`` reads for a key without boxing: an attribute's stored value with its type, or a to-one's
+    /// object; `other` sends the caller to ``value(forKey:)`` (to-manys, transients, nil to-ones, unknown keys,
+    /// faults that cannot be fulfilled), which behaves, and traps, as before.
+    public enum _ManagedRead {
+        case attribute(PropertyValue, AttributeType)
+        case toOne(ManagedObject)
+        case other
+    }
+
+    /// The value of `key` as ``value(forKey:)`` finds it (same queue check, same fault firing), unboxed.
+    public func _managedRead(forKey key: String) -> _ManagedRead {
+        guard let ref = ref(key) else { return .other }
+        switch ref {
+        case .attribute(let slot):
+            if let context = managedObjectContext { context.assertOnQueue() }
+            if isFaultFlag { do { try materialize() } catch { return .other } }
+            guard let type = entity.slotAttributeTypes[slot] else { return .other }
+            return .attribute(values[slot], type)
+        case .toOne(let slot):
+            if let context = managedObjectContext { context.assertOnQueue() }
+            if isFaultFlag { do { try materialize() } catch { return .other } }
+            guard let object = toOneObject(slot) else { return .other }
+            return .toOne(object)
+        case .toMany, .transient:
+            return .other
+        }
+    }
+
+    /// Sets an attribute from a value already in its storage form for the attribute's type (what
+    /// ``setValue(_:forKey:)`` would store for the Swift value), with the same queue check, fault firing and
+    /// change tracking; false, having done nothing, when the key or the value's form does not fit: the caller
+    /// then goes through ``setValue(_:forKey:)``.
+    public func _managedSet(_ value: PropertyValue, forKey key: String) -> Bool {
+        guard case .attribute(let slot)? = ref(key), let type = entity.slotAttributeTypes[slot] else { return false }
+        switch (value, type) {
+        case (.double, .double), (.string, .string), (.date, .date), (.bool, .boolean): break
+        case (.integer(let v), .integer16), (.integer(let v), .integer32), (.integer(let v), .integer64):
+            guard type.integerRange.contains(v) else { return false }
+        default: return false
+        }
+        if let context = managedObjectContext { context.assertOnQueue() }
+        if isFaultFlag { do { try materialize() } catch { return false } }
+        setSlot(slot, value)
+        return true
+    }
+
+    /// Sets a to-one relationship to `object` as ``setValue(_:forKey:)`` does (inverse maintenance included);
+    /// false, having done nothing, when `key` is not a to-one.
+    public func _managedSetToOne(_ object: ManagedObject, forKey key: String) -> Bool {
+        guard case .toOne(let slot)? = ref(key) else { return false }
+        if let context = managedObjectContext { context.assertOnQueue() }
+        do { try setToOne(slot: slot, key: key, target: object) } catch {
+            preconditionFailure("\(error)")
+        }
+        return true
     }
 
     /// The raw stored value of a persistent attribute or to-one (an object ID), firing the fault.

@@ -137,18 +137,22 @@ final class SQLiteStore: PersistentStore {
     private func decodeRow(_ statement: SQLiteStatement, entity: EntityDescription, offset: Int) -> [PropertyValue] {
         var values: [PropertyValue] = []
         values.reserveCapacity(entity.slotCount)
-        for (i, slot) in entity.slots.enumerated() {
+        // Slot types and destinations come from arrays resolved with the model (no slot description copied and
+        // no relationship looked up by name per column).
+        let types = entity.slotAttributeTypes
+        let destinations = entity.slotDestinations
+        for i in 0..<types.count {
             let col = offset + i
             if statement.isNull(at: col) {
                 values.append(.null)
                 continue
             }
-            switch slot {
-            case .toOne(let r):
-                let destination = entity.destinationEntity(ofRelationship: r.name)!
+            switch types[i] {
+            case nil:
+                let destination = destinations[i]!
                 values.append(.objectID(ManagedObjectID(entity: destination, primaryKey: statement.int64(at: col), storeNumber: storeNumber)))
-            case .attribute(let a):
-                switch a.type {
+            case let type?:
+                switch type {
                 case .integer16, .integer32, .integer64: values.append(.integer(statement.int64(at: col)))
                 case .double, .float: values.append(.double(statement.double(at: col)))
                 case .boolean: values.append(.bool(statement.int64(at: col) != 0))
