@@ -153,4 +153,61 @@ import Testing
             #expect(Set(tag.items.map(\.id)) == [2, 3, 4, 5, 6])
         }
     }
+
+    // Semantics §4 (fetch by object IDs): a `SELF IN` list whose primary keys form runs is sent to SQLite as
+    // ranges plus the leftover IDs; the fetch returns exactly the listed objects, not their neighbours.
+    @Test func objectIDListWithRunsFetchesExactlyThose_4() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            for i in 1...40 {
+                let item = Item(context: ctx)
+                item.id = Int64(i)
+            }
+            try ctx.save()
+            let all = try ctx.fetch(FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("id")])).compactMap { $0 as? Item }
+            let wanted = all.filter { (3...12).contains($0.id) || (20...25).contains($0.id) || [15, 17, 30, 38].contains($0.id) }
+            let request = FetchRequest(entityName: "Item", predicate: ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(wanted.map { .objectID($0.objectID) })))),
+                                       sortDescriptors: [ObjectSortDescriptor("id")])
+            let found = try ctx.fetch(request).compactMap { $0 as? Item }
+            #expect(found.map(\.id) == wanted.map(\.id))
+            var narrowed = request
+            narrowed.predicate = .and([.compare("id", .greaterThan, 10), request.predicate!])
+            #expect(try ctx.fetch(narrowed).compactMap { ($0 as? Item)?.id } == [11, 12, 15, 17, 20, 21, 22, 23, 24, 25, 30, 38])
+        }
+    }
+
+    // Semantics §1.5 (typed properties read and write what key-value access does): optionals set to nil and back,
+    // integers, booleans, dates and to-ones through @Managed agree with value(forKey:) and track changes.
+    @Test func typedPropertiesAgreeWithKeyValueAccess_1_5() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let tag = Tag(context: ctx)
+            let item = Item(context: ctx)
+            item.id = 7
+            item.name = "seven"
+            item.price = 2.5
+            item.flag = true
+            item.added = Date(timeIntervalSinceReferenceDate: 42)
+            item.tag = tag
+            try ctx.save()
+            #expect(item.value(forKey: "id") as? Int64 == 7)
+            #expect(item.value(forKey: "flag") as? Bool == true)
+            item.name = nil
+            item.added = nil
+            item.tag = nil
+            #expect(item.name == nil && item.added == nil && item.tag == nil)
+            #expect(Set(item.changedValues().keys) == ["name", "added", "tag"])
+            #expect(tag.items.isEmpty)
+            item.name = "seven"
+            #expect(Set(item.changedValues().keys) == ["added", "tag"])
+            try ctx.save()
+        }
+        let check = stack.context()
+        try check.performAndWait {
+            let item = try #require(try check.fetch(FetchRequest(entityName: "Item")).first as? Item)
+            #expect(item.id == 7 && item.name == "seven" && item.price == 2.5 && item.flag && item.added == nil && item.tag == nil)
+        }
+    }
 }

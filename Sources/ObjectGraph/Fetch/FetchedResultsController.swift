@@ -195,7 +195,9 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// fewer than two faults or no predicate (``matches(_:)`` decides per object then).
     private func matchingFaults(_ faults: Set<ManagedObject>) -> FaultMatches? {
         guard faults.count > 1, let predicate = fetchRequest.predicate else { return nil }
-        let ids = faults.map(\.objectID)
+        // In key order, so that each chunk is a run of keys the store can query as a range (the IDs one save
+        // inserted are consecutive), with the same statement text each time.
+        let ids = faults.map(\.objectID).sorted(by: Self.keyOrder)
         var found = Set<ManagedObjectID>()
         for start in stride(from: 0, to: ids.count, by: 500) {
             let chunk = ids[start..<min(start + 500, ids.count)]
@@ -204,6 +206,10 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             found.formUnion(objects.map(\.objectID))
         }
         return FaultMatches(faults: Set(ids), found: found, controller: self)
+    }
+
+    private static func keyOrder(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
+        (a.primaryKey ?? .min) < (b.primaryKey ?? .min)
     }
 
     private struct FaultMatches {
@@ -225,7 +231,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         let candidates = updated.filter { $0.entity.name == fetchRequest.entityName && !shown.contains($0) }
         guard !candidates.isEmpty else { return }
         var newcomers = Set<ManagedObject>()
-        let ids = Array(candidates)
+        let ids = candidates.sorted(by: Self.keyOrder)
         for start in stride(from: 0, to: ids.count, by: 500) {
             let chunk = ids[start..<min(start + 500, ids.count)]
             var request = FetchRequest(entityName: fetchRequest.entityName, predicate: .and([predicate, ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(chunk.map { .objectID($0) }))))]))

@@ -76,6 +76,38 @@ struct SQLiteQueryBuilder {
         return "?"
     }
 
+    /// `column IN (ids)` for many permanent object IDs, with runs of consecutive primary keys written as
+    /// `BETWEEN` (the IDs a save inserted are usually one run): a short statement with few arguments instead of
+    /// one placeholder per ID, and a range scan instead of one lookup per ID. Nil when the list has no run worth it.
+    private mutating func objectIDRanges(_ values: [PropertyValue], _ column: Column) throws -> String? {
+        var keys: [Int64] = []
+        keys.reserveCapacity(values.count)
+        var ids: [Int64: PropertyValue] = [:]
+        for value in values {
+            guard case .objectID(let id) = value, let key = id.primaryKey else { return nil }
+            if ids.updateValue(value, forKey: key) == nil { keys.append(key) }
+        }
+        keys.sort()
+        var runs: [(Int64, Int64)] = []
+        var singles: [Int64] = []
+        var start = 0
+        while start < keys.count {
+            var end = start
+            while end + 1 < keys.count, keys[end + 1] == keys[end] + 1 { end += 1 }
+            if end - start + 1 >= 4 { runs.append((keys[start], keys[end])) } else { singles.append(contentsOf: keys[start...end]) }
+            start = end + 1
+        }
+        guard !runs.isEmpty else { return nil }
+        var parts: [String] = []
+        for (lo, hi) in runs {
+            parts.append("\(column.sql) BETWEEN \(try bind(ids[lo]!, for: column)) AND \(try bind(ids[hi]!, for: column))")
+        }
+        if !singles.isEmpty {
+            parts.append("\(column.sql) IN (\(try singles.map { try bind(ids[$0]!, for: column) }.joined(separator: ", ")))")
+        }
+        return parts.count == 1 ? parts[0] : "(" + parts.joined(separator: " OR ") + ")"
+    }
+
     /// Whether a constant can be compared with an attribute of `type` (both in SQL and in memory).
     static func fits(_ value: PropertyValue, _ type: AttributeType) -> Bool {
         switch (value, type) {
@@ -155,7 +187,12 @@ struct SQLiteQueryBuilder {
                     return parts.isEmpty ? "0" : "(" + parts.joined(separator: " OR ") + ")"
                 }
                 let nonNull = values.filter { !$0.isNull }
-                var sql = nonNull.isEmpty ? "0" : "\(column.sql) IN (\(try nonNull.map { try bind($0, for: column) }.joined(separator: ", ")))"
+                var sql: String
+                if column.isRelationship, nonNull.count >= 8, let ranged = try objectIDRanges(nonNull, column) {
+                    sql = ranged
+                } else {
+                    sql = nonNull.isEmpty ? "0" : "\(column.sql) IN (\(try nonNull.map { try bind($0, for: column) }.joined(separator: ", ")))"
+                }
                 if nonNull.count != values.count { sql = "(\(sql) OR \(column.sql) IS NULL)" }
                 return sql
             case .between:
