@@ -193,7 +193,7 @@ extension ManagedObjectContext {
             let entity = entry.id.entity
             let object = entity.managedObjectClass.init(entity: entity, insertInto: nil)
             object.objectID = entry.id
-            object.becomeFault()
+            object.becomeNewFault()
             if let cache, !entry.id.isTemporaryID {
                 if !entry.retained { cache.retain(entry.id) }
                 object.cacheReference = cache

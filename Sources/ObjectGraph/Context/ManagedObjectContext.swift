@@ -251,7 +251,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         if let existing = registry[id]?.object { return existing }
         let object = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
         object.objectID = id
-        object.becomeFault()
+        object.becomeNewFault()
         if !id.isTemporaryID, let coordinator = persistentStoreCoordinator {
             coordinator.rowCache.retain(id)
             object.cacheReference = coordinator.rowCache

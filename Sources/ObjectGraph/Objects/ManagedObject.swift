@@ -116,6 +116,15 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
         transients = entity.transientAttributes.map { $0.defaultValue.converted(to: $0.type) ?? .null }
     }
 
+    /// Makes a newly created, never used object a fault: its other state is still at its initial values.
+    package func becomeNewFault() {
+        isFaultFlag = true
+        let toManyCount = entity.toManyRelationships.count
+        if toManyCount > 0 { toMany = Array(repeating: nil, count: toManyCount) }
+        let transientAttributes = entity.transientAttributes
+        if !transientAttributes.isEmpty { transients = transientAttributes.map { $0.defaultValue.converted(to: $0.type) ?? .null } }
+    }
+
     /// Fills a fault from a row.
     package func fill(from row: RowSnapshot) {
         heldObjects = nil
