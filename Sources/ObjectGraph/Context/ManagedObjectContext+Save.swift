@@ -116,11 +116,18 @@ extension ManagedObjectContext {
         for group in byEntity.values where group.count > 1 {
             let entity = group[0].entity
             for (n, slots) in entity.constraintSlots.enumerated() {
+                // The first object per key, and the keys held by more than one (no array per object).
+                var first: [[PropertyValue]: ManagedObject] = [:]
+                first.reserveCapacity(group.count)
                 var seen: [[PropertyValue]: [ManagedObject]] = [:]
                 for object in group {
                     let key = slots.map { object.values[$0] }
                     if key.contains(where: \.isNull) { continue }
-                    seen[key, default: []].append(object)
+                    if let earlier = first[key] {
+                        seen[key, default: [earlier]].append(object)
+                    } else {
+                        first[key] = object
+                    }
                 }
                 for (key, objects) in seen where objects.count > 1 {
                     var values: [String: Any] = [:]

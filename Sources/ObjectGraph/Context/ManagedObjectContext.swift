@@ -596,7 +596,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         // Only objects with changes can point at a new object (pointing at it changed them).
         for object in insertedSet.union(updatedSet).union(deletedSet) {
             for i in object.values.indices {
-                if case .objectID(let id) = object.values[i], let n = mapping[id] { object.values[i] = .objectID(n) }
+                // Only temporary IDs are remapped: permanent ones need no lookup.
+                if case .objectID(let id) = object.values[i], id.isTemporaryID, let n = mapping[id] { object.values[i] = .objectID(n) }
             }
             for i in object.toMany.indices {
                 guard var state = object.toMany[i] else { continue }
