@@ -21,35 +21,35 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     public internal(set) weak var managedObjectContext: ManagedObjectContext?
 
     // MARK: State (on the context's queue)
-    package var isFaultFlag = false
-    package var isInsertedFlag = false
-    package var isDeletedFlag = false
+    var isFaultFlag = false
+    var isInsertedFlag = false
+    var isDeletedFlag = false
     /// Current values of the persistent slots (attributes, then to-ones); empty while a fault.
-    package var values: [PropertyValue] = []
+    var values: [PropertyValue] = []
     /// The committed snapshot (semantics §0): values and the version (`Z_OPT`) they were loaded at.
     package var original: RowSnapshot?
     /// Slots whose current value differs from the committed snapshot (semantics §1.5 `locallyChanged`).
-    package var changedSlots: Set<Int> = []
+    var changedSlots: Set<Int> = []
     /// To-many relationships: nil while a relationship fault.
-    package var toMany: [ToManyState?] = []
-    package var transients: [PropertyValue] = []
+    var toMany: [ToManyState?] = []
+    var transients: [PropertyValue] = []
     /// The row cache this object holds a reference in (snapshot reference counting, semantics §2.3).
     var cacheReference: RowCache?
     /// Fetch batch this fault belongs to (`fetchBatchSize`).
-    package var faultBatch: FaultBatch?
+    var faultBatch: FaultBatch?
     /// Whether delete rules already ran for this deleted object.
-    package var deletePropagated = false
+    var deletePropagated = false
     /// Related objects this object holds strongly once they were read (to-one slots, and to-many indexes offset
     /// by ``heldToManyOffset``), as a Core Data object holds its relationships; refresh and reset release them,
     /// which is how Core Data breaks retain cycles (semantics §3.2, §4).
-    package var heldObjects: [Int: [ManagedObject]]?
+    var heldObjects: [Int: [ManagedObject]]?
     /// Slots changed since the last objects-did-change was posted (`changedValuesForCurrentEvent`).
-    package var eventChangedSlots: Set<Int> = []
+    var eventChangedSlots: Set<Int> = []
     package static let heldToManyOffset = 1 << 20
     /// Inverse changes to one-to-many relationships that are not loaded (faults), by to-many index: applied when
     /// the relationship is loaded, dropped once saved (the store then holds them as foreign keys). Setting
     /// `item.group` thus never loads `group.items`, as in Core Data (semantics §4).
-    package var pendingToMany: [Int: (added: Set<ManagedObjectID>, removed: Set<ManagedObjectID>)]?
+    var pendingToMany: [Int: (added: Set<ManagedObjectID>, removed: Set<ManagedObjectID>)]?
 
     /// Loads a to-many relationship's stored IDs, with the pending inverse changes laid on top.
     package func installToMany(_ index: Int, stored ids: Set<ManagedObjectID>) {
