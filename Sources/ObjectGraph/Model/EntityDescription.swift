@@ -23,19 +23,19 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
 
     // MARK: Layout resolved by the model
     /// Persistent slots: stored attributes first, then to-one relationships. Snapshots are arrays in this order.
-    package private(set) var slots: [Slot] = []
+    private(set) var slots: [Slot] = []
     /// The store column of each slot (`Z` + the upper-cased name), computed once with the layout.
-    package private(set) var columnNames: [String] = []
-    package private(set) var transientAttributes: [AttributeDescription] = []
-    package private(set) var toManyRelationships: [RelationshipDescription] = []
-    package private(set) var propertiesByName: [String: PropertyRef] = [:]
+    private(set) var columnNames: [String] = []
+    private(set) var transientAttributes: [AttributeDescription] = []
+    private(set) var toManyRelationships: [RelationshipDescription] = []
+    private(set) var propertiesByName: [String: PropertyRef] = [:]
     /// The attribute type of each slot (nil for a to-one), so hot paths need not copy the slot's description.
-    package private(set) var slotAttributeTypes: [AttributeType?] = []
+    private(set) var slotAttributeTypes: [AttributeType?] = []
     /// The properties in declaration order, for ``propertyRef(_:)``: with few properties a scan comparing
     /// names (most are small strings, compared as two words) beats hashing the key.
     private var propertyList: [(name: String, ref: PropertyRef)] = []
     /// The destination entity of each to-one slot (nil for an attribute), resolved with the relationships.
-    package private(set) var slotDestinations: [EntityDescription?] = []
+    private(set) var slotDestinations: [EntityDescription?] = []
 
     /// The property named `key` (``propertiesByName`` without hashing the key for small entities).
     @inline(__always)
@@ -47,9 +47,9 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         return propertiesByName[key]
     }
     /// Destination entity and the inverse's property for every relationship, by relationship name.
-    package private(set) var relationshipTargets: [String: (entity: EntityDescription, inverse: PropertyRef)] = [:]
+    private(set) var relationshipTargets: [String: (entity: EntityDescription, inverse: PropertyRef)] = [:]
     /// Per uniqueness constraint, the slot indices of its attributes.
-    package private(set) var constraintSlots: [[Int]] = []
+    private(set) var constraintSlots: [[Int]] = []
 
     /// A persistent slot of a snapshot.
     package enum Slot: Sendable {
