@@ -16,9 +16,19 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// The object's entity.
     public let entity: EntityDescription
     /// The object's ID: temporary until its root context saves it.
-    public internal(set) var objectID: ManagedObjectID
+    public internal(set) var objectID: ManagedObjectID {
+        get { storedObjectID }
+        set { storedObjectID = newValue }
+    }
     /// The context the object is registered in; nil once deleted and saved, or after the context's reset.
-    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+    public internal(set) var managedObjectContext: ManagedObjectContext? {
+        get { storedContext }
+        set { storedContext = newValue }
+    }
+    // Stored as internal properties, so that the whole-module optimizer can drop run-time exclusivity checks on
+    // these very frequent reads (it cannot for public stored properties).
+    private var storedObjectID: ManagedObjectID
+    private weak var storedContext: ManagedObjectContext?
 
     // MARK: State (on the context's queue)
     var isFaultFlag = false
@@ -73,7 +83,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// ``ManagedObjectContext/insert(_:)``.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
         self.entity = entity
-        self.objectID = .temporary(entity)
+        self.storedObjectID = .temporary(entity)
         if let context {
             context.insert(self)
         }
