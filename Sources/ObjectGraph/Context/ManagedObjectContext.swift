@@ -79,9 +79,17 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// How conflicts are settled when this context saves to a coordinator (default `.error`, semantics §7).
     public var mergePolicy: MergePolicy = .error
     /// How long cached rows may fulfil faults, in seconds; negative is infinite (the default, semantics §2.3).
-    public var stalenessInterval: TimeInterval = -1
+    public var stalenessInterval: TimeInterval {
+        get { storedStalenessInterval }
+        set { storedStalenessInterval = newValue }
+    }
+    private var storedStalenessInterval: TimeInterval = -1
     /// Whether a fault whose row is gone becomes a deleted object with nil/zero values (default true) or throws.
-    public var shouldDeleteInaccessibleFaults = true
+    public var shouldDeleteInaccessibleFaults: Bool {
+        get { storedShouldDeleteInaccessibleFaults }
+        set { storedShouldDeleteInaccessibleFaults = newValue }
+    }
+    private var storedShouldDeleteInaccessibleFaults = true
     /// Whether the context merges saves of its parent (or, for a root context, of sibling contexts on its
     /// coordinator) by itself (semantics §3.3). Default false.
     public var automaticallyMergesChangesFromParent = false {
@@ -94,7 +102,13 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         }
     }
     /// Deterministic counters.
-    public internal(set) var counters = ContextCounters()
+    public internal(set) var counters: ContextCounters {
+        get { storedCounters }
+        set { storedCounters = newValue }
+    }
+    // Internal storage behind the public accessors: the per-object paths (registering, firing faults) update and
+    // read them without Swift's run-time exclusivity check, which public stored properties always pay.
+    var storedCounters = ContextCounters()
 
     // MARK: Object state
     struct WeakObject {
@@ -230,7 +244,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         registry[object.objectID] = WeakObject(object: object)
         object.managedObjectContext = self
         if retainsRegisteredObjects { strongRegistered[object.objectID] = object }
-        counters.objectsRegistered += 1
+        storedCounters.objectsRegistered += 1
         if registry.count > registrySweepThreshold { sweepRegistry() }
     }
 
@@ -403,11 +417,11 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 return .null
             }, version: 0))
             object.isDeletedFlag = true
-            counters.faultsFired += 1
+            storedCounters.faultsFired += 1
             return
         }
         object.fill(from: row)
-        counters.faultsFired += 1
+        storedCounters.faultsFired += 1
         object.awakeFromFetch()
     }
 
