@@ -103,6 +103,50 @@ import Testing
         }
     }
 
+    // Semantics §5 with a fetch limit and no predicate (the workbench's viewer: the first 20 by a sort key): of
+    // the merged inserts only the first `fetchLimit` in sort order can be shown, so one query per chunk finds
+    // them and only they are filled; the others stay faults (one by one, all 300 would be fired, one SELECT each).
+    @Test func mergedInsertsBeyondTheFetchLimitStayFaults_5() throws {
+        let stack = try TestStack()
+        let seed = stack.context()
+        try seed.performAndWait {
+            for i in 1...10 {
+                let item = Item(context: seed)
+                item.id = Int64(i)
+                item.price = Double(i) * 10  // 10, 20, … 100
+            }
+            try seed.save()
+        }
+        let view = stack.context(name: "view")
+        var request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("price")])
+        request.fetchLimit = 5
+        let frc = FetchedResultsController(fetchRequest: request, managedObjectContext: view)
+        let recorder = FRCRecorder()
+        try view.performAndWait {
+            frc.delegate = recorder
+            try frc.performFetch()
+            #expect((frc.fetchedObjects ?? []).compactMap { ($0 as? Item)?.id } == [1, 2, 3, 4, 5])
+        }
+        let background = stack.context()
+        let saves = NotificationRecorder(ManagedObjectContext.didSaveObjectIDsNotification, object: background)
+        try background.performAndWait {
+            for i in 11...310 {
+                let item = Item(context: background)
+                item.id = Int64(i)
+                item.price = i == 200 ? 15 : (i == 300 ? 5 : 1000 + Double(i))  // two sort into the first five
+            }
+            try background.save()
+        }
+        let note = try #require(saves.notes.first)
+        view.performAndWait {
+            let fired = view.counters.faultsFired
+            view.mergeChanges(fromContextDidSave: note)
+            #expect((frc.fetchedObjects ?? []).compactMap { ($0 as? Item)?.id } == [300, 1, 200, 2, 3])
+            #expect(view.counters.faultsFired - fired <= 5)  // at most the first five of the one chunk of 300
+            #expect(view.registeredObjects.filter { !$0.isFault && ($0 as? Item).map { $0.id > 10 } == true }.count <= 5)
+        }
+    }
+
     // Semantics §4: setting a to-one does not load the inverse to-many when it is a fault (Core Data keeps the
     // change pending); the owner still counts as updated, and loading the relationship later shows the change.
     @Test func inverseOfUnloadedToManyStaysAFault_4() throws {

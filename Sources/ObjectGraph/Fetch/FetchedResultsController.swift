@@ -191,17 +191,26 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         return (try? predicate.evaluate(subject: object)) ?? false
     }
 
-    /// The faults among `faults` that match the predicate, found by one query per 500 IDs; nil when there are
-    /// fewer than two faults or no predicate (``matches(_:)`` decides per object then).
+    /// The faults among `faults` that can appear in the results, found by one query per 500 IDs instead of one
+    /// fault fired per object: those matching the predicate and, with a `fetchLimit`, only the first `fetchLimit`
+    /// of each chunk in sort order (any other is preceded by at least that many matches, so it cannot be among
+    /// the first `fetchLimit` results). Nil when there are fewer than two faults, or neither a predicate nor a
+    /// limit (``matches(_:)`` decides per object then).
     private func matchingFaults(_ faults: Set<ManagedObject>) -> FaultMatches? {
-        guard faults.count > 1, let predicate = fetchRequest.predicate else { return nil }
+        let limit = fetchRequest.fetchLimit
+        guard faults.count > 1, fetchRequest.predicate != nil || limit > 0 else { return nil }
         // In key order, so that each chunk is a run of keys the store can query as a range (the IDs one save
         // inserted are consecutive), with the same statement text each time.
         let ids = faults.map(\.objectID).sorted(by: Self.keyOrder)
         var found = Set<ManagedObjectID>()
         for start in stride(from: 0, to: ids.count, by: 500) {
             let chunk = ids[start..<min(start + 500, ids.count)]
-            let request = FetchRequest(entityName: fetchRequest.entityName, predicate: .and([predicate, ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(chunk.map { .objectID($0) }))))]))
+            let inChunk = ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(chunk.map { .objectID($0) }))))
+            var request = FetchRequest(entityName: fetchRequest.entityName, predicate: fetchRequest.predicate.map { .and([$0, inChunk]) } ?? inChunk)
+            if limit > 0 {
+                request.sortDescriptors = fetchRequest.sortDescriptors
+                request.fetchLimit = limit
+            }
             guard let objects = try? managedObjectContext.fetch(request) else { return nil }
             found.formUnion(objects.map(\.objectID))
         }
@@ -283,8 +292,9 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         objects = keep.map { objects[$0] }
         names = keep.map { names[$0] }
         sortKeys = keep.map { sortKeys[$0] }
-        // Objects merged from another context arrive as faults: the predicate is evaluated for all of them in one
-        // query (chunks of 500 IDs), so only the matching ones are filled, instead of one fault fired per object.
+        // Objects merged from another context arrive as faults: the predicate (and the limit) is evaluated for all
+        // of them in one query (chunks of 500 IDs), so only those that can be shown are filled, instead of one
+        // fault fired per object.
         let faultMatches = matchingFaults(touched.filter { $0.isFaultFlag && !gone.contains($0) })
         var placed: [(ManagedObject, [PropertyValue], String)] = []
         for object in touched where !gone.contains(object) && (faultMatches?.matches(object) ?? matches(object)) {
