@@ -16,7 +16,10 @@ struct DeterminismTests {
         #expect(deterministic(first) == deterministic(second))
         // What the tiny scenario does: 200 seeded rows, then 4 chunks of 50 (half updates) and 3 editor saves
         // (10/s for 300 ms).
-        #expect(deterministic(first) == ["rowsInserted": 300, "rowsUpdated": 100, "rowsDeleted": 0, "saves": 9, "operations": 9, "merges": 6])
+        #expect(deterministic(first) == [
+            "rowsInserted": 300, "rowsUpdated": 100, "rowsDeleted": 0, "saves": 9, "operations": 9, "merges": 6,
+            "objectsRefreshed": 4, "mergeObjectsExamined": 100,
+        ])
         // The CI gate agrees: a baseline made from one run passes the other.
         let baseline = Baseline.make(name: "twice", files: ["tiny.yaml"], overrides: [], results: [first])
         #expect(baseline.compare([second]).filter { $0.contains("counter") } == [])
