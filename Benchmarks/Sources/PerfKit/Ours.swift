@@ -119,14 +119,7 @@ public final class OursStack: @unchecked Sendable {  // immutable after init
         try context.performAndWait {
             var groups = try Self.groups(in: context)
             for start in stride(from: range.lowerBound, to: range.upperBound, by: chunk) {
-                for i in start..<min(start + chunk, range.upperBound) {
-                    let item = try PerfItem.insert(into: context)
-                    item.remoteID = Int64(i)
-                    item.name = Schema.name(i)
-                    item.price = Schema.price(i)
-                    item.createdAt = Schema.date(i)
-                    item.group = groups[Schema.group(i)]
-                }
+                try insertChunk(context, groups, start..<min(start + chunk, range.upperBound))
                 try context.save()
                 if reset {
                     context.reset()

@@ -64,7 +64,8 @@ public struct ObservationResult: Sendable {
     public var mainPerDelivery: Double = 0
 }
 
-private func insertChunk(_ context: ManagedObjectContext, _ groups: [PerfGroup], _ range: Range<Int>) throws {
+/// Inserts items `range` into `context`, each with its values and group, as every import of ours does.
+func insertChunk(_ context: ManagedObjectContext, _ groups: [PerfGroup], _ range: Range<Int>) throws {
     for i in range {
         let item = try PerfItem.insert(into: context)
         item.remoteID = Int64(i)
