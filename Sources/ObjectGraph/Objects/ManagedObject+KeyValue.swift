@@ -73,14 +73,14 @@ extension ManagedObject {
     /// What ``Managed`` reads for a key without boxing: an attribute's stored value with its type, or a to-one's
     /// object; `other` sends the caller to ``value(forKey:)`` (to-manys, transients, nil to-ones, unknown keys,
     /// faults that cannot be fulfilled), which behaves, and traps, as before.
-    public enum _ManagedRead {
+    @usableFromInline enum _ManagedRead {
         case attribute(PropertyValue, AttributeType)
         case toOne(ManagedObject)
         case other
     }
 
     /// The value of `key` as ``value(forKey:)`` finds it (same queue check, same fault firing), unboxed.
-    public func _managedRead(forKey key: String) -> _ManagedRead {
+    @usableFromInline func _managedRead(forKey key: String) -> _ManagedRead {
         guard let ref = ref(key) else { return .other }
         switch ref {
         case .attribute(let slot):
@@ -102,7 +102,7 @@ extension ManagedObject {
     /// ``setValue(_:forKey:)`` would store for the Swift value), with the same queue check, fault firing and
     /// change tracking; false, having done nothing, when the key or the value's form does not fit: the caller
     /// then goes through ``setValue(_:forKey:)``.
-    public func _managedSet(_ value: PropertyValue, forKey key: String) -> Bool {
+    @usableFromInline func _managedSet(_ value: PropertyValue, forKey key: String) -> Bool {
         guard case .attribute(let slot)? = ref(key), let type = entity.slotAttributeTypes[slot] else { return false }
         switch (value, type) {
         case (.double, .double), (.string, .string), (.date, .date), (.bool, .boolean): break
@@ -118,7 +118,7 @@ extension ManagedObject {
 
     /// Sets a to-one relationship to `object` as ``setValue(_:forKey:)`` does (inverse maintenance included);
     /// false, having done nothing, when `key` is not a to-one.
-    public func _managedSetToOne(_ object: ManagedObject, forKey key: String) -> Bool {
+    @usableFromInline func _managedSetToOne(_ object: ManagedObject, forKey key: String) -> Bool {
         guard case .toOne(let slot)? = ref(key) else { return false }
         if let context = managedObjectContext { context.assertOnQueue() }
         do { try setToOne(slot: slot, key: key, target: object) } catch {
