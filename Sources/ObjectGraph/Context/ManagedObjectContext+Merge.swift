@@ -118,7 +118,7 @@ extension ManagedObjectContext {
                 }
                 if ids.contains(id) { result.append(object) }
             }
-            for id in freed { registry[id] = nil }
+            removeFreedEntries(freed)
         } else {
             counters.mergeObjectsExamined += ids.count
             for id in ids {

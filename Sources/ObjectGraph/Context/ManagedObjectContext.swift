@@ -232,12 +232,17 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         // Remove freed entries in place: a registry that only grew (a large fetch) is not rebuilt.
         var freed: [ManagedObjectID] = []
         for (id, entry) in registry where entry.object == nil { freed.append(id) }
+        removeFreedEntries(freed)
+        registrySweepThreshold = max(1024, registry.count * 2)
+    }
+
+    /// Drops registry entries whose objects are gone (found by a sweep or by a merge walking the registry).
+    func removeFreedEntries(_ freed: [ManagedObjectID]) {
         if freed.count > registry.count / 2 {
             registry = registry.filter { $0.value.object != nil }
         } else {
             for id in freed { registry.removeValue(forKey: id) }
         }
-        registrySweepThreshold = max(1024, registry.count * 2)
     }
 
     func register(_ object: ManagedObject) {
@@ -335,16 +340,17 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         // Semantics §5: a change to an inserted object after its insert was announced is announced as an update
         // in the next objects-did-change (so a fetched results controller re-sorts it); it does not join
         // `updatedObjects`.
+        // An insert not yet announced is reported as an insert alone, so an import's setters record nothing more.
         if object.isInsertedFlag {
-            pendingUpdated.insert(object)
+            if !pendingInserted.contains(object) { pendingUpdated.insert(object) }
             return
         }
         if object.hasPersistentChanges {
-            if updatedSet.insert(object).inserted { pendingUpdated.insert(object) } else { pendingUpdated.insert(object) }
+            updatedSet.insert(object)
         } else {
             updatedSet.remove(object)
-            pendingUpdated.insert(object)
         }
+        pendingUpdated.insert(object)
     }
 
     // MARK: Pending changes

@@ -199,10 +199,18 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     private func matchingFaults(_ faults: Set<ManagedObject>) -> FaultMatches? {
         let limit = fetchRequest.fetchLimit
         guard faults.count > 1, fetchRequest.predicate != nil || limit > 0 else { return nil }
-        // In key order, so that each chunk is a run of keys the store can query as a range (the IDs one save
-        // inserted are consecutive), with the same statement text each time.
-        let ids = faults.map(\.objectID).sorted(by: Self.keyOrder)
-        var found = Set<ManagedObjectID>()
+        let ids = faults.map(\.objectID)
+        guard let objects = fetchAmong(ids, limit: limit) else { return nil }
+        return FaultMatches(faults: Set(ids), found: Set(objects.map(\.objectID)), controller: self)
+    }
+
+    /// The objects among `ids` that match the predicate (with `limit`, the first `limit` of each chunk in sort
+    /// order), one query per 500 IDs; nil when a query fails. In key order, so that each chunk is a run of keys
+    /// the store can query as a range (the IDs one save inserted are consecutive), with the same statement text
+    /// each time.
+    private func fetchAmong(_ ids: [ManagedObjectID], limit: Int = 0) -> [ManagedObject]? {
+        let ids = ids.sorted(by: Self.keyOrder)
+        var found: [ManagedObject] = []
         for start in stride(from: 0, to: ids.count, by: 500) {
             let chunk = ids[start..<min(start + 500, ids.count)]
             let inChunk = ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(chunk.map { .objectID($0) }))))
@@ -212,9 +220,9 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                 request.fetchLimit = limit
             }
             guard let objects = try? managedObjectContext.fetch(request) else { return nil }
-            found.formUnion(objects.map(\.objectID))
+            found += objects
         }
-        return FaultMatches(faults: Set(ids), found: found, controller: self)
+        return found
     }
 
     private static func keyOrder(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
@@ -234,20 +242,13 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// Semantics §5 (fixed in iOS 10): updated objects the context had not loaded may now match; one query
     /// over their IDs finds them, and they arrive as inserts.
     private func pickUpNewMatches(_ updated: Set<ManagedObjectID>) {
-        guard includesUnloadedUpdates, let predicate = fetchRequest.predicate, delegate != nil, !needsFetch,
+        guard includesUnloadedUpdates, fetchRequest.predicate != nil, delegate != nil, !needsFetch,
               let current = fetchedObjects else { return }
         let shown = Set(current.map(\.objectID))
         let candidates = updated.filter { $0.entity.name == fetchRequest.entityName && !shown.contains($0) }
         guard !candidates.isEmpty else { return }
-        var newcomers = Set<ManagedObject>()
-        let ids = candidates.sorted(by: Self.keyOrder)
-        for start in stride(from: 0, to: ids.count, by: 500) {
-            let chunk = ids[start..<min(start + 500, ids.count)]
-            var request = FetchRequest(entityName: fetchRequest.entityName, predicate: .and([predicate, ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(chunk.map { .objectID($0) }))))]))
-            request.includesPendingChanges = true
-            guard let found = try? managedObjectContext.fetch(request) else { return }
-            newcomers.formUnion(found)
-        }
+        guard let found = fetchAmong(Array(candidates)) else { return }
+        let newcomers = Set(found)
         guard !newcomers.isEmpty else { return }
         handle(ObjectsDidChangeSynthetic.inserted(newcomers))
     }
