@@ -18,7 +18,12 @@ extension ManagedObjectContext {
         guard hasChanges else { return }
         if let saveRefusal, let error = saveRefusal(self) { throw error }
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
-        for object in insertedSet.union(updatedSet).union(deletedSet) { object.willSave() }
+        // The three change sets are disjoint (an insert never joins the updated set; a delete leaves both), so
+        // each object is called once without building their union; iterated as they were before any willSave.
+        let (inserted, updated, deleted) = (insertedSet, updatedSet, deletedSet)
+        for object in inserted { object.willSave() }
+        for object in updated { object.willSave() }
+        for object in deleted { object.willSave() }
         processPendingChanges()
         try validateChanges()
         if let parent {
@@ -110,26 +115,28 @@ extension ManagedObjectContext {
     /// Collisions on uniqueness constraints among the objects of this save (semantics §1.6, context level).
     private func contextLevelConstraintConflicts() throws -> [ConstraintConflict] {
         var conflicts: [ConstraintConflict] = []
-        let candidates = insertedSet.union(updatedSet).filter { !$0.entity.constraintSlots.isEmpty && !$0.isDeletedFlag }
+        var candidates: [ManagedObject] = []
+        for object in insertedSet where !object.entity.constraintSlots.isEmpty && !object.isDeletedFlag { candidates.append(object) }
+        for object in updatedSet where !object.entity.constraintSlots.isEmpty && !object.isDeletedFlag { candidates.append(object) }
         guard candidates.count > 1 else { return [] }
-        let byEntity = Dictionary(grouping: candidates, by: { ObjectIdentifier($0.entity) })
-        for group in byEntity.values where group.count > 1 {
+        let entities = candidates[0].entity
+        let groups = candidates.allSatisfy({ $0.entity === entities })
+            ? [candidates] : Array(Dictionary(grouping: candidates, by: { ObjectIdentifier($0.entity) }).values)
+        for group in groups where group.count > 1 {
             let entity = group[0].entity
             for (n, slots) in entity.constraintSlots.enumerated() {
-                // The first object per key, and the keys held by more than one (no array per object).
-                var first: [[PropertyValue]: ManagedObject] = [:]
-                first.reserveCapacity(group.count)
-                var seen: [[PropertyValue]: [ManagedObject]] = [:]
-                for object in group {
-                    let key = slots.map { object.values[$0] }
-                    if key.contains(where: \.isNull) { continue }
-                    if let earlier = first[key] {
-                        seen[key, default: [earlier]].append(object)
-                    } else {
-                        first[key] = object
-                    }
-                }
-                for (key, objects) in seen where objects.count > 1 {
+                // The keys held by more than one object. A one-attribute constraint (the usual unique ID) is
+                // keyed by the value itself: no array per object.
+                let seen = slots.count == 1
+                    ? Self.collisions(group) { object -> [PropertyValue]? in
+                        let value = object.values[slots[0]]
+                        return value.isNull ? nil : [value]
+                    } keyedBy: { $0[0] }
+                    : Self.collisions(group) { object -> [PropertyValue]? in
+                        let key = slots.map { object.values[$0] }
+                        return key.contains(where: \.isNull) ? nil : key
+                    } keyedBy: { $0 }
+                for (key, objects) in seen {
                     var values: [String: Any] = [:]
                     for (name, value) in zip(entity.uniquenessConstraints[n], key) { values[name] = value.anyValue(for: entity.attribute(named: name)?.type) }
                     conflicts.append(ConstraintConflict(
@@ -139,6 +146,26 @@ extension ManagedObjectContext {
             }
         }
         return conflicts
+    }
+
+    /// The objects of `group` that share a key with an earlier one, by key (each list starts with the first
+    /// holder); objects without a key (a null in it) never collide.
+    private static func collisions<Key: Hashable>(
+        _ group: [ManagedObject], key: (ManagedObject) -> [PropertyValue]?, keyedBy hashKey: ([PropertyValue]) -> Key
+    ) -> [(key: [PropertyValue], objects: [ManagedObject])] {
+        var first: [Key: ManagedObject] = [:]
+        first.reserveCapacity(group.count)
+        var seen: [Key: (key: [PropertyValue], objects: [ManagedObject])] = [:]
+        for object in group {
+            guard let values = key(object) else { continue }
+            let k = hashKey(values)
+            if let earlier = first[k] {
+                seen[k, default: (values, [earlier])].objects.append(object)
+            } else {
+                first[k] = object
+            }
+        }
+        return Array(seen.values)
     }
 
     func buildSaveRequest() -> SaveRequest {
@@ -165,7 +192,7 @@ extension ManagedObjectContext {
             request.locked.append((object.objectID, object.snapshotVersion))
         }
         // Many-to-many rows, written once from the side that owns the join table.
-        for object in insertedSet.union(updatedSet) where !object.isDeletedFlag {
+        for object in [insertedSet, updatedSet].joined() where !object.isDeletedFlag && !object.toMany.isEmpty {
             for (index, state) in object.toMany.enumerated() {
                 guard let state, state.isChanged else { continue }
                 let relationship = object.entity.toManyRelationships[index]
@@ -186,9 +213,9 @@ extension ManagedObjectContext {
     /// After the store committed: permanent IDs, new snapshots, unregistered deletes, `didSave`, notifications
     /// (semantics §2.1 step 7).
     private func didCommit(_ request: SaveRequest, newIDs: [ManagedObjectID: ManagedObjectID], coordinator: PersistentStoreCoordinator, historyToken: PersistentHistoryToken?) {
-        let inserted = insertedSet.filter { !$0.isDeletedFlag }
-        let updated = updatedSet.filter { !$0.isDeletedFlag && !$0.isInsertedFlag }
-        let deleted = deletedSet.filter { !$0.isInsertedFlag }
+        let inserted = Self.keeping(insertedSet) { !$0.isDeletedFlag }
+        let updated = Self.keeping(updatedSet) { !$0.isDeletedFlag && !$0.isInsertedFlag }
+        let deleted = Self.keeping(deletedSet) { !$0.isInsertedFlag }
         remapIDs(newIDs)
         for object in inserted {
             // The coordinator installed the new row with one reference for this object.
@@ -218,8 +245,16 @@ extension ManagedObjectContext {
         deletedSet = []
         lockedObjects = []
         counters.saves += 1
-        for object in inserted.union(updated).union(deleted) { object.didSave() }
+        for object in inserted { object.didSave() }
+        for object in updated { object.didSave() }
+        for object in deleted { object.didSave() }
         postDidSave(inserted: inserted, updated: updated, deleted: deleted, historyToken: historyToken)
+    }
+
+    /// `set.filter(isIncluded)`, but the set itself when every member is kept (the usual case: a save's
+    /// change sets rarely hold objects to leave out), so no set is rehashed.
+    static func keeping(_ set: Set<ManagedObject>, _ isIncluded: (ManagedObject) -> Bool) -> Set<ManagedObject> {
+        set.allSatisfy(isIncluded) ? set : set.filter(isIncluded)
     }
 
     private func settleToManys(_ object: ManagedObject) {
@@ -253,7 +288,7 @@ extension ManagedObjectContext {
         updatedSet.remove(object)
         object.isInsertedFlag = true
         object.original = nil
-        object.changedSlots = Set(object.values.indices)
+        object.changedSlots = SlotSet(object.values.indices)
         for i in object.toMany.indices {
             if var state = object.toMany[i] {
                 state.original = []
@@ -267,14 +302,14 @@ extension ManagedObjectContext {
 
     /// Semantics §2.2: the child's changes become the parent's own pending inserts, updates and deletes.
     private func pushToParent(_ parent: ManagedObjectContext) throws {
-        let inserted = insertedSet.filter { !$0.isDeletedFlag }
-        let updated = updatedSet.filter { !$0.isDeletedFlag && !$0.isInsertedFlag }
-        let deleted = deletedSet.filter { !$0.isInsertedFlag }
+        let inserted = Self.keeping(insertedSet) { !$0.isDeletedFlag }
+        let updated = Self.keeping(updatedSet) { !$0.isDeletedFlag && !$0.isInsertedFlag }
+        let deleted = Self.keeping(deletedSet) { !$0.isInsertedFlag }
         struct Change {
             var id: ManagedObjectID
             var original: RowSnapshot?
             var values: [PropertyValue]
-            var changedSlots: Set<Int>
+            var changedSlots: SlotSet
             var toMany: [Set<ManagedObjectID>?]
             var transients: [PropertyValue]
         }
@@ -298,10 +333,11 @@ extension ManagedObjectContext {
                     parent.register(object)
                     parent.insertedSet.insert(object)
                     parent.pendingInserted.insert(object)
+                    object.isInsertPending = true
                     object.awakeFromInsert()
                 }
                 object.values = c.values
-                object.changedSlots = Set(c.values.indices.filter { !c.values[$0].isNull })
+                object.changedSlots = SlotSet(c.values.indices.filter { !c.values[$0].isNull })
                 object.transients = c.transients
                 for (i, ids) in c.toMany.enumerated() { if let ids { object.toMany[i] = .init(current: ids, original: []) } }
             }
@@ -330,7 +366,7 @@ extension ManagedObjectContext {
             parent.processPendingChanges()
             parent.childPushHook?()
         }
-        for object in inserted.union(updated) {
+        for object in [inserted, updated].joined() {
             object.isInsertedFlag = false
             object.original = RowSnapshot(values: object.values, version: object.snapshotVersion)
             object.changedSlots = []
@@ -349,7 +385,9 @@ extension ManagedObjectContext {
         updatedSet = []
         deletedSet = []
         counters.saves += 1
-        for object in inserted.union(updated).union(deleted) { object.didSave() }
+        for object in inserted { object.didSave() }
+        for object in updated { object.didSave() }
+        for object in deleted { object.didSave() }
         postDidSave(inserted: inserted, updated: updated, deleted: deleted)
     }
 }

@@ -301,6 +301,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         register(object)
         insertedSet.insert(object)
         pendingInserted.insert(object)
+        object.isInsertPending = true
         object.awakeFromInsert()
     }
 
@@ -328,6 +329,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         if object.isInsertedFlag {
             insertedSet.remove(object)
             pendingInserted.remove(object)
+            object.isInsertPending = false
         }
         updatedSet.remove(object)
         deletedSet.insert(object)
@@ -342,7 +344,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         // `updatedObjects`.
         // An insert not yet announced is reported as an insert alone, so an import's setters record nothing more.
         if object.isInsertedFlag {
-            if !pendingInserted.contains(object) { pendingUpdated.insert(object) }
+            if !object.isInsertPending { pendingUpdated.insert(object) }
             return
         }
         if object.hasPersistentChanges {
@@ -364,6 +366,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         pendingInserted = []
         pendingUpdated = []
         pendingDeleted = []
+        for object in inserted { object.isInsertPending = false }
         postObjectsDidChange(inserted: inserted, updated: updated, deleted: deleted)
         for object in updated { object.eventChangedSlots = [] }
     }
@@ -549,6 +552,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         insertedSet = []
         updatedSet = []
         deletedSet = []
+        for object in pendingInserted { object.isInsertPending = false }
         pendingInserted = []
         pendingUpdated = []
         pendingDeleted = []
@@ -579,6 +583,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         insertedSet = []
         updatedSet = []
         deletedSet = []
+        for object in pendingInserted { object.isInsertPending = false }
         pendingInserted = []
         pendingUpdated = []
         pendingDeleted = []
@@ -614,7 +619,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             if retainsRegisteredObjects { strongRegistered[new] = object }
         }
         // Only objects with changes can point at a new object (pointing at it changed them).
-        for object in insertedSet.union(updatedSet).union(deletedSet) {
+        for object in [insertedSet, updatedSet, deletedSet].joined() {
             for i in object.values.indices {
                 // Only temporary IDs are remapped: permanent ones need no lookup.
                 if case .objectID(let id) = object.values[i], id.isTemporaryID, let n = mapping[id] { object.values[i] = .objectID(n) }

@@ -146,7 +146,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {  // immut
             // Semantics §1.4: the whole in-memory object is written over the row at the new version.
             try object.materialize()
             object.original = RowSnapshot(values: external, version: newVersion)
-            object.changedSlots = Set(object.values.indices)
+            object.changedSlots = SlotSet(object.values.indices)
             // To-manys: this context's additions and removals laid over the stored set, so the join rows
             // written and the context's sets agree with the store afterwards.
             try mergeToManys(object, context: context, localWins: true)
@@ -161,7 +161,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {  // immut
                 if type == .mergeByPropertyStoreTrump || !locallyChanged { object.values[slot] = external[slot] }
             }
             object.original = RowSnapshot(values: external, version: newVersion)
-            object.changedSlots = Set(object.values.indices.filter { !object.values[$0].epsilonEquals(external[$0]) })
+            object.changedSlots = SlotSet(object.values.indices.filter { !object.values[$0].epsilonEquals(external[$0]) })
             try mergeToManys(object, context: context, localWins: type == .mergeByPropertyObjectTrump)
             context.noteChange(object)
         }

@@ -14,28 +14,30 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// Sets of attribute names whose combined values must be unique across the entity (semantics §1.6).
     public let uniquenessConstraints: [[String]]
     /// The class instantiated for this entity's objects.
-    public internal(set) var managedObjectClass: ManagedObject.Type
+    @exclusivity(unchecked) public internal(set) var managedObjectClass: ManagedObject.Type
 
     /// The model this entity belongs to, set when the model seals it.
     public internal(set) weak var model: ManagedObjectModel?
     /// Core Data's `Z_ENT`: the entity's number in the store.
-    public internal(set) var entityNumber: Int = 0
+    @exclusivity(unchecked) public internal(set) var entityNumber: Int = 0
 
     // MARK: Layout resolved by the model
+    // Written once while the model seals the entity, then only read (from any thread): no run-time exclusivity
+    // checks on these per-object reads.
     /// Persistent slots: stored attributes first, then to-one relationships. Snapshots are arrays in this order.
-    private(set) var slots: [Slot] = []
+    @exclusivity(unchecked) private(set) var slots: [Slot] = []
     /// The store column of each slot (`Z` + the upper-cased name), computed once with the layout.
-    private(set) var columnNames: [String] = []
-    private(set) var transientAttributes: [AttributeDescription] = []
-    private(set) var toManyRelationships: [RelationshipDescription] = []
-    private(set) var propertiesByName: [String: PropertyRef] = [:]
+    @exclusivity(unchecked) private(set) var columnNames: [String] = []
+    @exclusivity(unchecked) private(set) var transientAttributes: [AttributeDescription] = []
+    @exclusivity(unchecked) private(set) var toManyRelationships: [RelationshipDescription] = []
+    @exclusivity(unchecked) private(set) var propertiesByName: [String: PropertyRef] = [:]
     /// The attribute type of each slot (nil for a to-one), so hot paths need not copy the slot's description.
-    private(set) var slotAttributeTypes: [AttributeType?] = []
+    @exclusivity(unchecked) private(set) var slotAttributeTypes: [AttributeType?] = []
     /// The properties in declaration order, for ``propertyRef(_:)``: with few properties a scan comparing
     /// names (most are small strings, compared as two words) beats hashing the key.
-    private var propertyList: [(name: String, ref: PropertyRef)] = []
+    @exclusivity(unchecked) private var propertyList: [(name: String, ref: PropertyRef)] = []
     /// The destination entity of each to-one slot (nil for an attribute), resolved with the relationships.
-    private(set) var slotDestinations: [EntityDescription?] = []
+    @exclusivity(unchecked) private(set) var slotDestinations: [EntityDescription?] = []
 
     /// The property named `key` (``propertiesByName`` without hashing the key for small entities).
     @inline(__always)
@@ -47,9 +49,27 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         return propertiesByName[key]
     }
     /// Destination entity and the inverse's property for every relationship, by relationship name.
-    private(set) var relationshipTargets: [String: (entity: EntityDescription, inverse: PropertyRef)] = [:]
+    @exclusivity(unchecked) private(set) var relationshipTargets: [String: (entity: EntityDescription, inverse: PropertyRef)] = [:]
+    /// What a newly inserted object starts with: the defaults, the slots they set, empty to-manys and the
+    /// transients' defaults (computed once, copied per insert).
+    @exclusivity(unchecked) private(set) var insertTemplate = InsertTemplate()
+    /// Slots whose attribute or to-one has a constraint to validate (optionality, ranges, lengths), and to-many
+    /// indexes with a count rule: validation of an object looks only at these.
+    @exclusivity(unchecked) private(set) var constrainedSlots: [Int] = []
+    @exclusivity(unchecked) private(set) var constrainedToManys: [Int] = []
+    /// For each to-many index, whether its inverse is a to-one (a one-to-many: the destinations hold the
+    /// foreign key); for each to-one slot, the inverse property on the destination.
+    @exclusivity(unchecked) private(set) var toManyInverseIsToOne: [Bool] = []
+    @exclusivity(unchecked) private(set) var slotInverses: [PropertyRef?] = []
     /// Per uniqueness constraint, the slot indices of its attributes.
-    private(set) var constraintSlots: [[Int]] = []
+    @exclusivity(unchecked) private(set) var constraintSlots: [[Int]] = []
+
+    package struct InsertTemplate {
+        var values: [PropertyValue] = []
+        var changedSlots = SlotSet()
+        var toMany: [ManagedObject.ToManyState?] = []
+        var transients: [PropertyValue] = []
+    }
 
     /// A persistent slot of a snapshot.
     package enum Slot: Sendable {
@@ -109,7 +129,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     // MARK: Store naming (Core Data's SQLite layout)
     /// `Z<ENTITY>`.
     package var tableName: String { storedTableName.isEmpty ? "Z" + name.uppercased() : storedTableName }
-    private var storedTableName = ""
+    @exclusivity(unchecked) private var storedTableName = ""
     package func columnName(forSlot slot: Int) -> String { columnNames[slot] }
     package var slotCount: Int { slots.count }
 
@@ -197,6 +217,24 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.slotAttributeTypes = slots.map { if case .attribute(let a) = $0 { return a.type } else { return nil } }
         self.propertyList = (attributes.map(\.name) + relationships.map(\.name)).compactMap { name in byName[name].map { (name, $0) } }
         self.constraintSlots = constraintSlots
+        let insertValues = slots.map { slot -> PropertyValue in
+            if case .attribute(let a) = slot { return a.defaultValue.converted(to: a.type) ?? .null }
+            return .null
+        }
+        self.insertTemplate = InsertTemplate(
+            values: insertValues,
+            changedSlots: SlotSet(insertValues.indices.filter { !insertValues[$0].isNull }),
+            toMany: toMany.map { _ in ManagedObject.ToManyState(current: [], original: []) },
+            transients: transients.map { $0.defaultValue.converted(to: $0.type) ?? .null })
+        self.constrainedSlots = slots.indices.filter { index in
+            switch slots[index] {
+            case .attribute(let a):
+                return !a.isOptional || a.minValue != nil || a.maxValue != nil || a.minLength != nil || a.maxLength != nil
+            case .toOne(let r):
+                return !r.isOptional
+            }
+        }
+        self.constrainedToManys = toMany.indices.filter { toMany[$0].minCount > 0 || toMany[$0].maxCount > 0 || !toMany[$0].isOptional }
     }
 
     func resolveRelationships(in model: ManagedObjectModel) throws {
@@ -218,6 +256,10 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             targets[relationship.name] = (destination, inverseRef)
         }
         relationshipTargets = targets
+        toManyInverseIsToOne = toManyRelationships.map { r in
+            if case .toOne? = targets[r.name]?.inverse { return true } else { return false }
+        }
+        slotInverses = slots.map { if case .toOne(let r) = $0 { return targets[r.name]?.inverse } else { return nil } }
         slotDestinations = slots.map { if case .toOne(let r) = $0 { return targets[r.name]?.entity } else { return nil } }
     }
 }

@@ -115,11 +115,13 @@ public struct Managed<Value> {
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Owner, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Owner, Self>
     ) -> Value {
-        get {
+        // Inlined into the property's accessor, where the storage key path is a literal: the projection folds
+        // into a stored-property read instead of a run-time key-path walk (≈ 500 instructions per access).
+        @inline(__always) get {
             let key = object[keyPath: storageKeyPath].key
             return ManagedValueBridge<Value>.read(object, key)
         }
-        set {
+        @inline(__always) set {
             let key = object[keyPath: storageKeyPath].key
             ManagedValueBridge<Value>.write(object, key, newValue)
         }

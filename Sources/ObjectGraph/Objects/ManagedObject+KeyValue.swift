@@ -224,7 +224,7 @@ extension ManagedObject {
     package func setSlot(_ slot: Int, _ value: PropertyValue) {
         if values[slot] == value { return }
         values[slot] = value
-        heldObjects?[slot] = nil
+        if heldObjects != nil { heldObjects![slot] = nil }
         eventChangedSlots.insert(slot)
         if isInsertedFlag {
             changedSlots.insert(slot)
@@ -269,7 +269,7 @@ extension ManagedObject {
         try materialize()
         let oldID: ManagedObjectID? = { if case .objectID(let id) = values[slot] { return id } else { return nil } }()
         if oldID == target?.objectID { return }
-        guard let (_, inverse) = entity.relationshipTargets[key], let context = managedObjectContext else {
+        guard let inverse = entity.slotInverses[slot], let context = managedObjectContext else {
             setSlot(slot, target.map { .objectID($0.objectID) } ?? .null)
             return
         }
@@ -364,18 +364,17 @@ extension ManagedObject {
     /// to a coordinator: a child's save pushes loaded relationships to its parent.
     private func notePendingInverse(_ index: Int, _ id: ManagedObjectID, added: Bool) -> Bool {
         guard toMany[index] == nil, !objectID.isTemporaryID, let context = managedObjectContext, context.parent == nil,
-              let (_, inverse) = entity.relationshipTargets[entity.toManyRelationships[index].name], case .toOne = inverse else { return false }
-        var pending = pendingToMany?[index] ?? ([], [])
-        if added {
-            pending.removed.remove(id)
-            pending.added.insert(id)
-        } else {
-            pending.added.remove(id)
-            pending.removed.insert(id)
-        }
+              entity.toManyInverseIsToOne[index] else { return false }
         if pendingToMany == nil { pendingToMany = [:] }
-        pendingToMany![index] = pending
-        heldObjects?[Self.heldToManyOffset + index] = nil
+        // Changed in place (the sets stay uniquely referenced, so no copy per change).
+        if added {
+            pendingToMany![index, default: ([], [])].removed.remove(id)
+            pendingToMany![index, default: ([], [])].added.insert(id)
+        } else {
+            pendingToMany![index, default: ([], [])].added.remove(id)
+            pendingToMany![index, default: ([], [])].removed.insert(id)
+        }
+        if heldObjects != nil { heldObjects![Self.heldToManyOffset + index] = nil }
         context.noteChange(self)
         return true
     }

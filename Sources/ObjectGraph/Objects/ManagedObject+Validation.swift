@@ -9,9 +9,10 @@ extension ManagedObject {
         func fail(_ code: ObjectGraphError.Code, _ property: String, _ message: String) {
             errors.append(ObjectGraphError(code, message, entity: entity.name, objectID: objectID, property: property))
         }
-        for (slot, s) in entity.slots.enumerated() {
+        // Only the slots with a rule: an optional attribute without ranges or lengths accepts every value.
+        for slot in entity.constrainedSlots {
             let value = values[slot]
-            switch s {
+            switch entity.slots[slot] {
             case .attribute(let a):
                 if value.isNull {
                     if !a.isOptional { fail(.missingMandatoryProperty, a.name, "\(a.name) is a required value") }
@@ -36,7 +37,8 @@ extension ManagedObject {
                 if value.isNull, !r.isOptional { fail(.missingMandatoryProperty, r.name, "\(r.name) is a required relationship") }
             }
         }
-        for (index, r) in entity.toManyRelationships.enumerated() where r.minCount > 0 || r.maxCount > 0 || !r.isOptional {
+        for index in entity.constrainedToManys {
+            let r = entity.toManyRelationships[index]
             let count = try relatedIDs(index).count
             if !r.isOptional, count == 0 { fail(.missingMandatoryProperty, r.name, "\(r.name) is a required relationship") }
             if r.minCount > 0, count < r.minCount { fail(.relationshipLacksMinimumCount, r.name, "\(r.name) has \(count) objects, fewer than \(r.minCount)") }

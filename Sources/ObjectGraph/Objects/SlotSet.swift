@@ -1,0 +1,79 @@
+/// A set of slot indices kept as bits: the changed slots of an object (semantics §1.5 `locallyChanged`) and the
+/// slots changed since the last objects-did-change. Every attribute set records its slot here, so an insert or
+/// membership test is a bit operation instead of a hashed `Set<Int>` insert (two per attribute set during an
+/// import). Slots 0–63 live in one word; larger entities spill into an array of words. Iterates in ascending
+/// slot order.
+struct SlotSet: Sequence, Equatable, ExpressibleByArrayLiteral {
+    private var low: UInt64 = 0
+    private var high: [UInt64] = []
+
+    init() {}
+
+    init(arrayLiteral slots: Int...) { self.init(slots) }
+
+    init<S: Sequence>(_ slots: S) where S.Element == Int {
+        for slot in slots { insert(slot) }
+    }
+
+    var isEmpty: Bool { low == 0 && high.allSatisfy { $0 == 0 } }
+
+    var count: Int { high.reduce(low.nonzeroBitCount) { $0 + $1.nonzeroBitCount } }
+
+    func contains(_ slot: Int) -> Bool {
+        if slot < 64 { return low & (1 << UInt64(slot)) != 0 }
+        let word = slot / 64 - 1
+        return word < high.count && high[word] & (1 << UInt64(slot % 64)) != 0
+    }
+
+    mutating func insert(_ slot: Int) {
+        if slot < 64 {
+            low |= 1 << UInt64(slot)
+            return
+        }
+        let word = slot / 64 - 1
+        if word >= high.count { high.append(contentsOf: repeatElement(0, count: word - high.count + 1)) }
+        high[word] |= 1 << UInt64(slot % 64)
+    }
+
+    mutating func remove(_ slot: Int) {
+        if slot < 64 {
+            low &= ~(1 << UInt64(slot))
+            return
+        }
+        let word = slot / 64 - 1
+        if word < high.count { high[word] &= ~(1 << UInt64(slot % 64)) }
+    }
+
+    static func == (lhs: SlotSet, rhs: SlotSet) -> Bool {
+        guard lhs.low == rhs.low else { return false }
+        let n = Swift.max(lhs.high.count, rhs.high.count)
+        for i in 0..<n where (i < lhs.high.count ? lhs.high[i] : 0) != (i < rhs.high.count ? rhs.high[i] : 0) { return false }
+        return true
+    }
+
+    struct Iterator: IteratorProtocol {
+        private let set: SlotSet
+        private var word = -1  // -1: the low word
+        private var bits: UInt64
+
+        fileprivate init(_ set: SlotSet) {
+            self.set = set
+            bits = set.low
+        }
+
+        mutating func next() -> Int? {
+            while bits == 0 {
+                word += 1
+                guard word < set.high.count else { return nil }
+                bits = set.high[word]
+            }
+            let bit = bits.trailingZeroBitCount
+            bits &= bits - 1
+            return (word + 1) * 64 + bit
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(self) }
+
+    var underestimatedCount: Int { count }
+}
