@@ -81,7 +81,7 @@ extension ManagedObjectContext {
                 // The row is gone; mark it deleted without firing the fault.
                 object.isDeletedFlag = true
                 object.deletePropagated = true
-                updatedSet.remove(object)
+                unmarkUpdated(object)
                 deletedSet.insert(object)
             } else {
                 delete(object)
@@ -93,8 +93,10 @@ extension ManagedObjectContext {
         // Changes made by the merge are announced here, once.
         let cascaded = pendingDeleted.subtracting(deleted)
         pendingDeleted.subtract(deleted)
-        let pendingUpdates = pendingUpdated.subtracting(refreshed)
-        pendingUpdated = pendingUpdates
+        for object in refreshed where object.isUpdatePending {
+            pendingUpdated.remove(object)
+            object.isUpdatePending = false
+        }
         postObjectsDidChange(inserted: inserted, updated: [], deleted: deleted.union(cascaded), refreshed: refreshed)
         pendingDeleted.subtract(cascaded)
         let mergedIDs = ContextObjectIDChanges(

@@ -240,8 +240,8 @@ extension ManagedObjectContext {
                 object.cacheReference = nil
             }
         }
-        insertedSet = []
-        updatedSet = []
+        insertedSet.removeAll(keepingCapacity: insertedSet.count <= Self.keptSetCapacity)
+        clearUpdated()
         deletedSet = []
         lockedObjects = []
         counters.saves += 1
@@ -285,7 +285,7 @@ extension ManagedObjectContext {
 
     /// Re-inserts an object whose row was deleted elsewhere, keeping its ID (Overwrite, semantics §1.4).
     func forceInsertion(_ object: ManagedObject) {
-        updatedSet.remove(object)
+        unmarkUpdated(object)
         object.isInsertedFlag = true
         object.original = nil
         object.changedSlots = SlotSet(object.values.indices)
@@ -382,7 +382,7 @@ extension ManagedObjectContext {
             }
         }
         insertedSet = []
-        updatedSet = []
+        clearUpdated()
         deletedSet = []
         counters.saves += 1
         for object in inserted { object.didSave() }

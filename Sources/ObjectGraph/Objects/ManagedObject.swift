@@ -38,6 +38,9 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// Whether the context's next objects-did-change announces this object's insert (it is in the context's
     /// pending inserts); a change to it then records nothing more (no hashed membership test per setter).
     @exclusivity(unchecked) var isInsertPending = false
+    /// Whether the object is in its context's updated set, and in its pending updates (see `markUpdated`).
+    @exclusivity(unchecked) var isInUpdatedSet = false
+    @exclusivity(unchecked) var isUpdatePending = false
     /// Current values of the persistent slots (attributes, then to-ones); empty while a fault.
     @exclusivity(unchecked) var values: [PropertyValue] = []
     /// The committed snapshot (semantics §0): values and the version (`Z_OPT`) they were loaded at.
@@ -194,6 +197,8 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     // MARK: Identity
     public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    // The change sets hash objects on every insert and membership test: the one-word hash, no `Hasher` run.
+    public func _rawHashValue(seed: Int) -> Int { UInt(bitPattern: ObjectIdentifier(self))._rawHashValue(seed: seed) }
 }
 
 extension ManagedObject: CustomStringConvertible {

@@ -49,9 +49,17 @@ public struct ManagedObjectID: Hashable, Sendable {
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(key)
-        hasher.combine(storeNumber)
+        hasher.combine(hashWord)
     }
+
+    // IDs are hashed on every registry lookup, set insert and row-cache access: one word through the standard
+    // library's one-word hash (as `Int` does) instead of a full `Hasher` run over two fields.
+    public func _rawHashValue(seed: Int) -> Int {
+        hashWord._rawHashValue(seed: seed)
+    }
+
+    /// The key and the store in one word (equal IDs give equal words; the entity is left to `==`).
+    private var hashWord: UInt64 { UInt64(bitPattern: key) ^ (UInt64(storeNumber) << 44) }
 }
 
 extension ManagedObjectID: CustomStringConvertible {
