@@ -145,20 +145,34 @@ extension PersistentStoreCoordinator {
 
         let (outcome, token) = try withStore { store in (try store.save(request), store.lastHistoryToken) }
         switch outcome {
-        case .committed(let newIDs):
+        case .committed(let newIDs, let insertIDs):
+            // Values keep their array (no copy) unless they refer to an object this save gave a permanent ID;
+            // only temporary IDs can be keys of `newIDs`, so permanent references are never looked up.
             func remap(_ values: [PropertyValue]) -> [PropertyValue] {
-                guard !newIDs.isEmpty else { return values }
+                guard !newIDs.isEmpty, values.contains(where: { if case .objectID(let id) = $0 { id.isTemporaryID } else { false } }) else {
+                    return values
+                }
                 return values.map { v in
-                    if case .objectID(let id) = v, let n = newIDs[id] { return .objectID(n) }
+                    if case .objectID(let id) = v, id.isTemporaryID, let n = newIDs[id] { return .objectID(n) }
                     return v
                 }
             }
-            var installs: [(ManagedObjectID, RowSnapshot)] = []
-            installs.reserveCapacity(request.updates.count)
-            for u in request.updates { installs.append((u.id, RowSnapshot(values: remap(u.values), version: u.oldVersion + 1))) }
-            rowCache.install(installs, retain: false)
-            rowCache.install(request.inserts.map { (newIDs[$0.id] ?? $0.id, RowSnapshot(values: remap($0.values), version: 1)) }, retain: true)
-            rowCache.markDeleted(request.deletes.map(\.id))
+            if !request.updates.isEmpty {
+                var installs: [(ManagedObjectID, RowSnapshot)] = []
+                installs.reserveCapacity(request.updates.count)
+                for u in request.updates { installs.append((u.id, RowSnapshot(values: remap(u.values), version: u.oldVersion + 1))) }
+                rowCache.install(installs, retain: false)
+            }
+            if !request.inserts.isEmpty {
+                var installs: [(ManagedObjectID, RowSnapshot)] = []
+                installs.reserveCapacity(request.inserts.count)
+                for (n, insert) in request.inserts.enumerated() {
+                    let id = n < insertIDs.count ? insertIDs[n] : (newIDs[insert.id] ?? insert.id)
+                    installs.append((id, RowSnapshot(values: remap(insert.values), version: 1)))
+                }
+                rowCache.install(installs, retain: true)
+            }
+            if !request.deletes.isEmpty { rowCache.markDeleted(request.deletes.map(\.id)) }
             count {
                 $0.saves += 1
                 $0.rowsInserted += request.inserts.count

@@ -56,39 +56,60 @@ final class RowCache: Sendable {
         entries.withLock { $0[id, default: Entry()].references += 1 }
     }
 
-    func release(_ id: ManagedObjectID) {
+    /// One reference more for each of `ids` (an ID listed twice gains two), under one lock: for a context that
+    /// hands references to many objects at once.
+    func retain<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
         entries.withLock { table in
-            guard var entry = table[id] else { return }
-            entry.references -= 1
-            table[id] = entry.references > 0 ? entry : nil
+            for id in ids { table[id, default: Entry()].references += 1 }
         }
+    }
+
+    func release(_ id: ManagedObjectID) {
+        entries.withLock { Self.release(id, in: &$0) }
     }
 
     func release<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
         entries.withLock { table in
-            for id in ids {
-                guard var entry = table[id] else { continue }
-                entry.references -= 1
-                table[id] = entry.references > 0 ? entry : nil
-            }
+            for id in ids { Self.release(id, in: &table) }
+        }
+    }
+
+    /// One reference less; the entry goes with its last reference. One hash lookup for both.
+    private static func release(_ id: ManagedObjectID, in table: inout [ManagedObjectID: Entry]) {
+        guard let i = table.index(forKey: id) else { return }
+        if table.values[i].references > 1 {
+            table.values[i].references -= 1
+        } else {
+            table.remove(at: i)
         }
     }
 
     /// Stores fresh rows. With `retain`, each row gains one reference that the caller hands to an object or
     /// gives back with ``release(_:)``; without, rows nobody uses are not kept.
     func install(_ rows: [(ManagedObjectID, RowSnapshot)], retain: Bool) {
+        guard !rows.isEmpty else { return }
         let now = Self.now()
         entries.withLock { table in
-            for (id, row) in rows {
-                var entry = table[id] ?? Entry()
-                if retain { entry.references += 1 }
-                guard entry.references > 0 else { continue }
-                entry.row = row
-                entry.deleted = false
-                entry.timestamp = now
-                table[id] = entry
+            if retain {
+                table.reserveCapacity(table.count + rows.count)
+                for (id, row) in rows {
+                    // One hash lookup per row: the entry is created or updated in place.
+                    Self.store(row, now: now, in: &table[id, default: Entry()], retaining: true)
+                }
+            } else {
+                for (id, row) in rows {
+                    guard let i = table.index(forKey: id), table.values[i].references > 0 else { continue }
+                    Self.store(row, now: now, in: &table.values[i], retaining: false)
+                }
             }
         }
+    }
+
+    private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, retaining: Bool) {
+        if retaining { entry.references += 1 }
+        entry.row = row
+        entry.deleted = false
+        entry.timestamp = now
     }
 
     func markDeleted<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {

@@ -104,7 +104,9 @@ package struct StoreConstraintViolation {
 }
 
 package enum StoreSaveOutcome {
-    case committed(newIDs: [ManagedObjectID: ManagedObjectID])
+    /// `newIDs`: the permanent ID of each temporary one; `insertIDs`: the ID each of the request's inserts was
+    /// written under, in the request's order (empty when nothing was written).
+    case committed(newIDs: [ManagedObjectID: ManagedObjectID], insertIDs: [ManagedObjectID])
     case versionConflicts([StoreVersionConflict])
     case constraintViolations([StoreConstraintViolation])
 }

@@ -88,7 +88,7 @@ final class InMemoryStore: PersistentStore {
             if row?.version != l.version { conflicts.append(StoreVersionConflict(id: l.id, expectedVersion: l.version, databaseRow: row)) }
         }
         if !conflicts.isEmpty { return .versionConflicts(conflicts) }
-        if request.checkVersionsOnly { return .committed(newIDs: [:]) }
+        if request.checkVersionsOnly { return .committed(newIDs: [:], insertIDs: []) }
 
         var keys = maxKey
         var newIDs: [ManagedObjectID: ManagedObjectID] = [:]
@@ -152,6 +152,6 @@ final class InMemoryStore: PersistentStore {
         tables = next
         maxKey = keys
         joins = nextJoins
-        return .committed(newIDs: newIDs)
+        return .committed(newIDs: newIDs, insertIDs: request.inserts.map { newIDs[$0.id] ?? $0.id })
     }
 }

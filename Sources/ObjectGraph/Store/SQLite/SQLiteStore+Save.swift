@@ -34,35 +34,62 @@ extension SQLiteStore {
     }
 
     private func write(_ request: SaveRequest) throws -> StoreSaveOutcome {
-        // Permanent IDs from Z_PRIMARYKEY.Z_MAX (semantics §2.1 step 4).
-        var newIDs: [ManagedObjectID: ManagedObjectID] = [:]
-        var byEntity: [ObjectIdentifier: (EntityDescription, Int)] = [:]
-        for insert in request.inserts where insert.id.isTemporaryID { byEntity[ObjectIdentifier(insert.id.entity), default: (insert.id.entity, 0)].1 += 1 }
-        var nextKey: [ObjectIdentifier: Int64] = [:]
-        for (key, (entity, n)) in byEntity {
+        // Permanent IDs from Z_PRIMARYKEY.Z_MAX (semantics §2.1 step 4). `insertIDs[i]` is the ID
+        // `request.inserts[i]` is written under, so the insert loop and the coordinator need no lookup per row;
+        // `newIDs` (temporary → permanent) is kept for the context's remapping and for resolving references.
+        // Inserts come grouped by entity, so the per-entity counters are found through the last one used.
+        var keyRanges: [(entity: EntityDescription, count: Int64, next: Int64)] = []
+        var rangeIndex: [ObjectIdentifier: Int] = [:]
+        var temporaryCount = 0
+        func rangeSlot(_ entity: EntityDescription, last: inout Int) -> Int {
+            if last >= 0, keyRanges[last].entity === entity { return last }
+            if let i = rangeIndex[ObjectIdentifier(entity)] { last = i; return i }
+            keyRanges.append((entity, 0, 0))
+            rangeIndex[ObjectIdentifier(entity)] = keyRanges.count - 1
+            last = keyRanges.count - 1
+            return last
+        }
+        var last = -1
+        for insert in request.inserts where insert.id.isTemporaryID {
+            keyRanges[rangeSlot(insert.id.entity, last: &last)].count += 1
+            temporaryCount += 1
+        }
+        for i in keyRanges.indices {
+            let entity = keyRanges[i].entity
             let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
             read.bindInt(Int64(entity.entityNumber), at: 1)
             var max: Int64 = 0
             while try read.step() { max = read.int64(at: 0) }
             let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
-            update.bindInt(max + Int64(n), at: 1)
+            update.bindInt(max + keyRanges[i].count, at: 1)
             update.bindInt(Int64(entity.entityNumber), at: 2)
             try update.run()
-            nextKey[key] = max + 1
+            keyRanges[i].next = max + 1
         }
-        for insert in request.inserts where insert.id.isTemporaryID {
-            let key = ObjectIdentifier(insert.id.entity)
-            let pk = nextKey[key]!
-            nextKey[key] = pk + 1
-            newIDs[insert.id] = ManagedObjectID(entity: insert.id.entity, primaryKey: pk, storeNumber: storeNumber)
+        var newIDs: [ManagedObjectID: ManagedObjectID] = [:]
+        newIDs.reserveCapacity(temporaryCount)
+        var insertIDs: [ManagedObjectID] = []
+        insertIDs.reserveCapacity(request.inserts.count)
+        last = -1
+        for insert in request.inserts {
+            guard insert.id.isTemporaryID else { insertIDs.append(insert.id); continue }
+            let i = rangeSlot(insert.id.entity, last: &last)
+            let id = ManagedObjectID(entity: insert.id.entity, primaryKey: keyRanges[i].next, storeNumber: storeNumber)
+            keyRanges[i].next += 1
+            newIDs[insert.id] = id
+            insertIDs.append(id)
         }
-        func resolve(_ value: PropertyValue) -> PropertyValue {
+        /// Binds a value of the save, a reference to an object inserted by it as that object's permanent key
+        /// (NULL when the object is not part of the save), without copying the value.
+        func bind(_ value: PropertyValue, to statement: SQLiteStatement, at index: Int32) throws {
             if case .objectID(let id) = value, id.isTemporaryID {
-                if let n = newIDs[id] { return .objectID(n) }
-                return .null
+                if let n = newIDs[id] { statement.bindInt(n.key, at: index) } else { try statement.bind(.null, at: index) }
+                return
             }
-            return value
+            try statement.bind(value, at: index)
         }
+        // History is only recorded with tracking on: without it, nothing is collected for it either.
+        let recordsHistory = historyTracking
 
         var conflicts: [StoreVersionConflict] = []
         var history = HistoryRecord()
@@ -76,7 +103,7 @@ extension SQLiteStore {
                 if let row = try rows(of: entity, keys: [delete.id.key])[delete.id.key] {
                     conflicts.append(StoreVersionConflict(id: delete.id, expectedVersion: delete.oldVersion, databaseRow: row))
                 }
-            } else {
+            } else if recordsHistory {
                 history.deletes.append((delete.id, delete.tombstone))
             }
             for relationship in entity.relationships where SQLiteSchema.isManyToMany(entity, relationship) {
@@ -96,7 +123,7 @@ extension SQLiteStore {
             let shape = UpdateShape(entity: ObjectIdentifier(entity), slots: update.changedSlots)
             let statement: SQLiteStatement
             if let cached = updateStatements[shape] {
-                cached.reset()
+                cached.resetKeepingBindings()  // every parameter is bound again below
                 statement = cached
             } else {
                 let columns = update.changedSlots.map { "\(entity.columnName(forSlot: $0)) = ?" }
@@ -107,7 +134,7 @@ extension SQLiteStore {
             statement.bindInt(update.oldVersion + 1, at: 1)
             var index: Int32 = 2
             for slot in update.changedSlots {
-                try statement.bind(resolve(update.values[slot]), at: index)
+                try bind(update.values[slot], to: statement, at: index)
                 index += 1
             }
             statement.bindInt(update.id.key, at: index)
@@ -115,7 +142,7 @@ extension SQLiteStore {
             if try statement.run() == 0 {
                 let row = try rows(of: entity, keys: [update.id.key])[update.id.key]
                 conflicts.append(StoreVersionConflict(id: update.id, expectedVersion: update.oldVersion, databaseRow: row))
-            } else {
+            } else if recordsHistory {
                 history.updates.append((update.id, update.changedSlots.map { entity.slots[$0].name }))
             }
         }
@@ -127,26 +154,42 @@ extension SQLiteStore {
         }
         if !conflicts.isEmpty { return .versionConflicts(conflicts) }
 
+        // One INSERT per entity for the whole save; Z_ENT and Z_OPT (1) are constants of its text, so each row
+        // binds its key and its values only, and every parameter is bound again for each row.
         var insertStatements: [ObjectIdentifier: SQLiteStatement] = [:]
-        for insert in request.inserts {
+        var lastEntity: EntityDescription?
+        var lastStatement: SQLiteStatement?
+        if recordsHistory { history.inserts.reserveCapacity(request.inserts.count) }
+        for (n, insert) in request.inserts.enumerated() {
             let entity = insert.id.entity
             let statement: SQLiteStatement
-            if let cached = insertStatements[ObjectIdentifier(entity)] {
-                cached.reset()
+            if let cached = lastStatement, lastEntity === entity {
+                statement = cached
+            } else if let cached = insertStatements[ObjectIdentifier(entity)] {
                 statement = cached
             } else {
                 var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
                 for i in 0..<entity.slotCount { columns.append(entity.columnName(forSlot: i)) }
-                let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+                let marks = (["?", String(entity.entityNumber), "1"] + Array(repeating: "?", count: entity.slotCount)).joined(separator: ", ")
                 statement = try connection.cachedStatement("INSERT INTO \(entity.tableName) (\(columns.joined(separator: ", "))) VALUES (\(marks))")
                 insertStatements[ObjectIdentifier(entity)] = statement
             }
-            statement.bindInt((newIDs[insert.id] ?? insert.id).key, at: 1)
-            statement.bindInt(Int64(entity.entityNumber), at: 2)
-            statement.bindInt(1, at: 3)
-            for (i, value) in insert.values.enumerated() { try statement.bind(resolve(value), at: Int32(i + 4)) }
+            lastEntity = entity
+            lastStatement = statement
+            if insert.values.count == entity.slotCount {
+                statement.resetKeepingBindings()
+            } else {
+                statement.reset()  // a short row leaves its missing columns NULL, not the previous row's values
+            }
+            let id = insertIDs[n]
+            statement.bindInt(id.key, at: 1)
+            var index: Int32 = 2
+            for value in insert.values {
+                try bind(value, to: statement, at: index)
+                index += 1
+            }
             try statement.run()
-            history.inserts.append(newIDs[insert.id] ?? insert.id)
+            if recordsHistory { history.inserts.append(id) }
         }
         for change in request.joinChanges {
             let join = SQLiteSchema.joinTable(change.entity, change.relationship)
@@ -163,7 +206,7 @@ extension SQLiteStore {
             try statement.run()
         }
         lastHistoryToken = try recordHistory(history, author: request.author, contextName: request.contextName)
-        return .committed(newIDs: newIDs)
+        return .committed(newIDs: newIDs, insertIDs: insertIDs)
     }
 
     /// Layer-2 version check without writing (semantics §1.3: locking conflicts before constraint conflicts).
@@ -176,7 +219,7 @@ extension SQLiteStore {
             if row == nil, isDelete { continue }
             if row?.version != version { conflicts.append(StoreVersionConflict(id: id, expectedVersion: version, databaseRow: row)) }
         }
-        return conflicts.isEmpty ? .committed(newIDs: [:]) : .versionConflicts(conflicts)
+        return conflicts.isEmpty ? .committed(newIDs: [:], insertIDs: []) : .versionConflicts(conflicts)
     }
 
     func allocateKeys(for entities: [EntityDescription]) throws -> [ManagedObjectID] {
