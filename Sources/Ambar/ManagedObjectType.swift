@@ -25,7 +25,10 @@ extension ManagedObjectType {
 
     /// Inserts a new object.
     public static func insert(into context: ManagedObjectContext) throws -> Self {
-        guard let object = try context.insertNewObject(forEntityName: entityName) as? Self else {
+        let inserted = try context.insertNewObject(forEntityName: entityName)
+        // The usual case, the entity's class is exactly this one: a metatype comparison instead of a run-time cast.
+        if type(of: inserted) == Self.self { return unsafeDowncast(inserted, to: Self.self) }
+        guard let object = inserted as? Self else {
             throw ObjectGraphError(.validation, "entity \(entityName) is not of class \(Self.self)", entity: entityName)
         }
         return object

@@ -128,15 +128,16 @@ extension ManagedObjectContext {
                 // The keys held by more than one object. A one-attribute constraint (the usual unique ID) is
                 // keyed by the value itself: no array per object.
                 let seen = slots.count == 1
-                    ? Self.collisions(group) { object -> [PropertyValue]? in
+                    ? Self.collisions(group) { object -> PropertyValue? in
                         let value = object.values[slots[0]]
-                        return value.isNull ? nil : [value]
-                    } keyedBy: { $0[0] }
+                        return value.isNull ? nil : value
+                    }
                     : Self.collisions(group) { object -> [PropertyValue]? in
                         let key = slots.map { object.values[$0] }
                         return key.contains(where: \.isNull) ? nil : key
-                    } keyedBy: { $0 }
-                for (key, objects) in seen {
+                    }
+                for objects in seen {
+                    let key = slots.map { objects[0].values[$0] }
                     var values: [String: Any] = [:]
                     for (name, value) in zip(entity.uniquenessConstraints[n], key) { values[name] = value.anyValue(for: entity.attribute(named: name)?.type) }
                     conflicts.append(ConstraintConflict(
@@ -148,19 +149,16 @@ extension ManagedObjectContext {
         return conflicts
     }
 
-    /// The objects of `group` that share a key with an earlier one, by key (each list starts with the first
-    /// holder); objects without a key (a null in it) never collide.
-    private static func collisions<Key: Hashable>(
-        _ group: [ManagedObject], key: (ManagedObject) -> [PropertyValue]?, keyedBy hashKey: ([PropertyValue]) -> Key
-    ) -> [(key: [PropertyValue], objects: [ManagedObject])] {
+    /// The objects of `group` that share a key with an earlier one, a list per key that starts with the first
+    /// holder; objects without a key (a null in it) never collide.
+    private static func collisions<Key: Hashable>(_ group: [ManagedObject], key: (ManagedObject) -> Key?) -> [[ManagedObject]] {
         var first: [Key: ManagedObject] = [:]
         first.reserveCapacity(group.count)
-        var seen: [Key: (key: [PropertyValue], objects: [ManagedObject])] = [:]
+        var seen: [Key: [ManagedObject]] = [:]
         for object in group {
-            guard let values = key(object) else { continue }
-            let k = hashKey(values)
+            guard let k = key(object) else { continue }
             if let earlier = first[k] {
-                seen[k, default: (values, [earlier])].objects.append(object)
+                seen[k, default: [earlier]].append(object)
             } else {
                 first[k] = object
             }

@@ -200,7 +200,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     /// Whether wrong-queue access traps (Core Data's `-com.apple.CoreData.ConcurrencyDebug 1`). On by default
     /// in debug builds.
-    nonisolated(unsafe) public static var concurrencyDebug: Bool = {
+    // Read on every property access: no run-time exclusivity check (set once, at start-up, by the app or a test).
+    @exclusivity(unchecked) nonisolated(unsafe) public static var concurrencyDebug: Bool = {
         #if DEBUG
         return true
         #else
@@ -656,12 +657,15 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     func remapIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
         guard !mapping.isEmpty else { return }
         for (old, new) in mapping {
-            guard let object = registry[old]?.object else { continue }
-            registry[old] = nil
-            strongRegistered[old] = nil
+            // The entry moves to the new key as it is (one lookup to take it out, one to put it back).
+            guard let entry = registry.removeValue(forKey: old) else { continue }
+            guard let object = entry.object else { continue }
             object.objectID = new
-            registry[new] = WeakObject(object: object)
-            if retainsRegisteredObjects { strongRegistered[new] = object }
+            registry[new] = entry
+            if retainsRegisteredObjects {
+                strongRegistered[old] = nil
+                strongRegistered[new] = object
+            }
         }
         // Only objects with changes can point at a new object (pointing at it changed them).
         for object in [insertedSet, updatedSet, deletedSet].joined() {

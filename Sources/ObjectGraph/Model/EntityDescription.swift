@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Describes an entity: its attributes, relationships, uniqueness constraints and the class of its objects.
 ///
@@ -109,7 +110,13 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.attributes = attributes
         self.relationships = relationships
         self.uniquenessConstraints = uniquenessConstraints
+        Self.everyEntity.withLock { $0.append(self) }
     }
+
+    /// Every entity description ever made, kept for the life of the process so that object IDs can refer to
+    /// their entity without reference counting (see ``ManagedObjectID``). Models are made once per store in
+    /// practice; the entries are small.
+    private static let everyEntity = Mutex<[EntityDescription]>([])
 
     /// The attribute named `name`, if any.
     public func attribute(named name: String) -> AttributeDescription? {

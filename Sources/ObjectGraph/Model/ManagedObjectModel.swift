@@ -74,7 +74,15 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
     }
 
     /// The entity named `name`.
-    public func entity(named name: String) -> EntityDescription? { entitiesByName[name] }
+    public func entity(named name: String) -> EntityDescription? {
+        // Every insert by entity name looks its entity up: with few entities, comparing names (small strings
+        // compare as two words) beats hashing the name.
+        if entities.count <= 16 {
+            for entity in entities where entity.name == name { return entity }
+            return nil
+        }
+        return entitiesByName[name]
+    }
 
     /// Whether a store stamped with `hash` can be opened with this model.
     public func isConfiguration(compatibleWithVersionHash hash: String) -> Bool { hash == versionHash }

@@ -366,17 +366,21 @@ extension ManagedObject {
         guard toMany[index] == nil, !objectID.isTemporaryID, let context = managedObjectContext, context.parent == nil,
               entity.toManyInverseIsToOne[index] else { return false }
         if pendingToMany == nil { pendingToMany = [:] }
-        // Changed in place (the sets stay uniquely referenced, so no copy per change).
-        if added {
-            pendingToMany![index, default: ([], [])].removed.remove(id)
-            pendingToMany![index, default: ([], [])].added.insert(id)
-        } else {
-            pendingToMany![index, default: ([], [])].added.remove(id)
-            pendingToMany![index, default: ([], [])].removed.insert(id)
-        }
+        // Changed in place, in one lookup (the sets stay uniquely referenced, so no copy per change).
+        Self.update(&pendingToMany![index, default: ([], [])], id, added: added)
         if heldObjects != nil { heldObjects![Self.heldToManyOffset + index] = nil }
         context.noteChange(self)
         return true
+    }
+
+    private static func update(_ pending: inout (added: Set<ManagedObjectID>, removed: Set<ManagedObjectID>), _ id: ManagedObjectID, added: Bool) {
+        if added {
+            if !pending.removed.isEmpty { pending.removed.remove(id) }
+            pending.added.insert(id)
+        } else {
+            if !pending.added.isEmpty { pending.added.remove(id) }
+            pending.removed.insert(id)
+        }
     }
 
     /// Changes a loaded to-many's current IDs in place, as ``setToManyIDs(_:_:)`` would with the changed set,

@@ -8,14 +8,19 @@ import Synchronization
 /// equal IDs for the same row, so IDs pass freely between them.
 public struct ManagedObjectID: Hashable, Sendable {
     /// The entity of the object.
-    public let entity: EntityDescription
+    public var entity: EntityDescription { storedEntity }
+    // Not reference counted: entity descriptions live as long as the process (``EntityDescription/init``
+    // keeps every one), and IDs are copied constantly, on every queue: counting references to the one entity
+    // object from the saving queue, the main queue and the queue that frees a merge's ID sets made its
+    // reference count a cache line bouncing between cores.
+    private unowned(unsafe) let storedEntity: EntityDescription
     /// The primary key for a permanent ID; a process-unique number for a temporary one.
     let key: Int64
     /// Interned store identifier; 0 for temporary IDs.
     let storeNumber: UInt32
 
     init(entity: EntityDescription, primaryKey: Int64, storeNumber: UInt32) {
-        self.entity = entity
+        self.storedEntity = entity
         self.key = primaryKey
         self.storeNumber = storeNumber
     }
@@ -45,7 +50,7 @@ public struct ManagedObjectID: Hashable, Sendable {
 
     public static func == (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
         lhs.key == rhs.key && lhs.storeNumber == rhs.storeNumber
-            && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
+            && (lhs.storedEntity === rhs.storedEntity || lhs.entity.name == rhs.entity.name)
     }
 
     public func hash(into hasher: inout Hasher) {

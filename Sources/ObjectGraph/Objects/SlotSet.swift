@@ -5,7 +5,7 @@
 /// slot order.
 struct SlotSet: Sequence, Equatable, ExpressibleByArrayLiteral {
     private var low: UInt64 = 0
-    private var high: [UInt64] = []
+    private var high: [UInt64]? = nil  // nil (no array to count references to) for entities of ≤ 64 slots
 
     init() {}
 
@@ -15,14 +15,15 @@ struct SlotSet: Sequence, Equatable, ExpressibleByArrayLiteral {
         for slot in slots { insert(slot) }
     }
 
-    var isEmpty: Bool { low == 0 && high.allSatisfy { $0 == 0 } }
+    var isEmpty: Bool { low == 0 && (high?.allSatisfy { $0 == 0 } ?? true) }
 
-    var count: Int { high.reduce(low.nonzeroBitCount) { $0 + $1.nonzeroBitCount } }
+    var count: Int { (high ?? []).reduce(low.nonzeroBitCount) { $0 + $1.nonzeroBitCount } }
 
     func contains(_ slot: Int) -> Bool {
         if slot < 64 { return low & (1 << UInt64(slot)) != 0 }
         let word = slot / 64 - 1
-        return word < high.count && high[word] & (1 << UInt64(slot % 64)) != 0
+        guard let high, word < high.count else { return false }
+        return high[word] & (1 << UInt64(slot % 64)) != 0
     }
 
     mutating func insert(_ slot: Int) {
@@ -31,8 +32,11 @@ struct SlotSet: Sequence, Equatable, ExpressibleByArrayLiteral {
             return
         }
         let word = slot / 64 - 1
-        if word >= high.count { high.append(contentsOf: repeatElement(0, count: word - high.count + 1)) }
-        high[word] |= 1 << UInt64(slot % 64)
+        var words = high ?? []
+        high = nil  // uniquely referenced while it changes
+        if word >= words.count { words.append(contentsOf: repeatElement(0, count: word - words.count + 1)) }
+        words[word] |= 1 << UInt64(slot % 64)
+        high = words
     }
 
     mutating func remove(_ slot: Int) {
@@ -41,13 +45,16 @@ struct SlotSet: Sequence, Equatable, ExpressibleByArrayLiteral {
             return
         }
         let word = slot / 64 - 1
-        if word < high.count { high[word] &= ~(1 << UInt64(slot % 64)) }
+        guard var words = high, word < words.count else { return }
+        high = nil
+        words[word] &= ~(1 << UInt64(slot % 64))
+        high = words
     }
 
     static func == (lhs: SlotSet, rhs: SlotSet) -> Bool {
         guard lhs.low == rhs.low else { return false }
-        let n = Swift.max(lhs.high.count, rhs.high.count)
-        for i in 0..<n where (i < lhs.high.count ? lhs.high[i] : 0) != (i < rhs.high.count ? rhs.high[i] : 0) { return false }
+        let a = lhs.high ?? [], b = rhs.high ?? []
+        for i in 0..<Swift.max(a.count, b.count) where (i < a.count ? a[i] : 0) != (i < b.count ? b[i] : 0) { return false }
         return true
     }
 
@@ -64,8 +71,8 @@ struct SlotSet: Sequence, Equatable, ExpressibleByArrayLiteral {
         mutating func next() -> Int? {
             while bits == 0 {
                 word += 1
-                guard word < set.high.count else { return nil }
-                bits = set.high[word]
+                guard let high = set.high, word < high.count else { return nil }
+                bits = high[word]
             }
             let bit = bits.trailingZeroBitCount
             bits &= bits - 1
