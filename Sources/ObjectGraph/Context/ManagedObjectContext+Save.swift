@@ -214,7 +214,9 @@ extension ManagedObjectContext {
         let inserted = Self.keeping(insertedSet) { !$0.isDeletedFlag }
         let updated = Self.keeping(updatedSet) { !$0.isDeletedFlag && !$0.isInsertedFlag }
         let deleted = Self.keeping(deletedSet) { !$0.isInsertedFlag }
-        remapIDs(newIDs)
+        // Inserts that had permanent IDs already (obtainPermanentIDs) are not remapped: weaken their entries here.
+        for object in inserted where !object.objectID.isTemporaryID { registry[object.objectID]?.weaken() }
+        remapIDs(newIDs, saved: true)
         for object in inserted {
             // The coordinator installed the new row with one reference for this object.
             if object.cacheReference != nil { coordinator.rowCache.release(object.objectID) }
@@ -364,6 +366,7 @@ extension ManagedObjectContext {
             parent.processPendingChanges()
             parent.childPushHook?()
         }
+        for object in inserted { registry[object.objectID]?.weaken() }
         for object in [inserted, updated].joined() {
             object.isInsertedFlag = false
             object.original = RowSnapshot(values: object.values, version: object.snapshotVersion)
