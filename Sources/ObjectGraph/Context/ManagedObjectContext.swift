@@ -180,7 +180,12 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     deinit {
         if let automaticMergeObserver { NotificationCenter.default.removeObserver(automaticMergeObserver) }
         // Objects hold their related objects; break those cycles so a dropped context frees its objects.
-        for entry in registry.values { entry.object?.heldObjects = nil }
+        // and its objects stop pointing at it (they hold it unowned, see ManagedObject.managedObjectContext).
+        for entry in registry.values {
+            guard let object = entry.object else { continue }
+            object.heldObjects = nil
+            object.managedObjectContext = nil
+        }
     }
 
     /// The model of the coordinator.
@@ -292,6 +297,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     func unregister(_ object: ManagedObject) {
         registry[object.objectID] = nil
         strongRegistered[object.objectID] = nil
+        if object.managedObjectContext === self { object.managedObjectContext = nil }
     }
 
     /// The object for `id` if it is registered here; never loads anything.

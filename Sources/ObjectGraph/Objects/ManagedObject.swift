@@ -29,7 +29,10 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     // context's queue (checked by `assertOnQueue`), and every access to it is a short read or write that never
     // overlaps another; the checks were 8 % of an import's instructions (Benchmarks/README.md, fix 12).
     @exclusivity(unchecked) private var storedObjectID: ManagedObjectID
-    @exclusivity(unchecked) private weak var storedContext: ManagedObjectContext?
+    // Not a weak reference: a weak reference gives the context a side table, and every retain of the context
+    // (each setter reads it) then takes the slow path. An object points at its context only while registered
+    // there; the context clears the pointer when it unregisters the object, resets, or is deinitialized.
+    @exclusivity(unchecked) private unowned(unsafe) var storedContext: ManagedObjectContext?
 
     // MARK: State (on the context's queue)
     @exclusivity(unchecked) var isFaultFlag = false
