@@ -128,9 +128,9 @@ extension ManagedObjectContext {
                 // The keys held by more than one object. A one-attribute constraint (the usual unique ID) is
                 // keyed by the value itself: no array per object.
                 let seen = slots.count == 1
-                    ? Self.collisions(group) { object -> PropertyValue? in
+                    ? Self.collisions(group) { object -> UniqueValue? in
                         let value = object.values[slots[0]]
-                        return value.isNull ? nil : value
+                        return value.isNull ? nil : UniqueValue(value: value)
                     }
                     : Self.collisions(group) { object -> [PropertyValue]? in
                         let key = slots.map { object.values[$0] }
@@ -147,6 +147,16 @@ extension ManagedObjectContext {
             }
         }
         return conflicts
+    }
+
+    /// A one-attribute constraint's value as a key: an integer (the usual unique ID) hashes as one word.
+    private struct UniqueValue: Hashable {
+        let value: PropertyValue
+        func _rawHashValue(seed: Int) -> Int {
+            if case .integer(let v) = value { return v._rawHashValue(seed: seed) }
+            return value._rawHashValue(seed: seed)
+        }
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
     }
 
     /// The objects of `group` that share a key with an earlier one, a list per key that starts with the first

@@ -58,6 +58,8 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// indexes with a count rule: validation of an object looks only at these.
     @exclusivity(unchecked) private(set) var constrainedSlots: [Int] = []
     @exclusivity(unchecked) private(set) var constrainedToManys: [Int] = []
+    /// Whether every rule of ``constrainedSlots`` only asks for a value (no range, no length, no to-many count).
+    @exclusivity(unchecked) private(set) var constraintsAskOnlyPresence = false
     /// For each to-many index, whether its inverse is a to-one (a one-to-many: the destinations hold the
     /// foreign key); for each to-one slot, the inverse property on the destination.
     @exclusivity(unchecked) private(set) var toManyInverseIsToOne: [Bool] = []
@@ -242,6 +244,10 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             }
         }
         self.constrainedToManys = toMany.indices.filter { toMany[$0].minCount > 0 || toMany[$0].maxCount > 0 || !toMany[$0].isOptional }
+        self.constraintsAskOnlyPresence = constrainedToManys.isEmpty && constrainedSlots.allSatisfy { index in
+            guard case .attribute(let a) = slots[index] else { return true }
+            return a.minValue == nil && a.maxValue == nil && a.minLength == nil && a.maxLength == nil
+        }
     }
 
     func resolveRelationships(in model: ManagedObjectModel) throws {

@@ -5,6 +5,8 @@ extension ManagedObject {
     /// date ranges, string and data lengths, to-many counts. Several failures become one 1560 error.
     public func validatePropertyConstraints() throws {
         try materialize()
+        // The usual case, rules that only ask for a value, all present: nothing to build or report.
+        if entity.constraintsAskOnlyPresence, entity.constrainedSlots.allSatisfy({ !values[$0].isNull }) { return }
         var errors: [ObjectGraphError] = []
         func fail(_ code: ObjectGraphError.Code, _ property: String, _ message: String) {
             errors.append(ObjectGraphError(code, message, entity: entity.name, objectID: objectID, property: property))
