@@ -5,7 +5,7 @@ import PerfKit
 
 struct Options {
     var quick = false
-    var reps = 3
+    var reps = 5
     var only: Set<String>? = nil
 }
 
@@ -15,7 +15,7 @@ func parseOptions() -> Options {
     while let arg = args.popFirst() {
         switch arg {
         case "--quick": options.quick = true
-        case "--reps": options.reps = max(1, Int(args.popFirst() ?? "") ?? 3)
+        case "--reps": options.reps = max(1, Int(args.popFirst() ?? "") ?? 5)
         case "--only": options.only = Set((args.popFirst() ?? "").split(separator: ",").map(String.init))
         case "-h", "--help":
             print("usage: ambar-perf [--quick] [--reps N] [--only import,update,fetch,merge,frc,memory]")
@@ -60,28 +60,33 @@ let started = nowNanos()
 // MARK: import, update, fetch: three peers, same data, same commits, interleaved reps on fresh stores
 if wanted("import") || wanted("update") || wanted("fetch") {
     var t: [String: [Double]] = [:]
-    for rep in 0..<options.reps {
-        log("import/update/fetch \(count(n)) rep \(rep + 1)/\(options.reps)")
-        do {
+    // Each peer on a fresh store; the order of the peers turns with every rep, so that none always runs first
+    // (after the previous rep's files were removed) or last.
+    let peers: [(name: String, run: (Int) throws -> Void)] = [
+        ("ours", { rep in
             let ours = try OursStack()
             t["import.ours", default: []].append(try timed { try ours.importItems(0..<n, chunk: chunk, reset: false) })
             ours.drainMain()
             t["update.ours", default: []].append(try timed { try ours.updateItems(0..<n, chunk: updateChunk, round: rep + 1) })
             ours.drainMain()
             t["fetch.ours", default: []].append(try timed { let c = try ours.fetchAll(); precondition(c == n) })
-        }
-        do {
+        }),
+        ("raw", { rep in
             let raw = try RawPeer()
             t["import.raw", default: []].append(try timed { try raw.importItems(0..<n, chunk: chunk) })
             t["update.raw", default: []].append(try timed { try raw.updateItems(0..<n, chunk: updateChunk, round: rep + 1) })
             t["fetch.raw", default: []].append(try timed { let c = try raw.fetchAll(); precondition(c == n) })
-        }
-        do {
+        }),
+        ("grdb", { rep in
             let grdb = try GRDBPeer()
             t["import.grdb", default: []].append(try timed { try grdb.importItems(0..<n, chunk: chunk) })
             t["update.grdb", default: []].append(try timed { try grdb.updateItems(0..<n, chunk: updateChunk, round: rep + 1) })
             t["fetch.grdb", default: []].append(try timed { let c = try grdb.fetchAll(); precondition(c == n) })
-        }
+        }),
+    ]
+    for rep in 0..<options.reps {
+        log("import/update/fetch \(count(n)) rep \(rep + 1)/\(options.reps)")
+        for k in 0..<peers.count { try peers[(rep + k) % peers.count].run(rep) }
     }
     func m(_ key: String) -> Double { median(t[key]!) }
     if wanted("import") {

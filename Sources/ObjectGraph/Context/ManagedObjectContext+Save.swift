@@ -182,8 +182,16 @@ extension ManagedObjectContext {
         request.contextName = name
         // In insertion order (temporary IDs count up), so permanent IDs follow it and the same workload gives
         // the same rows on every run, not an order that depends on set hashing.
-        for object in insertedSet.sorted(by: { ($0.objectID.isTemporaryID ? 1 : 0, $0.objectID.key) < ($1.objectID.isTemporaryID ? 1 : 0, $1.objectID.key) })
-            where !object.isDeletedFlag {
+        // Permanent IDs (obtained early) first, then temporary ones; each by key, compared as plain integers.
+        var permanent: [(key: Int64, object: ManagedObject)] = [], temporary: [(key: Int64, object: ManagedObject)] = []
+        temporary.reserveCapacity(insertedSet.count)
+        for object in insertedSet where !object.isDeletedFlag {
+            if object.objectID.isTemporaryID { temporary.append((object.objectID.key, object)) } else { permanent.append((object.objectID.key, object)) }
+        }
+        permanent.sort { $0.key < $1.key }
+        temporary.sort { $0.key < $1.key }
+        request.inserts.reserveCapacity(permanent.count + temporary.count)
+        for (_, object) in [permanent, temporary].joined() {
             request.inserts.append(.init(id: object.objectID, values: object.values))
         }
         for object in updatedSet where !object.isDeletedFlag && !object.isInsertedFlag {

@@ -291,7 +291,12 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         object.managedObjectContext = self
         if retainsRegisteredObjects { strongRegistered[object.objectID] = object }
         storedCounters.objectsRegistered += 1
-        if registry.count > registrySweepThreshold { sweepRegistry() }
+        if registry.count > registrySweepThreshold {
+            sweepRegistry()
+            // Room up to the next sweep, so a registry that reached the threshold does not grow (and rehash)
+            // step by step again.
+            registry.reserveCapacity(registrySweepThreshold + 1)
+        }
     }
 
     func unregister(_ object: ManagedObject) {
