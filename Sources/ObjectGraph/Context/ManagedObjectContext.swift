@@ -101,11 +101,14 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         didSet { updateAutomaticMerging() }
     }
     /// Whether registered objects are held strongly (default false: only objects with changes are).
-    public var retainsRegisteredObjects = false {
-        didSet {
-            strongRegistered = retainsRegisteredObjects ? Dictionary(uniqueKeysWithValues: liveRegistered().map { ($0.objectID, $0) }) : [:]
+    public var retainsRegisteredObjects: Bool {
+        get { storedRetainsRegisteredObjects }
+        set {
+            storedRetainsRegisteredObjects = newValue
+            strongRegistered = newValue ? Dictionary(uniqueKeysWithValues: liveRegistered().map { ($0.objectID, $0) }) : [:]
         }
     }
+    @exclusivity(unchecked) private var storedRetainsRegisteredObjects = false
     /// Deterministic counters.
     public internal(set) var counters: ContextCounters {
         get { storedCounters }
