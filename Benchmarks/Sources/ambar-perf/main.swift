@@ -121,7 +121,7 @@ if wanted("merge") {
     var perN: [Int: Double] = [:]
     for size in mergeSizes {
         log("merge N=\(count(size))")
-        perN[size] = median(try mergeMainQueueTimes(stack: stack, n: size, reps: max(5, options.reps)))
+        perN[size] = median(try mergeMainQueueTimes(stack: stack, n: size, reps: max(15, options.reps)))
     }
     let small = perN[mergeSizes.first!]!, large = perN[mergeSizes.last!]!
     let r = large / small
