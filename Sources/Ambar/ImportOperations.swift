@@ -84,22 +84,27 @@ where Value.ManagedObjectKind: ManagedObjectType {
                 let key = Value.UniqueID.fromAttribute(object.value(forKey: Value.uniqueIDKey))
                 byID[key] = object
             }
-            var touched: [(Value, Object, Bool)] = []
+            var touched: [(Value, Object)] = []
+            var existingTouched: [Object] = []
+            var inserted: [Object] = []
+            touched.reserveCapacity(ids.count)
             for id in ids {
                 let value = latest[id]!
                 if let object = byID[id] {
                     value.updateProperties(on: object)
-                    touched.append((value, object, false))
+                    touched.append((value, object))
+                    existingTouched.append(object)
                 } else {
                     let object = try Object.insert(into: context)
                     try object.setValue(id.attributeValue, forKey: Value.uniqueIDKey)
                     value.updateProperties(on: object)
-                    touched.append((value, object, true))
+                    touched.append((value, object))
+                    inserted.append(object)
                 }
             }
-            for (value, object, _) in touched { try value.updateRelationships(on: object, in: context) }
-            let updated = touched.filter { !$0.2 && $0.1.hasChanges }.map(\.1)
-            let inserted = touched.filter(\.2).map(\.1)
+            for (value, object) in touched { try value.updateRelationships(on: object, in: context) }
+            // Kept apart as they are made (no filter over the generic tuples, which is not specialized here).
+            let updated = existingTouched.filter(\.hasChanges)
             try context.save()
             changes.inserted.formUnion(inserted.map(\.objectID))
             changes.updated.formUnion(updated.map(\.objectID))

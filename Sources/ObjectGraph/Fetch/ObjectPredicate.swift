@@ -123,6 +123,16 @@ public indirect enum ObjectExpression: Sendable, Hashable {
 extension PropertyValue {
     /// Converts any Swift value without an attribute type to guide it (predicate constants).
     public init(any value: Any?) {
+        // The common exact types first, by their dynamic type, before the chain of casts below (each failed cast
+        // costs; an import's `IN` list converts one ID per object). Values of these exact types convert as below.
+        if let value {
+            switch ObjectIdentifier(type(of: value)) {
+            case ObjectIdentifier(Int64.self): self = .integer(value as! Int64); return
+            case ObjectIdentifier(Int.self): self = .integer(Int64(value as! Int)); return
+            case ObjectIdentifier(String.self): self = .string(value as! String); return
+            default: break
+            }
+        }
         switch value {
         case nil: self = .null
         case let v as PropertyValue: self = v
