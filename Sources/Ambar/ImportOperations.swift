@@ -78,7 +78,9 @@ where Value.ManagedObjectKind: ManagedObjectType {
         var changes = Changeset()
         for start in stride(from: 0, to: order.count, by: chunkSize) {
             let ids = Array(order[start..<min(start + chunkSize, order.count)])
-            let existing = try Object.fetch(in: context, predicate: .in(Value.uniqueIDKey, ids.map { $0.attributeValue as Any }))
+            // Each ID converted once from its attribute value (an `Any?`: wrapping it in `Any` again would hide
+            // its type behind an optional and send every element through the slow casts).
+            let existing = try Object.fetch(in: context, predicate: .in(Value.uniqueIDKey, stored: ids.map { PropertyValue(any: $0.attributeValue) }))
             var byID: [Value.UniqueID: Object] = [:]
             for object in existing {
                 let key = Value.UniqueID.fromAttribute(object.value(forKey: Value.uniqueIDKey))

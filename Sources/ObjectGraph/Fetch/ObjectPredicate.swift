@@ -45,7 +45,15 @@ public struct ObjectPredicate: Sendable, Hashable {
     }
 
     /// `keyPath IN values`.
-    public static func `in`(_ keyPath: String, _ values: [Any]) -> ObjectPredicate { compare(keyPath, .in, values) }
+    public static func `in`(_ keyPath: String, _ values: [Any]) -> ObjectPredicate {
+        // The list is built here, not by casting the array back out of an `Any` (that cast checks every element).
+        ObjectPredicate(.comparison(PredicateComparison(.keyPath(keyPath), .in, .list(values.map(PropertyValue.init(any:))))))
+    }
+
+    /// `keyPath IN values`, the values already in their stored form.
+    public static func `in`(_ keyPath: String, stored values: [PropertyValue]) -> ObjectPredicate {
+        ObjectPredicate(.comparison(PredicateComparison(.keyPath(keyPath), .in, .list(values))))
+    }
 }
 
 /// One comparison of two expressions.
