@@ -63,10 +63,14 @@ where Value.ManagedObjectKind: ManagedObjectType {
     }
 
     /// Runs the import synchronously; call on the context's queue (inside `performAndWait`).
+    @inlinable
     public func runSynchronously(in context: ManagedObjectContext) throws -> Changeset {
         try Self.importValues(values, chunkSize: chunkSize, in: context)
     }
 
+    // Inlinable so that it is specialized for the caller's value type: generic code that is not specialized
+    // pays a metadata lookup or a value-witness call for every copy of a value.
+    @inlinable
     static func importValues(_ values: [Value], chunkSize: Int, in context: ManagedObjectContext) throws -> Changeset {
         typealias Object = Value.ManagedObjectKind
         // Last value wins for a repeated ID; order of first appearance is kept.
