@@ -20,10 +20,7 @@ extension ManagedObjectContext {
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
         // The three change sets are disjoint (an insert never joins the updated set; a delete leaves both), so
         // each object is called once without building their union; iterated as they were before any willSave.
-        let (inserted, updated, deleted) = (insertedSet, updatedSet, deletedSet)
-        for object in inserted { object.willSave() }
-        for object in updated { object.willSave() }
-        for object in deleted { object.willSave() }
+        for object in [insertedSet, updatedSet, deletedSet].joined() { object.willSave() }
         processPendingChanges()
         try validateChanges()
         if let parent {
@@ -119,8 +116,8 @@ extension ManagedObjectContext {
         for object in insertedSet where !object.entity.constraintSlots.isEmpty && !object.isDeletedFlag { candidates.append(object) }
         for object in updatedSet where !object.entity.constraintSlots.isEmpty && !object.isDeletedFlag { candidates.append(object) }
         guard candidates.count > 1 else { return [] }
-        let entities = candidates[0].entity
-        let groups = candidates.allSatisfy({ $0.entity === entities })
+        let firstEntity = candidates[0].entity
+        let groups = candidates.allSatisfy({ $0.entity === firstEntity })
             ? [candidates] : Array(Dictionary(grouping: candidates, by: { ObjectIdentifier($0.entity) }).values)
         for group in groups where group.count > 1 {
             let entity = group[0].entity
@@ -263,9 +260,7 @@ extension ManagedObjectContext {
         deletedSet = []
         lockedObjects = []
         counters.saves += 1
-        for object in inserted { object.didSave() }
-        for object in updated { object.didSave() }
-        for object in deleted { object.didSave() }
+        for object in [inserted, updated, deleted].joined() { object.didSave() }
         postDidSave(inserted: inserted, updated: updated, deleted: deleted, historyToken: historyToken)
     }
 
@@ -404,9 +399,7 @@ extension ManagedObjectContext {
         clearUpdated()
         deletedSet = []
         counters.saves += 1
-        for object in inserted { object.didSave() }
-        for object in updated { object.didSave() }
-        for object in deleted { object.didSave() }
+        for object in [inserted, updated, deleted].joined() { object.didSave() }
         postDidSave(inserted: inserted, updated: updated, deleted: deleted)
     }
 }

@@ -681,10 +681,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         var mapping: [ManagedObjectID: ManagedObjectID] = [:]
         for (object, id) in zip(temporary, ids) { mapping[object.objectID] = id }
         remapIDs(mapping)
-        for object in temporary {
-            coordinator.rowCache.retain(object.objectID)
-            object.cacheReference = coordinator.rowCache
-        }
+        coordinator.rowCache.retain(temporary.map(\.objectID))  // one lock for all
+        for object in temporary { object.cacheReference = coordinator.rowCache }
     }
 
     /// Replaces temporary IDs by permanent ones in the registry and in every registered object's values; with

@@ -47,7 +47,7 @@ public struct ObjectPredicate: Sendable, Hashable {
     /// `keyPath IN values`.
     public static func `in`(_ keyPath: String, _ values: [Any]) -> ObjectPredicate {
         // The list is built here, not by casting the array back out of an `Any` (that cast checks every element).
-        ObjectPredicate(.comparison(PredicateComparison(.keyPath(keyPath), .in, .list(values.map(PropertyValue.init(any:))))))
+        `in`(keyPath, stored: values.map(PropertyValue.init(any:)))
     }
 
     /// `keyPath IN values`, the values already in their stored form.
