@@ -82,13 +82,15 @@ where Value.ManagedObjectKind: ManagedObjectType {
         var changes = Changeset()
         for start in stride(from: 0, to: order.count, by: chunkSize) {
             let ids = Array(order[start..<min(start + chunkSize, order.count)])
-            // Each ID converted once from its attribute value (an `Any?`: wrapping it in `Any` again would hide
-            // its type behind an optional and send every element through the slow casts).
-            let existing = try Object.fetch(in: context, predicate: .in(Value.uniqueIDKey, stored: ids.map { PropertyValue(any: $0.attributeValue) }))
+            // Each ID converted to its stored form without boxing (specialized for the ID's type). Every object
+            // found is changed next: fetched with its values, not as a fault to fire at the first set.
+            let existing = try Object.fetch(in: context, predicate: .in(Value.uniqueIDKey, stored: ids.map { PropertyValue(attribute: $0) })) {
+                $0.returnsObjectsAsFaults = false
+            }
             var byID: [Value.UniqueID: Object] = [:]
+            byID.reserveCapacity(existing.count)
             for object in existing {
-                let key = Value.UniqueID.fromAttribute(object.value(forKey: Value.uniqueIDKey))
-                byID[key] = object
+                byID[object.value(forKey: Value.uniqueIDKey, as: Value.UniqueID.self)] = object
             }
             var touched: [(Value, Object)] = []
             var existingTouched: [Object] = []

@@ -46,6 +46,26 @@ import Testing
         #expect(try Self.storedItems(s).count == 7)
     }
 
+    // Semantics §4 (returnsObjectsAsFaults = false): the objects an import updates come back filled by the chunk's
+    // one `IN` fetch, so changing them fires no fault and reads no row again.
+    @Test func batchImportUpdatesFetchedObjectsWithoutFiringFaults() throws {
+        let s = try TKStack()
+        let setup = s.container.importerContext()
+        _ = try setup.performAndWait { try BatchImport(values: (1...10).map { TKItemRecord(Int64($0)) }).runSynchronously(in: setup) }
+        let context = s.container.importerContext()
+        let selectsBefore = s.container.writerCoordinator.counters.statements.select
+        let changes = try context.performAndWait {
+            try BatchImport(values: (1...10).map { TKItemRecord(Int64($0), name: "updated \($0)") }, chunkSize: 4).runSynchronously(in: context)
+        }
+        #expect(changes.updated.count == 10 && changes.inserted.isEmpty)
+        context.performAndWait {
+            #expect(context.counters.faultsFired == 0)
+            #expect(context.counters.objectsRegistered == 10)
+        }
+        #expect(s.container.writerCoordinator.counters.statements.select - selectsBefore == 3)  // one per chunk of 4
+        #expect(try Self.storedItems(s).map(\.name) == (1...10).map { "updated \($0)" })
+    }
+
     @Test func batchImportNeverDuplicatesAndTheLastValueWins() async throws {
         let s = try TKStack()
         let values = [TKItemRecord(1, name: "first"), TKItemRecord(2), TKItemRecord(1, name: "second"), TKItemRecord(1, name: "last", price: 9)]

@@ -42,7 +42,8 @@ extension ManagedObjectContext {
 
     /// Fetches objects of a subclass.
     public func fetch<T: ManagedObject>(_ request: FetchRequest, as type: T.Type) throws -> [T] {
-        try fetch(request).compactMap { $0 as? T }
+        // Objects are usually exactly of the entity's class: a metatype comparison before the run-time cast.
+        try fetch(request).compactMap { Swift.type(of: $0) == T.self ? unsafeDowncast($0, to: T.self) : $0 as? T }
     }
 
     /// Fetches object IDs only (`managedObjectIDResultType`).

@@ -113,13 +113,28 @@ extension ManagedObjectContext {
     private func contextLevelConstraintConflicts() throws -> [ConstraintConflict] {
         var conflicts: [ConstraintConflict] = []
         var candidates: [ManagedObject] = []
-        for object in insertedSet where !object.entity.constraintSlots.isEmpty && !object.isDeletedFlag { candidates.append(object) }
-        for object in updatedSet where !object.entity.constraintSlots.isEmpty && !object.isDeletedFlag { candidates.append(object) }
-        guard candidates.count > 1 else { return [] }
+        // Entities with an insert or an update that changed a constrained value. The committed rows are unique
+        // (the store enforces it at every save), so objects whose constrained values are all as committed
+        // cannot collide with one another: a group without a new value has nothing to check (an import that
+        // updates existing objects found by unique ID, which never changes that ID).
+        var fresh: [ObjectIdentifier] = []
+        func noteFresh(_ entity: EntityDescription) {
+            let id = ObjectIdentifier(entity)
+            if fresh.last != id, !fresh.contains(id) { fresh.append(id) }
+        }
+        for object in insertedSet where !object.entity.constraintSlots.isEmpty && !object.isDeletedFlag {
+            candidates.append(object)
+            noteFresh(object.entity)
+        }
+        for object in updatedSet where !object.entity.constraintSlots.isEmpty && !object.isDeletedFlag {
+            candidates.append(object)
+            if object.changedSlots.intersects(object.entity.constrainedValueSlots) { noteFresh(object.entity) }
+        }
+        guard candidates.count > 1, !fresh.isEmpty else { return [] }
         let firstEntity = candidates[0].entity
         let groups = candidates.allSatisfy({ $0.entity === firstEntity })
             ? [candidates] : Array(Dictionary(grouping: candidates, by: { ObjectIdentifier($0.entity) }).values)
-        for group in groups where group.count > 1 {
+        for group in groups where group.count > 1 && fresh.contains(ObjectIdentifier(group[0].entity)) {
             let entity = group[0].entity
             for (n, slots) in entity.constraintSlots.enumerated() {
                 // The keys held by more than one object. A one-attribute constraint (the usual unique ID) is
@@ -191,8 +206,10 @@ extension ManagedObjectContext {
         for (_, object) in [permanent, temporary].joined() {
             request.inserts.append(.init(id: object.objectID, values: object.values))
         }
+        request.updates.reserveCapacity(updatedSet.count)
         for object in updatedSet where !object.isDeletedFlag && !object.isInsertedFlag {
-            request.updates.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, values: object.values, changedSlots: object.changedSlots.sorted()))
+            // A slot set iterates in ascending order already: no sort.
+            request.updates.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, values: object.values, changedSlots: Array(object.changedSlots)))
         }
         for object in deletedSet where !object.isInsertedFlag && object.original != nil && object.snapshotVersion > 0 {
             var tombstone: [String: PropertyValue] = [:]

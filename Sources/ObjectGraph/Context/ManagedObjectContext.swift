@@ -273,10 +273,22 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public var hasChanges: Bool { assertOnQueue(); return !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty }
 
     func sweepRegistry() {
-        // Remove freed entries in place: a registry that only grew (a large fetch) is not rebuilt.
+        // One pass over the entries (each check loads a weak reference, an atomic operation): the live ones are
+        // kept aside for a rebuild when most are freed (an import's chunks come and go), else the freed ones are
+        // removed in place (a registry that only grew, a large fetch, is not rebuilt).
         var freed: [ManagedObjectID] = []
-        for (id, entry) in registry where entry.object == nil { freed.append(id) }
-        removeFreedEntries(freed)
+        var live: [(ManagedObjectID, RegistryEntry)] = []
+        for (id, entry) in registry {
+            if entry.object == nil { freed.append(id) } else { live.append((id, entry)) }
+        }
+        if freed.count > registry.count / 2 {
+            var rebuilt: [ManagedObjectID: RegistryEntry] = [:]
+            rebuilt.reserveCapacity(max(Self.minimumSweepThreshold, live.count * 2) + 1)
+            for (id, entry) in live { rebuilt[id] = entry }
+            registry = rebuilt
+        } else {
+            for id in freed { registry.removeValue(forKey: id) }
+        }
         registrySweepThreshold = max(Self.minimumSweepThreshold, registry.count * 2)
     }
 
@@ -402,7 +414,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     func clearUpdated() {
         for object in updatedSet { object.isInUpdatedSet = false }
-        updatedSet = []
+        // Kept (up to a bound) for the next chunk of an import, which would otherwise grow it again step by step.
+        updatedSet.removeAll(keepingCapacity: updatedSet.count <= Self.keptSetCapacity)
     }
 
     func markUpdatePending(_ object: ManagedObject) {
@@ -413,7 +426,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     func clearPendingUpdates() {
         for object in pendingUpdated { object.isUpdatePending = false }
-        pendingUpdated = []
+        pendingUpdated.removeAll(keepingCapacity: pendingUpdated.count <= Self.keptSetCapacity)
     }
 
     /// Records that an object changed (called by its setters).

@@ -30,8 +30,8 @@ extension PersistentStoreCoordinator {
             limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly)
         let result: [(ManagedObjectID, RowSnapshot?)] = try withStore { store in
             let number = store.storeNumber
-            if store.canEvaluate(storeFetch) {
-                return try store.fetch(storeFetch).map { (ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), $0.row) }
+            if let rows = try store.fetchIfEvaluable(storeFetch) {
+                return rows.map { (ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), $0.row) }
             }
             // The store cannot filter or order this fetch: take every row of the entity and do it here.
             var all = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false)

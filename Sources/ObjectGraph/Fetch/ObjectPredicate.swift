@@ -129,6 +129,14 @@ public indirect enum ObjectExpression: Sendable, Hashable {
 }
 
 extension PropertyValue {
+    /// The stored form of an attribute value of a known type: the common types (strings, integers, doubles,
+    /// dates, Booleans, optional or not) convert without boxing the value in `Any`, the rest as
+    /// ``init(any:)`` converts their `attributeValue` (an import builds its `IN` list of unique IDs this way).
+    @inlinable
+    public init<Value: AttributeConvertible>(attribute value: Value) {
+        self = ManagedValueBridge<Value>.stored(value) ?? PropertyValue(any: value.attributeValue)
+    }
+
     /// Converts any Swift value without an attribute type to guide it (predicate constants).
     public init(any value: Any?) {
         // The common exact types first, by their dynamic type, before the chain of casts below (each failed cast

@@ -66,6 +66,8 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     @exclusivity(unchecked) private(set) var slotInverses: [PropertyRef?] = []
     /// Per uniqueness constraint, the slot indices of its attributes.
     @exclusivity(unchecked) private(set) var constraintSlots: [[Int]] = []
+    /// Every slot of ``constraintSlots``, as a set.
+    @exclusivity(unchecked) private(set) var constrainedValueSlots = SlotSet()
 
     package struct InsertTemplate {
         var values: [PropertyValue] = []
@@ -226,6 +228,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.slotAttributeTypes = slots.map { if case .attribute(let a) = $0 { return a.type } else { return nil } }
         self.propertyList = (attributes.map(\.name) + relationships.map(\.name)).compactMap { name in byName[name].map { (name, $0) } }
         self.constraintSlots = constraintSlots
+        self.constrainedValueSlots = SlotSet(constraintSlots.joined())
         let insertValues = slots.map { slot -> PropertyValue in
             if case .attribute(let a) = slot { return a.defaultValue.converted(to: a.type) ?? .null }
             return .null

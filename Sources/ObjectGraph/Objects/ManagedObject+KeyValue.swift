@@ -70,6 +70,15 @@ extension ManagedObject {
 
     // MARK: Typed access for @Managed (no key-value boxing)
 
+    /// ``value(forKey:)`` read as `Value`, the way a ``Managed`` property of that type reads it: an attribute of
+    /// a common type (string, number, date, Boolean, optional or not) or a to-one comes back without boxing the
+    /// value in `Any`; anything else goes through ``value(forKey:)`` and converts as ``Managed`` does (an
+    /// ``AttributeConvertible`` type never fails; another type that does not match traps, with a message).
+    @inlinable
+    public final func value<Value>(forKey key: String, as type: Value.Type) -> Value {
+        ManagedValueBridge<Value>.read(self, key)
+    }
+
     /// What ``Managed`` reads for a key without boxing: an attribute's stored value with its type, or a to-one's
     /// object; `other` sends the caller to ``value(forKey:)`` (to-manys, transients, nil to-ones, unknown keys,
     /// faults that cannot be fulfilled), which behaves, and traps, as before.

@@ -51,6 +51,14 @@ struct SlotSet: Sequence, Equatable, ExpressibleByArrayLiteral {
         high = words
     }
 
+    /// Whether the two sets share a slot.
+    func intersects(_ other: SlotSet) -> Bool {
+        if low & other.low != 0 { return true }
+        guard let a = high, let b = other.high else { return false }
+        for i in 0..<Swift.min(a.count, b.count) where a[i] & b[i] != 0 { return true }
+        return false
+    }
+
     static func == (lhs: SlotSet, rhs: SlotSet) -> Bool {
         guard lhs.low == rhs.low else { return false }
         let a = lhs.high ?? [], b = rhs.high ?? []

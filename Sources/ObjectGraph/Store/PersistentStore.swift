@@ -122,6 +122,9 @@ package protocol PersistentStore: AnyObject {
     /// Whether the store filters, sorts and limits `fetch` itself; otherwise the coordinator does it in memory.
     func canEvaluate(_ fetch: StoreFetch) -> Bool
     func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]
+    /// `fetch` when the store can evaluate it (``canEvaluate(_:)``), else nil: the store decides and runs in one
+    /// step (the SQLite store translates the predicate once, not once to decide and again to run).
+    func fetchIfEvaluable(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]?
     func count(_ fetch: StoreFetch) throws -> Int
     func rows(of entity: EntityDescription, keys: [Int64]) throws -> [Int64: RowSnapshot]
     func relatedKeys(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID]
@@ -164,4 +167,10 @@ extension PersistentStore {
     }
     func batchUpdate(_ ids: [ManagedObjectID], values: [Int: PropertyValue], author: String?, contextName: String?) throws -> Int { throw sqliteOnly("a batch update") }
     func batchDelete(_ ids: [ManagedObjectID], author: String?, contextName: String?) throws -> [ManagedObjectID] { throw sqliteOnly("a batch delete") }
+}
+
+extension PersistentStore {
+    package func fetchIfEvaluable(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]? {
+        canEvaluate(fetch) ? try self.fetch(fetch) : nil
+    }
 }

@@ -191,7 +191,10 @@ struct SQLiteQueryBuilder {
                 if column.isRelationship, nonNull.count >= 8, let ranged = try objectIDRanges(nonNull, column) {
                     sql = ranged
                 } else {
-                    sql = nonNull.isEmpty ? "0" : "\(column.sql) IN (\(try nonNull.map { try bind($0, for: column) }.joined(separator: ", ")))"
+                    // One check and argument per value; the placeholders are written in one go (an import's
+                    // `IN` list has up to 500).
+                    for value in nonNull { _ = try bind(value, for: column) }
+                    sql = nonNull.isEmpty ? "0" : "\(column.sql) IN (\(String(repeating: "?, ", count: nonNull.count - 1))?)"
                 }
                 if nonNull.count != values.count { sql = "(\(sql) OR \(column.sql) IS NULL)" }
                 return sql

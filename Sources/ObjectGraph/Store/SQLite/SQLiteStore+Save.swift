@@ -118,11 +118,15 @@ extension SQLiteStore {
         // looked up once, not per row (the store is the hot path of every import).
         struct UpdateShape: Hashable { var entity: ObjectIdentifier; var slots: [Int] }
         var updateStatements: [UpdateShape: SQLiteStatement] = [:]
+        var lastUpdate: (shape: UpdateShape, statement: SQLiteStatement)?  // consecutive rows usually share a shape: no hash
         for update in request.updates {
             let entity = update.id.entity
             let shape = UpdateShape(entity: ObjectIdentifier(entity), slots: update.changedSlots)
             let statement: SQLiteStatement
-            if let cached = updateStatements[shape] {
+            if let lastUpdate, lastUpdate.shape == shape {
+                lastUpdate.statement.resetKeepingBindings()  // every parameter is bound again below
+                statement = lastUpdate.statement
+            } else if let cached = updateStatements[shape] {
                 cached.resetKeepingBindings()  // every parameter is bound again below
                 statement = cached
             } else {
@@ -131,6 +135,7 @@ extension SQLiteStore {
                 statement = try connection.cachedStatement(sql)
                 updateStatements[shape] = statement
             }
+            lastUpdate = (shape, statement)
             statement.bindInt(update.oldVersion + 1, at: 1)
             var index: Int32 = 2
             for slot in update.changedSlots {

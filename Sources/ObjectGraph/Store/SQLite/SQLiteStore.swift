@@ -193,7 +193,21 @@ final class SQLiteStore: PersistentStore {
     }
 
     func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)] {
-        let (sql, arguments) = try buildQuery(fetch, select: fetch.idsOnly ? "t0.Z_PK" : selectColumns(fetch.entity))
+        try run(fetch, query: buildQuery(fetch, select: fetch.idsOnly ? "t0.Z_PK" : selectColumns(fetch.entity)))
+    }
+
+    func fetchIfEvaluable(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]? {
+        let query: (sql: String, arguments: [PropertyValue])
+        do {
+            query = try buildQuery(fetch, select: fetch.idsOnly ? "t0.Z_PK" : selectColumns(fetch.entity))
+        } catch is UntranslatablePredicate {
+            return nil
+        }
+        return try run(fetch, query: query)
+    }
+
+    private func run(_ fetch: StoreFetch, query: (sql: String, arguments: [PropertyValue])) throws -> [(key: Int64, row: RowSnapshot?)] {
+        let (sql, arguments) = query
         return try run {
             let statement = try connection.cachedStatement(sql)
             try statement.bind(arguments)
