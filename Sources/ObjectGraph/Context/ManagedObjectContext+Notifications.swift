@@ -125,6 +125,7 @@ public struct ContextObjectIDChanges: Sendable {
     var userInfo: [AnyHashable: Any] {
         typealias Key = ManagedObjectContext.NotificationKey
         var info: [AnyHashable: Any] = [:]
+        info.reserveCapacity(5)  // posted with every merge: no growth step by step
         info[Key.insertedObjectIDs.rawValue] = inserted
         info[Key.updatedObjectIDs.rawValue] = updated
         info[Key.deletedObjectIDs.rawValue] = deleted
