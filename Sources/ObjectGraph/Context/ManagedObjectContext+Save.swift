@@ -179,10 +179,10 @@ extension ManagedObjectContext {
         var seen: [Key: [ManagedObject]] = [:]
         for object in group {
             guard let k = key(object) else { continue }
-            if let earlier = first[k] {
+            // One hash per object: the newest holder replaces the earlier one, which starts the list on a collision
+            // (a third holder finds the list started and joins it).
+            if let earlier = first.updateValue(object, forKey: k) {
                 seen[k, default: [earlier]].append(object)
-            } else {
-                first[k] = object
             }
         }
         return Array(seen.values)
