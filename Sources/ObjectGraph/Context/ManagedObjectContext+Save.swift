@@ -74,11 +74,12 @@ extension ManagedObjectContext {
                 processPendingChanges()
                 continue
             }
-            let request = buildSaveRequest()
-            let outcome = try coordinator.save(request)
+            // The request (an array per changed row) is freed as soon as the store wrote it, not after did-save:
+            // the merges did-save starts on other queues then do not run beside the freeing of a large save.
+            let outcome = try coordinator.save(buildSaveRequest())
             switch outcome {
             case .committed(let newIDs, let token):
-                didCommit(request, newIDs: newIDs, coordinator: coordinator, historyToken: token)
+                didCommit(newIDs: newIDs, coordinator: coordinator, historyToken: token)
                 return
             case .versionConflicts(let records):
                 var conflicts: [MergeConflict] = []
@@ -242,7 +243,7 @@ extension ManagedObjectContext {
 
     /// After the store committed: permanent IDs, new snapshots, unregistered deletes, `didSave`, notifications
     /// (semantics §2.1 step 7).
-    private func didCommit(_ request: SaveRequest, newIDs: [ManagedObjectID: ManagedObjectID], coordinator: PersistentStoreCoordinator, historyToken: PersistentHistoryToken?) {
+    private func didCommit(newIDs: [ManagedObjectID: ManagedObjectID], coordinator: PersistentStoreCoordinator, historyToken: PersistentHistoryToken?) {
         let inserted = Self.keeping(insertedSet) { !$0.isDeletedFlag }
         let updated = Self.keeping(updatedSet) { !$0.isDeletedFlag && !$0.isInsertedFlag }
         let deleted = Self.keeping(deletedSet) { !$0.isInsertedFlag }
