@@ -73,11 +73,15 @@ where Value.ManagedObjectKind: ManagedObjectType {
     @inlinable
     static func importValues(_ values: [Value], chunkSize: Int, in context: ManagedObjectContext) throws -> Changeset {
         typealias Object = Value.ManagedObjectKind
-        // Last value wins for a repeated ID; order of first appearance is kept.
+        // Last value wins for a repeated ID; order of first appearance is kept. The index of each ID's last value
+        // is kept, not a copy of the value, and both tables are sized once.
         var order: [Value.UniqueID] = []
-        var latest: [Value.UniqueID: Value] = [:]
-        for value in values {
-            if latest.updateValue(value, forKey: value.uniqueIDValue) == nil { order.append(value.uniqueIDValue) }
+        var latest: [Value.UniqueID: Int] = [:]
+        order.reserveCapacity(values.count)
+        latest.reserveCapacity(values.count)
+        for (index, value) in values.enumerated() {
+            let id = value.uniqueIDValue
+            if latest.updateValue(index, forKey: id) == nil { order.append(id) }
         }
         var changes = Changeset()
         for start in stride(from: 0, to: order.count, by: chunkSize) {
@@ -92,25 +96,25 @@ where Value.ManagedObjectKind: ManagedObjectType {
             for object in existing {
                 byID[object.value(forKey: Value.uniqueIDKey, as: Value.UniqueID.self)] = object
             }
-            var touched: [(Value, Object)] = []
+            var touched: [(Int, Object)] = []
             var existingTouched: [Object] = []
             var inserted: [Object] = []
             touched.reserveCapacity(ids.count)
             for id in ids {
-                let value = latest[id]!
+                let index = latest[id]!
                 if let object = byID[id] {
-                    value.updateProperties(on: object)
-                    touched.append((value, object))
+                    values[index].updateProperties(on: object)
+                    touched.append((index, object))
                     existingTouched.append(object)
                 } else {
                     let object = try Object.insert(into: context)
                     try object.setValue(id.attributeValue, forKey: Value.uniqueIDKey)
-                    value.updateProperties(on: object)
-                    touched.append((value, object))
+                    values[index].updateProperties(on: object)
+                    touched.append((index, object))
                     inserted.append(object)
                 }
             }
-            for (value, object) in touched { try value.updateRelationships(on: object, in: context) }
+            for (index, object) in touched { try values[index].updateRelationships(on: object, in: context) }
             // Kept apart as they are made (no filter over the generic tuples, which is not specialized here).
             let updated = existingTouched.filter(\.hasChanges)
             try context.save()
