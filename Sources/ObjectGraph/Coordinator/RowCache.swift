@@ -87,11 +87,17 @@ final class RowCache: Sendable {
     /// Stores fresh rows. With `retain`, each row gains one reference that the caller hands to an object or
     /// gives back with ``release(_:)``; without, rows nobody uses are not kept.
     func install(_ rows: [(ManagedObjectID, RowSnapshot)], retain: Bool) {
-        guard !rows.isEmpty else { return }
+        install(rows, count: rows.count, retain: retain)
+    }
+
+    /// ``install(_:retain:)`` for rows produced on the way (a fetch's rows with their IDs, without an array of
+    /// them first); `count` is at least the number of rows, to size the table once.
+    func install<Rows: Sequence>(_ rows: Rows, count: Int, retain: Bool) where Rows.Element == (ManagedObjectID, RowSnapshot) {
+        guard count > 0 else { return }
         let now = Self.now()
         entries.withLock { table in
             if retain {
-                table.reserveCapacity(table.count + rows.count)
+                table.reserveCapacity(table.count + count)
                 for (id, row) in rows {
                     // One hash lookup per row: the entry is created or updated in place.
                     Self.store(row, now: now, in: &table[id, default: Entry()], retaining: true)
