@@ -66,11 +66,17 @@ extension ManagedObjectContext {
         var deleted = Set<ManagedObject>()
         var refreshedIDs = Set<ManagedObjectID>()
 
+        // Each set is sized once: a merge on the main queue allocates a few buffers, not one per doubling (each
+        // allocation can take the allocator's slow path on a thread that was idle while a large save ran).
+        inserted.reserveCapacity(changes.inserted.count)
         for id in changes.inserted {
             // Inserts are always reported, held only weakly (an observer such as an FRC may keep them).
             inserted.insert(object(with: id))
         }
-        for object in registeredObjects(in: changes.updated) {
+        let updatedObjects = registeredObjects(in: changes.updated)
+        refreshed.reserveCapacity(updatedObjects.count)
+        refreshedIDs.reserveCapacity(updatedObjects.count)
+        for object in updatedObjects {
             guard !object.isFaultFlag, !inserted.contains(object) else { continue }
             refresh(object, mergeChanges: true)
             refreshed.insert(object)
@@ -108,6 +114,7 @@ extension ManagedObjectContext {
     private func registeredObjects(in ids: Set<ManagedObjectID>) -> [ManagedObject] {
         guard !ids.isEmpty else { return [] }
         var result: [ManagedObject] = []
+        result.reserveCapacity(Swift.min(registry.count, ids.count))
         if registry.count < ids.count {
             counters.mergeObjectsExamined += registry.count
             // Entries of objects already freed are dropped on the way, so that the next merge walks only live

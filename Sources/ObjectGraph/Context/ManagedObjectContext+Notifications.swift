@@ -33,6 +33,7 @@ extension ManagedObjectContext {
         refreshed: Set<ManagedObject> = [], invalidated: Set<ManagedObject> = [], invalidatedAll: Bool = false
     ) {
         var info: [AnyHashable: Any] = [:]
+        info.reserveCapacity(6)  // posted by every merge and every processPendingChanges: sized once
         if !inserted.isEmpty { info[NotificationKey.insertedObjects.rawValue] = inserted }
         if !updated.isEmpty { info[NotificationKey.updatedObjects.rawValue] = updated }
         if !deleted.isEmpty { info[NotificationKey.deletedObjects.rawValue] = deleted }
