@@ -14,7 +14,7 @@ extension ManagedObject {
     }
 
     private func willAccess() {
-        if let context = managedObjectContext { context.assertOnQueue() }
+        withContext { $0.assertOnQueue() }
         guard isFaultFlag else { return }
         do { try materialize() } catch {
             preconditionFailure("CoreData could not fulfill a fault: \(error)")
@@ -37,7 +37,7 @@ extension ManagedObject {
         guard let ref = ref(key) else {
             throw ObjectGraphError(.validation, "no property named \(key)", entity: entity.name, objectID: objectID, property: key)
         }
-        if let context = managedObjectContext { context.assertOnQueue() }
+        withContext { $0.assertOnQueue() }
         switch ref {
         case .transient(let i):
             return transients[i].anyValue(for: entity.transientAttributes[i].type)
@@ -93,12 +93,12 @@ extension ManagedObject {
         guard let ref = ref(key) else { return .other }
         switch ref {
         case .attribute(let slot):
-            if let context = managedObjectContext { context.assertOnQueue() }
+            withContext { $0.assertOnQueue() }
             if isFaultFlag { do { try materialize() } catch { return .other } }
             guard let type = entity.slotAttributeTypes[slot] else { return .other }
             return .attribute(values[slot], type)
         case .toOne(let slot):
-            if let context = managedObjectContext { context.assertOnQueue() }
+            withContext { $0.assertOnQueue() }
             if isFaultFlag { do { try materialize() } catch { return .other } }
             guard let object = toOneObject(slot) else { return .other }
             return .toOne(object)
@@ -119,7 +119,7 @@ extension ManagedObject {
             guard type.integerRange.contains(v) else { return false }
         default: return false
         }
-        if let context = managedObjectContext { context.assertOnQueue() }
+        withContext { $0.assertOnQueue() }
         if isFaultFlag { do { try materialize() } catch { return false } }
         setSlot(slot, value)
         return true
@@ -129,7 +129,7 @@ extension ManagedObject {
     /// false, having done nothing, when `key` is not a to-one.
     @usableFromInline func _managedSetToOne(_ object: ManagedObject, forKey key: String) -> Bool {
         guard case .toOne(let slot)? = ref(key) else { return false }
-        if let context = managedObjectContext { context.assertOnQueue() }
+        withContext { $0.assertOnQueue() }
         do { try setToOne(slot: slot, key: key, target: object) } catch {
             preconditionFailure("\(error)")
         }
@@ -170,7 +170,7 @@ extension ManagedObject {
         guard let ref = ref(key) else {
             throw ObjectGraphError(.validation, "no property named \(key)", entity: entity.name, objectID: objectID, property: key)
         }
-        if let context = managedObjectContext { context.assertOnQueue() }
+        withContext { $0.assertOnQueue() }
         switch ref {
         case .transient(let i):
             let a = entity.transientAttributes[i]
@@ -242,7 +242,7 @@ extension ManagedObject {
         } else {
             changedSlots.insert(slot)
         }
-        managedObjectContext?.noteChange(self)
+        withContext { $0.noteChange(self) }
     }
 
     /// Adds `object` to the to-many relationship `key`, keeping the inverse.
@@ -267,7 +267,7 @@ extension ManagedObject {
     }
 
     private func checkSameContext(_ other: ManagedObject, _ key: String) throws {
-        guard other.managedObjectContext === managedObjectContext else {
+        guard other.isInSameContext(as: self) else {
             throw ObjectGraphError(.externalRelationship, "the destination object \(other.objectID) is in another context",
                                    entity: entity.name, objectID: objectID, property: key)
         }
@@ -335,7 +335,7 @@ extension ManagedObject {
             toMany[index] = ToManyState(current: ids, original: ids)
             return
         }
-        managedObjectContext?.noteChange(self)
+        withContext { $0.noteChange(self) }
     }
 
     /// Removes `id` from the inverse side `inverse` of this object (no further inverse maintenance).
@@ -403,7 +403,7 @@ extension ManagedObject {
         toMany[index] = state
         if changed {
             heldObjects?[Self.heldToManyOffset + index] = nil
-            managedObjectContext?.noteChange(self)
+            withContext { $0.noteChange(self) }
         }
         return true
     }

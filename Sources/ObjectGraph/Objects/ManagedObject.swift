@@ -22,8 +22,8 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     }
     /// The context the object is registered in; nil once deleted and saved, or after the context's reset.
     public internal(set) var managedObjectContext: ManagedObjectContext? {
-        get { storedContext }
-        set { storedContext = newValue }
+        get { storedContext?.takeUnretainedValue() }
+        set { storedContext = newValue.map { Unmanaged.passUnretained($0) } }
     }
     // Run-time exclusivity checks (`swift_beginAccess`) are off for the object's state: it is confined to its
     // context's queue (checked by `assertOnQueue`), and every access to it is a short read or write that never
@@ -32,7 +32,20 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     // Not a weak reference: a weak reference gives the context a side table, and every retain of the context
     // (each setter reads it) then takes the slow path. An object points at its context only while registered
     // there; the context clears the pointer when it unregisters the object, resets, or is deinitialized.
-    @exclusivity(unchecked) private unowned(unsafe) var storedContext: ManagedObjectContext?
+    // Held as an unmanaged pointer (what `unowned(unsafe)` is) so that hot paths can call the context without
+    // retaining it: every retain of a context takes the slow path, since observers capture it weakly.
+    @exclusivity(unchecked) private var storedContext: Unmanaged<ManagedObjectContext>?
+
+    /// Runs `body` with the object's context, if any, without retaining the context (setters call it on every
+    /// change: the queue check and the change note).
+    @inline(__always) func withContext(_ body: (ManagedObjectContext) -> Void) {
+        storedContext?._withUnsafeGuaranteedRef(body)
+    }
+
+    /// Whether both objects are in the same context, or both in none (compared without retaining either).
+    func isInSameContext(as other: ManagedObject) -> Bool {
+        storedContext?.toOpaque() == other.storedContext?.toOpaque()
+    }
 
     // MARK: State (on the context's queue)
     @exclusivity(unchecked) var isFaultFlag = false
