@@ -282,9 +282,12 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             if entry.object == nil { freed.append(id) } else { live.append((id, entry)) }
         }
         if freed.count > registry.count / 2 {
+            // Sized for the live entries only: the old table is still allocated here (a full-size table now would
+            // raise an import's memory peak by its size); `register` reserves room once the old one is gone.
             var rebuilt: [ManagedObjectID: RegistryEntry] = [:]
-            rebuilt.reserveCapacity(max(Self.minimumSweepThreshold, live.count * 2) + 1)
+            rebuilt.reserveCapacity(live.count)
             for (id, entry) in live { rebuilt[id] = entry }
+            live = []
             registry = rebuilt
         } else {
             for id in freed { registry.removeValue(forKey: id) }
