@@ -114,7 +114,7 @@ extension ManagedObjectContext {
     private func registeredObjects(in ids: Set<ManagedObjectID>) -> [ManagedObject] {
         guard !ids.isEmpty else { return [] }
         var result: [ManagedObject] = []
-        result.reserveCapacity(Swift.min(registry.count, ids.count))
+        result.reserveCapacity(Swift.min(registry.count, ids.count, 256))  // usually few match: a bounded start
         if registry.count < ids.count {
             counters.mergeObjectsExamined += registry.count
             // Entries of objects already freed are dropped on the way, so that the next merge walks only live

@@ -32,15 +32,17 @@ extension ManagedObjectContext {
         inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>,
         refreshed: Set<ManagedObject> = [], invalidated: Set<ManagedObject> = [], invalidatedAll: Bool = false
     ) {
+        // A merge that touched nothing here posts nothing and allocates nothing.
+        guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty || !refreshed.isEmpty || !invalidated.isEmpty
+                || invalidatedAll else { return }
         var info: [AnyHashable: Any] = [:]
-        info.reserveCapacity(6)  // posted by every merge and every processPendingChanges: sized once
+        info.reserveCapacity(6)  // sized once
         if !inserted.isEmpty { info[NotificationKey.insertedObjects.rawValue] = inserted }
         if !updated.isEmpty { info[NotificationKey.updatedObjects.rawValue] = updated }
         if !deleted.isEmpty { info[NotificationKey.deletedObjects.rawValue] = deleted }
         if !refreshed.isEmpty { info[NotificationKey.refreshedObjects.rawValue] = refreshed }
         if !invalidated.isEmpty { info[NotificationKey.invalidatedObjects.rawValue] = invalidated }
         if invalidatedAll { info[NotificationKey.invalidatedAllObjects.rawValue] = true }
-        guard !info.isEmpty else { return }
         counters.objectsDidChangeNotifications += 1
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: info)
     }
