@@ -273,24 +273,30 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public var hasChanges: Bool { assertOnQueue(); return !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty }
 
     func sweepRegistry() {
-        // One pass over the entries (each check loads a weak reference, an atomic operation): the live ones are
-        // kept aside for a rebuild when most are freed (an import's chunks come and go), else the freed ones are
-        // removed in place (a registry that only grew, a large fetch, is not rebuilt).
-        var freed: [ManagedObjectID] = []
-        var live: [(ManagedObjectID, RegistryEntry)] = []
-        for (id, entry) in registry {
-            if entry.object == nil { freed.append(id) } else { live.append((id, entry)) }
-        }
+        // One check per entry (each loads a weak reference, an atomic operation), remembered by position: when
+        // most entries are freed (an import's chunks come and go) the live ones are copied into a new table
+        // without checking them again; otherwise the freed ones are removed in place (a registry that only grew,
+        // a large fetch, is not rebuilt).
+        var freed: [Dictionary<ManagedObjectID, RegistryEntry>.Index] = []
+        for index in registry.indices where registry.values[index].object == nil { freed.append(index) }
         if freed.count > registry.count / 2 {
             // Sized for the live entries only: the old table is still allocated here (a full-size table now would
             // raise an import's memory peak by its size); `register` reserves room once the old one is gone.
             var rebuilt: [ManagedObjectID: RegistryEntry] = [:]
-            rebuilt.reserveCapacity(live.count)
-            for (id, entry) in live { rebuilt[id] = entry }
-            live = []
+            rebuilt.reserveCapacity(registry.count - freed.count)
+            var next = 0  // freed positions come in the table's order
+            for index in registry.indices {
+                if next < freed.count, freed[next] == index {
+                    next += 1
+                    continue
+                }
+                let (id, entry) = registry[index]
+                rebuilt[id] = entry
+            }
             registry = rebuilt
         } else {
-            for id in freed { registry.removeValue(forKey: id) }
+            let keys = freed.map { registry.keys[$0] }
+            for id in keys { registry.removeValue(forKey: id) }
         }
         registrySweepThreshold = max(Self.minimumSweepThreshold, registry.count * 2)
     }
