@@ -121,4 +121,66 @@ import Testing
         }
         #expect(untranslated > 0)  // the fallback was exercised
     }
+    // Semantics §4: the pending inverse changes of an unloaded to-many are laid on it in order when it loads, so
+    // only the last change of each member counts (moved away, back, away again: away).
+    @Test func pendingInverseChangesKeepTheLastChangePerMember_4() throws {
+        let stack = try TestStack()
+        let seed = stack.context()
+        try seed.performAndWait {
+            let a = Tag(context: seed)
+            a.name = "a"
+            let b = Tag(context: seed)
+            b.name = "b"
+            for i in 1...3 {
+                let item = Item(context: seed)
+                item.id = Int64(i)
+                item.tag = a
+            }
+            try seed.save()
+        }
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let tags = try ctx.fetch(FetchRequest(entityName: "Tag", sortDescriptors: [ObjectSortDescriptor("name")])).compactMap { $0 as? Tag }
+            let (a, b) = (tags[0], tags[1])
+            let items = try fetchItems(ctx)
+            let before = ctx.counters.relationshipFaultsFired
+            items[0].tag = b
+            items[0].tag = a
+            items[0].tag = b       // 1: away from a, to b
+            items[1].tag = b
+            items[1].tag = a       // 2: back in a
+            let fresh = Item(context: ctx)
+            fresh.id = 4
+            fresh.tag = b
+            fresh.tag = a          // 4: new, in a
+            #expect(ctx.counters.relationshipFaultsFired == before)  // both to-manys stayed faults
+            #expect(Set(a.items.map(\.id)) == [2, 3, 4])
+            #expect(Set(b.items.map(\.id)) == [1])
+        }
+    }
+
+    // Semantics §4 and §2.1: an insert given its permanent ID before the save (obtainPermanentIDs) is found under
+    // that ID in a to-many that was still a fault when the insert joined it.
+    @Test func pendingInverseChangesFollowPermanentIDs_4() throws {
+        let stack = try TestStack()
+        let seed = stack.context()
+        try seed.performAndWait {
+            let tag = Tag(context: seed)
+            tag.name = "t"
+            try seed.save()
+        }
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let tag = try #require(try ctx.fetch(FetchRequest(entityName: "Tag")).first as? Tag)
+            let item = Item(context: ctx)
+            item.id = 9
+            item.tag = tag
+            try ctx.obtainPermanentIDs(for: [item])
+            #expect(!item.objectID.isTemporaryID)
+            let members = tag.items
+            #expect(members.count == 1)
+            #expect(members.first === item)
+            try ctx.save()
+        }
+    }
 }

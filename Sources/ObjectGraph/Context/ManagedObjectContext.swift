@@ -729,6 +729,11 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 // Only temporary IDs are remapped: permanent ones need no lookup.
                 if case .objectID(let id) = object.values[i], id.isTemporaryID, let n = mapping[id] { object.values[i] = .objectID(n) }
             }
+            // Pending inverse changes of unloaded to-manys name their members too (an insert given a permanent ID
+            // before the save).
+            if object.pendingToMany != nil {
+                for i in object.pendingToMany!.indices { object.pendingToMany![i].remap(mapping) }
+            }
             for i in object.toMany.indices {
                 guard var state = object.toMany[i] else { continue }
                 if state.current.contains(where: { mapping[$0] != nil }) {

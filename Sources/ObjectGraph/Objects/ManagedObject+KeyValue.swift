@@ -374,22 +374,11 @@ extension ManagedObject {
     private func notePendingInverse(_ index: Int, _ id: ManagedObjectID, added: Bool) -> Bool {
         guard toMany[index] == nil, !objectID.isTemporaryID, let context = managedObjectContext, context.parent == nil,
               entity.toManyInverseIsToOne[index] else { return false }
-        if pendingToMany == nil { pendingToMany = [:] }
-        // Changed in place, in one lookup (the sets stay uniquely referenced, so no copy per change).
-        Self.update(&pendingToMany![index, default: ([], [])], id, added: added)
+        if pendingToMany == nil { pendingToMany = Array(repeating: PendingToManyLog(), count: toMany.count) }
+        pendingToMany![index].append(id, added: added)  // in place: the log stays uniquely referenced
         if heldObjects != nil { heldObjects![Self.heldToManyOffset + index] = nil }
         context.noteChange(self)
         return true
-    }
-
-    private static func update(_ pending: inout (added: Set<ManagedObjectID>, removed: Set<ManagedObjectID>), _ id: ManagedObjectID, added: Bool) {
-        if added {
-            if !pending.removed.isEmpty { pending.removed.remove(id) }
-            pending.added.insert(id)
-        } else {
-            if !pending.added.isEmpty { pending.added.remove(id) }
-            pending.removed.insert(id)
-        }
     }
 
     /// Changes a loaded to-many's current IDs in place, as ``setToManyIDs(_:_:)`` would with the changed set,
@@ -412,7 +401,7 @@ extension ManagedObject {
 
     /// The changed persistent properties with their new values (semantics §1.5 `changedValues`).
     public func changedValues() -> [String: Any] {
-        if let pending = pendingToMany { for index in pending.keys { _ = try? relatedIDs(index) } }
+        if let pending = pendingToMany { for index in pending.indices where !pending[index].isEmpty { _ = try? relatedIDs(index) } }
         var result: [String: Any] = [:]
         for slot in changedSlots {
             let name = entity.slots[slot].name

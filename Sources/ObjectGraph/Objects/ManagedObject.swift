@@ -81,16 +81,50 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     package static let heldToManyOffset = 1 << 20
     /// Inverse changes to one-to-many relationships that are not loaded (faults), by to-many index: applied when
     /// the relationship is loaded, dropped once saved (the store then holds them as foreign keys). Setting
-    /// `item.group` thus never loads `group.items`, as in Core Data (semantics §4).
-    @exclusivity(unchecked) var pendingToMany: [Int: (added: Set<ManagedObjectID>, removed: Set<ManagedObjectID>)]?
+    /// `item.group` thus never loads `group.items`, as in Core Data (semantics §4). Each change is appended to a
+    /// log, in order (an import adds one member per item: an append, not a hashed set insert); only the last
+    /// change of each ID counts when the log is laid on the stored IDs.
+    @exclusivity(unchecked) var pendingToMany: [PendingToManyLog]?
+
+    package struct PendingToManyLog {
+        private(set) var changes: [(id: ManagedObjectID, added: Bool)] = []
+        var isEmpty: Bool { changes.isEmpty }
+
+        mutating func append(_ id: ManagedObjectID, added: Bool) {
+            changes.append((id, added))
+            // A log that only grows (an ID moved back and forth without a save) is folded to its last change per
+            // ID from time to time, so it stays as long as the set of IDs it names.
+            if changes.count >= 1024, changes.count & (changes.count - 1) == 0 { fold() }
+        }
+
+        /// Lays the changes on `ids`, in order.
+        func apply(to ids: inout Set<ManagedObjectID>) {
+            for (id, added) in changes {
+                if added { ids.insert(id) } else { ids.remove(id) }
+            }
+        }
+
+        mutating func remap(_ mapping: [ManagedObjectID: ManagedObjectID]) {
+            for i in changes.indices where changes[i].id.isTemporaryID {
+                if let new = mapping[changes[i].id] { changes[i].id = new }
+            }
+        }
+
+        private mutating func fold() {
+            var last: [ManagedObjectID: Bool] = [:]
+            var order: [ManagedObjectID] = []
+            for (id, added) in changes where last.updateValue(added, forKey: id) == nil { order.append(id) }
+            changes = order.map { ($0, last[$0]!) }
+        }
+    }
 
     /// Loads a to-many relationship's stored IDs, with the pending inverse changes laid on top.
     package func installToMany(_ index: Int, stored ids: Set<ManagedObjectID>) {
         var state = ToManyState(current: ids, original: ids)
-        if let pending = pendingToMany?.removeValue(forKey: index) {
-            state.current.formUnion(pending.added)
-            state.current.subtract(pending.removed)
-            if pendingToMany?.isEmpty == true { pendingToMany = nil }
+        if let pending = pendingToMany, index < pending.count, !pending[index].isEmpty {
+            pending[index].apply(to: &state.current)
+            pendingToMany![index] = PendingToManyLog()
+            if pendingToMany!.allSatisfy(\.isEmpty) { pendingToMany = nil }
         }
         toMany[index] = state
     }
