@@ -98,8 +98,9 @@ import Testing
         }
     }
 
-    // The store translates a predicate once to decide and run (`fetchIfEvaluable`): nil exactly when it cannot
-    // evaluate the fetch, else the rows `fetch` gives; the coordinator then filters in memory, with the same result.
+    // The store translates a predicate once to decide and run (`fetchIfEvaluable`, `countIfEvaluable`): nil exactly
+    // when it cannot evaluate the fetch, else the rows `fetch` gives; the coordinator then filters in memory, with
+    // the same result.
     @Test func storeDecidesAndRunsAFetchInOneStep() throws {
         let stack = try TestStack()
         try stack.seed(4)
@@ -118,6 +119,8 @@ import Testing
             let viaContext = try ctx.performAndWait { Set(try fetchItems(ctx, p).map(\.id)) }
             let inMemory = try ctx.performAndWait { Set(try fetchItems(ctx).filter { try p.evaluate(with: $0) }.map(\.id)) }
             #expect(viaContext == inMemory, "\(format)")
+            // The count takes the same step: counted by SQL when translatable, else by the coordinator.
+            #expect(try ctx.performAndWait { try ctx.count(for: FetchRequest(entityName: "Item", predicate: p)) } == inMemory.count, "\(format)")
         }
         #expect(untranslated > 0)  // the fallback was exercised
     }

@@ -63,8 +63,7 @@ extension PersistentStoreCoordinator {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: [], limit: request.fetchLimit,
             offset: request.fetchOffset, idsOnly: true)
-        let canCount = try withStore { $0.canEvaluate(storeFetch) }
-        if canCount { return try withStore { try $0.count(storeFetch) } }
+        if let n = try withStore({ try $0.countIfEvaluable(storeFetch) }) { return n }
         let rows = try fetchRows(request, entity: entity, idsOnly: true)
         return rows.count
     }

@@ -126,6 +126,8 @@ package protocol PersistentStore: AnyObject {
     /// step (the SQLite store translates the predicate once, not once to decide and again to run).
     func fetchIfEvaluable(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]?
     func count(_ fetch: StoreFetch) throws -> Int
+    /// `count` when the store can evaluate the fetch, else nil (one translation, as for ``fetchIfEvaluable(_:)``).
+    func countIfEvaluable(_ fetch: StoreFetch) throws -> Int?
     func rows(of entity: EntityDescription, keys: [Int64]) throws -> [Int64: RowSnapshot]
     func relatedKeys(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID]
     func save(_ request: SaveRequest) throws -> StoreSaveOutcome
@@ -172,5 +174,9 @@ extension PersistentStore {
 extension PersistentStore {
     package func fetchIfEvaluable(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]? {
         canEvaluate(fetch) ? try self.fetch(fetch) : nil
+    }
+
+    package func countIfEvaluable(_ fetch: StoreFetch) throws -> Int? {
+        canEvaluate(fetch) ? try count(fetch) : nil
     }
 }

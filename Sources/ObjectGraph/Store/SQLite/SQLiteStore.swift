@@ -181,29 +181,27 @@ final class SQLiteStore: PersistentStore {
         return (sql, builder.arguments)
     }
 
+    /// The query for `fetch`, or nil when its predicate or sort cannot be written in SQL (the coordinator then
+    /// filters in memory). Other errors (a type mismatch) are the fetch's to report.
+    private func translated(_ fetch: StoreFetch, select: String) throws -> (sql: String, arguments: [PropertyValue])? {
+        do { return try buildQuery(fetch, select: select) } catch is UntranslatablePredicate { return nil }
+    }
+
     func canEvaluate(_ fetch: StoreFetch) -> Bool {
-        do {
-            _ = try buildQuery(fetch, select: "t0.Z_PK")
-            return true
-        } catch is UntranslatablePredicate {
-            return false
-        } catch {
-            return true  // the fetch itself reports the error
-        }
+        do { return try translated(fetch, select: "t0.Z_PK") != nil } catch { return true }
     }
 
     func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)] {
-        try run(fetch, query: buildQuery(fetch, select: fetch.idsOnly ? "t0.Z_PK" : selectColumns(fetch.entity)))
+        try run(fetch, query: buildQuery(fetch, select: selectList(fetch)))
     }
 
     func fetchIfEvaluable(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]? {
-        let query: (sql: String, arguments: [PropertyValue])
-        do {
-            query = try buildQuery(fetch, select: fetch.idsOnly ? "t0.Z_PK" : selectColumns(fetch.entity))
-        } catch is UntranslatablePredicate {
-            return nil
-        }
+        guard let query = try translated(fetch, select: selectList(fetch)) else { return nil }
         return try run(fetch, query: query)
+    }
+
+    private func selectList(_ fetch: StoreFetch) -> String {
+        fetch.idsOnly ? "t0.Z_PK" : selectColumns(fetch.entity)
     }
 
     private func run(_ fetch: StoreFetch, query: (sql: String, arguments: [PropertyValue])) throws -> [(key: Int64, row: RowSnapshot?)] {
@@ -225,9 +223,16 @@ final class SQLiteStore: PersistentStore {
     }
 
     func count(_ fetch: StoreFetch) throws -> Int {
-        var inner = fetch
-        inner.idsOnly = true
-        let (sql, arguments) = try buildQuery(inner, select: "t0.Z_PK")
+        try count(query: buildQuery(fetch, select: "t0.Z_PK"))
+    }
+
+    func countIfEvaluable(_ fetch: StoreFetch) throws -> Int? {
+        guard let query = try translated(fetch, select: "t0.Z_PK") else { return nil }
+        return try count(query: query)
+    }
+
+    private func count(query: (sql: String, arguments: [PropertyValue])) throws -> Int {
+        let (sql, arguments) = query
         return try run {
             let statement = try connection.cachedStatement("SELECT count(*) FROM (\(sql))")
             try statement.bind(arguments)
