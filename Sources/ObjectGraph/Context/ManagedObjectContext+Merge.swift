@@ -119,15 +119,16 @@ extension ManagedObjectContext {
             counters.mergeObjectsExamined += registry.count
             // Entries of objects already freed are dropped on the way, so that the next merge walks only live
             // objects (probing a large ID set is a cache miss per entry).
-            var freed: [ManagedObjectID] = []
-            for (id, entry) in registry {
+            var freed: [RegistryIndex] = []
+            for index in registry.indices {
+                let (id, entry) = registry[index]
                 guard let object = entry.object else {
-                    freed.append(id)
+                    freed.append(index)
                     continue
                 }
                 if ids.contains(id) { result.append(object) }
             }
-            removeFreedEntries(freed)
+            removeFreedEntries(at: freed)
         } else {
             counters.mergeObjectsExamined += ids.count
             for id in ids {

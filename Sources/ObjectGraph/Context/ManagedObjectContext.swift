@@ -145,6 +145,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         }
     }
     @exclusivity(unchecked) var registry: [ManagedObjectID: RegistryEntry] = [:]
+    /// A position in ``registry`` (freed entries are remembered by position, not looked up again by key).
+    typealias RegistryIndex = Dictionary<ManagedObjectID, RegistryEntry>.Index
     @exclusivity(unchecked) private var registrySweepThreshold = ManagedObjectContext.minimumSweepThreshold
     /// Entries of freed objects are swept once the registry reaches this size (or twice its live size): a
     /// sweep walks every entry and rehashes the live ones, so with an import's ~1,000 objects in flight a
@@ -273,18 +275,25 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public var hasChanges: Bool { assertOnQueue(); return !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty }
 
     func sweepRegistry() {
-        // One check per entry (each loads a weak reference, an atomic operation), remembered by position: when
-        // most entries are freed (an import's chunks come and go) the live ones are copied into a new table
-        // without checking them again; otherwise the freed ones are removed in place (a registry that only grew,
-        // a large fetch, is not rebuilt).
-        var freed: [Dictionary<ManagedObjectID, RegistryEntry>.Index] = []
+        // One check per entry (each loads a weak reference, an atomic operation), remembered by position.
+        var freed: [RegistryIndex] = []
         for index in registry.indices where registry.values[index].object == nil { freed.append(index) }
+        removeFreedEntries(at: freed)
+        registrySweepThreshold = max(Self.minimumSweepThreshold, registry.count * 2)
+    }
+
+    /// Drops the registry entries at `freed` (positions of entries whose objects are gone, in the table's order,
+    /// found by a sweep or by a merge walking the registry). When most are freed (an import's chunks come and go)
+    /// the live ones are copied into a new table without checking them again; otherwise the freed ones are
+    /// removed in place (a registry that only grew, a large fetch, is not rebuilt).
+    func removeFreedEntries(at freed: [RegistryIndex]) {
+        guard !freed.isEmpty else { return }
         if freed.count > registry.count / 2 {
             // Sized for the live entries only: the old table is still allocated here (a full-size table now would
             // raise an import's memory peak by its size); `register` reserves room once the old one is gone.
             var rebuilt: [ManagedObjectID: RegistryEntry] = [:]
             rebuilt.reserveCapacity(registry.count - freed.count)
-            var next = 0  // freed positions come in the table's order
+            var next = 0
             for index in registry.indices {
                 if next < freed.count, freed[next] == index {
                     next += 1
@@ -297,16 +306,6 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         } else {
             let keys = freed.map { registry.keys[$0] }
             for id in keys { registry.removeValue(forKey: id) }
-        }
-        registrySweepThreshold = max(Self.minimumSweepThreshold, registry.count * 2)
-    }
-
-    /// Drops registry entries whose objects are gone (found by a sweep or by a merge walking the registry).
-    func removeFreedEntries(_ freed: [ManagedObjectID]) {
-        if freed.count > registry.count / 2 {
-            registry = registry.filter { $0.value.object != nil }
-        } else {
-            for id in freed { registry.removeValue(forKey: id) }
         }
     }
 
