@@ -74,14 +74,22 @@ where Value.ManagedObjectKind: ManagedObjectType {
     static func importValues(_ values: [Value], chunkSize: Int, in context: ManagedObjectContext) throws -> Changeset {
         typealias Object = Value.ManagedObjectKind
         // Last value wins for a repeated ID; order of first appearance is kept. The index of each ID's last value
-        // is kept, not a copy of the value, and both tables are sized once.
+        // is kept beside it (not a copy of the value, and not looked up by ID again), and the tables are sized once.
         var order: [Value.UniqueID] = []
-        var latest: [Value.UniqueID: Int] = [:]
+        var lastIndex: [Int] = []
+        var position: [Value.UniqueID: Int] = [:]
         order.reserveCapacity(values.count)
-        latest.reserveCapacity(values.count)
+        lastIndex.reserveCapacity(values.count)
+        position.reserveCapacity(values.count)
         for (index, value) in values.enumerated() {
             let id = value.uniqueIDValue
-            if latest.updateValue(index, forKey: id) == nil { order.append(id) }
+            if let seen = position.updateValue(order.count, forKey: id) {
+                position[id] = seen
+                lastIndex[seen] = index
+            } else {
+                order.append(id)
+                lastIndex.append(index)
+            }
         }
         var changes = Changeset()
         for start in stride(from: 0, to: order.count, by: chunkSize) {
@@ -100,8 +108,8 @@ where Value.ManagedObjectKind: ManagedObjectType {
             var existingTouched: [Object] = []
             var inserted: [Object] = []
             touched.reserveCapacity(ids.count)
-            for id in ids {
-                let index = latest[id]!
+            for (offset, id) in ids.enumerated() {
+                let index = lastIndex[start + offset]
                 if let object = byID[id] {
                     values[index].updateProperties(on: object)
                     touched.append((index, object))

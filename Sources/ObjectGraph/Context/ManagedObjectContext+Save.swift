@@ -166,7 +166,7 @@ extension ManagedObjectContext {
     private struct UniqueValue: Hashable {
         let value: PropertyValue
         func _rawHashValue(seed: Int) -> Int {
-            if case .integer(let v) = value { return v._rawHashValue(seed: seed) }
+            if case .integer(let v) = value { return wordHash(UInt64(bitPattern: v), seed: seed) }
             return value._rawHashValue(seed: seed)
         }
         func hash(into hasher: inout Hasher) { hasher.combine(value) }

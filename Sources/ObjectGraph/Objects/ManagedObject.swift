@@ -247,8 +247,9 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     // MARK: Identity
     public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
-    // The change sets hash objects on every insert and membership test: the one-word hash, no `Hasher` run.
-    public func _rawHashValue(seed: Int) -> Int { UInt(bitPattern: ObjectIdentifier(self))._rawHashValue(seed: seed) }
+    // The change sets hash objects on every insert and membership test: the address through a short mixer
+    // (``wordHash(_:seed:)``), no `Hasher` run.
+    public func _rawHashValue(seed: Int) -> Int { wordHash(UInt64(UInt(bitPattern: ObjectIdentifier(self))), seed: seed) }
 }
 
 extension ManagedObject: CustomStringConvertible {

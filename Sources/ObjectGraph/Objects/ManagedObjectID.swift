@@ -57,10 +57,10 @@ public struct ManagedObjectID: Hashable, Sendable {
         hasher.combine(hashWord)
     }
 
-    // IDs are hashed on every registry lookup, set insert and row-cache access: one word through the standard
-    // library's one-word hash (as `Int` does) instead of a full `Hasher` run over two fields.
+    // IDs are hashed on every registry lookup, set insert and row-cache access: one word through a short mixer
+    // (``wordHash(_:seed:)``) instead of a `Hasher` run.
     public func _rawHashValue(seed: Int) -> Int {
-        hashWord._rawHashValue(seed: seed)
+        wordHash(hashWord, seed: seed)
     }
 
     /// The key and the store in one word (equal IDs give equal words; the entity is left to `==`).
