@@ -30,9 +30,10 @@ let package = Package(
             pkgConfig: "jemalloc",
             providers: [.apt(["libjemalloc-dev"])]
         ),
+        .target(name: "CObjectRuntime"),
         .target(
             name: "ObjectGraph",
-            dependencies: ["CSQLite"]
+            dependencies: ["CSQLite", "CObjectRuntime"]
         ),
         .target(
             name: "Ambar",

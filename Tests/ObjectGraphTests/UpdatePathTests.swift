@@ -81,7 +81,7 @@ import Testing
     // again gives the same instance; freed entries leave.
     @Test func registrySweepKeepsLiveObjects_2_1() throws {
         let stack = try TestStack()
-        let ids = try stack.seed(ManagedObjectContext.minimumSweepThreshold + 500)
+        let ids = try stack.seed(ObjectRegistry.minimumSweepThreshold + 500)
         let ctx = stack.context()
         try ctx.performAndWait {
             var kept: [ManagedObject] = []

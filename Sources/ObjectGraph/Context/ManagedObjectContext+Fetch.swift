@@ -136,7 +136,7 @@ extension ManagedObjectContext {
         var seen = Set<ManagedObjectID>()
         var kept: [FetchEntry] = []
         for entry in entries {
-            if let object = registry[entry.id]?.object, object.hasChanges {
+            if let object = registry[entry.id], object.hasChanges {
                 if object.isDeletedFlag { dropped.append(entry); continue }
                 if let predicate, try !predicate.evaluate(subject: object) { dropped.append(entry); continue }
             }
@@ -172,7 +172,7 @@ extension ManagedObjectContext {
         let entries = try fetchEntries(request, entity: entity, idsOnly: idsOnly)
         return entries.map { entry in
             var e = entry
-            if !idsOnly, let object = registry[entry.id]?.object, !object.isFaultFlag {
+            if !idsOnly, let object = registry[entry.id], !object.isFaultFlag {
                 e.row = RowSnapshot(values: object.values, version: object.snapshotVersion)
             }
             return e
@@ -186,7 +186,7 @@ extension ManagedObjectContext {
         var result: [ManagedObject] = []
         result.reserveCapacity(entries.count)
         for entry in entries {
-            if let existing = registry[entry.id]?.object {
+            if let existing = registry[entry.id] {
                 result.append(existing)
                 if entry.retained { releases.append(entry.id) }
                 continue

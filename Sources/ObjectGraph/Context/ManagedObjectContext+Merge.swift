@@ -112,30 +112,7 @@ extension ManagedObjectContext {
 
     /// Registered objects among `ids`, walking whichever of the two is smaller.
     private func registeredObjects(in ids: Set<ManagedObjectID>) -> [ManagedObject] {
-        guard !ids.isEmpty else { return [] }
-        var result: [ManagedObject] = []
-        result.reserveCapacity(Swift.min(registry.count, ids.count, 256))  // usually few match: a bounded start
-        if registry.count < ids.count {
-            counters.mergeObjectsExamined += registry.count
-            // Entries of objects already freed are dropped on the way, so that the next merge walks only live
-            // objects (probing a large ID set is a cache miss per entry).
-            var freed: [RegistryIndex] = []
-            for index in registry.indices {
-                let (id, entry) = registry[index]
-                guard let object = entry.object else {
-                    freed.append(index)
-                    continue
-                }
-                if ids.contains(id) { result.append(object) }
-            }
-            removeFreedEntries(at: freed)
-        } else {
-            counters.mergeObjectsExamined += ids.count
-            for id in ids {
-                if let object = registry[id]?.object { result.append(object) }
-            }
-        }
-        return result
+        registry.liveObjects(among: ids, examined: &counters.mergeObjectsExamined)
     }
 
     func updateAutomaticMerging() {

@@ -68,7 +68,7 @@ extension ManagedObjectContext {
                 check.checkVersionsOnly = true
                 var lockingConflicts: [MergeConflict] = []
                 if case .versionConflicts(let records) = try coordinator.save(check) {
-                    lockingConflicts = records.compactMap { r in registry[r.id]?.object.map { MergeConflict(source: $0, record: r) } }
+                    lockingConflicts = records.compactMap { r in registry[r.id].map { MergeConflict(source: $0, record: r) } }
                 }
                 try mergePolicy.resolve(mergeConflicts: lockingConflicts, constraintConflicts: lockingConflicts.isEmpty ? contextConflicts : [])
                 processPendingChanges()
@@ -84,7 +84,7 @@ extension ManagedObjectContext {
             case .versionConflicts(let records):
                 var conflicts: [MergeConflict] = []
                 for record in records {
-                    guard let object = registry[record.id]?.object else { continue }
+                    guard let object = registry[record.id] else { continue }
                     conflicts.append(MergeConflict(source: object, record: record))
                 }
                 try mergePolicy.resolve(mergeConflicts: conflicts, constraintConflicts: [])
@@ -92,7 +92,7 @@ extension ManagedObjectContext {
             case .constraintViolations(let violations):
                 var conflicts: [ConstraintConflict] = []
                 for v in violations {
-                    guard let object = registry[v.id]?.object else { continue }
+                    guard let object = registry[v.id] else { continue }
                     let database = self.object(with: v.databaseID)
                     var values: [String: Any] = [:]
                     for (name, value) in zip(v.constraint, v.values) { values[name] = value.anyValue(for: v.entity.attribute(named: name)?.type) }
@@ -247,9 +247,7 @@ extension ManagedObjectContext {
         let inserted = Self.keeping(insertedSet) { !$0.isDeletedFlag }
         let updated = Self.keeping(updatedSet) { !$0.isDeletedFlag && !$0.isInsertedFlag }
         let deleted = Self.keeping(deletedSet) { !$0.isInsertedFlag }
-        // Inserts that had permanent IDs already (obtainPermanentIDs) are not remapped: weaken their entries here.
-        for object in inserted where !object.objectID.isTemporaryID { registry[object.objectID]?.weaken() }
-        remapIDs(newIDs, saved: true)
+        remapIDs(newIDs)
         for object in inserted {
             // The coordinator installed the new row with one reference for this object.
             if object.cacheReference != nil { coordinator.rowCache.release(object.objectID) }
@@ -354,7 +352,7 @@ extension ManagedObjectContext {
         try parent.performAndWait {
             for c in insertChanges {
                 let object: ManagedObject
-                if let existing = parent.registry[c.id]?.object {
+                if let existing = parent.registry[c.id] {
                     object = existing
                 } else {
                     object = c.id.entity.managedObjectClass.init(entity: c.id.entity, insertInto: nil)
@@ -397,7 +395,6 @@ extension ManagedObjectContext {
             parent.processPendingChanges()
             parent.childPushHook?()
         }
-        for object in inserted { registry[object.objectID]?.weaken() }
         for object in [inserted, updated].joined() {
             object.isInsertedFlag = false
             object.original = RowSnapshot(values: object.values, version: object.snapshotVersion)

@@ -121,38 +121,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     // MARK: Object state
     // The context's state is confined to its queue (`assertOnQueue`) and only ever accessed briefly: no run-time
     // exclusivity checks on these per-object paths.
-    /// A registry entry. The registry holds objects weakly (semantics §2.1 step 8: a saved object without
-    /// changes lives only as long as the app holds it), except an object whose insert is not saved yet, which
-    /// the context holds anyway (it is in `insertedObjects`): that entry is strong until the save, so the object
-    /// gets no weak reference while an import works on it. A Swift weak reference gives its object a side
-    /// table, and from then on every retain and release of the object takes the slow path (it was 12 % of an
-    /// import's instructions: every setter, set insert and argument passing retains the object).
-    struct RegistryEntry {
-        private var strong: ManagedObject?
-        private weak var weak: ManagedObject?
-
-        init(_ object: ManagedObject) {
-            if object.isInsertedFlag { strong = object } else { weak = object }
-        }
-
-        var object: ManagedObject? { strong ?? weak }
-
-        /// Holds the object weakly from now on (its insert was saved).
-        mutating func weaken() {
-            guard let object = strong else { return }
-            weak = object
-            strong = nil
-        }
-    }
-    @exclusivity(unchecked) var registry: [ManagedObjectID: RegistryEntry] = [:]
-    /// A position in ``registry`` (freed entries are remembered by position, not looked up again by key).
-    typealias RegistryIndex = Dictionary<ManagedObjectID, RegistryEntry>.Index
-    @exclusivity(unchecked) private var registrySweepThreshold = ManagedObjectContext.minimumSweepThreshold
-    /// Entries of freed objects are swept once the registry reaches this size (or twice its live size): a
-    /// sweep walks every entry and rehashes the live ones, so with an import's ~1,000 objects in flight a
-    /// larger floor sweeps less often for the same freed entries (1.6k instructions per imported object at
-    /// 1,024, 0.3k at 8,192; the entries cost ~40 bytes each).
-    static let minimumSweepThreshold = 8192
+    /// The registered objects, held without keeping them alive (semantics §2.1 step 8; see ``ObjectRegistry``).
+    let registry = ObjectRegistry()
     /// The inserted and pending-insert sets keep their capacity (up to this) when a save or an objects-did-change
     /// empties them, so the next chunk of an import does not grow them again from nothing.
     static let keptSetCapacity = 4096
@@ -186,8 +156,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         if let automaticMergeObserver { NotificationCenter.default.removeObserver(automaticMergeObserver) }
         // Objects hold their related objects; break those cycles so a dropped context frees its objects.
         // and its objects stop pointing at it (they hold it unowned, see ManagedObject.managedObjectContext).
-        for entry in registry.values {
-            guard let object = entry.object else { continue }
+        // Collected first: clearing held objects can free other registered objects.
+        for object in registry.liveObjects() {
             object.heldObjects = nil
             object.managedObjectContext = nil
         }
@@ -254,13 +224,12 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     }
 
     func liveRegistered() -> [ManagedObject] {
-        registry.values.compactMap(\.object)
+        registry.liveObjects()
     }
 
     /// The number of live registered objects.
     public var registeredObjectCount: Int {
-        sweepRegistry()
-        return registry.count
+        registry.liveCount()
     }
 
     // Issue "ObjectGraph core", Bad input: wrong-queue use traps with a message (semantics §8, ConcurrencyDebug),
@@ -274,56 +243,16 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Whether anything is inserted, updated or deleted.
     public var hasChanges: Bool { assertOnQueue(); return !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty }
 
-    func sweepRegistry() {
-        // One check per entry (each loads a weak reference, an atomic operation), remembered by position.
-        var freed: [RegistryIndex] = []
-        for index in registry.indices where registry.values[index].object == nil { freed.append(index) }
-        removeFreedEntries(at: freed)
-        registrySweepThreshold = max(Self.minimumSweepThreshold, registry.count * 2)
-    }
-
-    /// Drops the registry entries at `freed` (positions of entries whose objects are gone, in the table's order,
-    /// found by a sweep or by a merge walking the registry). When most are freed (an import's chunks come and go)
-    /// the live ones are copied into a new table without checking them again; otherwise the freed ones are
-    /// removed in place (a registry that only grew, a large fetch, is not rebuilt).
-    func removeFreedEntries(at freed: [RegistryIndex]) {
-        guard !freed.isEmpty else { return }
-        if freed.count > registry.count / 2 {
-            // Sized for the live entries only: the old table is still allocated here (a full-size table now would
-            // raise an import's memory peak by its size); `register` reserves room once the old one is gone.
-            var rebuilt: [ManagedObjectID: RegistryEntry] = [:]
-            rebuilt.reserveCapacity(registry.count - freed.count)
-            var next = 0
-            for index in registry.indices {
-                if next < freed.count, freed[next] == index {
-                    next += 1
-                    continue
-                }
-                let (id, entry) = registry[index]
-                rebuilt[id] = entry
-            }
-            registry = rebuilt
-        } else {
-            let keys = freed.map { registry.keys[$0] }
-            for id in keys { registry.removeValue(forKey: id) }
-        }
-    }
-
     func register(_ object: ManagedObject) {
-        registry[object.objectID] = RegistryEntry(object)
+        let full = registry.insert(object)
         object.managedObjectContext = self
         if retainsRegisteredObjects { strongRegistered[object.objectID] = object }
         storedCounters.objectsRegistered += 1
-        if registry.count > registrySweepThreshold {
-            sweepRegistry()
-            // Room up to the next sweep, so a registry that reached the threshold does not grow (and rehash)
-            // step by step again.
-            registry.reserveCapacity(registrySweepThreshold + 1)
-        }
+        if full { registry.sweep() }
     }
 
     func unregister(_ object: ManagedObject) {
-        registry[object.objectID] = nil
+        registry.remove(object.objectID)
         strongRegistered[object.objectID] = nil
         if object.managedObjectContext === self { object.managedObjectContext = nil }
     }
@@ -331,13 +260,13 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// The object for `id` if it is registered here; never loads anything.
     public func registeredObject(for id: ManagedObjectID) -> ManagedObject? {
         assertOnQueue()
-        return registry[id]?.object
+        return registry[id]
     }
 
     /// The object for `id`: the registered one, or a new fault. Never does I/O and never fails; a fault for a
     /// missing row fails when it fires (semantics §4).
     public func object(with id: ManagedObjectID) -> ManagedObject {
-        if let existing = registry[id]?.object { return existing }
+        if let existing = registry[id] { return existing }
         let object = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
         object.objectID = id
         object.becomeNewFault()
@@ -352,8 +281,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// The object for `id`, loaded: never a fault; throws when its row does not exist (semantics §4).
     public func existingObject(with id: ManagedObjectID) throws -> ManagedObject {
         assertOnQueue()
-        if let existing = registry[id]?.object, !existing.isFaultFlag { return existing }
-        if id.isTemporaryID, registry[id]?.object == nil {
+        if let existing = registry[id], !existing.isFaultFlag { return existing }
+        if id.isTemporaryID, registry[id] == nil {
             throw ObjectGraphError(.referentialIntegrity, "no object with temporary ID \(id) in this context", entity: id.entity.name, objectID: id)
         }
         let object = self.object(with: id)
@@ -547,7 +476,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// A row for a child's fault: this context's current state of the object when it has one (the child
     /// sees the parent's unsaved changes, semantics §2.2), else the row from further up.
     func rowForChild(_ id: ManagedObjectID) throws -> RowSnapshot? {
-        if let object = registry[id]?.object, !object.isFaultFlag {
+        if let object = registry[id], !object.isFaultFlag {
             if object.isDeletedFlag { return nil }
             return RowSnapshot(values: object.values, version: object.snapshotVersion)
         }
@@ -569,7 +498,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     }
 
     func toManyForChild(_ id: ManagedObjectID, index: Int) throws -> Set<ManagedObjectID> {
-        if let object = registry[id]?.object {
+        if let object = registry[id] {
             return try object.relatedIDs(index)
         }
         if let parent { return try parent.performAndWait { try parent.toManyForChild(id, index: index) } }
@@ -679,7 +608,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 object.cacheReference = nil
             }
         }
-        registry = [:]
+        registry.removeAll()
         strongRegistered = [:]
         insertedSet = []
         clearUpdated()
@@ -688,7 +617,6 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         pendingInserted = []
         clearPendingUpdates()
         pendingDeleted = []
-        registrySweepThreshold = Self.minimumSweepThreshold
         postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: true)
     }
 
@@ -706,17 +634,13 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         for object in temporary { object.cacheReference = coordinator.rowCache }
     }
 
-    /// Replaces temporary IDs by permanent ones in the registry and in every registered object's values; with
-    /// `saved`, the objects' inserts were saved, so their entries become weak on the way.
-    func remapIDs(_ mapping: [ManagedObjectID: ManagedObjectID], saved: Bool = false) {
+    /// Replaces temporary IDs by permanent ones in the registry and in every registered object's values.
+    func remapIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
         guard !mapping.isEmpty else { return }
         for (old, new) in mapping {
             // The entry moves to the new key (one lookup to take it out, one to put it back).
-            guard var entry = registry.removeValue(forKey: old) else { continue }
-            guard let object = entry.object else { continue }
-            if saved { entry.weaken() }
+            guard let object = registry.move(old, to: new) else { continue }
             object.objectID = new
-            registry[new] = entry
             if retainsRegisteredObjects {
                 strongRegistered[old] = nil
                 strongRegistered[new] = object
