@@ -84,6 +84,25 @@ import Testing
         }
     }
 
+    // Semantics §3.1 (merged inserts are registered and reported, held only by observers) and §2.1 step 8: the
+    // merged inserts no observer kept are freed as the merge returns, and their entries leave the registry then,
+    // not at a later sweep (an entry keeps its freed object's memory).
+    @Test func mergedInsertsNobodyKeptLeaveTheRegistry_3_1() throws {
+        let stack = try TestStack()
+        let receiver = stack.context(name: "receiver")
+        let saver = stack.context(name: "saver")
+        let saved = NotificationRecorder(ManagedObjectContext.didSaveObjectIDsNotification, object: saver)
+        let ids = try stack.seed(40, in: saver)
+        let note = try #require(saved.notes.first)
+        receiver.performAndWait {
+            let kept = receiver.object(with: ids[0])
+            receiver.mergeChanges(fromContextDidSave: note)
+            #expect(receiver.registry.count == 1)
+            #expect(receiver.registeredObject(for: ids[0]) === kept)
+            for id in ids.dropFirst() { #expect(receiver.registeredObject(for: id) == nil) }
+        }
+    }
+
     /// Objects handed to another thread (test only: objects are confined to their context's queue).
     private final class Handoff: @unchecked Sendable {
         var objects: [ManagedObject] = []

@@ -60,6 +60,14 @@ extension ManagedObjectContext {
     /// The merge itself; costs O(objects registered here that the save touched) plus O(inserted IDs): the
     /// smaller of the registry and each ID set is walked (semantics §3.1 cost model).
     func merge(_ changes: ContextObjectIDChanges) {
+        mergeAndAnnounce(changes)
+        // The merged inserts that no observer kept were freed as the merge returned: their registry entries go
+        // now (one lookup per inserted ID, the order of the merge's own work), not at the next sweep, which would
+        // keep the memory of up to 8,192 freed objects (the chunked import's peak rose by 1.5 MiB without this).
+        if !changes.inserted.isEmpty { registry.removeFreed(changes.inserted) }
+    }
+
+    private func mergeAndAnnounce(_ changes: ContextObjectIDChanges) {
         counters.merges += 1
         var inserted = Set<ManagedObject>()
         var refreshed = Set<ManagedObject>()

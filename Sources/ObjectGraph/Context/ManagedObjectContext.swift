@@ -248,7 +248,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         object.managedObjectContext = self
         if retainsRegisteredObjects { strongRegistered[object.objectID] = object }
         storedCounters.objectsRegistered += 1
-        if full { registry.sweep() }
+        if full { registry.sweep(reserving: true) }
     }
 
     func unregister(_ object: ManagedObject) {
