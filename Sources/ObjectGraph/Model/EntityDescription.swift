@@ -40,10 +40,27 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// The destination entity of each to-one slot (nil for an attribute), resolved with the relationships.
     @exclusivity(unchecked) private(set) var slotDestinations: [EntityDescription?] = []
 
+    /// The representation of each name of ``propertyList`` (a `String`'s two words), in the same order.
+    @exclusivity(unchecked) private var propertyBits: [StringBits] = []
+    typealias StringBits = (UInt64, UInt64)
+
+    /// A string's representation: equal words mean equal strings (a short string is stored in the words
+    /// themselves, a long one points at immutable storage); equal strings can still differ in words.
+    @inline(__always)
+    static func bits(_ string: String) -> StringBits { unsafeBitCast(string, to: StringBits.self) }
+
     /// The property named `key` (``propertiesByName`` without hashing the key for small entities).
+    ///
+    /// `@Managed` accessors and key-value coding look a property up by name on every access. Most names are
+    /// short strings, which Swift keeps in the string's own two words, so the key given is compared with each
+    /// name word for word first (a property name is found in ~20 instructions where `==` took ~120 per name,
+    /// callgrind, issue 7, fifth round); only when no name has the key's words (a long name, another spelling
+    /// of the same characters, or no such property) are the names compared as strings.
     @inline(__always)
     package func propertyRef(_ key: String) -> PropertyRef? {
         if propertyList.count <= 16 {
+            let keyBits = Self.bits(key)
+            for i in propertyBits.indices where propertyBits[i] == keyBits { return propertyList[i].ref }
             for entry in propertyList where entry.name == key { return entry.ref }
             return nil
         }
@@ -227,6 +244,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.propertiesByName = byName
         self.slotAttributeTypes = slots.map { if case .attribute(let a) = $0 { return a.type } else { return nil } }
         self.propertyList = (attributes.map(\.name) + relationships.map(\.name)).compactMap { name in byName[name].map { (name, $0) } }
+        self.propertyBits = propertyList.map { Self.bits($0.name) }
         self.constraintSlots = constraintSlots
         self.constrainedValueSlots = SlotSet(constraintSlots.joined())
         let insertValues = slots.map { slot -> PropertyValue in
