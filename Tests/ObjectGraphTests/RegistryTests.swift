@@ -103,6 +103,41 @@ import Testing
         }
     }
 
+    // Semantics §3.2 / §4: a loaded object holds the related objects read through it (a to-one's object, a
+    // to-many's objects) strongly, so they outlive the app's references; changing the relationship or refreshing
+    // the object lets them go.
+    @Test func readRelationshipsAreHeldUntilChangedOrRefreshed_4() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let item = Item(context: ctx)
+            item.id = 1
+            let tag = Tag(context: ctx)
+            tag.name = "t"
+            item.tag = tag
+            let other = Item(context: ctx)
+            other.id = 2
+            other.tag = tag
+            try ctx.save()
+        }
+        try ctx.performAndWait {
+            ctx.reset()
+            let items = try ctx.fetch(FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("id")]), as: Item.self)
+            weak var heldTag: Tag?
+            heldTag = items[0].tag
+            #expect(heldTag?.name == "t")  // held by items[0] alone
+            ctx.refresh(items[0], mergeChanges: false)
+            #expect(heldTag == nil)
+            ctx.reset()
+            let tag = try #require(try ctx.fetch(FetchRequest(entityName: "Tag"), as: Tag.self).first)
+            weak var member: Item?
+            member = tag.items.first
+            #expect(member != nil)  // held by the tag alone
+            ctx.refresh(tag, mergeChanges: false)
+            #expect(member == nil)
+        }
+    }
+
     /// Objects handed to another thread (test only: objects are confined to their context's queue).
     private final class Handoff: @unchecked Sendable {
         var objects: [ManagedObject] = []

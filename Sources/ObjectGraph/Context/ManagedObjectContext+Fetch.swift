@@ -226,7 +226,7 @@ extension ManagedObjectContext {
                     try fulfillFault(object)
                     guard case .objectID(let id) = object.values[slot] else { continue }
                     let destination = self.object(with: id)
-                    object.hold([destination], at: slot)
+                    object.hold(one: destination, at: slot)
                     if destination.isFaultFlag { faults.append(destination) }
                 }
                 let rows = try coordinator.rows(for: faults.map(\.objectID))
@@ -257,7 +257,7 @@ extension ManagedObjectContext {
                 for source in sources {
                     let ids = bySource[source.objectID] ?? []
                     source.installToMany(index, stored: ids)
-                    source.hold(ids.compactMap { byID[$0] }, at: ManagedObject.heldToManyOffset + index)
+                    source.hold(many: ids.compactMap { byID[$0] }, at: ManagedObject.heldToManyOffset + index)
                 }
             default:
                 throw ObjectGraphError(.invalidFetchRequest, "relationshipKeyPathsForPrefetching names \(keyPath), which is not a relationship", entity: entity.name, property: keyPath)

@@ -52,9 +52,9 @@ extension ManagedObject {
             let ids = try relatedIDs(index)
             guard let context = managedObjectContext else { return Set<ManagedObject>() }
             let key = Self.heldToManyOffset + index
-            if let held = heldObjects?[key], held.count == ids.count, held.allSatisfy({ ids.contains($0.objectID) }) { return Set(held) }
+            if let held = heldObjects?.many(key), held.count == ids.count, held.allSatisfy({ ids.contains($0.objectID) }) { return Set(held) }
             let objects = ids.map { context.object(with: $0) }
-            hold(objects, at: key)
+            hold(many: objects, at: key)
             return Set(objects)
         }
     }
@@ -62,9 +62,9 @@ extension ManagedObject {
     /// The object of a to-one slot of a loaded object, held strongly once read.
     private func toOneObject(_ slot: Int) -> ManagedObject? {
         guard case .objectID(let id) = values[slot] else { return nil }
-        if let held = heldObjects?[slot]?.first, held.objectID == id { return held }
+        if let held = heldObjects?.one(slot), held.objectID == id { return held }
         guard let object = managedObjectContext?.object(with: id) else { return nil }
-        hold([object], at: slot)
+        hold(one: object, at: slot)
         return object
     }
 
@@ -219,21 +219,28 @@ extension ManagedObject {
         }
     }
 
+    /// Holds the object of a to-one slot strongly (as read).
+    package func hold(one object: ManagedObject, at slot: Int) {
+        if heldObjects == nil { heldObjects = HeldObjects() }
+        heldObjects!.hold(one: object, at: slot)
+    }
+
+    /// Holds the objects of a to-many (at its offset key) strongly (as read).
+    package func hold(many objects: [ManagedObject], at key: Int) {
+        if heldObjects == nil { heldObjects = HeldObjects() }
+        heldObjects!.hold(many: objects, at: key)
+    }
+
     private func typeError(_ key: String, _ value: Any?, expected: String) -> ObjectGraphError {
         ObjectGraphError(.validation, "wrong type: \(type(of: value as Any)) value \(String(describing: value ?? "nil")) for a property of type \(expected)",
                          entity: entity.name, objectID: objectID, property: key)
-    }
-
-    package func hold(_ objects: [ManagedObject], at key: Int) {
-        if heldObjects == nil { heldObjects = [:] }
-        heldObjects![key] = objects
     }
 
     /// Stores a value in a slot and keeps the changed set exact against the committed snapshot.
     package func setSlot(_ slot: Int, _ value: PropertyValue) {
         if values[slot] == value { return }
         values[slot] = value
-        if heldObjects != nil { heldObjects![slot] = nil }
+        if heldObjects != nil { heldObjects!.remove(slot) }
         eventChangedSlots.insert(slot)
         if isInsertedFlag {
             changedSlots.insert(slot)
@@ -326,7 +333,7 @@ extension ManagedObject {
     }
 
     package func setToManyIDs(_ index: Int, _ ids: Set<ManagedObjectID>) {
-        heldObjects?[Self.heldToManyOffset + index] = nil
+        heldObjects?.remove(Self.heldToManyOffset + index)
         if var state = toMany[index] {
             guard state.current != ids else { return }
             state.current = ids
@@ -376,7 +383,7 @@ extension ManagedObject {
               entity.toManyInverseIsToOne[index] else { return false }
         if pendingToMany == nil { pendingToMany = Array(repeating: PendingToManyLog(), count: toMany.count) }
         pendingToMany![index].append(id, added: added)  // in place: the log stays uniquely referenced
-        if heldObjects != nil { heldObjects![Self.heldToManyOffset + index] = nil }
+        if heldObjects != nil { heldObjects!.remove(Self.heldToManyOffset + index) }
         context.noteChange(self)
         return true
     }
@@ -391,7 +398,7 @@ extension ManagedObject {
         let changed = change(&state.current)
         toMany[index] = state
         if changed {
-            heldObjects?[Self.heldToManyOffset + index] = nil
+            heldObjects?.remove(Self.heldToManyOffset + index)
             withContext { $0.noteChange(self) }
         }
         return true
