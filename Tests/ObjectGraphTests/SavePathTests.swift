@@ -23,4 +23,41 @@ import Testing
             #expect(try ctx.fetch(request, as: Tag.self).isEmpty)
         }
     }
+
+    // Semantics §1.6, context level: the check first looks for a group with something new (an insert, or an update
+    // of a constrained value) and only then collects the group's objects, every one of them: an insert that takes
+    // the unchanged ID of an object updated in the same save collides with it inside the save (no database object).
+    @Test func anInsertOntoAnUpdatedObjectsUnchangedIDCollidesInTheContext_1_6() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        let ctx = stack.context()
+        let error: ObjectGraphError? = try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            items[0].name = "kept id"  // updated, id 1 unchanged
+            let newcomer = Item(context: ctx)
+            newcomer.id = 1
+            do { try ctx.save(); return nil } catch let error as ObjectGraphError { return error }
+        }
+        #expect(error?.code == .constraintMerge)
+        let conflict = try #require(error?.constraintConflictList.first)
+        #expect(conflict.constraint == ["id"])
+        #expect(conflict.databaseObject == nil)
+        #expect(conflict.conflictingObjects.count == 2)
+        #expect(try stack.sql("SELECT ZID, ZNAME FROM ZITEM ORDER BY ZID").map { $0[1] } == [.text("item 1"), .text("item 2")])
+    }
+
+    // ...and a save whose only news are in another entity's group checks nothing in the unchanged group: updates
+    // that keep their IDs beside inserted tags save.
+    @Test func updatesKeepingTheirIDsBesideInsertsOfAnotherEntitySave_1_6() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            for item in try fetchItems(ctx) { item.price += 1 }
+            let tag = Tag(context: ctx)
+            tag.name = "new"
+            try ctx.save()
+        }
+        #expect(try stack.sql("SELECT ZPRICE FROM ZITEM ORDER BY ZID").map { $0[0] } == [.real(11), .real(21), .real(31)])
+    }
 }
