@@ -60,4 +60,40 @@ import Testing
         }
         #expect(try stack.sql("SELECT ZPRICE FROM ZITEM ORDER BY ZID").map { $0[0] } == [.real(11), .real(21), .real(31)])
     }
+
+    // Semantics §1.5: a save writes exactly the changed properties of each object. The store keys its update
+    // statements by the slot set the object keeps: rows with different changed slots, one shape coming back after
+    // another (found again by hash, not as the last statement used), each write their own columns and nothing else.
+    @Test func updatesWriteTheirOwnChangedSlotsWhateverTheOrder_1_5() throws {
+        let stack = try TestStack()
+        try stack.seed(4)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            items[0].name = "a"
+            items[1].price = 99
+            items[2].name = "c"
+            items[3].name = "d"
+            items[3].price = 77
+            try ctx.save()
+        }
+        let rows = try stack.sql("SELECT ZNAME, ZPRICE, Z_OPT FROM ZITEM ORDER BY ZID")
+        #expect(rows.map { $0[0] } == [.text("a"), .text("item 2"), .text("c"), .text("d")])
+        #expect(rows.map { $0[1] } == [.real(10), .real(99), .real(30), .real(77)])
+        #expect(rows.map { $0[2] } == [.integer(2), .integer(2), .integer(2), .integer(2)])
+    }
+
+    // Slot sets key the store's statements: equal sets hash alike, however their words beyond the first 64 slots
+    // are held (none, or words of zeros left by a removal).
+    @Test func equalSlotSetsHashAlike() {
+        var spilled: SlotSet = [3, 70]
+        spilled.remove(70)
+        let plain: SlotSet = [3]
+        #expect(spilled == plain)
+        #expect(spilled.hashValue == plain.hashValue)
+        #expect(Set([spilled, plain]).count == 1)
+        let other: SlotSet = [3, 70]
+        #expect(other != plain)
+        #expect(Array(other) == [3, 70])
+    }
 }

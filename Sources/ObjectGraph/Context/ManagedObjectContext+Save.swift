@@ -222,8 +222,9 @@ extension ManagedObjectContext {
         }
         request.updates.reserveCapacity(updatedSet.count)
         for object in updatedSet where !object.isDeletedFlag && !object.isInsertedFlag {
-            // A slot set iterates in ascending order already: no sort.
-            request.updates.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, values: object.values, changedSlots: Array(object.changedSlots)))
+            // A slot set iterates in ascending order already: no sort, and no array of the slots per object (an
+            // allocation and its release: 0.4k instructions per updated object).
+            request.updates.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, values: object.values, changedSlots: object.changedSlots))
         }
         for object in deletedSet where !object.isInsertedFlag && object.original != nil && object.snapshotVersion > 0 {
             var tombstone: [String: PropertyValue] = [:]
