@@ -83,6 +83,33 @@ import Testing
         #expect(rows.map { $0[2] } == [.integer(2), .integer(2), .integer(2), .integer(2)])
     }
 
+    // Semantics §1.5, §5: objects join the updated and pending-update sets once (`update(with:)` behind the
+    // membership flag), whatever the number of their changes; one reverted to its snapshot leaves `updatedObjects`
+    // but its changes are still announced once; the save reports exactly the changed ones.
+    @Test func changedObjectsJoinTheChangeSetsOnce_1_5_5() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            let changes = NotificationRecorder(ManagedObjectContext.objectsDidChangeNotification, object: ctx)
+            for item in items { item.name = "x"; item.price = 5; item.name = "y" }
+            items[2].name = "item 3"
+            items[2].price = 30  // back to the snapshot
+            #expect(ctx.updatedObjects == Set(items[0...1]))
+            ctx.processPendingChanges()
+            let announced = changes.notes.last?.userInfo?[ManagedObjectContext.NotificationKey.updatedObjects.rawValue] as? Set<ManagedObject>
+            #expect(announced == Set(items))
+            let saved = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: ctx)
+            try ctx.save()
+            let reported = saved.notes.last?.userInfo?[ManagedObjectContext.NotificationKey.updatedObjects.rawValue] as? Set<ManagedObject>
+            #expect(reported == Set(items[0...1]))
+            #expect(ctx.updatedObjects.isEmpty)
+            items[2].price = 31  // joins again after the save emptied the set
+            #expect(ctx.updatedObjects == [items[2]])
+        }
+    }
+
     // Slot sets key the store's statements: equal sets hash alike, however their words beyond the first 64 slots
     // are held (none, or words of zeros left by a removal).
     @Test func equalSlotSetsHashAlike() {
