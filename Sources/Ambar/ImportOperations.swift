@@ -99,10 +99,15 @@ where Value.ManagedObjectKind: ManagedObjectType {
             let existing = try Object.fetch(in: context, predicate: .in(Value.uniqueIDKey, stored: ids.map { PropertyValue(attribute: $0) })) {
                 $0.returnsObjectsAsFaults = false
             }
-            var byID: [Value.UniqueID: Object] = [:]
-            byID.reserveCapacity(existing.count)
+            // Each object found goes to its ID's place in the chunk, found through the table of first positions
+            // that is there already: one hash lookup per object, instead of a table by ID built per chunk and
+            // looked up again per ID. (An ID held by several rows keeps the last one fetched, as that table did.)
+            let end = start + ids.count
+            var found = [Object?](repeating: nil, count: ids.count)
             for object in existing {
-                byID[object.value(forKey: Value.uniqueIDKey, as: Value.UniqueID.self)] = object
+                if let p = position[object.value(forKey: Value.uniqueIDKey, as: Value.UniqueID.self)], p >= start, p < end {
+                    found[p - start] = object
+                }
             }
             var touched: [(Int, Object)] = []
             var existingTouched: [Object] = []
@@ -110,7 +115,7 @@ where Value.ManagedObjectKind: ManagedObjectType {
             touched.reserveCapacity(ids.count)
             for (offset, id) in ids.enumerated() {
                 let index = lastIndex[start + offset]
-                if let object = byID[id] {
+                if let object = found[offset] {
                     values[index].updateProperties(on: object)
                     touched.append((index, object))
                     existingTouched.append(object)

@@ -85,6 +85,24 @@ import Testing
         #expect(after.map(\.name) == ["n6", "n4", "n5"])  // last value of each id
     }
 
+    /// Each object a chunk's fetch finds goes to its own value, whatever order the values and the rows come in:
+    /// the import places fetched objects by the position of their ID in the chunk (no table by ID per chunk).
+    @Test func batchImportPairsFetchedObjectsWithTheirValuesInAnyOrder() throws {
+        let s = try TKStack()
+        let setup = s.container.importerContext()
+        _ = try setup.performAndWait { try BatchImport(values: (1...6).map { TKItemRecord(Int64($0)) }).runSynchronously(in: setup) }
+        let order: [Int64] = [6, 3, 5, 8, 1, 4, 2, 7]  // 7 and 8 are new, one in each chunk
+        let values = order.map { TKItemRecord($0, name: "v\($0)", price: Double($0) * 100) }
+        let context = s.container.importerContext()
+        let changes = try context.performAndWait { try BatchImport(values: values, chunkSize: 4).runSynchronously(in: context) }
+        #expect(changes.updated == (try Self.storedIDs(s, [1, 2, 3, 4, 5, 6])))
+        #expect(changes.inserted == (try Self.storedIDs(s, [7, 8])))
+        let stored = try Self.storedItems(s)
+        #expect(stored.map(\.id) == [1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(stored.map(\.name) == (1...8).map { "v\($0)" })
+        #expect(stored.map(\.price) == (1...8).map { Double($0) * 100 })
+    }
+
     /// One `IN` fetch per chunk: an import of existing objects costs one SELECT per chunk on the writer
     /// coordinator and nothing per object.
     @Test func oneInFetchPerChunk() throws {

@@ -3,7 +3,7 @@
 /// membership test is a bit operation instead of a hashed `Set<Int>` insert (two per attribute set during an
 /// import). Slots 0–63 live in one word; larger entities spill into an array of words. Iterates in ascending
 /// slot order.
-struct SlotSet: Sequence, Equatable, ExpressibleByArrayLiteral {
+struct SlotSet: Sequence, Hashable, ExpressibleByArrayLiteral {
     private var low: UInt64 = 0
     private var high: [UInt64]? = nil  // nil (no array to count references to) for entities of ≤ 64 slots
 
@@ -64,6 +64,13 @@ struct SlotSet: Sequence, Equatable, ExpressibleByArrayLiteral {
         let a = lhs.high ?? [], b = rhs.high ?? []
         for i in 0..<Swift.max(a.count, b.count) where (i < a.count ? a[i] : 0) != (i < b.count ? b[i] : 0) { return false }
         return true
+    }
+
+    /// Consistent with `==`: words of zeros at the end of `high` (or no `high` at all) hash alike.
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(low)
+        guard let high, let last = high.lastIndex(where: { $0 != 0 }) else { return }
+        for word in high[...last] { hasher.combine(word) }
     }
 
     struct Iterator: IteratorProtocol {

@@ -51,7 +51,8 @@ package struct SaveRequest {
         var id: ManagedObjectID
         var oldVersion: Int64
         var values: [PropertyValue]
-        var changedSlots: [Int]
+        /// The object's changed slots as it keeps them (ascending when iterated): no array per updated row.
+        var changedSlots: SlotSet
     }
     struct Delete {
         var id: ManagedObjectID

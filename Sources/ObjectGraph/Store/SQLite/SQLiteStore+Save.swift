@@ -116,7 +116,7 @@ extension SQLiteStore {
         }
         // One statement per entity (and set of changed columns) for the whole save: the SQL text is built and
         // looked up once, not per row (the store is the hot path of every import).
-        struct UpdateShape: Hashable { var entity: ObjectIdentifier; var slots: [Int] }
+        struct UpdateShape: Hashable { var entity: ObjectIdentifier; var slots: SlotSet }
         var updateStatements: [UpdateShape: SQLiteStatement] = [:]
         var lastUpdate: (shape: UpdateShape, statement: SQLiteStatement)?  // consecutive rows usually share a shape: no hash
         for update in request.updates {

@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+/// Behaviour kept by the fifth round's fixes to the update path's bookkeeping (Benchmarks/README.md, "Fifth
+/// round"): the typed fetch's cast, the uniqueness check's early exit, the changed slots handed to the store as
+/// they are kept.
+@Suite struct SavePathTests {
+    // Semantics §4: a typed fetch returns the objects of the requested class, in the fetch's order; objects of
+    // another class are left out (the loop that replaced `compactMap` keeps both paths: the exact class and a
+    // cast to a superclass).
+    @Test func typedFetchKeepsOrderAndCasts_4() throws {
+        let stack = try TestStack()
+        try stack.seed(5)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("id", ascending: false)])
+            let items = try ctx.fetch(request, as: Item.self)
+            #expect(items.map(\.id) == [5, 4, 3, 2, 1])
+            let plain = try ctx.fetch(request, as: ManagedObject.self)
+            #expect(plain.count == 5)
+            #expect(zip(plain, items).allSatisfy { $0 === $1 })
+            #expect(try ctx.fetch(request, as: Tag.self).isEmpty)
+        }
+    }
+
+    // Semantics §1.6, context level: the check first looks for a group with something new (an insert, or an update
+    // of a constrained value) and only then collects the group's objects, every one of them: an insert that takes
+    // the unchanged ID of an object updated in the same save collides with it inside the save (no database object).
+    @Test func anInsertOntoAnUpdatedObjectsUnchangedIDCollidesInTheContext_1_6() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        let ctx = stack.context()
+        let error: ObjectGraphError? = try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            items[0].name = "kept id"  // updated, id 1 unchanged
+            let newcomer = Item(context: ctx)
+            newcomer.id = 1
+            do { try ctx.save(); return nil } catch let error as ObjectGraphError { return error }
+        }
+        #expect(error?.code == .constraintMerge)
+        let conflict = try #require(error?.constraintConflictList.first)
+        #expect(conflict.constraint == ["id"])
+        #expect(conflict.databaseObject == nil)
+        #expect(conflict.conflictingObjects.count == 2)
+        #expect(try stack.sql("SELECT ZID, ZNAME FROM ZITEM ORDER BY ZID").map { $0[1] } == [.text("item 1"), .text("item 2")])
+    }
+
+    // ...and a save whose only news are in another entity's group checks nothing in the unchanged group: updates
+    // that keep their IDs beside inserted tags save.
+    @Test func updatesKeepingTheirIDsBesideInsertsOfAnotherEntitySave_1_6() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            for item in try fetchItems(ctx) { item.price += 1 }
+            let tag = Tag(context: ctx)
+            tag.name = "new"
+            try ctx.save()
+        }
+        #expect(try stack.sql("SELECT ZPRICE FROM ZITEM ORDER BY ZID").map { $0[0] } == [.real(11), .real(21), .real(31)])
+    }
+
+    // Semantics §1.5: a save writes exactly the changed properties of each object. The store keys its update
+    // statements by the slot set the object keeps: rows with different changed slots, one shape coming back after
+    // another (found again by hash, not as the last statement used), each write their own columns and nothing else.
+    @Test func updatesWriteTheirOwnChangedSlotsWhateverTheOrder_1_5() throws {
+        let stack = try TestStack()
+        try stack.seed(4)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            items[0].name = "a"
+            items[1].price = 99
+            items[2].name = "c"
+            items[3].name = "d"
+            items[3].price = 77
+            try ctx.save()
+        }
+        let rows = try stack.sql("SELECT ZNAME, ZPRICE, Z_OPT FROM ZITEM ORDER BY ZID")
+        #expect(rows.map { $0[0] } == [.text("a"), .text("item 2"), .text("c"), .text("d")])
+        #expect(rows.map { $0[1] } == [.real(10), .real(99), .real(30), .real(77)])
+        #expect(rows.map { $0[2] } == [.integer(2), .integer(2), .integer(2), .integer(2)])
+    }
+
+    // Semantics §1.5, §5: objects join the updated and pending-update sets once (`update(with:)` behind the
+    // membership flag), whatever the number of their changes; one reverted to its snapshot leaves `updatedObjects`
+    // but its changes are still announced once; the save reports exactly the changed ones.
+    @Test func changedObjectsJoinTheChangeSetsOnce_1_5_5() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            let changes = NotificationRecorder(ManagedObjectContext.objectsDidChangeNotification, object: ctx)
+            for item in items { item.name = "x"; item.price = 5; item.name = "y" }
+            items[2].name = "item 3"
+            items[2].price = 30  // back to the snapshot
+            #expect(ctx.updatedObjects == Set(items[0...1]))
+            ctx.processPendingChanges()
+            let announced = changes.notes.last?.userInfo?[ManagedObjectContext.NotificationKey.updatedObjects.rawValue] as? Set<ManagedObject>
+            #expect(announced == Set(items))
+            let saved = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: ctx)
+            try ctx.save()
+            let reported = saved.notes.last?.userInfo?[ManagedObjectContext.NotificationKey.updatedObjects.rawValue] as? Set<ManagedObject>
+            #expect(reported == Set(items[0...1]))
+            #expect(ctx.updatedObjects.isEmpty)
+            items[2].price = 31  // joins again after the save emptied the set
+            #expect(ctx.updatedObjects == [items[2]])
+        }
+    }
+
+    // Slot sets key the store's statements: equal sets hash alike, however their words beyond the first 64 slots
+    // are held (none, or words of zeros left by a removal).
+    @Test func equalSlotSetsHashAlike() {
+        var spilled: SlotSet = [3, 70]
+        spilled.remove(70)
+        let plain: SlotSet = [3]
+        #expect(spilled == plain)
+        #expect(spilled.hashValue == plain.hashValue)
+        #expect(Set([spilled, plain]).count == 1)
+        let other: SlotSet = [3, 70]
+        #expect(other != plain)
+        #expect(Array(other) == [3, 70])
+    }
+}
