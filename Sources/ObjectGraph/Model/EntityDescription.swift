@@ -59,8 +59,10 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     @inline(__always)
     package func propertyRef(_ key: String) -> PropertyRef? {
         if propertyList.count <= 16 {
-            let keyBits = Self.bits(key)
-            for i in propertyBits.indices where propertyBits[i] == keyBits { return propertyList[i].ref }
+            if MemoryLayout<String>.size == MemoryLayout<StringBits>.size {  // 64-bit platforms
+                let keyBits = Self.bits(key)
+                for i in propertyBits.indices where propertyBits[i] == keyBits { return propertyList[i].ref }
+            }
             for entry in propertyList where entry.name == key { return entry.ref }
             return nil
         }
@@ -244,7 +246,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.propertiesByName = byName
         self.slotAttributeTypes = slots.map { if case .attribute(let a) = $0 { return a.type } else { return nil } }
         self.propertyList = (attributes.map(\.name) + relationships.map(\.name)).compactMap { name in byName[name].map { (name, $0) } }
-        self.propertyBits = propertyList.map { Self.bits($0.name) }
+        self.propertyBits = MemoryLayout<String>.size == MemoryLayout<StringBits>.size ? propertyList.map { Self.bits($0.name) } : []
         self.constraintSlots = constraintSlots
         self.constrainedValueSlots = SlotSet(constraintSlots.joined())
         let insertValues = slots.map { slot -> PropertyValue in
