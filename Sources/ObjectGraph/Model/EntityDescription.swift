@@ -44,10 +44,22 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     @inline(__always)
     package func propertyRef(_ key: String) -> PropertyRef? {
         if propertyList.count <= 16 {
+            // First by representation: a key is usually the very string value of the name (a small string is
+            // its bytes, held inline, so equal small strings have equal bits), and equal bits are equal strings.
+            // `==` is the same test first, but a name that differs goes on to a full comparison (Unicode
+            // equivalence), 40–60 instructions per name passed: three sets of an update passed 0.3k per item.
+            for entry in propertyList where Self.sameRepresentation(entry.name, key) { return entry.ref }
             for entry in propertyList where entry.name == key { return entry.ref }
             return nil
         }
         return propertiesByName[key]
+    }
+
+    /// Whether two strings have the same bits (so are equal); false says nothing.
+    @inline(__always)
+    private static func sameRepresentation(_ a: String, _ b: String) -> Bool {
+        guard MemoryLayout<String>.size == MemoryLayout<(UInt64, UInt64)>.size else { return false }
+        return unsafeBitCast(a, to: (UInt64, UInt64).self) == unsafeBitCast(b, to: (UInt64, UInt64).self)
     }
     /// Destination entity and the inverse's property for every relationship, by relationship name.
     @exclusivity(unchecked) private(set) var relationshipTargets: [String: (entity: EntityDescription, inverse: PropertyRef)] = [:]
