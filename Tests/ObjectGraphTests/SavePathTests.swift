@@ -139,6 +139,23 @@ import Testing
         }
     }
 
+    // Semantics §4: an `IN` list fetches the matching rows whatever its length; its placeholders are written in
+    // one buffer (one for one value, none dangling).
+    @Test func inListsOfAnyLengthFetchTheirRows_4() throws {
+        #expect(SQLiteQueryBuilder.placeholders(1) == "?")
+        #expect(SQLiteQueryBuilder.placeholders(2) == "?, ?")
+        #expect(SQLiteQueryBuilder.placeholders(500) == Array(repeating: "?", count: 500).joined(separator: ", "))
+        let stack = try TestStack()
+        try stack.seed(600)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            for ids in [[7], [3, 9], Array(1...500).map { $0 * 3 % 601 }] {
+                let found = try fetchItems(ctx, .in("id", ids.map { Int64($0) })).map(\.id)
+                #expect(found == ids.filter { $0 <= 600 }.sorted().map { Int64($0) })
+            }
+        }
+    }
+
     // A property is found by its name as `==` compares strings: the comparison of representations that comes
     // first only finds a key sooner. Keys built at run time (a long name, not a literal), and a name written with
     // another Unicode form (decomposed é), find the same property; an unknown key finds none.
