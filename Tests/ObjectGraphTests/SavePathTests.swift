@@ -191,5 +191,13 @@ import Testing
         let other: SlotSet = [3, 70]
         #expect(other != plain)
         #expect(Array(other) == [3, 70])
+        // The low word inline, the words beyond it out of line: both answer alike.
+        #expect(other.contains(3) && other.contains(70) && !other.contains(6) && !other.contains(134))
+        var emptied = other
+        emptied.remove(3)
+        emptied.remove(70)
+        #expect(emptied.isEmpty && emptied == SlotSet() && emptied.count == 0)
+        emptied.insert(200)
+        #expect(!emptied.isEmpty && emptied.contains(200) && Array(emptied) == [200])
     }
 }
