@@ -2,6 +2,28 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
+/// A note whose save hooks run a closure: hooks that change other objects while the save walks its change sets.
+final class SPNote: ManagedObject {
+    @Managed("text") var text: String?
+    @Managed("stamp") var stamp: Int64
+    var willSaveHook: (() -> Void)?
+    var validateHook: (() -> Void)?
+    var didSaveHook: (() -> Void)?
+    var calls: [String: Int] = [:]
+    override func willSave() { calls["willSave", default: 0] += 1; willSaveHook?() }
+    override func validateForUpdate() throws { calls["validate", default: 0] += 1; validateHook?(); try super.validateForUpdate() }
+    override func didSave() { calls["didSave", default: 0] += 1; didSaveHook?() }
+}
+
+func spModel() throws -> ManagedObjectModel {
+    try ManagedObjectModel(entities: [
+        EntityDescription(name: "Note", managedObjectClass: SPNote.self, attributes: [
+            AttributeDescription(name: "text", type: .string),
+            AttributeDescription(name: "stamp", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+        ]),
+    ])
+}
+
 /// Behaviour kept by the fifth round's fixes to the update path's bookkeeping (Benchmarks/README.md, "Fifth
 /// round"): the typed fetch's cast, the uniqueness check's early exit, the changed slots handed to the store as
 /// they are kept.
@@ -154,6 +176,43 @@ import Testing
                 #expect(found == ids.filter { $0 <= 600 }.sorted().map { Int64($0) })
             }
         }
+    }
+
+    // Semantics §2.1 steps 2, 3, 7: the save walks its change sets without retaining each object; the walks go
+    // over the sets as they were when each walk began, so hooks that change other objects (and so the context's
+    // sets) during willSave, validation or didSave neither disturb the walk nor lose a change: every object is
+    // called once per walk, and the changes the hooks made are saved.
+    @Test func hooksThatChangeOtherObjectsDuringTheSaveWalks_2_1() throws {
+        let stack = try TestStack(model: try spModel())
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            for i in 1...4 {
+                let note = try #require(ctx.insertNewObject(forEntityName: "Note") as? SPNote)
+                note.text = "n\(i)"
+            }
+            try ctx.save()
+        }
+        let work = stack.context()
+        try work.performAndWait {
+            let notes = try work.fetch(FetchRequest(entityName: "Note", sortDescriptors: [ObjectSortDescriptor("text")]), as: SPNote.self)
+            let (a, b, c, d) = (notes[0], notes[1], notes[2], notes[3])
+            a.text = "a"
+            b.text = "b"
+            a.willSaveHook = { c.stamp = 3 }  // c joins the updated set while willSave walks it
+            b.validateHook = { d.stamp = 4 }  // d joins it while validation walks it
+            a.didSaveHook = { b.text = "after" }  // a change after the save: pending for the next one
+            try work.save()
+            #expect(a.calls["willSave"] == 1 && b.calls["willSave"] == 1)
+            #expect(a.calls["validate"] == 1 && b.calls["validate"] == 1)
+            #expect(a.calls["didSave"] == 1 && b.calls["didSave"] == 1)
+            #expect(c.calls["didSave"] == 1 && d.calls["didSave"] == 1)
+            #expect(work.updatedObjects == [b])
+            a.didSaveHook = nil
+            try work.save()
+        }
+        let rows = try stack.sql("SELECT ZTEXT, ZSTAMP FROM ZNOTE ORDER BY Z_PK")
+        #expect(rows.map { $0[0] } == [.text("a"), .text("after"), .text("n3"), .text("n4")])
+        #expect(rows.map { $0[1] } == [.integer(0), .integer(0), .integer(3), .integer(4)])
     }
 
     // A property is found by its name as `==` compares strings: the comparison of representations that comes
