@@ -2,6 +2,28 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
+/// A note whose save hooks run a closure: hooks that change other objects while the save walks its change sets.
+final class SPNote: ManagedObject {
+    @Managed("text") var text: String?
+    @Managed("stamp") var stamp: Int64
+    var willSaveHook: (() -> Void)?
+    var validateHook: (() -> Void)?
+    var didSaveHook: (() -> Void)?
+    var calls: [String: Int] = [:]
+    override func willSave() { calls["willSave", default: 0] += 1; willSaveHook?() }
+    override func validateForUpdate() throws { calls["validate", default: 0] += 1; validateHook?(); try super.validateForUpdate() }
+    override func didSave() { calls["didSave", default: 0] += 1; didSaveHook?() }
+}
+
+func spModel() throws -> ManagedObjectModel {
+    try ManagedObjectModel(entities: [
+        EntityDescription(name: "Note", managedObjectClass: SPNote.self, attributes: [
+            AttributeDescription(name: "text", type: .string),
+            AttributeDescription(name: "stamp", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+        ]),
+    ])
+}
+
 /// Behaviour kept by the fifth round's fixes to the update path's bookkeeping (Benchmarks/README.md, "Fifth
 /// round"): the typed fetch's cast, the uniqueness check's early exit, the changed slots handed to the store as
 /// they are kept.
@@ -110,6 +132,112 @@ import Testing
         }
     }
 
+    // Semantics §1.5, §2.3: the first change to a fetched object copies the values it shares with its snapshot and
+    // the row cache; the snapshot (committed values), the cached row (what another context's fault reads) and
+    // the change set stay exact, and later changes write in place.
+    @Test func firstChangeLeavesSnapshotAndRowCacheAlone_1_5_2_3() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        let ctx = stack.context()
+        let other = stack.context()
+        try ctx.performAndWait {
+            var request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("id")])
+            request.returnsObjectsAsFaults = false
+            let item = try ctx.fetch(request, as: Item.self)[0]
+            item.name = "changed"
+            item.price = 11
+            item.price = 12
+            #expect(item.committedValues(forKeys: ["name", "price"])["name"] as? String == "item 1")
+            #expect(item.committedValues(forKeys: ["name", "price"])["price"] as? Double == 10)
+            #expect(Set(item.changedValues().keys) == ["name", "price"])
+            #expect(item.name == "changed" && item.price == 12)
+            let seen = other.performAndWait { () -> (String?, Double) in
+                let twin = other.object(with: item.objectID) as! Item
+                return (twin.name, twin.price)
+            }
+            #expect(seen.0 == "item 1" && seen.1 == 10)
+            item.price = 10  // back to the snapshot: only the name is changed
+            #expect(Set(item.changedValues().keys) == ["name"])
+        }
+    }
+
+    // Semantics §4: an `IN` list fetches the matching rows whatever its length; its placeholders are written in
+    // one buffer (one for one value, none dangling).
+    @Test func inListsOfAnyLengthFetchTheirRows_4() throws {
+        #expect(SQLiteQueryBuilder.placeholders(1) == "?")
+        #expect(SQLiteQueryBuilder.placeholders(2) == "?, ?")
+        #expect(SQLiteQueryBuilder.placeholders(500) == Array(repeating: "?", count: 500).joined(separator: ", "))
+        let stack = try TestStack()
+        try stack.seed(600)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            for ids in [[7], [3, 9], Array(1...500).map { $0 * 3 % 601 }] {
+                let found = try fetchItems(ctx, .in("id", ids.map { Int64($0) })).map(\.id)
+                #expect(found == ids.filter { $0 <= 600 }.sorted().map { Int64($0) })
+            }
+        }
+    }
+
+    // Semantics §2.1 steps 2, 3, 7: the save walks its change sets without retaining each object; the walks go
+    // over the sets as they were when each walk began, so hooks that change other objects (and so the context's
+    // sets) during willSave, validation or didSave neither disturb the walk nor lose a change: every object is
+    // called once per walk, and the changes the hooks made are saved.
+    @Test func hooksThatChangeOtherObjectsDuringTheSaveWalks_2_1() throws {
+        let stack = try TestStack(model: try spModel())
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            for i in 1...4 {
+                let note = try #require(ctx.insertNewObject(forEntityName: "Note") as? SPNote)
+                note.text = "n\(i)"
+            }
+            try ctx.save()
+        }
+        let work = stack.context()
+        try work.performAndWait {
+            let notes = try work.fetch(FetchRequest(entityName: "Note", sortDescriptors: [ObjectSortDescriptor("text")]), as: SPNote.self)
+            let (a, b, c, d) = (notes[0], notes[1], notes[2], notes[3])
+            a.text = "a"
+            b.text = "b"
+            a.willSaveHook = { c.stamp = 3 }  // c joins the updated set while willSave walks it
+            b.validateHook = { d.stamp = 4 }  // d joins it while validation walks it
+            a.didSaveHook = { b.text = "after" }  // a change after the save: pending for the next one
+            try work.save()
+            #expect(a.calls["willSave"] == 1 && b.calls["willSave"] == 1)
+            #expect(a.calls["validate"] == 1 && b.calls["validate"] == 1)
+            #expect(a.calls["didSave"] == 1 && b.calls["didSave"] == 1)
+            #expect(c.calls["didSave"] == 1 && d.calls["didSave"] == 1)
+            #expect(work.updatedObjects == [b])
+            a.didSaveHook = nil
+            try work.save()
+        }
+        let rows = try stack.sql("SELECT ZTEXT, ZSTAMP FROM ZNOTE ORDER BY Z_PK")
+        #expect(rows.map { $0[0] } == [.text("a"), .text("after"), .text("n3"), .text("n4")])
+        #expect(rows.map { $0[1] } == [.integer(0), .integer(0), .integer(3), .integer(4)])
+    }
+
+    // A property is found by its name as `==` compares strings: the comparison of representations that comes
+    // first only finds a key sooner. Keys built at run time (a long name, not a literal), and a name written with
+    // another Unicode form (decomposed é), find the same property; an unknown key finds none.
+    @Test func propertiesAreFoundByEqualNamesWhateverTheirRepresentation() throws {
+        let long = "aVeryLongAttributeNameBeyondSmallStrings"
+        let entity = EntityDescription(
+            name: "Thing", managedObjectClass: ManagedObject.self,
+            attributes: [
+                AttributeDescription(name: "id", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+                AttributeDescription(name: "caf\u{E9}", type: .string),
+                AttributeDescription(name: long, type: .string),
+            ])
+        _ = try ManagedObjectModel(entities: [entity])
+        let built = ["aVeryLong", "AttributeName", "BeyondSmallStrings"].joined()
+        #expect(entity.propertyRef(built) == entity.propertyRef(long))
+        #expect(entity.propertyRef(built) != nil)
+        #expect(entity.propertyRef("cafe\u{301}") == entity.propertyRef("caf\u{E9}"))
+        #expect(entity.propertyRef("cafe\u{301}") != nil)
+        #expect(entity.propertyRef(String("xid".dropFirst())) == entity.propertyRef("id"))
+        #expect(entity.propertyRef("cafe") == nil)
+        #expect(entity.propertyRef("Id") == nil)
+    }
+
     // Slot sets key the store's statements: equal sets hash alike, however their words beyond the first 64 slots
     // are held (none, or words of zeros left by a removal).
     @Test func equalSlotSetsHashAlike() {
@@ -122,5 +250,13 @@ import Testing
         let other: SlotSet = [3, 70]
         #expect(other != plain)
         #expect(Array(other) == [3, 70])
+        // The low word inline, the words beyond it out of line: both answer alike.
+        #expect(other.contains(3) && other.contains(70) && !other.contains(6) && !other.contains(134))
+        var emptied = other
+        emptied.remove(3)
+        emptied.remove(70)
+        #expect(emptied.isEmpty && emptied == SlotSet() && emptied.count == 0)
+        emptied.insert(200)
+        #expect(!emptied.isEmpty && emptied.contains(200) && Array(emptied) == [200])
     }
 }

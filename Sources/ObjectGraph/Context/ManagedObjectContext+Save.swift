@@ -19,8 +19,12 @@ extension ManagedObjectContext {
         if let saveRefusal, let error = saveRefusal(self) { throw error }
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
         // The three change sets are disjoint (an insert never joins the updated set; a delete leaves both), so
-        // each object is called once without building their union; iterated as they were before any willSave.
-        for object in [insertedSet, updatedSet, deletedSet].joined() { object.willSave() }
+        // each object is called once without building their union; iterated as they were before any willSave
+        // (the copies keep their members alive whatever willSave does to the context's sets).
+        let (inserted, updated, deleted) = (insertedSet, updatedSet, deletedSet)
+        inserted.forEachUnretained { $0.willSave() }
+        updated.forEachUnretained { $0.willSave() }
+        deleted.forEachUnretained { $0.willSave() }
         processPendingChanges()
         try validateChanges()
         if let parent {
@@ -39,9 +43,14 @@ extension ManagedObjectContext {
                 errors.append(ObjectGraphError(.validation, "\(error)"))
             }
         }
-        for object in insertedSet { collect { try object.validateForInsert() } }
-        for object in updatedSet { collect { try object.validateForUpdate() } }
-        for object in deletedSet where !object.isInsertedFlag { collect { try object.validateForDelete() } }
+        // Each set as it is when its walk starts (a validation method may change objects, and so the sets); the
+        // copy walked keeps its members alive.
+        let inserted = insertedSet
+        inserted.forEachUnretained { object in collect { try object.validateForInsert() } }
+        let updated = updatedSet
+        updated.forEachUnretained { object in collect { try object.validateForUpdate() } }
+        let deleted = deletedSet
+        deleted.forEachUnretained { object in if !object.isInsertedFlag { collect { try object.validateForDelete() } } }
         try ManagedObject.throwCombined(errors)
     }
 
@@ -221,7 +230,8 @@ extension ManagedObjectContext {
             request.inserts.append(.init(id: object.objectID, values: object.values))
         }
         request.updates.reserveCapacity(updatedSet.count)
-        for object in updatedSet where !object.isDeletedFlag && !object.isInsertedFlag {
+        updatedSet.forEachUnretained { object in
+            guard !object.isDeletedFlag && !object.isInsertedFlag else { return }
             // A slot set iterates in ascending order already: no sort, and no array of the slots per object (an
             // allocation and its release: 0.4k instructions per updated object).
             request.updates.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, values: object.values, changedSlots: object.changedSlots))
@@ -237,7 +247,8 @@ extension ManagedObjectContext {
             request.locked.append((object.objectID, object.snapshotVersion))
         }
         // Many-to-many rows, written once from the side that owns the join table.
-        for object in [insertedSet, updatedSet].joined() where !object.isDeletedFlag && !object.toMany.isEmpty {
+        func addJoinChanges(_ object: ManagedObject) {
+            guard !object.isDeletedFlag && !object.toMany.isEmpty else { return }
             for (index, state) in object.toMany.enumerated() {
                 guard let state, state.isChanged else { continue }
                 let relationship = object.entity.toManyRelationships[index]
@@ -252,6 +263,8 @@ extension ManagedObjectContext {
                 }
             }
         }
+        insertedSet.forEachUnretained(addJoinChanges)
+        updatedSet.forEachUnretained(addJoinChanges)
         return request
     }
 
@@ -271,7 +284,7 @@ extension ManagedObjectContext {
             object.changedSlots = []
             settleToManys(object)
         }
-        for object in updated {
+        updated.forEachUnretained { object in
             object.original = RowSnapshot(values: object.values, version: object.snapshotVersion + 1)
             object.changedSlots = []
             settleToManys(object)
@@ -290,7 +303,9 @@ extension ManagedObjectContext {
         deletedSet = []
         lockedObjects = []
         counters.saves += 1
-        for object in [inserted, updated, deleted].joined() { object.didSave() }
+        inserted.forEachUnretained { $0.didSave() }
+        updated.forEachUnretained { $0.didSave() }
+        deleted.forEachUnretained { $0.didSave() }
         postDidSave(inserted: inserted, updated: updated, deleted: deleted, historyToken: historyToken)
     }
 
@@ -430,5 +445,27 @@ extension ManagedObjectContext {
         counters.saves += 1
         for object in [inserted, updated, deleted].joined() { object.didSave() }
         postDidSave(inserted: inserted, updated: updated, deleted: deleted)
+    }
+}
+
+extension Set where Element == ManagedObject {
+    /// Calls `body` with each member, without retaining it. The set (a value: a copy of the context's set, if the
+    /// context's changes meanwhile) keeps every member alive until the walk ends, so the reference is safe to use;
+    /// a `for` loop over the set retains and releases each member around every call it cannot see through
+    /// (`willSave`, validation, `didSave`), and registered objects are weakly referenced, so both take the slow
+    /// path: 0.15k instructions per object per walk, and a save walks its objects five times (0.76k per updated
+    /// item in all). A plain `for` with `Unmanaged` inside does not help: the loop variable lives, and stays
+    /// retained, until the end of the body.
+    @inline(__always)
+    func forEachUnretained(_ body: (ManagedObject) throws -> Void) rethrows {
+        try withExtendedLifetime(self) {
+            var i = startIndex
+            while i != endIndex {
+                // The element read here (+1) is dead before `body` runs, so its retain and release meet and go.
+                let object = Unmanaged.passUnretained(self[i])
+                try object._withUnsafeGuaranteedRef(body)
+                formIndex(after: &i)
+            }
+        }
     }
 }

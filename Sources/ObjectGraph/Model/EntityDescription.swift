@@ -68,6 +68,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         }
         return propertiesByName[key]
     }
+
     /// Destination entity and the inverse's property for every relationship, by relationship name.
     @exclusivity(unchecked) private(set) var relationshipTargets: [String: (entity: EntityDescription, inverse: PropertyRef)] = [:]
     /// What a newly inserted object starts with: the defaults, the slots they set, empty to-manys and the

@@ -76,6 +76,22 @@ struct SQLiteQueryBuilder {
         return "?"
     }
 
+    /// `?, ?, …, ?` for `count` (≥ 1) values, written byte by byte into the string's own buffer.
+    /// `String(repeating: "?, ", count:)` appended its unit string once per value through unspecialized code:
+    /// 155k instructions for an import's list of 500, 0.3k per updated item.
+    static func placeholders(_ count: Int) -> String {
+        String(unsafeUninitializedCapacity: 3 * count - 2) { buffer in
+            for i in 0..<count {
+                buffer[3 * i] = UInt8(ascii: "?")
+                if i < count - 1 {
+                    buffer[3 * i + 1] = UInt8(ascii: ",")
+                    buffer[3 * i + 2] = UInt8(ascii: " ")
+                }
+            }
+            return 3 * count - 2
+        }
+    }
+
     /// `column IN (ids)` for many permanent object IDs, with runs of consecutive primary keys written as
     /// `BETWEEN` (the IDs a save inserted are usually one run): a short statement with few arguments instead of
     /// one placeholder per ID, and a range scan instead of one lookup per ID. Nil when the list has no run worth it.
@@ -194,7 +210,7 @@ struct SQLiteQueryBuilder {
                     // One check and argument per value; the placeholders are written in one go (an import's
                     // `IN` list has up to 500).
                     for value in nonNull { _ = try bind(value, for: column) }
-                    sql = nonNull.isEmpty ? "0" : "\(column.sql) IN (\(String(repeating: "?, ", count: nonNull.count - 1))?)"
+                    sql = nonNull.isEmpty ? "0" : "\(column.sql) IN (\(Self.placeholders(nonNull.count)))"
                 }
                 if nonNull.count != values.count { sql = "(\(sql) OR \(column.sql) IS NULL)" }
                 return sql
