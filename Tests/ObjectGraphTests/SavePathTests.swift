@@ -215,6 +215,39 @@ func spModel() throws -> ManagedObjectModel {
         #expect(rows.map { $0[1] } == [.integer(0), .integer(0), .integer(3), .integer(4)])
     }
 
+    // Semantics §1.1 (layer 1): the coordinator checks every updated row of a save against the row cache under one
+    // lock; the rows another context saved meanwhile are the conflicts (new version 2, the cached row), the others
+    // pass, and nothing is written.
+    @Test func layerOneChecksEveryUpdatedRowOfASave_1_1() throws {
+        let stack = try TestStack()
+        try stack.seed(6)
+        let stale = stack.context()
+        let fresh = stack.context()
+        let staleItems = try stale.performAndWait {
+            let items = try fetchItems(stale)
+            for item in items { _ = item.name }  // loaded (faults fired) at version 1
+            return items
+        }
+        try fresh.performAndWait {
+            let items = try fetchItems(fresh)
+            items[1].price = 200
+            items[4].price = 500
+            try fresh.save()  // rows 2 and 5 are at version 2 in the cache now
+        }
+        let (error, conflicted): (ObjectGraphError?, Set<Int64>) = stale.performAndWait {
+            for item in staleItems { item.name = "stale \(item.id)" }
+            do { try stale.save(); return (nil, []) } catch let error as ObjectGraphError {
+                return (error, Set(error.conflictList.map { ($0.sourceObject as! Item).id }))
+            } catch { return (nil, []) }
+        }
+        #expect(error?.code == .merge)
+        let conflicts = error?.conflictList ?? []
+        #expect(conflicted == [2, 5])
+        #expect(conflicts.allSatisfy { $0.oldVersionNumber == 1 && $0.newVersionNumber == 2 })
+        #expect(conflicts.allSatisfy { $0.cachedSnapshot != nil && $0.persistedSnapshot == nil })
+        #expect(try stack.sql("SELECT ZNAME FROM ZITEM ORDER BY ZID").map { $0[0] } == (1...6).map { .text("item \($0)") })
+    }
+
     // A property is found by its name as `==` compares strings: the comparison of representations that comes
     // first only finds a key sooner. Keys built at run time (a long name, not a literal), and a name written with
     // another Unicode form (decomposed é), find the same property; an unknown key finds none.

@@ -117,17 +117,19 @@ extension PersistentStoreCoordinator {
         var request = request
         // Layer 1 (semantics §1.1): the version the object was loaded at vs the row cache.
         var conflicts: [VersionConflictRecord] = []
-        func checkCache(_ id: ManagedObjectID, _ version: Int64) {
-            guard let cached = rowCache.version(of: id), cached.version != version else { return }
-            conflicts.append(VersionConflictRecord(
-                id: id, oldVersion: version, newVersion: cached.version, cachedRow: cached.row, databaseRow: nil,
-                isDatabaseLayer: false))
+        func checkCache<S: Sequence>(_ expected: S) where S.Element == (ManagedObjectID, Int64) {
+            for m in rowCache.versionMismatches(expected) {
+                conflicts.append(VersionConflictRecord(
+                    id: m.id, oldVersion: m.expected, newVersion: m.cached, cachedRow: m.row, databaseRow: nil,
+                    isDatabaseLayer: false))
+            }
         }
         // Semantics §1.4 (CDPG): deleting a row that is already gone is not a conflict.
-        request.deletes.removeAll { rowCache.version(of: $0.id)?.version == 0 }
-        for u in request.updates { checkCache(u.id, u.oldVersion) }
-        for d in request.deletes { checkCache(d.id, d.oldVersion) }
-        for l in request.locked { checkCache(l.id, l.version) }
+        if !request.deletes.isEmpty { request.deletes.removeAll { rowCache.version(of: $0.id)?.version == 0 } }
+        // Each list under one lock of the cache, in the order of the request.
+        if !request.updates.isEmpty { checkCache(request.updates.lazy.map { ($0.id, $0.oldVersion) }) }
+        if !request.deletes.isEmpty { checkCache(request.deletes.lazy.map { ($0.id, $0.oldVersion) }) }
+        if !request.locked.isEmpty { checkCache(request.locked.lazy.map { ($0.id, $0.version) }) }
         if !conflicts.isEmpty {
             count { $0.cacheConflicts += conflicts.count }
             return .versionConflicts(conflicts)
@@ -157,10 +159,9 @@ extension PersistentStoreCoordinator {
                 }
             }
             if !request.updates.isEmpty {
-                var installs: [(ManagedObjectID, RowSnapshot)] = []
-                installs.reserveCapacity(request.updates.count)
-                for u in request.updates { installs.append((u.id, RowSnapshot(values: remap(u.values), version: u.oldVersion + 1))) }
-                rowCache.install(installs, retain: false)
+                // Straight from the request, without an array of the new rows first.
+                rowCache.install(request.updates.lazy.map { u in (u.id, RowSnapshot(values: remap(u.values), version: u.oldVersion + 1)) },
+                                 count: request.updates.count, retain: false)
             }
             if !request.inserts.isEmpty {
                 var installs: [(ManagedObjectID, RowSnapshot)] = []
