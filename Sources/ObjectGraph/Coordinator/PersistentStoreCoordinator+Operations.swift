@@ -54,7 +54,7 @@ extension PersistentStoreCoordinator {
         }
         count { $0.rowsRead += result.count }
         if !idsOnly {
-            rowCache.install(result.lazy.compactMap { id, row in row.map { (id, $0) } }, count: result.count, retain: true)
+            rowCache.installRetaining(result)
         }
         return result
     }
