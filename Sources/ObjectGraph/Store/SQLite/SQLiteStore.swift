@@ -134,13 +134,11 @@ final class SQLiteStore: PersistentStore {
     }
 
     /// Decodes the slot columns of the current row (columns start at `offset`).
-    private func decodeRow(_ statement: SQLiteStatement, entity: EntityDescription, offset: Int) -> [PropertyValue] {
+    private func decodeRow(_ statement: SQLiteStatement, types: [AttributeType?], destinations: [EntityDescription?], offset: Int) -> [PropertyValue] {
         var values: [PropertyValue] = []
-        values.reserveCapacity(entity.slotCount)
+        values.reserveCapacity(types.count)
         // Slot types and destinations come from arrays resolved with the model (no slot description copied and
-        // no relationship looked up by name per column).
-        let types = entity.slotAttributeTypes
-        let destinations = entity.slotDestinations
+        // no relationship looked up by name per column), read once per query by the caller (not per row).
         for i in 0..<types.count {
             let col = offset + i
             if statement.isNull(at: col) {
@@ -210,12 +208,13 @@ final class SQLiteStore: PersistentStore {
             let statement = try connection.cachedStatement(sql)
             try statement.bind(arguments)
             var result: [(key: Int64, row: RowSnapshot?)] = []
+            let types = fetch.entity.slotAttributeTypes, destinations = fetch.entity.slotDestinations
             while try statement.step() {
                 let key = statement.int64(at: 0)
                 if fetch.idsOnly {
                     result.append((key, nil))
                 } else {
-                    result.append((key, RowSnapshot(values: decodeRow(statement, entity: fetch.entity, offset: 2), version: statement.int64(at: 1))))
+                    result.append((key, RowSnapshot(values: decodeRow(statement, types: types, destinations: destinations, offset: 2), version: statement.int64(at: 1))))
                 }
             }
             return result
@@ -250,7 +249,7 @@ final class SQLiteStore: PersistentStore {
                 let statement = try connection.cachedStatement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK = ?")
                 statement.bindInt(keys[0], at: 1)
                 while try statement.step() {
-                    result[keys[0]] = RowSnapshot(values: decodeRow(statement, entity: entity, offset: 2), version: statement.int64(at: 1))
+                    result[keys[0]] = RowSnapshot(values: decodeRow(statement, types: entity.slotAttributeTypes, destinations: entity.slotDestinations, offset: 2), version: statement.int64(at: 1))
                 }
                 return
             }
@@ -261,7 +260,7 @@ final class SQLiteStore: PersistentStore {
                 let statement = try connection.statement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK IN (\(marks))")
                 for (i, key) in part.enumerated() { statement.bindInt(key, at: Int32(i + 1)) }
                 while try statement.step() {
-                    result[statement.int64(at: 0)] = RowSnapshot(values: decodeRow(statement, entity: entity, offset: 2), version: statement.int64(at: 1))
+                    result[statement.int64(at: 0)] = RowSnapshot(values: decodeRow(statement, types: entity.slotAttributeTypes, destinations: entity.slotDestinations, offset: 2), version: statement.int64(at: 1))
                 }
             }
         }
