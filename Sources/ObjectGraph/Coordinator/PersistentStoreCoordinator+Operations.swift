@@ -23,15 +23,16 @@ extension PersistentStoreCoordinator {
     // MARK: Reading
 
     /// Runs a fetch in the store. Rows come back installed in the row cache, each with one reference the
-    /// caller adopts or releases (`retainRows`).
-    func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [(ManagedObjectID, RowSnapshot?)] {
+    /// caller adopts or releases (``FetchEntry/retained``). The entries are built here as a context's fetch takes
+    /// them, not as pairs that the context mapped to entries again (an array and a copy of every row less).
+    func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [FetchEntry] {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
             limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly)
-        let result: [(ManagedObjectID, RowSnapshot?)] = try withStore { store in
+        let result: [FetchEntry] = try withStore { store in
             let number = store.storeNumber
             if let rows = try store.fetchIfEvaluable(storeFetch) {
-                return rows.map { (ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), $0.row) }
+                return rows.map { FetchEntry(id: ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), row: $0.row, retained: $0.row != nil) }
             }
             // The store cannot filter or order this fetch: take every row of the entity and do it here.
             var all = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false)
@@ -50,7 +51,7 @@ extension PersistentStoreCoordinator {
             var slice = rows[...]
             if request.fetchOffset > 0 { slice = slice.dropFirst(request.fetchOffset) }
             if request.fetchLimit > 0 { slice = slice.prefix(request.fetchLimit) }
-            return slice.map { ($0.0, idsOnly ? nil : $0.1) }
+            return slice.map { FetchEntry(id: $0.0, row: idsOnly ? nil : $0.1, retained: !idsOnly) }
         }
         count { $0.rowsRead += result.count }
         if !idsOnly {

@@ -134,14 +134,14 @@ final class RowCache: Sendable {
 
     /// ``install(_:count:retain:)`` with a reference each for a fetch's rows, skipping the entries without a row:
     /// a loop over the fetch's own array, without the lazy filter and its closures per row (0.1k instructions).
-    func installRetaining(_ rows: [(ManagedObjectID, RowSnapshot?)]) {
+    func installRetaining(_ rows: [FetchEntry]) {
         guard !rows.isEmpty else { return }
         let now = Self.now()
         entries.withLock { table in
             table.reserveCapacity(table.count + rows.count)
-            for (id, row) in rows {
-                guard let row else { continue }
-                Self.store(row, now: now, in: &table[id, default: Entry()], retaining: true)
+            for entry in rows {
+                guard let row = entry.row else { continue }
+                Self.store(row, now: now, in: &table[entry.id, default: Entry()], retaining: true)
             }
         }
     }
