@@ -248,6 +248,29 @@ func spModel() throws -> ManagedObjectModel {
         #expect(try stack.sql("SELECT ZNAME FROM ZITEM ORDER BY ZID").map { $0[0] } == (1...6).map { .text("item \($0)") })
     }
 
+    // Semantics §2.3, §4: the store makes a fetch's entries as it reads the rows; they are the store's rows with
+    // this store's object IDs, a row-cache reference marked on each entry with a row, nil exactly when the store
+    // cannot evaluate the fetch, for the SQLite store (its own loop) and the in-memory one (the default mapping).
+    @Test func storeEntriesAreItsRowsWithIDs_2_3_4() throws {
+        for type in [PersistentStoreType.sqlite, .inMemory] {
+            let stack = try TestStack(type: type)
+            try stack.seed(5)
+            let item = try #require(stack.model.entity(named: "Item"))
+            for (format, idsOnly) in [("id >= 2", false), ("id IN {1, 4}", true), ("ANY tag.name == 'x' OR id < 3", false)] {
+                let fetch = StoreFetch(entity: item, predicate: try ObjectPredicate(format: format), sortDescriptors: [ObjectSortDescriptor("id")],
+                                       limit: 0, offset: 0, idsOnly: idsOnly)
+                let (pairs, entries, number) = try stack.coordinator.withStore { store in
+                    (try store.fetchIfEvaluable(fetch), try store.fetchEntriesIfEvaluable(fetch), store.storeNumber)
+                }
+                #expect((pairs == nil) == (entries == nil), "\(type) \(format)")
+                guard let pairs, let entries else { continue }
+                #expect(entries.map(\.id) == pairs.map { ManagedObjectID(entity: item, primaryKey: $0.key, storeNumber: number) }, "\(type) \(format)")
+                #expect(entries.map(\.row) == pairs.map(\.row), "\(type) \(format)")
+                #expect(entries.allSatisfy { $0.retained == ($0.row != nil) && $0.retained == !idsOnly }, "\(type) \(format)")
+            }
+        }
+    }
+
     // A property is found by its name as `==` compares strings: the comparison of representations that comes
     // first only finds a key sooner. Keys built at run time (a long name, not a literal), and a name written with
     // another Unicode form (decomposed é), find the same property; an unknown key finds none.

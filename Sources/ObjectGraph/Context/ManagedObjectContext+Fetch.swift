@@ -1,7 +1,7 @@
 import Foundation
 
 /// One result of a fetch at some level of the context chain.
-struct FetchEntry {
+package struct FetchEntry {
     var id: ManagedObjectID
     var row: RowSnapshot?
     /// Whether the entry holds a row-cache reference that an object adopts or that is released.

@@ -31,9 +31,7 @@ extension PersistentStoreCoordinator {
             limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly)
         let result: [FetchEntry] = try withStore { store in
             let number = store.storeNumber
-            if let rows = try store.fetchIfEvaluable(storeFetch) {
-                return rows.map { FetchEntry(id: ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), row: $0.row, retained: $0.row != nil) }
-            }
+            if let entries = try store.fetchEntriesIfEvaluable(storeFetch) { return entries }
             // The store cannot filter or order this fetch: take every row of the entity and do it here.
             var all = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false)
             all.idsOnly = false

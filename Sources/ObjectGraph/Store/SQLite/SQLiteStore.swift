@@ -198,23 +198,39 @@ final class SQLiteStore: PersistentStore {
         return try run(fetch, query: query)
     }
 
+    /// The entries made as the rows are read: the coordinator mapped the store's pairs to entries in a second array,
+    /// copying every row (0.13k instructions per row of an update's fetch).
+    func fetchEntriesIfEvaluable(_ fetch: StoreFetch) throws -> [FetchEntry]? {
+        guard let query = try translated(fetch, select: selectList(fetch)) else { return nil }
+        let entity = fetch.entity, number = storeNumber
+        return try run(fetch, query: query) {
+            FetchEntry(id: ManagedObjectID(entity: entity, primaryKey: $0, storeNumber: number), row: $1, retained: $1 != nil)
+        }
+    }
+
     private func selectList(_ fetch: StoreFetch) -> String {
         fetch.idsOnly ? "t0.Z_PK" : selectColumns(fetch.entity)
     }
 
     private func run(_ fetch: StoreFetch, query: (sql: String, arguments: [PropertyValue])) throws -> [(key: Int64, row: RowSnapshot?)] {
+        try run(fetch, query: query) { (key: $0, row: $1) }
+    }
+
+    /// Each row of the query's result made into an `Element` as it is read (no array of pairs to map again).
+    private func run<Element>(_ fetch: StoreFetch, query: (sql: String, arguments: [PropertyValue]),
+                              _ make: (Int64, RowSnapshot?) -> Element) throws -> [Element] {
         let (sql, arguments) = query
         return try run {
             let statement = try connection.cachedStatement(sql)
             try statement.bind(arguments)
-            var result: [(key: Int64, row: RowSnapshot?)] = []
+            var result: [Element] = []
             let types = fetch.entity.slotAttributeTypes, destinations = fetch.entity.slotDestinations
             while try statement.step() {
                 let key = statement.int64(at: 0)
                 if fetch.idsOnly {
-                    result.append((key, nil))
+                    result.append(make(key, nil))
                 } else {
-                    result.append((key, RowSnapshot(values: decodeRow(statement, types: types, destinations: destinations, offset: 2), version: statement.int64(at: 1))))
+                    result.append(make(key, RowSnapshot(values: decodeRow(statement, types: types, destinations: destinations, offset: 2), version: statement.int64(at: 1))))
                 }
             }
             return result
