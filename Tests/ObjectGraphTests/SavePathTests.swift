@@ -271,6 +271,40 @@ func spModel() throws -> ManagedObjectModel {
         }
     }
 
+    // Semantics §4: an `IN` list binds its values in one loop with the checks of a single comparison: a value of the
+    // wrong type is reported (invalid fetch request, naming the value), a list of object IDs matches a to-one.
+    @Test func inListsCheckEveryValue_4() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            do {
+                _ = try fetchItems(ctx, .in("id", [Int64(1), "two"]))
+                Issue.record("a string in an integer IN list was accepted")
+            } catch let error as ObjectGraphError {
+                #expect(error.code == .invalidFetchRequest)
+                #expect("\(error)".contains("two"))
+            }
+            let items = try fetchItems(ctx)
+            let tags = (0..<2).map { n -> Tag in
+                let tag = Tag(context: ctx)
+                tag.name = "t\(n)"
+                return tag
+            }
+            items[0].tag = tags[0]
+            items[2].tag = tags[1]
+            try ctx.save()
+            let tagged = try fetchItems(ctx, .in("tag", stored: tags.map { .objectID($0.objectID) }))
+            #expect(tagged.map(\.id) == [1, 3])
+            do {
+                _ = try fetchItems(ctx, .in("tag", stored: [.objectID(tags[0].objectID), .integer(7)]))
+                Issue.record("an integer in a relationship IN list was accepted")
+            } catch let error as ObjectGraphError {
+                #expect(error.code == .invalidFetchRequest)
+            }
+        }
+    }
+
     // A property is found by its name as `==` compares strings: the comparison of representations that comes
     // first only finds a key sooner. Keys built at run time (a long name, not a literal), and a name written with
     // another Unicode form (decomposed é), find the same property; an unknown key finds none.
