@@ -215,6 +215,96 @@ func spModel() throws -> ManagedObjectModel {
         #expect(rows.map { $0[1] } == [.integer(0), .integer(0), .integer(3), .integer(4)])
     }
 
+    // Semantics §1.1 (layer 1): the coordinator checks every updated row of a save against the row cache under one
+    // lock; the rows another context saved meanwhile are the conflicts (new version 2, the cached row), the others
+    // pass, and nothing is written.
+    @Test func layerOneChecksEveryUpdatedRowOfASave_1_1() throws {
+        let stack = try TestStack()
+        try stack.seed(6)
+        let stale = stack.context()
+        let fresh = stack.context()
+        let staleItems = try stale.performAndWait {
+            let items = try fetchItems(stale)
+            for item in items { _ = item.name }  // loaded (faults fired) at version 1
+            return items
+        }
+        try fresh.performAndWait {
+            let items = try fetchItems(fresh)
+            items[1].price = 200
+            items[4].price = 500
+            try fresh.save()  // rows 2 and 5 are at version 2 in the cache now
+        }
+        let (error, conflicted): (ObjectGraphError?, Set<Int64>) = stale.performAndWait {
+            for item in staleItems { item.name = "stale \(item.id)" }
+            do { try stale.save(); return (nil, []) } catch let error as ObjectGraphError {
+                return (error, Set(error.conflictList.map { ($0.sourceObject as! Item).id }))
+            } catch { return (nil, []) }
+        }
+        #expect(error?.code == .merge)
+        let conflicts = error?.conflictList ?? []
+        #expect(conflicted == [2, 5])
+        #expect(conflicts.allSatisfy { $0.oldVersionNumber == 1 && $0.newVersionNumber == 2 })
+        #expect(conflicts.allSatisfy { $0.cachedSnapshot != nil && $0.persistedSnapshot == nil })
+        #expect(try stack.sql("SELECT ZNAME FROM ZITEM ORDER BY ZID").map { $0[0] } == (1...6).map { .text("item \($0)") })
+    }
+
+    // Semantics §2.3, §4: the store makes a fetch's entries as it reads the rows; they are the store's rows with
+    // this store's object IDs, a row-cache reference marked on each entry with a row, nil exactly when the store
+    // cannot evaluate the fetch, for the SQLite store (its own loop) and the in-memory one (the default mapping).
+    @Test func storeEntriesAreItsRowsWithIDs_2_3_4() throws {
+        for type in [PersistentStoreType.sqlite, .inMemory] {
+            let stack = try TestStack(type: type)
+            try stack.seed(5)
+            let item = try #require(stack.model.entity(named: "Item"))
+            for (format, idsOnly) in [("id >= 2", false), ("id IN {1, 4}", true), ("ANY tag.name == 'x' OR id < 3", false)] {
+                let fetch = StoreFetch(entity: item, predicate: try ObjectPredicate(format: format), sortDescriptors: [ObjectSortDescriptor("id")],
+                                       limit: 0, offset: 0, idsOnly: idsOnly)
+                let (pairs, entries, number) = try stack.coordinator.withStore { store in
+                    (try store.fetchIfEvaluable(fetch), try store.fetchEntriesIfEvaluable(fetch), store.storeNumber)
+                }
+                #expect((pairs == nil) == (entries == nil), "\(type) \(format)")
+                guard let pairs, let entries else { continue }
+                #expect(entries.map(\.id) == pairs.map { ManagedObjectID(entity: item, primaryKey: $0.key, storeNumber: number) }, "\(type) \(format)")
+                #expect(entries.map(\.row) == pairs.map(\.row), "\(type) \(format)")
+                #expect(entries.allSatisfy { $0.retained == ($0.row != nil) && $0.retained == !idsOnly }, "\(type) \(format)")
+            }
+        }
+    }
+
+    // Semantics §4: an `IN` list binds its values in one loop with the checks of a single comparison: a value of the
+    // wrong type is reported (invalid fetch request, naming the value), a list of object IDs matches a to-one.
+    @Test func inListsCheckEveryValue_4() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            do {
+                _ = try fetchItems(ctx, .in("id", [Int64(1), "two"]))
+                Issue.record("a string in an integer IN list was accepted")
+            } catch let error as ObjectGraphError {
+                #expect(error.code == .invalidFetchRequest)
+                #expect("\(error)".contains("two"))
+            }
+            let items = try fetchItems(ctx)
+            let tags = (0..<2).map { n -> Tag in
+                let tag = Tag(context: ctx)
+                tag.name = "t\(n)"
+                return tag
+            }
+            items[0].tag = tags[0]
+            items[2].tag = tags[1]
+            try ctx.save()
+            let tagged = try fetchItems(ctx, .in("tag", stored: tags.map { .objectID($0.objectID) }))
+            #expect(tagged.map(\.id) == [1, 3])
+            do {
+                _ = try fetchItems(ctx, .in("tag", stored: [.objectID(tags[0].objectID), .integer(7)]))
+                Issue.record("an integer in a relationship IN list was accepted")
+            } catch let error as ObjectGraphError {
+                #expect(error.code == .invalidFetchRequest)
+            }
+        }
+    }
+
     // A property is found by its name as `==` compares strings: the comparison of representations that comes
     // first only finds a key sooner. Keys built at run time (a long name, not a literal), and a name written with
     // another Unicode form (decomposed é), find the same property; an unknown key finds none.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One result of a fetch at some level of the context chain.
-struct FetchEntry {
+package struct FetchEntry {
     var id: ManagedObjectID
     var row: RowSnapshot?
     /// Whether the entry holds a row-cache reference that an object adopts or that is released.
@@ -141,7 +141,6 @@ extension ManagedObjectContext {
                 throw ObjectGraphError(.persistentStoreOperation, "the context has no coordinator")
             }
             entries = try coordinator.fetchRows(base, entity: entity, idsOnly: idsOnly)
-                .map { FetchEntry(id: $0.0, row: $0.1, retained: $0.1 != nil) }
         }
         guard overlay else { return entries }
 
@@ -259,7 +258,6 @@ extension ManagedObjectContext {
                 var request = FetchRequest(entityName: destination.name)
                 request.predicate = .in(relationship.inverseName, sources.map(\.objectID))
                 let entries = try coordinator.fetchRows(request, entity: destination, idsOnly: false)
-                    .map { FetchEntry(id: $0.0, row: $0.1, retained: $0.1 != nil) }
                 var bySource: [ManagedObjectID: Set<ManagedObjectID>] = [:]
                 for entry in entries {
                     if case .objectID(let owner)? = entry.row?.values[inverseSlot] { bySource[owner, default: []].insert(entry.id) }

@@ -23,16 +23,15 @@ extension PersistentStoreCoordinator {
     // MARK: Reading
 
     /// Runs a fetch in the store. Rows come back installed in the row cache, each with one reference the
-    /// caller adopts or releases (`retainRows`).
-    func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [(ManagedObjectID, RowSnapshot?)] {
+    /// caller adopts or releases (``FetchEntry/retained``). The entries are built here as a context's fetch takes
+    /// them, not as pairs that the context mapped to entries again (an array and a copy of every row less).
+    func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [FetchEntry] {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
             limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly)
-        let result: [(ManagedObjectID, RowSnapshot?)] = try withStore { store in
+        let result: [FetchEntry] = try withStore { store in
             let number = store.storeNumber
-            if let rows = try store.fetchIfEvaluable(storeFetch) {
-                return rows.map { (ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), $0.row) }
-            }
+            if let entries = try store.fetchEntriesIfEvaluable(storeFetch) { return entries }
             // The store cannot filter or order this fetch: take every row of the entity and do it here.
             var all = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false)
             all.idsOnly = false
@@ -50,11 +49,11 @@ extension PersistentStoreCoordinator {
             var slice = rows[...]
             if request.fetchOffset > 0 { slice = slice.dropFirst(request.fetchOffset) }
             if request.fetchLimit > 0 { slice = slice.prefix(request.fetchLimit) }
-            return slice.map { ($0.0, idsOnly ? nil : $0.1) }
+            return slice.map { FetchEntry(id: $0.0, row: idsOnly ? nil : $0.1, retained: !idsOnly) }
         }
         count { $0.rowsRead += result.count }
         if !idsOnly {
-            rowCache.install(result.lazy.compactMap { id, row in row.map { (id, $0) } }, count: result.count, retain: true)
+            rowCache.installRetaining(result)
         }
         return result
     }
@@ -117,17 +116,19 @@ extension PersistentStoreCoordinator {
         var request = request
         // Layer 1 (semantics §1.1): the version the object was loaded at vs the row cache.
         var conflicts: [VersionConflictRecord] = []
-        func checkCache(_ id: ManagedObjectID, _ version: Int64) {
-            guard let cached = rowCache.version(of: id), cached.version != version else { return }
-            conflicts.append(VersionConflictRecord(
-                id: id, oldVersion: version, newVersion: cached.version, cachedRow: cached.row, databaseRow: nil,
-                isDatabaseLayer: false))
+        func checkCache<S: Sequence>(_ expected: S) where S.Element == (ManagedObjectID, Int64) {
+            for m in rowCache.versionMismatches(expected) {
+                conflicts.append(VersionConflictRecord(
+                    id: m.id, oldVersion: m.expected, newVersion: m.cached, cachedRow: m.row, databaseRow: nil,
+                    isDatabaseLayer: false))
+            }
         }
         // Semantics §1.4 (CDPG): deleting a row that is already gone is not a conflict.
-        request.deletes.removeAll { rowCache.version(of: $0.id)?.version == 0 }
-        for u in request.updates { checkCache(u.id, u.oldVersion) }
-        for d in request.deletes { checkCache(d.id, d.oldVersion) }
-        for l in request.locked { checkCache(l.id, l.version) }
+        if !request.deletes.isEmpty { request.deletes.removeAll { rowCache.version(of: $0.id)?.version == 0 } }
+        // Each list under one lock of the cache, in the order of the request.
+        if !request.updates.isEmpty { checkCache(request.updates.lazy.map { ($0.id, $0.oldVersion) }) }
+        if !request.deletes.isEmpty { checkCache(request.deletes.lazy.map { ($0.id, $0.oldVersion) }) }
+        if !request.locked.isEmpty { checkCache(request.locked.lazy.map { ($0.id, $0.version) }) }
         if !conflicts.isEmpty {
             count { $0.cacheConflicts += conflicts.count }
             return .versionConflicts(conflicts)
@@ -157,10 +158,9 @@ extension PersistentStoreCoordinator {
                 }
             }
             if !request.updates.isEmpty {
-                var installs: [(ManagedObjectID, RowSnapshot)] = []
-                installs.reserveCapacity(request.updates.count)
-                for u in request.updates { installs.append((u.id, RowSnapshot(values: remap(u.values), version: u.oldVersion + 1))) }
-                rowCache.install(installs, retain: false)
+                // Straight from the request, without an array of the new rows first.
+                rowCache.install(request.updates.lazy.map { u in (u.id, RowSnapshot(values: remap(u.values), version: u.oldVersion + 1)) },
+                                 count: request.updates.count, retain: false)
             }
             if !request.inserts.isEmpty {
                 var installs: [(ManagedObjectID, RowSnapshot)] = []

@@ -52,6 +52,27 @@ final class RowCache: Sendable {
         }
     }
 
+    /// The rows among `expected` whose cached version is known and is not the one given (layer 1 of conflict
+    /// detection, semantics §1.1), with the cached version (0: deleted through this coordinator) and row, in the
+    /// order given: ``version(of:)`` for each, under one lock and without copying the rows that agree (a save
+    /// checked each updated row under a lock of its own, 0.1k instructions per row).
+    func versionMismatches<S: Sequence>(_ expected: S) -> [(id: ManagedObjectID, expected: Int64, cached: Int64, row: RowSnapshot?)]
+    where S.Element == (ManagedObjectID, Int64) {
+        entries.withLock { table in
+            var result: [(id: ManagedObjectID, expected: Int64, cached: Int64, row: RowSnapshot?)] = []
+            for (id, version) in expected {
+                guard let i = table.index(forKey: id) else { continue }
+                if table.values[i].deleted {
+                    if version != 0 { result.append((id, version, 0, nil)) }
+                    continue
+                }
+                guard let cached = table.values[i].row?.version, cached != version else { continue }
+                result.append((id, version, cached, table.values[i].row))
+            }
+            return result
+        }
+    }
+
     func retain(_ id: ManagedObjectID) {
         entries.withLock { $0[id, default: Entry()].references += 1 }
     }
@@ -107,6 +128,20 @@ final class RowCache: Sendable {
                     guard let i = table.index(forKey: id), table.values[i].references > 0 else { continue }
                     Self.store(row, now: now, in: &table.values[i], retaining: false)
                 }
+            }
+        }
+    }
+
+    /// ``install(_:count:retain:)`` with a reference each for a fetch's rows, skipping the entries without a row:
+    /// a loop over the fetch's own array, without the lazy filter and its closures per row (0.1k instructions).
+    func installRetaining(_ rows: [FetchEntry]) {
+        guard !rows.isEmpty else { return }
+        let now = Self.now()
+        entries.withLock { table in
+            table.reserveCapacity(table.count + rows.count)
+            for entry in rows {
+                guard let row = entry.row else { continue }
+                Self.store(row, now: now, in: &table[entry.id, default: Entry()], retaining: true)
             }
         }
     }

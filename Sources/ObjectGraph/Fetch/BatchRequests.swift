@@ -142,7 +142,7 @@ extension ManagedObjectContext {
             }
             values[slot] = v
         }
-        let ids = try coordinator.fetchRows(FetchRequest(entityName: entity.name, predicate: request.predicate), entity: entity, idsOnly: true).map(\.0)
+        let ids = try coordinator.fetchRows(FetchRequest(entityName: entity.name, predicate: request.predicate), entity: entity, idsOnly: true).map(\.id)
         guard !ids.isEmpty else { return result([], request.resultType) }
         _ = try coordinator.batch { try $0.batchUpdate(ids, values: values, author: transactionAuthor, contextName: name) }
         return result(ids, request.resultType)
@@ -160,7 +160,7 @@ extension ManagedObjectContext {
             ids = given.filter { !$0.isTemporaryID }
         } else if let fetch = request.fetchRequest {
             let entity = try self.entity(for: fetch)
-            ids = try coordinator.fetchRows(fetch, entity: entity, idsOnly: true).map(\.0)
+            ids = try coordinator.fetchRows(fetch, entity: entity, idsOnly: true).map(\.id)
         } else {
             ids = []
         }

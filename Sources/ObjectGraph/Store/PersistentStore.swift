@@ -126,6 +126,9 @@ package protocol PersistentStore: AnyObject {
     /// `fetch` when the store can evaluate it (``canEvaluate(_:)``), else nil: the store decides and runs in one
     /// step (the SQLite store translates the predicate once, not once to decide and again to run).
     func fetchIfEvaluable(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]?
+    /// ``fetchIfEvaluable(_:)`` as the entries a context's fetch takes (object IDs of this store, an entry with a
+    /// row marked as holding the row-cache reference the coordinator installs for it).
+    func fetchEntriesIfEvaluable(_ fetch: StoreFetch) throws -> [FetchEntry]?
     func count(_ fetch: StoreFetch) throws -> Int
     /// `count` when the store can evaluate the fetch, else nil (one translation, as for ``fetchIfEvaluable(_:)``).
     func countIfEvaluable(_ fetch: StoreFetch) throws -> Int?
@@ -175,6 +178,13 @@ extension PersistentStore {
 extension PersistentStore {
     package func fetchIfEvaluable(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]? {
         canEvaluate(fetch) ? try self.fetch(fetch) : nil
+    }
+
+    package func fetchEntriesIfEvaluable(_ fetch: StoreFetch) throws -> [FetchEntry]? {
+        let entity = fetch.entity, number = storeNumber
+        return try fetchIfEvaluable(fetch)?.map {
+            FetchEntry(id: ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), row: $0.row, retained: $0.row != nil)
+        }
     }
 
     package func countIfEvaluable(_ fetch: StoreFetch) throws -> Int? {

@@ -92,6 +92,30 @@ struct SQLiteQueryBuilder {
         }
     }
 
+    /// ``bind(_:for:)`` for every value of a list, in order, with the same checks and errors: one loop that sizes
+    /// the arguments once, without a placeholder string and a copy of the column per value (an import's `IN` list
+    /// has up to 500: 0.1k instructions per value).
+    private mutating func bindAll(_ values: [PropertyValue], for column: Column) throws {
+        arguments.reserveCapacity(arguments.count + values.count)
+        if let type = column.attributeType {
+            for value in values {
+                guard Self.fits(value, type) else {
+                    throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with a \(type.rawValue) attribute", entity: root.name)
+                }
+                if type == .decimal, let d = value.numericValue { arguments.append(.double(d)) } else { arguments.append(value) }
+            }
+        } else {
+            for value in values {
+                if column.isRelationship {
+                    guard case .objectID = value else {
+                        throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with a relationship", entity: root.name)
+                    }
+                }
+                arguments.append(value)
+            }
+        }
+    }
+
     /// `column IN (ids)` for many permanent object IDs, with runs of consecutive primary keys written as
     /// `BETWEEN` (the IDs a save inserted are usually one run): a short statement with few arguments instead of
     /// one placeholder per ID, and a range scan instead of one lookup per ID. Nil when the list has no run worth it.
@@ -209,7 +233,7 @@ struct SQLiteQueryBuilder {
                 } else {
                     // One check and argument per value; the placeholders are written in one go (an import's
                     // `IN` list has up to 500).
-                    for value in nonNull { _ = try bind(value, for: column) }
+                    try bindAll(nonNull, for: column)
                     sql = nonNull.isEmpty ? "0" : "\(column.sql) IN (\(Self.placeholders(nonNull.count)))"
                 }
                 if nonNull.count != values.count { sql = "(\(sql) OR \(column.sql) IS NULL)" }

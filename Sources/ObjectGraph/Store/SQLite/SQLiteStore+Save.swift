@@ -118,14 +118,17 @@ extension SQLiteStore {
         // looked up once, not per row (the store is the hot path of every import).
         struct UpdateShape: Hashable { var entity: ObjectIdentifier; var slots: SlotSet }
         var updateStatements: [UpdateShape: SQLiteStatement] = [:]
-        var lastUpdate: (shape: UpdateShape, statement: SQLiteStatement)?  // consecutive rows usually share a shape: no hash
+        // Consecutive rows usually share a shape: compared with the last one, no hash. Kept as two plain variables
+        // (not an optional tuple, which was copied and destroyed, statement retained and released, for every row).
+        var lastUpdateShape = UpdateShape(entity: ObjectIdentifier(SQLiteStore.self), slots: [])  // matches no row
+        var lastUpdateStatement: SQLiteStatement?
         for update in request.updates {
             let entity = update.id.entity
             let shape = UpdateShape(entity: ObjectIdentifier(entity), slots: update.changedSlots)
             let statement: SQLiteStatement
-            if let lastUpdate, lastUpdate.shape == shape {
-                lastUpdate.statement.resetKeepingBindings()  // every parameter is bound again below
-                statement = lastUpdate.statement
+            if let last = lastUpdateStatement, lastUpdateShape == shape {
+                last.resetKeepingBindings()  // every parameter is bound again below
+                statement = last
             } else if let cached = updateStatements[shape] {
                 cached.resetKeepingBindings()  // every parameter is bound again below
                 statement = cached
@@ -135,7 +138,10 @@ extension SQLiteStore {
                 statement = try connection.cachedStatement(sql)
                 updateStatements[shape] = statement
             }
-            lastUpdate = (shape, statement)
+            if lastUpdateStatement !== statement {
+                lastUpdateShape = shape
+                lastUpdateStatement = statement
+            }
             statement.bindInt(update.oldVersion + 1, at: 1)
             var index: Int32 = 2
             for slot in update.changedSlots {

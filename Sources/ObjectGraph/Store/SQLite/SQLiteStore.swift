@@ -134,13 +134,11 @@ final class SQLiteStore: PersistentStore {
     }
 
     /// Decodes the slot columns of the current row (columns start at `offset`).
-    private func decodeRow(_ statement: SQLiteStatement, entity: EntityDescription, offset: Int) -> [PropertyValue] {
+    private func decodeRow(_ statement: SQLiteStatement, types: [AttributeType?], destinations: [EntityDescription?], offset: Int) -> [PropertyValue] {
         var values: [PropertyValue] = []
-        values.reserveCapacity(entity.slotCount)
+        values.reserveCapacity(types.count)
         // Slot types and destinations come from arrays resolved with the model (no slot description copied and
-        // no relationship looked up by name per column).
-        let types = entity.slotAttributeTypes
-        let destinations = entity.slotDestinations
+        // no relationship looked up by name per column), read once per query by the caller (not per row).
         for i in 0..<types.count {
             let col = offset + i
             if statement.isNull(at: col) {
@@ -200,22 +198,39 @@ final class SQLiteStore: PersistentStore {
         return try run(fetch, query: query)
     }
 
+    /// The entries made as the rows are read: the coordinator mapped the store's pairs to entries in a second array,
+    /// copying every row (0.13k instructions per row of an update's fetch).
+    func fetchEntriesIfEvaluable(_ fetch: StoreFetch) throws -> [FetchEntry]? {
+        guard let query = try translated(fetch, select: selectList(fetch)) else { return nil }
+        let entity = fetch.entity, number = storeNumber
+        return try run(fetch, query: query) {
+            FetchEntry(id: ManagedObjectID(entity: entity, primaryKey: $0, storeNumber: number), row: $1, retained: $1 != nil)
+        }
+    }
+
     private func selectList(_ fetch: StoreFetch) -> String {
         fetch.idsOnly ? "t0.Z_PK" : selectColumns(fetch.entity)
     }
 
     private func run(_ fetch: StoreFetch, query: (sql: String, arguments: [PropertyValue])) throws -> [(key: Int64, row: RowSnapshot?)] {
+        try run(fetch, query: query) { (key: $0, row: $1) }
+    }
+
+    /// Each row of the query's result made into an `Element` as it is read (no array of pairs to map again).
+    private func run<Element>(_ fetch: StoreFetch, query: (sql: String, arguments: [PropertyValue]),
+                              _ make: (Int64, RowSnapshot?) -> Element) throws -> [Element] {
         let (sql, arguments) = query
         return try run {
             let statement = try connection.cachedStatement(sql)
             try statement.bind(arguments)
-            var result: [(key: Int64, row: RowSnapshot?)] = []
+            var result: [Element] = []
+            let types = fetch.entity.slotAttributeTypes, destinations = fetch.entity.slotDestinations
             while try statement.step() {
                 let key = statement.int64(at: 0)
                 if fetch.idsOnly {
-                    result.append((key, nil))
+                    result.append(make(key, nil))
                 } else {
-                    result.append((key, RowSnapshot(values: decodeRow(statement, entity: fetch.entity, offset: 2), version: statement.int64(at: 1))))
+                    result.append(make(key, RowSnapshot(values: decodeRow(statement, types: types, destinations: destinations, offset: 2), version: statement.int64(at: 1))))
                 }
             }
             return result
@@ -250,7 +265,7 @@ final class SQLiteStore: PersistentStore {
                 let statement = try connection.cachedStatement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK = ?")
                 statement.bindInt(keys[0], at: 1)
                 while try statement.step() {
-                    result[keys[0]] = RowSnapshot(values: decodeRow(statement, entity: entity, offset: 2), version: statement.int64(at: 1))
+                    result[keys[0]] = RowSnapshot(values: decodeRow(statement, types: entity.slotAttributeTypes, destinations: entity.slotDestinations, offset: 2), version: statement.int64(at: 1))
                 }
                 return
             }
@@ -261,7 +276,7 @@ final class SQLiteStore: PersistentStore {
                 let statement = try connection.statement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK IN (\(marks))")
                 for (i, key) in part.enumerated() { statement.bindInt(key, at: Int32(i + 1)) }
                 while try statement.step() {
-                    result[statement.int64(at: 0)] = RowSnapshot(values: decodeRow(statement, entity: entity, offset: 2), version: statement.int64(at: 1))
+                    result[statement.int64(at: 0)] = RowSnapshot(values: decodeRow(statement, types: entity.slotAttributeTypes, destinations: entity.slotDestinations, offset: 2), version: statement.int64(at: 1))
                 }
             }
         }
