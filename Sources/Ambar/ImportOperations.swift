@@ -104,8 +104,8 @@ where Value.ManagedObjectKind: ManagedObjectType {
             // looked up again per ID. (An ID held by several rows keeps the last one fetched, as that table did.)
             let end = start + ids.count
             // The chunk's objects by position, lent without a retain: a reference read from an array is retained
-            // and released around every call that is not inlined, both on the slow path for a weakly registered
-            // object (0.16k instructions per object and walk). `existing` holds the objects found, `inserted` the
+            // and released around every call that is not inlined (0.16k instructions per object and walk while
+            // registered objects had side tables; two atomic operations now). `existing` holds the objects found, `inserted` the
             // ones made here, until the chunk is done (the `withExtendedLifetime` at its end).
             var found = [Unmanaged<Object>?](repeating: nil, count: ids.count)
             for i in existing.indices {
