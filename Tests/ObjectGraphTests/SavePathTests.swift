@@ -260,7 +260,7 @@ func spModel() throws -> ManagedObjectModel {
                 let fetch = StoreFetch(entity: item, predicate: try ObjectPredicate(format: format), sortDescriptors: [ObjectSortDescriptor("id")],
                                        limit: 0, offset: 0, idsOnly: idsOnly)
                 let (pairs, entries, number) = try stack.coordinator.withStore { store in
-                    (try store.fetchIfEvaluable(fetch), try store.fetchEntriesIfEvaluable(fetch), store.storeNumber)
+                    (store.canEvaluate(fetch) ? try store.fetch(fetch) : nil, try store.fetchEntriesIfEvaluable(fetch), store.storeNumber)
                 }
                 #expect((pairs == nil) == (entries == nil), "\(type) \(format)")
                 guard let pairs, let entries else { continue }

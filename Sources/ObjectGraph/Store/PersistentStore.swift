@@ -123,11 +123,10 @@ package protocol PersistentStore: AnyObject {
     /// Whether the store filters, sorts and limits `fetch` itself; otherwise the coordinator does it in memory.
     func canEvaluate(_ fetch: StoreFetch) -> Bool
     func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]
-    /// `fetch` when the store can evaluate it (``canEvaluate(_:)``), else nil: the store decides and runs in one
-    /// step (the SQLite store translates the predicate once, not once to decide and again to run).
-    func fetchIfEvaluable(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]?
-    /// ``fetchIfEvaluable(_:)`` as the entries a context's fetch takes (object IDs of this store, an entry with a
-    /// row marked as holding the row-cache reference the coordinator installs for it).
+    /// `fetch` when the store can evaluate it (``canEvaluate(_:)``), else nil, as the entries a context's fetch
+    /// takes (object IDs of this store, an entry with a row marked as holding the row-cache reference the
+    /// coordinator installs for it). The store decides and runs in one step (the SQLite store translates the
+    /// predicate once, not once to decide and again to run) and makes the entries as it reads the rows.
     func fetchEntriesIfEvaluable(_ fetch: StoreFetch) throws -> [FetchEntry]?
     func count(_ fetch: StoreFetch) throws -> Int
     /// `count` when the store can evaluate the fetch, else nil (one translation, as for ``fetchIfEvaluable(_:)``).
@@ -176,13 +175,10 @@ extension PersistentStore {
 }
 
 extension PersistentStore {
-    package func fetchIfEvaluable(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]? {
-        canEvaluate(fetch) ? try self.fetch(fetch) : nil
-    }
-
     package func fetchEntriesIfEvaluable(_ fetch: StoreFetch) throws -> [FetchEntry]? {
+        guard canEvaluate(fetch) else { return nil }
         let entity = fetch.entity, number = storeNumber
-        return try fetchIfEvaluable(fetch)?.map {
+        return try self.fetch(fetch).map {
             FetchEntry(id: ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), row: $0.row, retained: $0.row != nil)
         }
     }

@@ -61,19 +61,25 @@ struct SQLiteQueryBuilder {
     }
 
     private mutating func bind(_ value: PropertyValue, for column: Column) throws -> String {
-        var v = value
+        arguments.append(try checked(value, for: column))
+        return "?"
+    }
+
+    /// `value` as it is bound for a comparison with `column`: a type the column cannot compare with is an invalid
+    /// fetch request; a decimal is compared as a double.
+    @inline(__always)
+    private func checked(_ value: PropertyValue, for column: Column) throws -> PropertyValue {
         if let type = column.attributeType {
-            if type == .decimal, let d = value.numericValue { v = .double(d) }
             guard Self.fits(value, type) else {
                 throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with a \(type.rawValue) attribute", entity: root.name)
             }
+            if type == .decimal, let d = value.numericValue { return .double(d) }
         } else if column.isRelationship {
             guard case .objectID = value else {
                 throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with a relationship", entity: root.name)
             }
         }
-        arguments.append(v)
-        return "?"
+        return value
     }
 
     /// `?, ?, …, ?` for `count` (≥ 1) values, written byte by byte into the string's own buffer.
@@ -93,27 +99,10 @@ struct SQLiteQueryBuilder {
     }
 
     /// ``bind(_:for:)`` for every value of a list, in order, with the same checks and errors: one loop that sizes
-    /// the arguments once, without a placeholder string and a copy of the column per value (an import's `IN` list
-    /// has up to 500: 0.1k instructions per value).
+    /// the arguments once, without a placeholder string per value (an import's `IN` list has up to 500).
     private mutating func bindAll(_ values: [PropertyValue], for column: Column) throws {
         arguments.reserveCapacity(arguments.count + values.count)
-        if let type = column.attributeType {
-            for value in values {
-                guard Self.fits(value, type) else {
-                    throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with a \(type.rawValue) attribute", entity: root.name)
-                }
-                if type == .decimal, let d = value.numericValue { arguments.append(.double(d)) } else { arguments.append(value) }
-            }
-        } else {
-            for value in values {
-                if column.isRelationship {
-                    guard case .objectID = value else {
-                        throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with a relationship", entity: root.name)
-                    }
-                }
-                arguments.append(value)
-            }
-        }
+        for value in values { arguments.append(try checked(value, for: column)) }
     }
 
     /// `column IN (ids)` for many permanent object IDs, with runs of consecutive primary keys written as
