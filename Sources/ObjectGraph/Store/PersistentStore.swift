@@ -129,7 +129,7 @@ package protocol PersistentStore: AnyObject {
     /// predicate once, not once to decide and again to run) and makes the entries as it reads the rows.
     func fetchEntriesIfEvaluable(_ fetch: StoreFetch) throws -> [FetchEntry]?
     func count(_ fetch: StoreFetch) throws -> Int
-    /// `count` when the store can evaluate the fetch, else nil (one translation, as for ``fetchIfEvaluable(_:)``).
+    /// `count` when the store can evaluate the fetch, else nil (one translation, as for ``fetchEntriesIfEvaluable(_:)``).
     func countIfEvaluable(_ fetch: StoreFetch) throws -> Int?
     func rows(of entity: EntityDescription, keys: [Int64]) throws -> [Int64: RowSnapshot]
     func relatedKeys(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID]
