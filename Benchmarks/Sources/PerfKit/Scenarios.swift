@@ -17,7 +17,12 @@ public func median(_ values: [Double]) -> Double {
 /// items 0..<10 (loaded). The store must already hold at least `n` items. Returns seconds per merge, one per rep.
 /// Each rep writes the prices of round `firstRound + rep`: calls that go on from one another pass distinct rounds,
 /// so every save changes every item.
-public func mergeMainQueueTimes(stack: OursStack, n: Int, reps: Int, firstRound: Int = 0) throws -> [Double] {
+///
+/// With an `evictor`, the main queue is held from before the save until the save returned, and then streams the
+/// evictor's buffer through its caches (that time is not counted) before the merge runs: every merge starts from
+/// the same cold caches, whatever the save before it touched. Without it, the merge finds the caches as the save
+/// left them (a save of 100,000 objects streams far more than the last-level cache; one of 1,000 does not).
+public func mergeMainQueueTimes(stack: OursStack, n: Int, reps: Int, firstRound: Int = 0, evictor: CacheEvictor? = nil) throws -> [Double] {
     let view = stack.container.viewContext
     let visible: [PerfItem] = try view.performAndWait {
         let items = try PerfItem.fetch(in: view, predicate: .compare("remoteID", .lessThan, 10))
@@ -37,8 +42,19 @@ public func mergeMainQueueTimes(stack: OursStack, n: Int, reps: Int, firstRound:
             precondition(items.count == n)
             for item in items { item.price = Schema.price(Int(item.remoteID), round: 1000 + rep) }
             stack.drainMain()
+            let saved = DispatchSemaphore(value: 0)
+            if let evictor {
+                // Queued before the save, so the merge the save schedules runs after it, on the same thread.
+                stack.main.async {
+                    let t0 = threadCPUNanos()
+                    saved.wait()
+                    evictor.evict()
+                    untimed.store(threadCPUNanos() - t0, ordering: .relaxed)
+                }
+            }
             let before = stack.clock.reading
             try importer.save()
+            saved.signal()
             return (before, items)
         }
         stack.drainMain()
@@ -47,10 +63,45 @@ public func mergeMainQueueTimes(stack: OursStack, n: Int, reps: Int, firstRound:
         precondition(stack.container.counters.mergesPerformed == merged + 1, "the save was not merged")
         let price = view.performAndWait { visible[3].price }
         precondition(price == Schema.price(3, round: 1000 + rep), "the view did not see the update")
-        times.append(Double(after.nanos - before.nanos) / 1e9)
+        times.append(Double(after.nanos - before.nanos - untimed.exchange(0, ordering: .relaxed)) / 1e9)
     }
     withExtendedLifetime(visible) {}
     return times
+}
+
+/// Main-queue CPU time spent holding and evicting before a merge, taken out of that merge's figure.
+private let untimed = Atomic<UInt64>(0)
+
+/// A buffer three times the size of the last-level cache (32 MiB when the system does not tell it); streaming it
+/// through a thread's caches leaves nothing of what that thread, or another, touched before.
+public final class CacheEvictor: @unchecked Sendable {  // used by one queue at a time (the main queue's blocks)
+    private var buffer: [UInt64]
+    public let bytes: Int
+
+    public init() {
+        var llc = 32 << 20
+        if let text = try? String(contentsOfFile: "/sys/devices/system/cpu/cpu0/cache/index3/size", encoding: .utf8) {
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if trimmed.hasSuffix("K"), let k = Int(trimmed.dropLast()) { llc = k << 10 }
+            if trimmed.hasSuffix("M"), let m = Int(trimmed.dropLast()) { llc = m << 20 }
+        }
+        bytes = 3 * llc
+        buffer = [UInt64](repeating: 1, count: bytes / 8)
+    }
+
+    /// Reads and writes one word of every cache line of the buffer.
+    public func evict() {
+        var sum: UInt64 = 0
+        buffer.withUnsafeMutableBufferPointer { words in
+            var i = 0
+            while i < words.count {
+                words[i] &+= 1
+                sum &+= words[i]
+                i += 8  // 64-byte lines
+            }
+        }
+        keep(sum)
+    }
 }
 
 // MARK: Fetched results controller over 20 objects during an import
