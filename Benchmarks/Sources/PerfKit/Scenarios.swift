@@ -52,9 +52,9 @@ public func mergeMainQueueTimes(stack: OursStack, n: Int, reps: Int, firstRound:
                     untimed.store(threadCPUNanos() - t0, ordering: .relaxed)
                 }
             }
+            defer { saved.signal() }  // also when the save throws: the held main queue must go on
             let before = stack.clock.reading
             try importer.save()
-            saved.signal()
             return (before, items)
         }
         stack.drainMain()
