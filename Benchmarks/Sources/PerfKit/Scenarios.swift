@@ -43,15 +43,8 @@ public func mergeMainQueueTimes(stack: OursStack, n: Int, reps: Int, firstRound:
             for item in items { item.price = Schema.price(Int(item.remoteID), round: 1000 + rep) }
             stack.drainMain()
             let saved = DispatchSemaphore(value: 0)
-            if let evictor {
-                // Queued before the save, so the merge the save schedules runs after it, on the same thread.
-                stack.main.async {
-                    let t0 = threadCPUNanos()
-                    saved.wait()
-                    evictor.evict()
-                    untimed.store(threadCPUNanos() - t0, ordering: .relaxed)
-                }
-            }
+            // Queued before the save, so the merge the save schedules runs after it, on the same thread.
+            if let evictor { stack.main.async { evictor.evict(after: saved) } }
             defer { saved.signal() }  // also when the save throws: the held main queue must go on
             let before = stack.clock.reading
             try importer.save()
@@ -63,20 +56,19 @@ public func mergeMainQueueTimes(stack: OursStack, n: Int, reps: Int, firstRound:
         precondition(stack.container.counters.mergesPerformed == merged + 1, "the save was not merged")
         let price = view.performAndWait { visible[3].price }
         precondition(price == Schema.price(3, round: 1000 + rep), "the view did not see the update")
-        times.append(Double(after.nanos - before.nanos - untimed.exchange(0, ordering: .relaxed)) / 1e9)
+        times.append(Double(after.nanos - before.nanos - (evictor?.takeUntimedNanos() ?? 0)) / 1e9)
     }
     withExtendedLifetime(visible) {}
     return times
 }
-
-/// Main-queue CPU time spent holding and evicting before a merge, taken out of that merge's figure.
-private let untimed = Atomic<UInt64>(0)
 
 /// A buffer three times the size of the last-level cache (32 MiB when the system does not tell it); streaming it
 /// through a thread's caches leaves nothing of what that thread, or another, touched before.
 public final class CacheEvictor: @unchecked Sendable {  // used by one queue at a time (the main queue's blocks)
     private var buffer: [UInt64]
     public let bytes: Int
+    /// CPU time of the last ``evict(after:)`` (waiting and streaming), to be taken out of the figure it preceded.
+    private let untimed = Atomic<UInt64>(0)
 
     public init() {
         var llc = 32 << 20
@@ -88,6 +80,17 @@ public final class CacheEvictor: @unchecked Sendable {  // used by one queue at 
         bytes = 3 * llc
         buffer = [UInt64](repeating: 1, count: bytes / 8)
     }
+
+    /// Waits for `signal`, then evicts; records the CPU time this took for ``takeUntimedNanos()``.
+    public func evict(after signal: DispatchSemaphore) {
+        let t0 = threadCPUNanos()
+        signal.wait()
+        evict()
+        untimed.store(threadCPUNanos() - t0, ordering: .relaxed)
+    }
+
+    /// The CPU time of the last ``evict(after:)``, once (0 after that).
+    public func takeUntimedNanos() -> UInt64 { untimed.exchange(0, ordering: .relaxed) }
 
     /// Reads and writes one word of every cache line of the buffer.
     public func evict() {
