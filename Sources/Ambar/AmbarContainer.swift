@@ -255,7 +255,8 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
         // Only IDs cross to the main queue, so the saving context's objects are not kept alive. The ID sets are
         // freed off the main queue: freeing N IDs costs O(N), the merge itself O(objects registered in the view).
         let view = viewContext
-        let committedAt = DispatchTime.now().uptimeNanoseconds
+        let release = releaseQueue
+        let committedAt = Execution.now()
         let box = ChangesBox(changes)
         view.queue.async { [weak self] in
             do {
@@ -265,9 +266,9 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
                     state.counters.mergesPerformed += 1
                     return state.mergeObserver
                 }
-                if let observer = observer ?? nil { observer(MergeEvent(committedAt: committedAt, finishedAt: DispatchTime.now().uptimeNanoseconds, changes: changes)) }
+                if let observer = observer ?? nil { observer(MergeEvent(committedAt: committedAt, finishedAt: Execution.now(), changes: changes)) }
             }
-            Self.releaseQueue.async { box.changes = nil }
+            release.async { box.changes = nil }
         }
     }
 
@@ -277,7 +278,7 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
         init(_ changes: ContextObjectIDChanges) { self.changes = changes }
     }
 
-    private static let releaseQueue = DispatchQueue(label: "Ambar.mergeRelease", qos: .utility)
+    private let releaseQueue = ContextQueue(label: "Ambar.mergeRelease")
 
     // MARK: Locations
 

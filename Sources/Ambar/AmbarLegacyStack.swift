@@ -35,7 +35,8 @@ public final class AmbarLegacyStack: @unchecked Sendable {  // `container` is wr
         let main = mainQueue ?? ContextQueue.main
         self.mainQueue = main
         let modelBox = ModelBox(model)
-        DispatchQueue.global().async { [self] in
+        // 7.x set up off the main queue; a queue of the library's executor, so a simulation runs it too.
+        ContextQueue(label: "Ambar.legacySetup").async { [self] in
             var options = AmbarContainer.Options()
             options.singleCoordinator = !usingSeparateCoordinators
             options.mergeFilter = .writerOnly

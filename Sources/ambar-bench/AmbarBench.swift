@@ -62,9 +62,18 @@ struct CommonOptions: ParsableArguments {
     @Flag(name: .long, help: "Print progress even when stderr is not a terminal.")
     var progress = false
 
+    @Option(name: .long, help: "simulated (one scheduler on a virtual clock: exact, the default) or real (threads and this machine's clock). Overrides the scenario's `mode`.")
+    var mode: ExecutionMode?
+
+    @Option(name: .long, help: "The cost profile of simulated mode: a name in Profiles/ (default iphone-15) or a .yaml file. Overrides the scenario's `profile`.")
+    var profile: String?
+
+    /// The -p overrides, with --mode and --profile last so they win.
+    var overrides: [String] { p + (mode.map { ["mode=\($0.rawValue)"] } ?? []) + (profile.map { ["profile=\($0)"] } ?? []) }
+
     func suiteOptions(shard: String? = nil) throws -> Suite.Options {
         var o = Suite.Options()
-        o.overrides = p
+        o.overrides = overrides
         o.reportsRoot = URL(fileURLWithPath: out, isDirectory: true)
         if let shard {
             let parts = shard.split(separator: "/").compactMap { Int($0) }
@@ -187,7 +196,7 @@ struct Check: ParsableCommand {
         try guarded {
             let base = try Baseline.load(name: baseline, root: URL(fileURLWithPath: "Scenarios/baselines"))
             var options = try common.suiteOptions()
-            options.overrides = base.overrides + common.p
+            options.overrides = base.overrides + common.overrides
             let outcomes = try Suite.run(files: base.files, options: options)
             var code = report(outcomes)
             let problems = base.compare(outcomes.flatMap(\.results))
@@ -207,7 +216,7 @@ struct RecordBaseline: ParsableCommand {
     func run() throws {
         try guarded {
             let outcomes = try Suite.run(files: files, options: try common.suiteOptions())
-            let base = Baseline.make(name: name, files: files, overrides: common.p, results: outcomes.flatMap(\.results))
+            let base = Baseline.make(name: name, files: files, overrides: common.overrides, results: outcomes.flatMap(\.results))
             try base.save(root: URL(fileURLWithPath: "Scenarios/baselines"))
             print("baseline \(name): \(base.entries.count) variant(s) recorded in Scenarios/baselines/\(name).json")
             return report(outcomes)
@@ -262,3 +271,5 @@ struct Report: ParsableCommand {
         }
     }
 }
+
+extension ExecutionMode: ExpressibleByArgument {}

@@ -103,6 +103,7 @@ extension ManagedObjectContext {
             deleted.insert(object)
         }
         counters.mergeObjectsRefreshed += refreshed.count
+        Execution.count(.objectRefreshed, refreshed.count)
         propagateDeletes()
         // Changes made by the merge are announced here, once.
         let cascaded = pendingDeleted.subtracting(deleted)
@@ -142,11 +143,11 @@ extension ManagedObjectContext {
                 relevant = saver.parent == nil && saver.persistentStoreCoordinator === self.persistentStoreCoordinator
             }
             guard relevant, let changes = ContextObjectIDChanges(notification) else { return }
-            let announced = DispatchTime.now().uptimeNanoseconds
+            let announced = Execution.now()
             self.queue.async { [weak self] in
                 guard let self else { return }
                 self.merge(changes)
-                self.automaticMergeHook?(announced, DispatchTime.now().uptimeNanoseconds, changes)
+                self.automaticMergeHook?(announced, Execution.now(), changes)
             }
         }
     }

@@ -44,6 +44,7 @@ extension ManagedObjectContext {
         if !invalidated.isEmpty { info[NotificationKey.invalidatedObjects.rawValue] = invalidated }
         if invalidatedAll { info[NotificationKey.invalidatedAllObjects.rawValue] = true }
         counters.objectsDidChangeNotifications += 1
+        Execution.count(.notificationPosted)
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: info)
     }
 }

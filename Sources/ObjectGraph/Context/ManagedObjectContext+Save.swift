@@ -17,6 +17,7 @@ extension ManagedObjectContext {
         processPendingChanges()
         guard hasChanges else { return }
         if let saveRefusal, let error = saveRefusal(self) { throw error }
+        Execution.count(.notificationPosted)
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
         // The three change sets are disjoint (an insert never joins the updated set; a delete leaves both), so
         // each object is called once without building their union; iterated as they were before any willSave
@@ -304,6 +305,7 @@ extension ManagedObjectContext {
         deletedSet = []
         lockedObjects = []
         counters.saves += 1
+        Execution.count(.contextSave)
         inserted.forEachUnretained { $0.didSave() }
         updated.forEachUnretained { $0.didSave() }
         deleted.forEachUnretained { $0.didSave() }
@@ -334,6 +336,7 @@ extension ManagedObjectContext {
             Key.deletedObjects.rawValue: deleted,
         ]
         if let historyToken { info[Key.newChangeToken.rawValue] = historyToken }
+        Execution.count(.notificationPosted)
         NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
         let ids = ContextObjectIDChanges(
             inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)), deleted: Set(deleted.map(\.objectID)))
@@ -422,6 +425,7 @@ extension ManagedObjectContext {
                 let object = parent.object(with: id)
                 parent.delete(object)
             }
+            Execution.count(.objectPushed, insertChanges.count + updateChanges.count + deleteIDs.count)
             parent.processPendingChanges()
             parent.childPushHook?()
         }
@@ -444,6 +448,7 @@ extension ManagedObjectContext {
         clearUpdated()
         deletedSet = []
         counters.saves += 1
+        Execution.count(.contextSave)
         for object in [inserted, updated, deleted].joined() { object.didSave() }
         postDidSave(inserted: inserted, updated: updated, deleted: deleted)
     }

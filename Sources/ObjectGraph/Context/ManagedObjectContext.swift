@@ -248,6 +248,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         object.managedObjectContext = self
         if retainsRegisteredObjects { strongRegistered[object.objectID] = object }
         storedCounters.objectsRegistered += 1
+        Execution.count(.objectRegistered)
         if full { registry.sweep(reserving: true) }
     }
 

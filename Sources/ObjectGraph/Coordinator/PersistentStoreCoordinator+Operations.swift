@@ -52,6 +52,7 @@ extension PersistentStoreCoordinator {
             return slice.map { FetchEntry(id: $0.0, row: idsOnly ? nil : $0.1, retained: !idsOnly) }
         }
         count { $0.rowsRead += result.count }
+        Execution.count(.rowFetched, result.count)
         if !idsOnly {
             rowCache.installRetaining(result)
         }
@@ -73,12 +74,15 @@ extension PersistentStoreCoordinator {
         switch rowCache.lookup(id, staleness: staleness) {
         case .fresh(let row):
             count { $0.rowCacheHits += 1 }
+            Execution.count(.faultFulfilledFromCache)
             return row
         case .deleted:
             count { $0.rowCacheHits += 1 }
+            Execution.count(.faultFulfilledFromCache)
             return nil
         case .miss:
             count { $0.rowCacheMisses += 1; $0.rowsRead += 1 }
+            Execution.count(.faultFulfilledFromStore)
             let rows = try withStore { try $0.rows(of: id.entity, keys: [id.key]) }
             guard let row = rows[id.key] else { return nil }
             rowCache.install([(id, row)], retain: false)
@@ -97,6 +101,7 @@ extension PersistentStoreCoordinator {
             for id in group { if let row = rows[id.key] { result[id] = row } }
         }
         count { $0.rowsRead += result.count; $0.rowCacheMisses += ids.count }
+        Execution.count(.rowFetched, result.count)
         rowCache.install(result.map { ($0.key, $0.value) }, retain: false)
         return result
     }
@@ -105,6 +110,7 @@ extension PersistentStoreCoordinator {
     func relatedIDs(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
         let ids = try withStore { try $0.relatedKeys(of: source, relationship: relationship) }
         count { $0.rowsRead += ids.count }
+        Execution.count(.rowFetched, ids.count)
         return ids
     }
 
@@ -178,6 +184,10 @@ extension PersistentStoreCoordinator {
                 $0.rowsUpdated += request.updates.count
                 $0.rowsDeleted += request.deletes.count
             }
+            Execution.count(.transaction)
+            Execution.count(.rowInserted, request.inserts.count)
+            Execution.count(.rowUpdated, request.updates.count)
+            Execution.count(.rowDeleted, request.deletes.count)
             postRemoteChange(token: token)
             return .committed(newIDs: newIDs, historyToken: token)
         case .versionConflicts(let storeConflicts):

@@ -35,7 +35,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     public var name: String { _name.withLock { $0 } }
     private let _name: Mutex<String>
 
-    let queue: DispatchQueue
+    let queue: ContextQueue
     let rowCache = RowCache()
     private var store: (any PersistentStore)?
     private let remoteChanges = Mutex<(enabled: Bool, path: String?)>((false, nil))
@@ -45,7 +45,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     public init(managedObjectModel: ManagedObjectModel, name: String = "coordinator") {
         self.managedObjectModel = managedObjectModel
         self._name = Mutex(name)
-        self.queue = DispatchQueue(label: "ObjectGraph.coordinator.\(name)")
+        self.queue = ContextQueue(label: "ObjectGraph.coordinator.\(name)")
     }
 
     deinit { store?.close() }

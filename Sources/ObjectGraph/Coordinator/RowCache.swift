@@ -20,7 +20,7 @@ final class RowCache: Sendable {
 
     private let entries = Mutex<[ManagedObjectID: Entry]>([:])
 
-    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    static func now() -> UInt64 { Execution.now() }
 
     /// Number of entries (rows or placeholders kept for objects that use them).
     var count: Int { entries.withLock { $0.count } }

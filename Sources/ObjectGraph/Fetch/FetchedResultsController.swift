@@ -186,6 +186,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     }
 
     private func matches(_ object: ManagedObject) -> Bool {
+        Execution.count(.controllerObjectEvaluated)
         guard object.entity.name == fetchRequest.entityName, !object.isDeletedFlag, object.managedObjectContext === managedObjectContext else { return false }
         guard let predicate = fetchRequest.predicate else { return true }
         return (try? predicate.evaluate(subject: object)) ?? false

@@ -37,6 +37,7 @@ extension ManagedObject {
         guard let ref = ref(key) else {
             throw ObjectGraphError(.validation, "no property named \(key)", entity: entity.name, objectID: objectID, property: key)
         }
+        Execution.count(.propertyRead)
         withContext { $0.assertOnQueue() }
         switch ref {
         case .transient(let i):
@@ -170,6 +171,7 @@ extension ManagedObject {
         guard let ref = ref(key) else {
             throw ObjectGraphError(.validation, "no property named \(key)", entity: entity.name, objectID: objectID, property: key)
         }
+        Execution.count(.propertySet)
         withContext { $0.assertOnQueue() }
         switch ref {
         case .transient(let i):

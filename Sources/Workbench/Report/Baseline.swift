@@ -8,8 +8,10 @@ public struct Baseline: Sendable, Codable, Equatable {
         public var variant: String
         public var repetition: Int
         public var counters: [String: Int]
-        /// metric.statistic → value (ms for latencies).
+        /// metric.statistic → value (ms for latencies), compared with the tolerance (real mode).
         public var timings: [String: Double]
+        /// Simulated mode: every exact metric (`metric.statistic` or `metric.statistic[label]`), compared exactly.
+        public var exact: [String: Double]?
     }
     public var name: String
     public var files: [String]
@@ -28,11 +30,22 @@ public struct Baseline: Sendable, Codable, Equatable {
 
     public static func make(name: String, files: [String], overrides: [String], results: [VariantResult]) -> Baseline {
         Baseline(name: name, files: files, overrides: overrides, timingTolerance: 5, entries: results.map { r in
+            if r.mode == ExecutionMode.simulated.rawValue {
+                // Simulated: every count and virtual time is exact (Docs/simulation.md "What is exact").
+                return Entry(scenario: r.scenario, variant: r.variant, repetition: r.repetition, counters: r.counters, timings: [:], exact: exactMetrics(r))
+            }
             var timings: [String: Double] = [:]
             for (m, s) in timingKeys { if let v = r.value(m, s) { timings["\(m).\(s)"] = v } }
             return Entry(scenario: r.scenario, variant: r.variant, repetition: r.repetition,
-                         counters: r.counters.filter { MetricCatalog.deterministic.contains($0.key) }, timings: timings)
+                         counters: r.counters.filter { MetricCatalog.deterministic.contains($0.key) }, timings: timings, exact: nil)
         })
+    }
+
+    /// A run's exact metrics by `metric.statistic[label]` (host figures are not among them).
+    public static func exactMetrics(_ r: VariantResult) -> [String: Double] {
+        var exact: [String: Double] = [:]
+        for m in r.metrics { exact[m.label.isEmpty ? "\(m.metric).\(m.statistic)" : "\(m.metric).\(m.statistic)[\(m.label)]"] = m.value }
+        return exact
     }
 
     public static func load(name: String, root: URL) throws -> Baseline {
@@ -57,6 +70,13 @@ public struct Baseline: Sendable, Codable, Equatable {
             guard let r = results.first(where: { $0.scenario == entry.scenario && $0.variant == entry.variant && $0.repetition == entry.repetition }) else {
                 problems.append("\(entry.scenario) \(entry.variant) #\(entry.repetition): missing from the run")
                 continue
+            }
+            if let exact = entry.exact {
+                let actual = Self.exactMetrics(r)
+                for key in Set(exact.keys).union(actual.keys).sorted() where exact[key] != actual[key] {
+                    let describe = { (v: Double?) in v.map { CSVOutput.number($0) } ?? "missing" }
+                    problems.append("\(entry.scenario) \(entry.variant) #\(entry.repetition): \(key) is \(describe(actual[key])), baseline \(describe(exact[key])) (simulated: must match exactly)")
+                }
             }
             for (name, expected) in entry.counters.sorted(by: { $0.key < $1.key }) {
                 let actual = r.counters[name] ?? 0

@@ -25,6 +25,11 @@ enum CSVOutput {
             for m in r.metrics {
                 rows.append([r.scenario, r.variant, String(r.repetition), m.metric, m.statistic, m.label, number(m.value), m.unit])
             }
+            // Host figures (memory, CPU, wall time) carry the label `host`: never exact, skipped by the gate.
+            for m in r.host {
+                let label = m.label.isEmpty ? "host" : "host:\(m.label)"
+                rows.append([r.scenario, r.variant, String(r.repetition), m.metric, m.statistic, label, number(m.value), m.unit])
+            }
         }
         return try text(header: ["scenario", "variant", "repetition", "metric", "statistic", "label", "value", "unit"], rows: rows)
     }

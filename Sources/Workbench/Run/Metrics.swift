@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Histogram
+import ObjectGraph
 import Synchronization
 
 /// Metric names (identical in YAML, CSV, JSON and the HTML report, workbench.md "Metrics").
@@ -85,17 +86,13 @@ public final class LatencyRecorder: Sendable {
 
 /// Monotonic time and the calling thread's CPU time, in nanoseconds.
 public enum Clock {
-    public static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    /// Uptime, or the virtual time inside a simulation.
+    public static func now() -> UInt64 { Execution.now() }
     public static func threadCPU() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
-    /// Sleeps until `deadline` (uptime ns); returns at once when it has passed.
-    public static func sleep(until deadline: UInt64) {
-        let now = now()
-        guard deadline > now else { return }
-        var ts = timespec(tv_sec: Int((deadline - now) / 1_000_000_000), tv_nsec: Int((deadline - now) % 1_000_000_000))
-        nanosleep(&ts, nil)
-    }
+    /// Sleeps until `deadline` (a value of ``now()``); returns at once when it has passed. Virtual in a simulation.
+    public static func sleep(until deadline: UInt64) { Execution.sleep(until: deadline) }
 }

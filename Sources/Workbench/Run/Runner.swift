@@ -12,7 +12,15 @@ public struct VariantResult: Sendable, Codable {
     public var topology: String
     public var policies: [String: String]
     public var seed: UInt64
+    /// `simulated` or `real` (Docs/simulation.md).
+    public var mode: String = ExecutionMode.real.rawValue
+    /// The cost profile of a simulated run ("" in real mode).
+    public var profile: String = ""
+    /// Exact figures in simulated mode: counts and virtual times.
     public var metrics: [MetricRow]
+    /// Figures of the machine that ran the variant (memory, CPU time, wall time): never exact, skipped by the
+    /// CI gate and the determinism test.
+    public var host: [MetricRow] = []
     /// Deterministic and other counters by name.
     public var counters: [String: Int]
     public var timeseries: [TimeSample]
@@ -25,12 +33,13 @@ public struct VariantResult: Sendable, Codable {
     public var events: [WriteEvent] = []
 
     enum CodingKeys: String, CodingKey {
-        case scenario, variant, parameters, repetition, topology, policies, seed, metrics, counters, timeseries, mergeCurve, oracle, thresholds, notes, wallSeconds
+        case scenario, variant, parameters, repetition, topology, policies, seed, mode, profile, metrics, host, counters, timeseries, mergeCurve, oracle, thresholds, notes, wallSeconds
     }
 
     /// The value of a metric statistic, if recorded.
     public func value(_ metric: String, _ statistic: String, label: String = "") -> Double? {
-        metrics.first { $0.metric == metric && $0.statistic == statistic && $0.label == label }?.value
+        (metrics.first { $0.metric == metric && $0.statistic == statistic && $0.label == label }
+            ?? host.first { $0.metric == metric && $0.statistic == statistic && $0.label == label })?.value
     }
 }
 
@@ -67,6 +76,32 @@ public struct VariantRunner {
     }
 
     public func run() throws -> VariantResult {
+        switch scenario.mode {
+        case .real:
+            return try run(simulation: nil)
+        case .simulated:
+            let profile = try CostProfile.load(scenario.profile)
+            let scheduler = Scheduler(seed: scenario.seed, profile: profile)
+            var result = try scheduler.run { try run(simulation: scheduler) }
+            result.profile = profile.name
+            Self.addOperationRows(scheduler.totals, profile: profile, to: &result)
+            return result
+        }
+    }
+
+    /// Per operation: the count charged in all and on the main queue, and the main queue's virtual time for it.
+    static func addOperationRows(_ totals: OperationTotals, profile: CostProfile, to result: inout VariantResult) {
+        for op in CostedOperation.allCases {
+            let all = totals.all[op.rawValue], main = totals.main[op.rawValue]
+            guard all > 0 else { continue }
+            result.metrics.append(MetricRow("costedOperations", "count", Double(all), "count", label: op.name))
+            result.metrics.append(MetricRow("costedOperations", "count", Double(main), "count", label: "main:\(op.name)"))
+            result.metrics.append(MetricRow("costedTime", "total", Double(UInt64(main) * profile.cost(op)) / 1e6, "ms", label: "main:\(op.name)"))
+        }
+    }
+
+    func run(simulation: Scheduler?) throws -> VariantResult {
+        let wallStart = DispatchTime.now().uptimeNanoseconds
         let runStart = Clock.now()
         let directory = workDirectory.appendingPathComponent("variant-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -77,6 +112,7 @@ public struct VariantRunner {
         }
         let recorder = RunRecorder()
         let main = SimulatedMainThread()
+        (main.queue.simulatedQueue as? VirtualQueue)?.isMain = true
         let storeURL = directory.appendingPathComponent("store.sqlite")
         let stack = try TopologyBuilder(scenario: scenario, model: model, storeURL: storeURL, main: main, recorder: recorder).build()
         let workload = Workload(scenario: scenario, stack: stack, recorder: recorder, main: main, model: model)
@@ -90,13 +126,17 @@ public struct VariantRunner {
                                resident: reading.resident, mainQueueDepth: main.depth, viewRegisteredObjects: nil)
             samples.withLock { $0.append(s) }
         }
-        let sampler = Thread {
-            while !stopSampling.load(ordering: .relaxed) {
-                sample()
-                usleep(50_000)
+        // Real mode samples on a thread of its own; a simulation samples every 50 ms of virtual time while a
+        // phase's actors run (below).
+        if simulation == nil {
+            let sampler = Thread {
+                while !stopSampling.load(ordering: .relaxed) {
+                    sample()
+                    usleep(50_000)
+                }
             }
+            sampler.start()
         }
-        sampler.start()
         var peakAllocated: Int64 = 0
         var threadAllocated: Int64 = 0, threadFreed: Int64 = 0
         let threadTotals = Mutex<(Int64, Int64)>((0, 0))
@@ -129,15 +169,19 @@ public struct VariantRunner {
             }
             let boundedDone = Atomic<Bool>(false)
             let hasBounded = actors.contains { $0.isBounded }
+            let boundedRunning = Atomic<Int>(actors.filter(\.isBounded).count)
             let deadline = phase.duration.map { start + UInt64($0 * 1e9) }
             let keepGoing: @Sendable () -> Bool = {
                 if let deadline { return Clock.now() < deadline }
                 return !boundedDone.load(ordering: .relaxed) && hasBounded
             }
             var frameThread: Thread?
+            let framesStop: @Sendable () -> Bool = { running.load(ordering: .relaxed) == 0 && !keepGoing() }
             if let viewer {
-                frameThread = main.runFrames(rate: viewer.spec.frameRate, until: { running.load(ordering: .relaxed) == 0 && !keepGoing() }) {
-                    viewer.readFrame()
+                if let simulation {
+                    main.scheduleFrames(on: simulation, rate: viewer.spec.frameRate, from: start, until: framesStop) { viewer.readFrame() }
+                } else {
+                    frameThread = main.runFrames(rate: viewer.spec.frameRate, until: framesStop) { viewer.readFrame() }
                 }
             }
             let group = DispatchGroup()
@@ -147,30 +191,42 @@ public struct VariantRunner {
                 if !actor.isBounded { unbounded.append(g) }
                 g.enter()
                 running.add(1, ordering: .relaxed)
-                let thread = Thread {
+                let body: @Sendable () -> Void = {
                     actor.run(start: start, duration: phase.duration, keepGoing: keepGoing)
                     if let totals = MemoryProbe.threadTotals() { threadTotals.withLock { $0.0 += totals.allocated; $0.1 += totals.freed } }
+                    if actor.isBounded, boundedRunning.add(-1, ordering: .relaxed).newValue == 0 { boundedDone.store(true, ordering: .relaxed) }
                     running.add(-1, ordering: .relaxed)
                     g.leave()
                 }
-                thread.name = actor.name
-                thread.stackSize = 4 << 20
-                thread.start()
+                if let simulation {
+                    simulation.spawn(name: actor.name, body)
+                } else {
+                    let thread = Thread(block: body)
+                    thread.name = actor.name
+                    thread.stackSize = 4 << 20
+                    thread.start()
+                }
             }
-            group.wait()
+            if let simulation {
+                simulation.every(50_000_000, from: start, while: { running.load(ordering: .relaxed) > 0 }) { _ in sample() }
+                // Every actor ends, the frames stop and the queues drain: then nothing is left to run.
+                simulation.waitUntilQuiet()
+            } else {
+                group.wait()
+            }
             boundedDone.store(true, ordering: .relaxed)
             if let deadline { Clock.sleep(until: deadline) }
             for g in unbounded { g.wait() }
             frameThread.map { _ in while running.load(ordering: .relaxed) > 0 { usleep(1000) } }
             // Let the frame clock see the end, then let queued merges finish.
-            usleep(20_000)
+            Clock.sleep(until: Clock.now() + 20_000_000)
             main.drain()
             sample()
             if let a = MemoryProbe.reading().allocated { peakAllocated = max(peakAllocated, a) }
         }
         currentPhase.withLock { $0 = "verify" }
         main.drain()
-        usleep(50_000)
+        Clock.sleep(until: Clock.now() + 50_000_000)
         main.drain()
         stopSampling.store(true, ordering: .relaxed)
         (threadAllocated, threadFreed) = threadTotals.withLock { $0 }
@@ -222,7 +278,7 @@ public struct VariantRunner {
         var rows: [MetricRow] = []
         rows += recorder.mergeLatency.rows("mergeLatency")
         rows += main.stats.mergeBusy.rows("mainBusy")
-        rows += main.stats.mergeBusyCPU.rows("mainBusyCPU")
+        var host: [MetricRow] = main.stats.mergeBusyCPU.rows("mainBusyCPU")
         rows += recorder.fetchLatency.rows("fetchLatency")
         for (role, r) in recorder.saveLatencyRoles { rows += r.rows("saveLatency", label: role) }
         let mainState = main.stats.state.withLock { $0 }
@@ -268,17 +324,26 @@ public struct VariantRunner {
         // Variants run one after another in one process: report allocation above the variant's first sample.
         let allocatedSeries = readings.compactMap(\.allocated)
         if let start = allocatedSeries.first {
-            rows.append(MetricRow("memoryAllocated", "peak", Double(max(0, max(peakAllocated, allocatedSeries.max()!) - start)), "bytes"))
-            rows.append(MetricRow("memoryAllocated", "value", Double(max(0, allocatedSeries.last! - start)), "bytes"))
+            host.append(MetricRow("memoryAllocated", "peak", Double(max(0, max(peakAllocated, allocatedSeries.max()!) - start)), "bytes"))
+            host.append(MetricRow("memoryAllocated", "value", Double(max(0, allocatedSeries.last! - start)), "bytes"))
         }
-        if let resident = readings.compactMap(\.resident).max() { rows.append(MetricRow("memoryResident", "peak", Double(resident), "bytes")) }
+        if let resident = readings.compactMap(\.resident).max() { host.append(MetricRow("memoryResident", "peak", Double(resident), "bytes")) }
         if threadAllocated > 0 {
-            rows.append(MetricRow("threadAllocated", "total", Double(threadAllocated), "bytes"))
-            rows.append(MetricRow("threadFreed", "total", Double(threadFreed), "bytes"))
+            host.append(MetricRow("threadAllocated", "total", Double(threadAllocated), "bytes"))
+            host.append(MetricRow("threadFreed", "total", Double(threadFreed), "bytes"))
         }
-        rows.append(MetricRow("sqliteMemory", "peak", Double(SQLiteStatistics.memoryHighwater), "bytes"))
-        rows.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.memoryUsed), "bytes"))
-        rows.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.pageCacheOverflow), "bytes", label: "pageCacheOverflow"))
+        host.append(MetricRow("sqliteMemory", "peak", Double(SQLiteStatistics.memoryHighwater), "bytes"))
+        host.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.memoryUsed), "bytes"))
+        host.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.pageCacheOverflow), "bytes", label: "pageCacheOverflow"))
+        let wallSeconds = Double(DispatchTime.now().uptimeNanoseconds - wallStart) / 1e9
+        host.append(MetricRow("wallSeconds", "value", (wallSeconds * 1000).rounded() / 1000, "s"))
+        if let queue = main.queue.simulatedQueue as? VirtualQueue {
+            // The main queue's whole virtual time: every block (merge, push, save, fetch, frame) and the waits inside.
+            rows.append(MetricRow("mainBusy", "total", Double(queue.busyNanos) / 1e6, "ms"))
+            rows.append(MetricRow("mainBlocked", "total", Double(queue.blockedNanos) / 1e6, "ms"))
+            rows.append(MetricRow("runTime", "value", runSeconds, "s"))
+        }
+        rows.append(MetricRow("framesMissed", "count", Double(mainState.framesMissed), "count"))
         rows.append(MetricRow("registeredObjects", "value", Double(viewRegistered), "objects", label: "view"))
         counters["merges"] = viewCounters.merges
         counters["objectsRefreshed"] = viewCounters.mergeObjectsRefreshed
@@ -292,9 +357,10 @@ public struct VariantRunner {
         }
         var result = VariantResult(
             scenario: scenario.name, variant: scenario.variantName, parameters: scenario.variantParameters, repetition: scenario.repetition,
-            topology: scenario.stack.topology.rawValue, policies: stack.policies, seed: scenario.seed, metrics: rows, counters: counters,
+            topology: scenario.stack.topology.rawValue, policies: stack.policies, seed: scenario.seed, mode: scenario.mode.rawValue,
+            metrics: rows, host: host, counters: counters,
             timeseries: readings, mergeCurve: recorder.mergeLatency.curve().map { [$0.0, $0.1] }, oracle: oracle, thresholds: [],
-            notes: recorderState.notes, wallSeconds: runSeconds, events: recorderState.events)
+            notes: recorderState.notes, wallSeconds: simulation == nil ? runSeconds : wallSeconds, events: recorderState.events)
         result.thresholds = scenario.thresholds.map { t in
             let value = result.metrics.first { $0.metric == t.metric && $0.statistic == t.statistic }?.value
             let passed = value.map { t.polarity == .lowerIsBetter ? $0 <= t.limit : $0 >= t.limit } ?? false

@@ -108,7 +108,7 @@ public struct TopologyBuilder {
             if kind == .ambar7 {
                 let legacy = AmbarLegacyStack(model: model, storeURL: storeURL, usingSeparateCoordinators: !scenario.stack.singleCoordinator, mainQueue: main.queue)
                 let start = Clock.now()
-                while !legacy.isReady && legacy.setupError == nil && Clock.now() - start < 30_000_000_000 { usleep(1000) }
+                while !legacy.isReady && legacy.setupError == nil && Clock.now() - start < 30_000_000_000 { Clock.sleep(until: Clock.now() + 1_000_000) }
                 if let error = legacy.setupError { throw error }
                 guard let c = legacy.container else { throw WorkbenchError(.internalFailure, "the 7.x stack did not become ready in 30 s") }
                 recorder.add("setupNanos", Int(Clock.now() - start))

@@ -6,6 +6,10 @@ public struct Scenario: Sendable, Codable, Equatable {
     public var name: String
     public var description: String
     public var seed: UInt64
+    /// Simulated (one scheduler on a virtual clock, the default) or real (threads and the wall clock).
+    public var mode: ExecutionMode
+    /// The cost profile of simulated mode: a name in `Profiles/` or a `.yaml` file.
+    public var profile: String
     public var model: ModelSpec
     public var stack: StackSpec
     public var phases: [Phase]
@@ -35,6 +39,19 @@ public struct ModelSpec: Sendable, Codable, Equatable {
     public var fields: [String]
     /// Attribute the viewer sorts by.
     public var sortKey: String
+}
+
+/// How a scenario runs (Docs/simulation.md).
+public enum ExecutionMode: String, Sendable, Codable, CaseIterable {
+    /// A discrete-event scheduler on a virtual clock: counts and times are exact for a scenario and seed.
+    case simulated
+    /// Real threads at wall-clock rates: this library's own speed on this machine.
+    case real
+}
+
+extension Scenario {
+    /// The profile simulated runs use unless the scenario or `--profile` names another.
+    public static let defaultProfile = "iphone-15"
 }
 
 /// The stack topologies (workbench.md): each a small type behind ``Topology``.

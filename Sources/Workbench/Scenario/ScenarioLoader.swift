@@ -260,13 +260,20 @@ struct Reader {
 
     func scenario(_ tree: YAMLTree, parameters: [String: String], repetition: Int, repetitions: Int) throws -> Scenario {
         let root = Node(tree: tree, path: "")
-        _ = try keys(root, allowed: ["name", "description", "seed", "model", "stack", "phases", "thresholds", "matrix", "repeat"], required: ["name", "stack", "phases"])
+        _ = try keys(root, allowed: ["name", "description", "seed", "mode", "profile", "model", "stack", "phases", "thresholds", "matrix", "repeat"], required: ["name", "stack", "phases"])
         let name = try string(child(root, "name")!)
         guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
             throw fail(child(root, "name")!, "a name uses letters, digits, '-' and '_' (it names the report folder)")
         }
         let description = try child(root, "description").map(string) ?? ""
         let seed = try child(root, "seed").map { UInt64(try int($0, min: 0)) } ?? 1
+        let mode = try child(root, "mode").map { try choice($0, ExecutionMode.self) } ?? .simulated
+        let profile = try child(root, "profile").map(string) ?? Scenario.defaultProfile
+        if let node = child(root, "profile") {
+            guard !profile.isEmpty, profile.allSatisfy({ $0.isLetter || $0.isNumber || "-_./".contains($0) }) else {
+                throw fail(node, "a profile is a name in Profiles/ (letters, digits, '-', '_') or a .yaml file")
+            }
+        }
         let model = try modelSpec(child(root, "model"))
         let stack = try stackSpec(child(root, "stack")!)
         let phasesNode = child(root, "phases")!
@@ -280,7 +287,7 @@ struct Reader {
         }
         let thresholds = try child(root, "thresholds").map { try list($0).map(threshold) } ?? []
         return Scenario(
-            name: name, description: description, seed: seed, model: model, stack: stack, phases: phases,
+            name: name, description: description, seed: seed, mode: mode, profile: profile, model: model, stack: stack, phases: phases,
             thresholds: thresholds, variantParameters: parameters, repetition: repetition, repetitions: repetitions)
     }
 

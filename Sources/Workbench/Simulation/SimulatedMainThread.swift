@@ -23,6 +23,9 @@ public final class SimulatedMainThread: Sendable {
             var hitch60 = 0.0
             var hitch120 = 0.0
             var frames = 0
+            /// Display-link ticks skipped because the previous frame had not started (simulated mode).
+            var framesMissed = 0
+            var framePending = false
             var busyNanos: UInt64 = 0
             var blockIsMerge = false
         }
@@ -61,6 +64,37 @@ public final class SimulatedMainThread: Sendable {
     /// Waits for every block queued so far.
     public func drain() { queue.sync {} }
 
+    /// Simulated mode: a display link at `rate` Hz from `start` until `stop` says so. Ticks coalesce: a tick
+    /// whose previous frame block has not started yet is a missed frame and queues nothing (Docs/simulation.md).
+    func scheduleFrames(on scheduler: Scheduler, rate: Int, from start: UInt64, until stop: @escaping @Sendable () -> Bool, work: @escaping @Sendable () -> Void) {
+        let stats = self.stats
+        let queue = self.queue
+        scheduler.every(UInt64(1_000_000_000 / rate), from: start, while: { !stop() }) { intended in
+            let missed = stats.state.withLock { s -> Bool in
+                if s.framePending { s.framesMissed += 1; return true }
+                s.framePending = true
+                return false
+            }
+            guard !missed else { return }
+            queue.async {
+                stats.state.withLock { $0.framePending = false }
+                Self.frame(intended: intended, stats: stats, work: work)
+            }
+        }
+    }
+
+    private static func frame(intended: UInt64, stats: Stats, work: () -> Void) {
+        work()
+        let end = Clock.now()
+        let late = end > intended ? end - intended : 0
+        stats.frameLateness.record(nanoseconds: late)
+        stats.state.withLock { s in
+            s.frames += 1
+            s.hitch60 += Double(late > 16_666_667 ? late - 16_666_667 : 0) / 1e6
+            s.hitch120 += Double(late > 8_333_333 ? late - 8_333_333 : 0) / 1e6
+        }
+    }
+
     /// Runs a frame clock at `rate` Hz until `stop` says so; each frame runs `work` on the queue. A frame's
     /// overrun past its budget (16.67 ms and 8.33 ms) counts into the hitch ratios, from its intended time.
     func runFrames(rate: Int, until stop: @escaping @Sendable () -> Bool, work: @escaping @Sendable () -> Void) -> Thread {
@@ -71,17 +105,7 @@ public final class SimulatedMainThread: Sendable {
             var tick = Clock.now()
             while !stop() {
                 let intended = tick
-                queue.async {
-                    work()
-                    let end = Clock.now()
-                    let late = end > intended ? end - intended : 0
-                    stats.frameLateness.record(nanoseconds: late)
-                    stats.state.withLock { s in
-                        s.frames += 1
-                        s.hitch60 += Double(late > 16_666_667 ? late - 16_666_667 : 0) / 1e6
-                        s.hitch120 += Double(late > 8_333_333 ? late - 8_333_333 : 0) / 1e6
-                    }
-                }
+                queue.async { Self.frame(intended: intended, stats: stats, work: work) }
                 tick += interval
                 Clock.sleep(until: tick)
             }

@@ -60,6 +60,7 @@ final class SQLiteConnection {
     /// Runs one or more statements with no results.
     func execute(_ sql: String) throws {
         statementCounts.other += 1
+        Execution.count(.sqlStatement)
         var errmsg: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &errmsg)
         if rc != SQLITE_OK {
@@ -244,6 +245,7 @@ final class SQLiteStatement {
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE {
             connection.statementCounts.record(kind)
+            Execution.count(.sqlStatement)
             return false
         }
         throw SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(connection.handle)), sql: sql)

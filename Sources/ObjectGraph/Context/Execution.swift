@@ -1,0 +1,138 @@
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The operations that cost time on a device: the library counts each where it does it, on the thread that does
+/// it. A simulation turns the counts into virtual time with a cost profile (Docs/simulation.md).
+public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
+    /// An object entered a context's registry (a fault or an inserted object).
+    case objectRegistered
+    /// A fault was fulfilled from the coordinator's row cache.
+    case faultFulfilledFromCache
+    /// A fault was fulfilled from the store (a row-cache miss: one row read).
+    case faultFulfilledFromStore
+    /// A row read by a fetch (or a batch of faults).
+    case rowFetched
+    /// A property read through key-value access.
+    case propertyRead
+    /// A property set through key-value access.
+    case propertySet
+    /// A registered object refreshed by a merge or `refresh(_:mergeChanges:)`.
+    case objectRefreshed
+    /// A context notification posted (objects-did-change, did-save).
+    case notificationPosted
+    /// An object a fetched results controller evaluated for a change.
+    case controllerObjectEvaluated
+    /// An SQL statement run to completion (its base cost, beside its rows).
+    case sqlStatement
+    /// A row inserted in the store.
+    case rowInserted
+    /// A row updated in the store.
+    case rowUpdated
+    /// A row deleted from the store.
+    case rowDeleted
+    /// A store transaction committed.
+    case transaction
+    /// A context saved (to its store or its parent).
+    case contextSave
+    /// An object carried from a child context into its parent by the child's save.
+    case objectPushed
+    /// A block run on a serial queue (dispatch and autorelease pool).
+    case blockRun
+
+    /// The name used in profiles, reports and CSV.
+    public var name: String { String(describing: self) }
+
+    /// The operation of a profile's or a report's name.
+    public init?(name: String) {
+        guard let op = Self.allCases.first(where: { $0.name == name }) else { return nil }
+        self = op
+    }
+}
+
+/// A simulated serial queue, provided by an ``ExecutionSimulation`` in place of a dispatch queue.
+public protocol SimulatedQueue: AnyObject, Sendable {
+    /// Queues `block` at the caller's current time.
+    func async(_ block: @escaping @Sendable () -> Void)
+    /// Runs `block` on the queue once every item queued before it ran; the caller waits (in virtual time).
+    func sync(_ block: () -> Void)
+    /// Whether the calling thread runs a block of this queue (innermost, as GCD's queue-specific keys).
+    var isCurrent: Bool { get }
+}
+
+/// A simulation that runs a set of threads one at a time on a virtual clock (the workbench's scheduler).
+public protocol ExecutionSimulation: AnyObject, Sendable {
+    /// A serial queue of this simulation.
+    func makeQueue(label: String) -> any SimulatedQueue
+    /// The virtual time of `thread`, in nanoseconds, with the operations it counted so far charged.
+    func now(on thread: ExecutionThread) -> UInt64
+    /// Suspends `thread` until the virtual time `deadline`.
+    func sleep(until deadline: UInt64, on thread: ExecutionThread)
+}
+
+/// A thread's membership of a simulation, and the operations it counted since the simulation last charged them.
+///
+/// A simulation installs one on each of its threads (``install(_:)``); queues made on such a thread belong to the
+/// simulation, and ``Execution/now()`` reads its virtual clock.
+open class ExecutionThread: @unchecked Sendable {  // counts are touched by the owning thread only, or by the simulation while that thread is suspended
+    public let simulation: any ExecutionSimulation
+    /// Counts by ``CostedOperation`` raw value.
+    public let counts: UnsafeMutablePointer<Int>
+
+    public init(simulation: any ExecutionSimulation) {
+        self.simulation = simulation
+        counts = .allocate(capacity: CostedOperation.allCases.count)
+        counts.initialize(repeating: 0, count: CostedOperation.allCases.count)
+    }
+
+    deinit { counts.deallocate() }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in
+            Unmanaged<ExecutionThread>.fromOpaque(UnsafeMutableRawPointer(pointer)!).release()
+        }
+        return key
+    }()
+
+    /// The calling thread's membership, nil outside any simulation.
+    public static var current: ExecutionThread? {
+        guard let pointer = pthread_getspecific(key) else { return nil }
+        return Unmanaged<ExecutionThread>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// Makes `thread` the calling thread's membership (nil: none).
+    public static func install(_ thread: ExecutionThread?) {
+        if let old = pthread_getspecific(key) { Unmanaged<ExecutionThread>.fromOpaque(old).release() }
+        pthread_setspecific(key, thread.map { Unmanaged.passRetained($0).toOpaque() })
+    }
+}
+
+/// Time and operation counting for the library: wall-clock time in real mode, virtual time inside a simulation.
+public enum Execution {
+    /// Counts `n` operations of `op` on the calling thread (only inside a simulation; free otherwise).
+    @inline(__always)
+    public static func count(_ op: CostedOperation, _ n: Int = 1) {
+        guard n != 0, let thread = ExecutionThread.current else { return }
+        thread.counts[op.rawValue] += n
+    }
+
+    /// Monotonic nanoseconds: uptime in real mode, the calling thread's virtual time inside a simulation.
+    public static func now() -> UInt64 {
+        if let thread = ExecutionThread.current { return thread.simulation.now(on: thread) }
+        return DispatchTime.now().uptimeNanoseconds
+    }
+
+    /// Waits until `deadline` (a value of ``now()``): virtually inside a simulation, else by sleeping.
+    public static func sleep(until deadline: UInt64) {
+        if let thread = ExecutionThread.current { return thread.simulation.sleep(until: deadline, on: thread) }
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard deadline > now else { return }
+        var ts = timespec(tv_sec: Int((deadline - now) / 1_000_000_000), tv_nsec: Int((deadline - now) % 1_000_000_000))
+        nanosleep(&ts, nil)
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import ObjectGraph
+
+/// Nanoseconds per ``CostedOperation`` on a device: what turns a simulated run's operation counts into virtual
+/// time (Docs/simulation.md "Cost profiles"). Read from `Profiles/<name>.yaml`.
+public struct CostProfile: Sendable, Equatable {
+    /// The profile's name (its file name without `.yaml`).
+    public var name: String
+    public var description: String
+    /// The published figure the profile was fitted to (so it is not also used to judge the profile).
+    public var fittedTo: String
+    /// Nanoseconds by ``CostedOperation`` raw value.
+    public var nanos: [UInt64]
+    /// Where each figure comes from, by operation name.
+    public var sources: [String: String]
+    /// Operations whose figure is an estimate, not a measurement.
+    public var estimated: [String]
+
+    /// The longest an operation may be said to take: one second.
+    static let maximumNanos: Double = 1e9
+
+    /// The cost of one operation.
+    public func cost(_ op: CostedOperation) -> UInt64 { nanos[op.rawValue] }
+
+    /// The profile named `name`, or the file at `name` when it ends in `.yaml`. A name is looked up as
+    /// `<name>.yaml` in `Profiles/` under the current directory, in each directory of `$AMBAR_PROFILE_PATH`, then
+    /// in the `Profiles/` of the checkout the running program was built in (an ancestor of its executable).
+    public static func load(_ name: String, root: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)) throws -> CostProfile {
+        if name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.contains("/") {
+            return try load(file: URL(fileURLWithPath: name, relativeTo: root).standardizedFileURL)
+        }
+        guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+            throw WorkbenchError(.badInput, "profile name \(name.debugDescription): use letters, digits, - and _, or give a .yaml file")
+        }
+        var directories = [root.appendingPathComponent("Profiles", isDirectory: true)]
+        if let path = ProcessInfo.processInfo.environment["AMBAR_PROFILE_PATH"] {
+            directories += path.split(separator: ":").map { URL(fileURLWithPath: String($0), isDirectory: true) }
+        }
+        var ancestor = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<4 {
+            ancestor = ancestor.deletingLastPathComponent()
+            directories.append(ancestor.appendingPathComponent("Profiles", isDirectory: true))
+        }
+        for directory in directories {
+            let file = directory.appendingPathComponent("\(name).yaml")
+            if FileManager.default.fileExists(atPath: file.path) { return try load(file: file) }
+        }
+        throw WorkbenchError(.badInput, "no cost profile \(name) in \(directories.map(\.path).joined(separator: ", ")) (run from the repository, set AMBAR_PROFILE_PATH, or give a .yaml file)")
+    }
+
+    /// Reads and checks a profile file: every operation named once, each cost a finite number of nanoseconds
+    /// from 0 to one second. Errors name the file, line and field.
+    public static func load(file: URL) throws -> CostProfile {
+        guard let data = FileManager.default.contents(atPath: file.path) else {
+            throw WorkbenchError(.badInput, "cannot read cost profile \(file.path)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ScenarioError(file: file.path, field: "", message: "not UTF-8 text")
+        }
+        return try parse(text, file: file.path, name: file.deletingPathExtension().lastPathComponent)
+    }
+
+    static func parse(_ text: String, file: String, name: String) throws -> CostProfile {
+        let tree = try YAMLTree.parse(text, file: file)
+        func fail(_ node: YAMLTree?, _ field: String, _ message: String) -> ScenarioError {
+            ScenarioError(file: file, line: node?.position?.line, column: node?.position?.column, field: field, message: message)
+        }
+        guard case .map(let top, _) = tree else { throw fail(tree, "", "a profile is a map (name, description, fittedTo, costs)") }
+        var profile = CostProfile(name: name, description: "", fittedTo: "", nanos: [UInt64](repeating: 0, count: CostedOperation.allCases.count),
+                                  sources: [:], estimated: [])
+        var seen: Set<String> = []
+        for (key, value, position) in top {
+            switch key {
+            case "description", "fittedTo":
+                guard case .scalar(let s, _) = value else { throw fail(value, key, "expected text") }
+                if key == "description" { profile.description = s } else { profile.fittedTo = s }
+            case "costs":
+                guard case .map(let entries, _) = value else { throw fail(value, key, "expected a map of operation: { ns, source, estimated }") }
+                for (opName, spec, opPosition) in entries {
+                    let field = "costs.\(opName)"
+                    guard let op = CostedOperation(name: opName) else {
+                        let node = YAMLTree.scalar(opName, opPosition)
+                        throw fail(node, field, "unknown operation; expected one of \(CostedOperation.allCases.map(\.name).joined(separator: ", "))")
+                    }
+                    guard seen.insert(opName).inserted else { throw fail(.scalar(opName, opPosition), field, "named twice") }
+                    guard case .map(let parts, _) = spec else { throw fail(spec, field, "expected { ns: NUMBER, source: TEXT, estimated: BOOL }") }
+                    var ns: Double?
+                    for (part, partValue, _) in parts {
+                        guard case .scalar(let s, _) = partValue else { throw fail(partValue, "\(field).\(part)", "expected a scalar") }
+                        switch part {
+                        case "ns":
+                            guard let v = Double(s), v.isFinite, v >= 0, v <= maximumNanos else {
+                                throw fail(partValue, "\(field).ns", "expected a finite number of nanoseconds from 0 to \(Int(maximumNanos)), got \(s.debugDescription)")
+                            }
+                            ns = v
+                        case "source": profile.sources[opName] = s
+                        case "estimated":
+                            guard let b = Bool(s) else { throw fail(partValue, "\(field).estimated", "expected true or false") }
+                            if b { profile.estimated.append(opName) }
+                        default: throw fail(partValue, "\(field).\(part)", "unknown key; expected ns, source or estimated")
+                        }
+                    }
+                    guard let ns else { throw fail(spec, "\(field).ns", "missing") }
+                    profile.nanos[op.rawValue] = UInt64(ns.rounded())
+                }
+            default:
+                throw fail(.scalar(key, position), key, "unknown key; expected description, fittedTo or costs")
+            }
+        }
+        let missing = CostedOperation.allCases.map(\.name).filter { !seen.contains($0) }
+        guard missing.isEmpty else { throw fail(tree, "costs", "no cost for \(missing.joined(separator: ", ")) (every operation needs one; 0 is allowed)") }
+        return profile
+    }
+}

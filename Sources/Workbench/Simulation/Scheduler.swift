@@ -1,0 +1,394 @@
+import DequeModule
+import Dispatch
+import Foundation
+import HeapModule
+import ObjectGraph
+
+/// The discrete-event scheduler of simulated mode (Docs/simulation.md "The scheduler").
+///
+/// Every thread of a simulation (the runner, each actor, the workers that run queued blocks) is a
+/// ``Participant``; exactly one of them runs at a time. A thread gives the baton away only at a scheduling point
+/// (a `sync` on a simulated queue, a sleep, the end of a block, its own end), where it picks the earliest event
+/// (a queue's head, a wake-up, a timer) and hands the baton to the thread that event belongs to. A run is
+/// therefore a pure function of the code, the scenario, its seed and the cost profile.
+public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all state is touched by the thread holding the baton only; handoffs go through semaphores, which order memory
+    /// The scenario's seed: ties between events due at the same virtual time are broken by a rank drawn from it.
+    public let seed: UInt64
+    /// Nanoseconds per operation.
+    public let profile: CostProfile
+    /// Operations charged, in all and on the main queue.
+    public private(set) var totals = OperationTotals()
+
+    private var heap = Heap<Entry>()
+    private var sequence: UInt64 = 0
+    private var idleWorkers: [Participant] = []
+    private var workers: [Participant] = []
+    private var live: [Participant] = []
+    private var clockOverride: UInt64?
+    private var quietWaiter: Participant?
+    private var lastTime: UInt64 = 0
+    private var nextWorker = 1
+
+    public init(seed: UInt64, profile: CostProfile) {
+        self.seed = seed
+        self.profile = profile
+    }
+
+    // MARK: Running
+
+    /// Runs `body` on the calling thread as the simulation's first participant (the runner), then waits until
+    /// nothing is left to do and ends the workers.
+    public func run<T>(_ body: () throws -> T) rethrows -> T {
+        let runner = Participant(name: "runner", simulation: self)
+        live.append(runner)
+        ExecutionThread.install(runner)
+        defer {
+            waitUntilQuiet()
+            for worker in workers {
+                worker.terminate = true
+                worker.semaphore.signal()
+            }
+            workers = []
+            idleWorkers = []
+            live.removeAll { $0 === runner }
+            ExecutionThread.install(nil)
+        }
+        return try body()
+    }
+
+    /// Starts `body` on a thread of its own, at the caller's virtual time.
+    public func spawn(name: String, _ body: @escaping @Sendable () -> Void) {
+        let start = currentTime()
+        let p = Participant(name: name, simulation: self)
+        p.now = start
+        live.append(p)
+        let thread = Thread { [self] in
+            ExecutionThread.install(p)
+            p.semaphore.wait()
+            body()
+            settle(p)
+            lastTime = max(lastTime, p.now)
+            live.removeAll { $0 === p }
+            p.state = "finished"
+            ExecutionThread.install(nil)
+            yield(p, exiting: true)
+        }
+        thread.name = name
+        thread.stackSize = 4 << 20
+        push(start, .resume(p))
+        thread.start()
+    }
+
+    /// Calls `action(t)` at `start`, `start + interval`, … for as long as `condition` holds at the tick. The
+    /// action runs between events, at the tick's virtual time; it may queue blocks but not wait.
+    public func every(_ interval: UInt64, from start: UInt64, while condition: @escaping () -> Bool, _ action: @escaping (UInt64) -> Void) {
+        precondition(interval > 0, "a timer needs an interval")
+        push(start, .timer(Timer(interval: interval, condition: condition, action: action)))
+    }
+
+    /// Suspends the runner until no event is left: every actor ended, every queue drained, every timer stopped.
+    public func waitUntilQuiet() {
+        let p = participant("waitUntilQuiet")
+        settle(p)
+        quietWaiter = p
+        p.state = "waiting until quiet"
+        yield(p)
+        p.state = "running"
+    }
+
+    /// The virtual time of the caller (a participant, or a timer's tick).
+    public func currentTime() -> UInt64 {
+        if let t = clockOverride { return t }
+        let p = participant("currentTime")
+        settle(p)
+        return p.now
+    }
+
+    // MARK: ExecutionSimulation
+
+    public func makeQueue(label: String) -> any SimulatedQueue { VirtualQueue(label: label, scheduler: self) }
+
+    public func now(on thread: ExecutionThread) -> UInt64 {
+        if let t = clockOverride { return t }
+        guard let p = thread as? Participant, p.simulation === self else { preconditionFailure("a thread of another simulation read this one's clock") }
+        settle(p)
+        return p.now
+    }
+
+    public func sleep(until deadline: UInt64, on thread: ExecutionThread) {
+        precondition(clockOverride == nil, "a timer action may not sleep")
+        guard let p = thread as? Participant, p.simulation === self else { preconditionFailure("a thread of another simulation slept on this one") }
+        settle(p)
+        push(max(deadline, p.now), .resume(p))
+        p.state = "sleeping"
+        yield(p)
+        p.state = "running"
+    }
+
+    // MARK: Queues
+
+    func enqueue(_ block: @escaping @Sendable () -> Void, on queue: VirtualQueue) {
+        let at = currentTime()
+        sequence += 1
+        queue.fifo.append(Item(kind: .async(block), at: at, seq: sequence))
+        if !queue.busy && queue.fifo.count == 1 { pushHead(of: queue) }
+    }
+
+    func sync(_ block: () -> Void, on queue: VirtualQueue) {
+        precondition(clockOverride == nil, "a timer action may not wait for a queue (\(queue.label))")
+        let p = participant("sync on \(queue.label)")
+        precondition(!p.queueStack.contains { $0 === queue }, "deadlock: performAndWait on \(queue.label) from inside a block of that queue, below another queue's block")
+        settle(p)
+        let requested = p.now
+        sequence += 1
+        queue.fifo.append(Item(kind: .sync(p), at: requested, seq: sequence))
+        if !queue.busy && queue.fifo.count == 1 { pushHead(of: queue) }
+        p.state = "waiting for \(queue.label)"
+        yield(p)
+        p.state = "running"
+        // The caller's queue was blocked while it waited (a main-queue block waiting for a coordinator).
+        if let outer = p.queueStack.last { outer.blockedNanos += p.now - requested }
+        p.queueStack.append(queue)
+        p.counts[CostedOperation.blockRun.rawValue] += 1
+        block()
+        settle(p)
+        p.queueStack.removeLast()
+        finish(queue, at: p.now)
+        // Rejoin the schedule at the caller's own time: whatever is due earlier runs first.
+        push(p.now, .resume(p))
+        yield(p)
+    }
+
+    private func finish(_ queue: VirtualQueue, at end: UInt64) {
+        queue.busyNanos += end - queue.startedAt
+        queue.freeAt = end
+        queue.busy = false
+        lastTime = max(lastTime, end)
+        if !queue.fifo.isEmpty { pushHead(of: queue) }
+    }
+
+    private func pushHead(of queue: VirtualQueue) {
+        let head = queue.fifo.first!
+        heap.insert(Entry(time: max(head.at, queue.freeAt), rank: rank(head.seq), seq: head.seq, event: .queue(queue)))
+    }
+
+    private func push(_ time: UInt64, _ event: Event) {
+        sequence += 1
+        heap.insert(Entry(time: time, rank: rank(sequence), seq: sequence, event: event))
+    }
+
+    /// The tie-breaking rank of an event: SplitMix64 of the seed and the event's sequence number.
+    private func rank(_ seq: UInt64) -> UInt64 {
+        var z = (seed ^ seq) &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    // MARK: The baton
+
+    private func participant(_ what: String) -> Participant {
+        guard let p = ExecutionThread.current as? Participant, p.simulation === self else {
+            preconditionFailure("\(what): a simulated queue or clock was used from a thread outside its simulation")
+        }
+        return p
+    }
+
+    /// Charges the operations `p` counted since the last call to its clock, at the profile's costs.
+    func settle(_ p: Participant) {
+        let onMain = p.queueStack.last?.isMain ?? false
+        var cost: UInt64 = 0
+        for i in 0..<CostedOperation.allCases.count {
+            let n = p.counts[i]
+            guard n != 0 else { continue }
+            p.counts[i] = 0
+            cost &+= UInt64(n) &* profile.nanos[i]
+            totals.all[i] += n
+            if onMain { totals.main[i] += n }
+        }
+        p.now &+= cost
+    }
+
+    /// Gives the baton to the owner of the earliest event; returns when an event of `me` is picked (at once when
+    /// it is the earliest). An exiting thread hands the baton on and does not wait.
+    private func yield(_ me: Participant, exiting: Bool = false) {
+        while true {
+            guard let entry = heap.popMin() else {
+                if let waiter = quietWaiter {
+                    quietWaiter = nil
+                    waiter.now = max(waiter.now, lastTime)
+                    if waiter === me { return }
+                    return handOff(to: waiter, from: me, exiting: exiting)
+                }
+                if exiting || me.idle { fatalError(deadlockReport()) }
+                fatalError(deadlockReport())
+            }
+            lastTime = max(lastTime, entry.time)
+            switch entry.event {
+            case .timer(let timer):
+                clockOverride = entry.time
+                let goOn = timer.condition()
+                if goOn { timer.action(entry.time) }
+                clockOverride = nil
+                if goOn { push(entry.time + timer.interval, .timer(timer)) }
+            case .resume(let p):
+                p.now = max(p.now, entry.time)
+                if p === me { return }
+                return handOff(to: p, from: me, exiting: exiting)
+            case .queue(let queue):
+                let item = queue.fifo.removeFirst()
+                queue.busy = true
+                queue.startedAt = entry.time
+                switch item.kind {
+                case .sync(let p):
+                    p.now = entry.time
+                    if p === me { return }
+                    return handOff(to: p, from: me, exiting: exiting)
+                case .async(let block):
+                    let worker: Participant
+                    if me.idle {
+                        worker = me
+                        idleWorkers.removeAll { $0 === me }
+                    } else if let w = idleWorkers.popLast() {
+                        worker = w
+                    } else {
+                        worker = makeWorker()
+                    }
+                    worker.idle = false
+                    worker.now = entry.time
+                    worker.assignment = (queue, block)
+                    if worker === me { return }
+                    return handOff(to: worker, from: me, exiting: exiting)
+                }
+            }
+        }
+    }
+
+    private func handOff(to p: Participant, from me: Participant, exiting: Bool) {
+        p.semaphore.signal()
+        if !exiting { me.semaphore.wait() }
+    }
+
+    private func makeWorker() -> Participant {
+        let w = Participant(name: "worker-\(nextWorker)", simulation: self)
+        nextWorker += 1
+        workers.append(w)
+        let thread = Thread { [self] in
+            ExecutionThread.install(w)
+            w.semaphore.wait()
+            while !w.terminate {
+                guard let (queue, block) = w.assignment else { preconditionFailure("a worker woke with nothing to run") }
+                w.assignment = nil
+                w.state = "running a block of \(queue.label)"
+                w.queueStack = [queue]
+                w.counts[CostedOperation.blockRun.rawValue] += 1
+                block()
+                settle(w)
+                w.queueStack = []
+                finish(queue, at: w.now)
+                w.state = "idle"
+                w.idle = true
+                idleWorkers.append(w)
+                yield(w)
+            }
+            ExecutionThread.install(nil)
+        }
+        thread.name = w.name
+        thread.stackSize = 4 << 20
+        thread.start()
+        return w
+    }
+
+    private func deadlockReport() -> String {
+        let waiting = (live + workers.filter { !$0.idle }).map { "\($0.name): \($0.state)" }.joined(separator: "; ")
+        return "simulation deadlock: no event is left while threads wait (\(waiting)). A real app would hang here too."
+    }
+}
+
+/// A thread of a simulation.
+final class Participant: ExecutionThread, @unchecked Sendable {  // touched by the baton holder only
+    let name: String
+    let semaphore = DispatchSemaphore(value: 0)
+    /// Virtual nanoseconds.
+    var now: UInt64 = 0
+    /// The queues whose blocks this thread is inside, innermost last.
+    var queueStack: [VirtualQueue] = []
+    var idle = false
+    var terminate = false
+    var assignment: (VirtualQueue, @Sendable () -> Void)?
+    var state = "running"
+
+    init(name: String, simulation: Scheduler) {
+        self.name = name
+        super.init(simulation: simulation)
+    }
+}
+
+/// A serial queue of the scheduler: a FIFO and the virtual time it is free again.
+final class VirtualQueue: SimulatedQueue, @unchecked Sendable {  // touched by the baton holder only
+    let label: String
+    let scheduler: Scheduler
+    var fifo = Deque<Item>()
+    var busy = false
+    var freeAt: UInt64 = 0
+    var startedAt: UInt64 = 0
+    /// The main queue: its operations are counted apart.
+    var isMain = false
+    /// Virtual time spent running blocks, and waiting inside them for other queues.
+    var busyNanos: UInt64 = 0
+    var blockedNanos: UInt64 = 0
+
+    init(label: String, scheduler: Scheduler) {
+        self.label = label
+        self.scheduler = scheduler
+    }
+
+    func async(_ block: @escaping @Sendable () -> Void) { scheduler.enqueue(block, on: self) }
+    func sync(_ block: () -> Void) { scheduler.sync(block, on: self) }
+    var isCurrent: Bool {
+        guard let p = ExecutionThread.current as? Participant, p.simulation === scheduler else { return false }
+        return p.queueStack.last === self
+    }
+}
+
+struct Item {
+    enum Kind {
+        case async(@Sendable () -> Void)
+        case sync(Participant)
+    }
+    let kind: Kind
+    let at: UInt64
+    let seq: UInt64
+}
+
+final class Timer {
+    let interval: UInt64
+    let condition: () -> Bool
+    let action: (UInt64) -> Void
+    init(interval: UInt64, condition: @escaping () -> Bool, action: @escaping (UInt64) -> Void) {
+        self.interval = interval
+        self.condition = condition
+        self.action = action
+    }
+}
+
+enum Event {
+    case queue(VirtualQueue)
+    case resume(Participant)
+    case timer(Timer)
+}
+
+struct Entry: Comparable {
+    let time: UInt64
+    let rank: UInt64
+    let seq: UInt64
+    let event: Event
+    static func < (a: Entry, b: Entry) -> Bool { (a.time, a.rank, a.seq) < (b.time, b.rank, b.seq) }
+    static func == (a: Entry, b: Entry) -> Bool { a.seq == b.seq && a.time == b.time && a.rank == b.rank }
+}
+
+/// Operation counts charged by a simulation: in all, and on the main queue.
+public struct OperationTotals: Sendable, Equatable {
+    public var all = [Int](repeating: 0, count: CostedOperation.allCases.count)
+    public var main = [Int](repeating: 0, count: CostedOperation.allCases.count)
+}
