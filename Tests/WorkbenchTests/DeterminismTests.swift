@@ -86,3 +86,45 @@ struct DeterminismTests {
         #expect(e.keys(50, in: 100, .hotspot, hot: 10) == keys)
     }
 }
+
+/// Simulated mode's promise (Docs/simulation.md "What is exact"): the same scenario and seed give byte-identical
+/// exact metrics in two processes, and with another process loading both cores.
+@Suite("Determinism across processes and load (Docs/simulation.md)", .serialized)
+struct CrossProcessDeterminismTests {
+    /// metrics.csv without the host rows (label `host…`), and summary.csv without its wall-time column.
+    static func exactFiles(_ ws: TemporaryDirectory) throws -> [String] {
+        let folders = CLITests.runFolders(ws)
+        return try folders.map { folder in
+            let metrics = try String(contentsOf: ws.file("out/tiny/\(folder)/metrics.csv"), encoding: .utf8)
+            return metrics.split(separator: "\n").filter { !$0.split(separator: ",", omittingEmptySubsequences: false)[5].hasPrefix("host") }.joined(separator: "\n")
+        }
+    }
+
+    @Test("two processes, then one beside a load on both cores: identical exact metrics, byte for byte")
+    func twoProcessesAndLoad() throws {
+        let ws = try CLITests.workspace()
+        for _ in 0..<2 {
+            let run = try bench(["run", "tiny.yaml", "--out", "out"], in: ws.url)
+            #expect(run.status == 0, "\(run.stderr)")
+            sleep(1)  // run folders are named by the second
+        }
+        // Two busy loops, one per core, while the third run goes.
+        var loaders: [Process] = []
+        for _ in 0..<2 {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/bin/sh")
+            p.arguments = ["-c", "while :; do :; done"]
+            try p.run()
+            loaders.append(p)
+        }
+        // SIGKILL: a test runner may start its children with SIGTERM ignored.
+        defer { for p in loaders { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() } }
+        let loaded = try bench(["run", "tiny.yaml", "--out", "out"], in: ws.url)
+        #expect(loaded.status == 0, "\(loaded.stderr)")
+        let files = try Self.exactFiles(ws)
+        try #require(files.count == 3)
+        #expect(files[0].count > 1000)
+        #expect(files[0] == files[1])
+        #expect(files[0] == files[2])
+    }
+}

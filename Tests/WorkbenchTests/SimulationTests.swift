@@ -1,0 +1,215 @@
+import Foundation
+import ObjectGraph
+import Synchronization
+import Testing
+@testable import Workbench
+
+/// The scheduler's rules (Docs/simulation.md "The scheduler"), each with virtual times asserted exactly.
+@Suite("Simulated time: the scheduler (Docs/simulation.md)")
+struct SimulationTests {
+    /// A profile where a block costs `block` ns, a property set `set` ns, and everything else nothing.
+    static func profile(block: UInt64 = 0, set: UInt64 = 1000) throws -> CostProfile {
+        var text = "description: test\nfittedTo: nothing\ncosts:\n"
+        for op in CostedOperation.allCases {
+            let ns = op == .blockRun ? block : op == .propertySet ? set : 0
+            text += "  \(op.name): { ns: \(ns) }\n"
+        }
+        return try CostProfile.parse(text, file: "test.yaml", name: "test")
+    }
+
+    /// Work that costs `n` µs under ``profile(block:set:)`` with the default property-set cost.
+    static func work(microseconds n: Int) { Execution.count(.propertySet, n) }
+
+    /// Records (label, virtual time) pairs from inside a simulation.
+    final class Log: @unchecked Sendable {  // appended by the baton holder only
+        var entries: [String] = []
+        func add(_ s: String) { entries.append("\(s)@\(Execution.now() / 1000)") }
+    }
+
+    @Test("an item queued at t on a busy queue starts when the queue is free, and its cost moves the queue's free-at")
+    func queueFreeAt() throws {
+        let scheduler = Scheduler(seed: 1, profile: try Self.profile())
+        let log = Log()
+        scheduler.run {
+            let q = ContextQueue(label: "q")
+            q.async { log.add("a-start"); Self.work(microseconds: 5); log.add("a-end") }
+            q.async { log.add("b-start"); Self.work(microseconds: 2); log.add("b-end") }
+        }
+        #expect(log.entries == ["a-start@0", "a-end@5", "b-start@5", "b-end@7"])
+    }
+
+    @Test("performAndWait on a queue with earlier pending items runs them first (GCD's FIFO); the caller waits in virtual time")
+    func syncIsFIFO() throws {
+        let scheduler = Scheduler(seed: 1, profile: try Self.profile())
+        let log = Log()
+        scheduler.run {
+            let q = ContextQueue(label: "q")
+            q.async { log.add("pending-start"); Self.work(microseconds: 10) }
+            q.sync { log.add("sync-start"); Self.work(microseconds: 1) }
+            log.add("caller-after")
+        }
+        #expect(log.entries == ["pending-start@0", "sync-start@10", "caller-after@11"])
+    }
+
+    @Test("a main-queue block that needs a queue another holds waits until that block ends; the wait is the main queue's blocked time")
+    func virtualWaitIsBlockedTime() throws {
+        let scheduler = Scheduler(seed: 1, profile: try Self.profile())
+        let log = Log()
+        let mainBlocked = Mutex<UInt64>(0)
+        scheduler.run {
+            let main = ContextQueue(label: "main")
+            let coordinator = ContextQueue(label: "coordinator")
+            scheduler.spawn(name: "saver") {
+                coordinator.sync { log.add("save-start"); Self.work(microseconds: 300) }
+            }
+            scheduler.spawn(name: "ui") {
+                Clock.sleep(until: 100_000)
+                main.sync {
+                    log.add("main-start")
+                    coordinator.sync { log.add("fetch-start"); Self.work(microseconds: 20) }
+                    log.add("main-end")
+                }
+            }
+            scheduler.waitUntilQuiet()
+            mainBlocked.withLock { $0 = (main.simulatedQueue as! VirtualQueue).blockedNanos }
+        }
+        #expect(log.entries == ["save-start@0", "main-start@100", "fetch-start@300", "main-end@320"])
+        #expect(mainBlocked.withLock { $0 } == 200_000)
+    }
+
+    @Test("a block's cost is the sum of its operations at the profile's prices, plus the block itself")
+    func costOfABlock() throws {
+        let scheduler = Scheduler(seed: 1, profile: try Self.profile(block: 7000, set: 1000))
+        let log = Log()
+        scheduler.run {
+            let q = ContextQueue(label: "q")
+            q.sync { Self.work(microseconds: 3) }
+            log.add("after")
+        }
+        #expect(log.entries == ["after@10"])
+        #expect(scheduler.totals.all[CostedOperation.propertySet.rawValue] == 3)
+        #expect(scheduler.totals.all[CostedOperation.blockRun.rawValue] == 1)
+    }
+
+    @Test("sleeps are virtual: an hour passes in no wall time")
+    func sleepsAreVirtual() throws {
+        let scheduler = Scheduler(seed: 1, profile: try Self.profile())
+        let wall = DispatchTime.now().uptimeNanoseconds
+        let t = scheduler.run { () -> UInt64 in
+            Clock.sleep(until: 3_600_000_000_000)
+            return Clock.now()
+        }
+        #expect(t == 3_600_000_000_000)
+        #expect(DispatchTime.now().uptimeNanoseconds - wall < 60_000_000_000)
+    }
+
+    @Test("frames coalesce like a display link: a main queue busy for 100 ms misses 5 ticks at 60 Hz, it does not queue 6 frames")
+    func framesCoalesce() throws {
+        let scheduler = Scheduler(seed: 1, profile: try Self.profile())
+        let main = Mutex<SimulatedMainThread?>(nil)
+        let frameStarts = Mutex<[UInt64]>([])
+        scheduler.run {
+            let m = SimulatedMainThread()
+            main.withLock { $0 = m }
+            let busyUntil = Atomic<Bool>(false)
+            // 10 ms in, a block holds the main queue for 100 ms.
+            scheduler.spawn(name: "stall") {
+                Clock.sleep(until: 10_000_000)
+                m.queue.async { Self.work(microseconds: 100_000); busyUntil.store(true, ordering: .relaxed) }
+            }
+            m.scheduleFrames(on: scheduler, rate: 60, from: 0, until: { Clock.now() >= 190_000_000 }) {
+                frameStarts.withLock { $0.append(Clock.now()) }
+            }
+            scheduler.waitUntilQuiet()
+        }
+        let state = try #require(main.withLock { $0 }).stats.state.withLock { $0 }
+        let starts = frameStarts.withLock { $0 }
+        // Ticks at 0, 16.7, 33.3 … 183.3 ms (12 ticks before 190 ms). The stall runs from 10 to 110 ms: the tick at
+        // 16.7 ms queues a frame that waits until 110 ms; the ticks at 33.3 … 100 ms (5) find it pending.
+        #expect(state.framesMissed == 5)
+        #expect(state.frames == 12 - 5)
+        #expect(starts.contains(110_000_000))
+        // That one late frame is 93.3 ms late: its overrun past the 16.67 ms budget is the hitch time.
+        #expect(abs(state.hitch60 - (110 - 16.666_667 - 16.666_667)) < 0.001)
+    }
+
+    @Test("ties between events due at the same time are broken by the seed: the same seed the same order, other seeds another")
+    func tiesFollowTheSeed() throws {
+        func order(seed: UInt64) throws -> [String] {
+            let scheduler = Scheduler(seed: seed, profile: try Self.profile())
+            let log = Log()
+            scheduler.run {
+                for name in ["a", "b", "c"] {
+                    scheduler.spawn(name: name) { Clock.sleep(until: 1_000); log.add(name) }
+                }
+                scheduler.waitUntilQuiet()
+            }
+            return log.entries
+        }
+        #expect(try order(seed: 3) == order(seed: 3))
+        let orders = try Set((1...30).map { try order(seed: UInt64($0)) })
+        #expect(orders.count > 1)
+        #expect(orders.allSatisfy { $0.allSatisfy { $0.hasSuffix("@1") } })
+    }
+
+    @Test("queues made outside a simulation stay dispatch queues; inside one they are the simulation's")
+    func queuesBelongToTheirThread() throws {
+        #expect(ContextQueue(label: "real").simulatedQueue == nil)
+        let scheduler = Scheduler(seed: 1, profile: try Self.profile())
+        let simulated = scheduler.run { ContextQueue(label: "sim").simulatedQueue != nil }
+        #expect(simulated)
+        #expect(ExecutionThread.current == nil)
+    }
+}
+
+/// Cost profiles: every figure checked, every mistake named by file, line and field.
+@Suite("Cost profiles (Docs/simulation.md: Cost profiles)")
+struct CostProfileTests {
+    static func text(_ overrides: [String: String]) -> String {
+        var text = "description: test\nfittedTo: nothing\ncosts:\n"
+        for op in CostedOperation.allCases { text += "  \(op.name): \(overrides[op.name] ?? "{ ns: 1 }")\n" }
+        return text
+    }
+
+    @Test("the shipped default profile loads and prices every operation")
+    func shippedDefault() throws {
+        let profile = try CostProfile.load(Scenario.defaultProfile)
+        #expect(profile.name == "iphone-15")
+        #expect(!profile.fittedTo.isEmpty)
+        #expect(profile.nanos.count == CostedOperation.allCases.count)
+        #expect(Set(profile.sources.keys) == Set(CostedOperation.allCases.map(\.name)))
+    }
+
+    @Test("hostile figures are refused with file:line and the field", arguments: [
+        ("{ ns: .nan }", "test.yaml:4:27: costs.objectRegistered.ns: expected a finite number of nanoseconds from 0 to 1000000000, got \".nan\""),
+        ("{ ns: -1 }", "test.yaml:4:27: costs.objectRegistered.ns: expected a finite number of nanoseconds from 0 to 1000000000, got \"-1\""),
+        ("{ ns: 1e300 }", "test.yaml:4:27: costs.objectRegistered.ns: expected a finite number of nanoseconds from 0 to 1000000000, got \"1e300\""),
+        ("{ ns: 5, speed: 2 }", "test.yaml:4:37: costs.objectRegistered.speed: unknown key; expected ns, source or estimated"),
+        ("{ source: x }", "test.yaml:4:21: costs.objectRegistered.ns: missing"),
+    ])
+    func hostileFigures(value: String, message: String) {
+        #expect(throws: ScenarioError.self) { try CostProfile.parse(Self.text(["objectRegistered": value]), file: "test.yaml", name: "t") }
+        do { _ = try CostProfile.parse(Self.text(["objectRegistered": value]), file: "test.yaml", name: "t") } catch {
+            #expect("\(error)" == message)
+        }
+    }
+
+    @Test("an unknown operation and a missing one are named")
+    func unknownAndMissing() {
+        let unknown = Self.text([:]) + "  objectsTeleported: { ns: 1 }\n"
+        do { _ = try CostProfile.parse(unknown, file: "p.yaml", name: "p"); Issue.record("accepted an unknown operation") } catch {
+            #expect("\(error)".hasPrefix("p.yaml:\(CostedOperation.allCases.count + 4):3: costs.objectsTeleported: unknown operation"))
+        }
+        let missing = Self.text([:]).split(separator: "\n").filter { !$0.contains("blockRun") }.joined(separator: "\n")
+        do { _ = try CostProfile.parse(missing, file: "p.yaml", name: "p"); Issue.record("accepted a missing operation") } catch {
+            #expect("\(error)".hasSuffix("costs: no cost for blockRun (every operation needs one; 0 is allowed)"))
+        }
+    }
+
+    @Test("a profile name that is not a name, or a file that is not there, is bad input")
+    func badNames() {
+        #expect(throws: WorkbenchError.self) { try CostProfile.load("../../etc") }
+        #expect(throws: WorkbenchError.self) { try CostProfile.load("no-such-profile") }
+        #expect(throws: WorkbenchError.self) { try CostProfile.load("/nonexistent/profile.yaml") }
+    }
+}
