@@ -144,21 +144,23 @@ struct CLITests {
         let recorded = ws.file("Scenarios/baselines/tiny.json")
         var baseline = try JSONDecoder().decode(Baseline.self, from: Data(contentsOf: recorded))
         #expect(baseline.entries.first?.counters["rowsInserted"] == 300)
-        #expect(baseline.entries.first?.timings["mergeLatency.p99"] != nil)
-        // Tests gate on deterministic counters only: drop the recorded times (a busy machine varies them).
-        for i in baseline.entries.indices { baseline.entries[i].timings = [:] }
-        try ReportWriter.encoder().encode(baseline).write(to: recorded)
+        // Simulated mode (the default): every count and virtual time is recorded, to be matched exactly.
+        #expect(baseline.entries.first?.exact?["mergeLatency.p99"] != nil)
+        #expect(baseline.entries.first?.exact?["costedOperations.count[faultFulfilledFromCache]"] == 44)
+        #expect(baseline.entries.first?.timings == [:])
 
         let check = try bench(["check", "--baseline", "tiny", "--out", "out"], in: ws.url)
         #expect(check.status == 0, "stdout: \(check.stdout)\nstderr: \(check.stderr)")
         #expect(check.stdout.contains("baseline tiny: every deterministic counter matches"))
 
-        // Change one counter on purpose in a copy.
+        // Change one counter and one operation count on purpose in a copy (a planted regression: one more fault).
         baseline.entries[0].counters["rowsInserted"] = 301
+        baseline.entries[0].exact?["costedOperations.count[faultFulfilledFromCache]"] = 45
         try ReportWriter.encoder().encode(baseline).write(to: ws.file("Scenarios/baselines/tiny-altered.json"))
         let altered = try bench(["check", "--baseline", "tiny-altered", "--out", "out"], in: ws.url)
         #expect(altered.status == 1)
         #expect(altered.stdout.contains("BASELINE: tiny default #1: counter rowsInserted is 300, baseline 301 (deterministic: must match exactly)"))
+        #expect(altered.stdout.contains("BASELINE: tiny default #1: costedOperations.count[faultFulfilledFromCache] is 44, baseline 45 (simulated: must match exactly)"))
         // A failed check still leaves whole run folders only.
         #expect(Self.runFolders(ws).count == 3)
         #expect(!ws.tree().contains { $0.contains(".partial") })

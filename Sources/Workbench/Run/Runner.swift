@@ -341,6 +341,8 @@ public struct VariantRunner {
             // The main queue's whole virtual time: every block (merge, push, save, fetch, frame) and the waits inside.
             rows.append(MetricRow("mainBusy", "total", Double(queue.busyNanos) / 1e6, "ms"))
             rows.append(MetricRow("mainBlocked", "total", Double(queue.blockedNanos) / 1e6, "ms"))
+            rows.append(MetricRow("mainStall", "max", Double(queue.longestBlock) / 1e6, "ms"))
+            rows.append(MetricRow("mainBlocks", "count", Double(queue.blocks), "count"))
             rows.append(MetricRow("runTime", "value", runSeconds, "s"))
         }
         rows.append(MetricRow("framesMissed", "count", Double(mainState.framesMissed), "count"))

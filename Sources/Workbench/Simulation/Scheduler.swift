@@ -128,7 +128,18 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     // MARK: Queues
 
     func enqueue(_ block: @escaping @Sendable () -> Void, on queue: VirtualQueue) {
-        let at = currentTime()
+        let at: UInt64
+        if let t = clockOverride {
+            at = t
+        } else {
+            // A scheduling point: whatever is due before the caller's time is queued first, so a queue's FIFO
+            // holds its items in the order of their virtual enqueue times.
+            let p = participant("async on \(queue.label)")
+            settle(p)
+            push(p.now, .resume(p))
+            yield(p)
+            at = p.now
+        }
         sequence += 1
         queue.fifo.append(Item(kind: .async(block), at: at, seq: sequence))
         if !queue.busy && queue.fifo.count == 1 { pushHead(of: queue) }
@@ -161,6 +172,8 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
 
     private func finish(_ queue: VirtualQueue, at end: UInt64) {
         queue.busyNanos += end - queue.startedAt
+        queue.longestBlock = max(queue.longestBlock, end - queue.startedAt)
+        queue.blocks += 1
         queue.freeAt = end
         queue.busy = false
         lastTime = max(lastTime, end)
@@ -337,6 +350,9 @@ final class VirtualQueue: SimulatedQueue, @unchecked Sendable {  // touched by t
     /// Virtual time spent running blocks, and waiting inside them for other queues.
     var busyNanos: UInt64 = 0
     var blockedNanos: UInt64 = 0
+    /// The longest block run, and how many ran.
+    var longestBlock: UInt64 = 0
+    var blocks = 0
 
     init(label: String, scheduler: Scheduler) {
         self.label = label
