@@ -45,6 +45,8 @@ enum HTMLReport {
         html += "<h1>\(escape(title))</h1>\n<p class=\"sub\">\(escape(manifest.description))</p>\n"
         html += "<p><span class=\"verdict \(overall)\">\(overall.uppercased())</span> &nbsp; \(results.count) variant run(s), seed \(manifest.seed), \(escape(manifest.generatedAt))</p>\n"
 
+        html += modeSection(results, manifest: manifest)
+
         html += "<h2>Verdict and thresholds</h2>\n"
         let thresholdRows = results.flatMap { r in r.thresholds.map { (r, $0) } }
         if thresholdRows.isEmpty {
@@ -86,8 +88,11 @@ enum HTMLReport {
         }
         html += "</div>\n"
 
+        html += mainQueueSection(results)
+
         html += "<h2>Merge latency percentiles</h2>\n<div class=\"card\">\(curveChart(results))</div>\n"
-        html += "<h2>Memory over time</h2>\n<p class=\"sub\">jemalloc allocated bytes (less thread caches) above each variant's first sample; variants run one after another in one process.</p>\n<div class=\"card\">\(memoryChart(results))</div>\n"
+        let hostNote = results.contains { $0.mode == ExecutionMode.simulated.rawValue } ? " A host figure: this machine's allocator, not the device's, and not exact from run to run; the time axis is virtual." : ""
+        html += "<h2>Memory over time</h2>\n<p class=\"sub\">jemalloc allocated bytes (less thread caches) above each variant's first sample; variants run one after another in one process.\(hostNote)</p>\n<div class=\"card\">\(memoryChart(results))</div>\n"
 
         html += "<h2>Conflicts by layer and policy outcome</h2>\n<table><tr><th class=\"l\">variant</th><th class=\"l\">series</th><th>count</th></tr>\n"
         for r in results {
@@ -109,7 +114,7 @@ enum HTMLReport {
             html += "</table>\n"
         }
 
-        html += "<h2>Counters</h2>\n<p class=\"sub\">The first columns are deterministic: the same scenario and seed give the same numbers on any machine, and the CI gate compares them exactly. The others depend on timing.</p>\n<div class=\"scroll\"><table><tr><th class=\"l\">variant</th>"
+        html += "<h2>Counters</h2>\n<p class=\"sub\">\(results.contains { $0.mode == ExecutionMode.simulated.rawValue } ? "Simulated: every counter is exact for this scenario and seed, and the CI gate compares them all exactly." : "The first columns are deterministic: the same scenario and seed give the same numbers on any machine, and the CI gate compares them exactly. The others depend on timing.")</p>\n<div class=\"scroll\"><table><tr><th class=\"l\">variant</th>"
         let counterNames = Array(Set(results.flatMap { $0.counters.keys }).filter { !$0.hasPrefix("setup") }).sorted()
         let shown = counterNames.filter { MetricCatalog.deterministic.contains($0) }
             + counterNames.filter { name in !MetricCatalog.deterministic.contains(name) && (["objectsRefreshed", "mergeObjectsExamined", "faultsFired.view"].contains(name) || name.hasPrefix("sql")) }
@@ -123,6 +128,51 @@ enum HTMLReport {
         for (k, v) in manifest.environment.sorted(by: { $0.key < $1.key }) { html += "<tr><th class=\"l\">\(escape(k))</th><td class=\"l\">\(escape(v))</td></tr>\n" }
         html += "</table>\n</body></html>\n"
         return html
+    }
+
+    /// What the times mean: virtual device time on a named profile (simulated) or this machine's (real).
+    static func modeSection(_ results: [VariantResult], manifest: Manifest) -> String {
+        guard results.contains(where: { $0.mode == ExecutionMode.simulated.rawValue }) else { return "" }
+        var html = "<p class=\"sub\"><b>Simulated</b> on the cost profile <b>\(escape(manifest.profile?.name ?? results[0].profile))</b>: every time is virtual device "
+        html += "time (the operations each queue performed × the profile's cost of each), and every count and time is exact for this scenario and seed "
+        html += "on any machine. Memory, CPU time and wall time are this machine's (host figures)."
+        if let p = manifest.profile {
+            html += " The profile: \(escape(p.description)) \(p.estimated) of \(p.operations) costs are estimates; it was fitted to: \(escape(p.fittedTo))"
+        }
+        return html + "</p>\n"
+    }
+
+    /// Simulated mode: the main queue's time per variant, and which cost rules it came from.
+    static func mainQueueSection(_ results: [VariantResult]) -> String {
+        let simulated = results.filter { $0.mode == ExecutionMode.simulated.rawValue }
+        guard !simulated.isEmpty else { return "" }
+        var html = "<h2>The main queue on the device profile</h2>\n<div class=\"scroll\"><table><tr><th class=\"l\">variant</th>"
+        let columns: [(String, String, String, String)] = [
+            ("busy, all blocks (ms)", "mainBusy", "total", ""), ("of which waiting (ms)", "mainBlocked", "total", ""),
+            ("longest stall (ms)", "mainStall", "max", ""), ("blocks", "mainBlocks", "count", ""),
+            ("merge latency p50 (ms)", "mergeLatency", "p50", ""), ("merge latency p99 (ms)", "mergeLatency", "p99", ""),
+            ("frames", "frames", "value", ""), ("missed frames", "framesMissed", "count", ""),
+            ("hitch ratio (ms/s, 60 Hz)", "hitchRatio", "value", "60Hz"), ("run (virtual s)", "runTime", "value", ""),
+        ]
+        for (name, _, _, _) in columns { html += "<th class=\"w\">\(escape(name))</th>" }
+        html += "</tr>\n"
+        for r in simulated {
+            html += "<tr><td>\(escape(label(r)))</td>" + columns.map { c in "<td>\(r.value(c.1, c.2, label: c.3).map(fmt) ?? "–")</td>" }.joined() + "</tr>\n"
+        }
+        html += "</table></div>\n"
+        html += "<p class=\"sub\">Where each variant's main-queue time went: the operations that ran on the main queue, the count of each and the virtual time the profile gives it (the five largest). These are the cost rules that order the variants.</p>\n"
+        html += "<table><tr><th class=\"l\">variant</th><th class=\"l\">operation</th><th>count on the main queue</th><th>virtual time (ms)</th><th>share of the main queue's busy time</th></tr>\n"
+        for r in simulated {
+            let busy = r.value("mainBusy", "total") ?? 0
+            let rows = r.metrics.filter { $0.metric == "costedTime" && $0.label.hasPrefix("main:") && $0.value > 0 }.sorted { ($0.value, $1.label) > ($1.value, $0.label) }
+            for m in rows.prefix(5) {
+                let op = String(m.label.dropFirst(5))
+                let count = r.value("costedOperations", "count", label: m.label) ?? 0
+                let share = busy > 0 ? String(format: "%.0f%%", m.value / busy * 100) : "–"
+                html += "<tr><td>\(escape(label(r)))</td><td class=\"l\">\(escape(op))</td><td>\(fmt(count))</td><td>\(fmt(m.value))</td><td>\(share)</td></tr>\n"
+            }
+        }
+        return html + "</table>\n"
     }
 
     /// A column name that may wrap after its dots and before its inner capitals (camelCase words).

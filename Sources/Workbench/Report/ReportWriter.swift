@@ -11,6 +11,26 @@ public struct Manifest: Sendable, Codable, Equatable {
     public var overrides: [String]
     public var variants: Int
     public var environment: [String: String]
+    /// The cost profile of a simulated run (nil in real mode).
+    public var profile: ProfileSummary? = nil
+}
+
+/// What a report says of the cost profile a simulated run used.
+public struct ProfileSummary: Sendable, Codable, Equatable {
+    public var name: String
+    public var description: String
+    public var fittedTo: String
+    /// How many of the profile's costs are estimates, of how many.
+    public var estimated: Int
+    public var operations: Int
+
+    public init(_ profile: CostProfile) {
+        name = profile.name
+        description = profile.description
+        fittedTo = profile.fittedTo
+        estimated = profile.estimated.count
+        operations = profile.nanos.count
+    }
 }
 
 /// Writes `Reports/<scenario>/<run-id>/` whole or not at all: files go to a hidden folder first, which is

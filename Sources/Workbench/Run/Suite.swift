@@ -44,7 +44,8 @@ public struct Suite {
             let manifest = Manifest(
                 scenario: first.name, description: first.description, seed: first.seed, runID: runID,
                 generatedAt: ISO8601DateFormatter().string(from: Date()), resolvedScenario: file.resolvedYAML, overrides: options.overrides,
-                variants: results.count, environment: ReportWriter.environment())
+                variants: results.count, environment: ReportWriter.environment(),
+                profile: first.mode == .simulated ? (try? CostProfile.load(first.profile)).map(ProfileSummary.init) : nil)
             var events: [String: [WriteEvent]] = [:]
             for r in results { events["\(r.variant)#\(r.repetition)"] = r.events }
             let folder = try ReportWriter.write(results: results, manifest: manifest, events: events, reportsRoot: options.reportsRoot)

@@ -209,7 +209,9 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
 
     /// Charges the operations `p` counted since the last call to its clock, at the profile's costs.
     func settle(_ p: Participant) {
-        let onMain = p.queueStack.last?.isMain ?? false
+        // Work inside a main-queue block counts as the main queue's even when it runs inside a performAndWait on
+        // another queue: GCD runs a sync block on the caller's thread, so the main thread does it.
+        let onMain = p.queueStack.contains { $0.isMain }
         var cost: UInt64 = 0
         for i in 0..<CostedOperation.allCases.count {
             let n = p.counts[i]
