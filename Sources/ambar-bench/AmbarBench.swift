@@ -68,8 +68,13 @@ struct CommonOptions: ParsableArguments {
     @Option(name: .long, help: "The cost profile of simulated mode: a name in Profiles/ (default iphone-15) or a .yaml file. Overrides the scenario's `profile`.")
     var profile: String?
 
-    /// The -p overrides, with --mode and --profile last so they win.
-    var overrides: [String] { p + (mode.map { ["mode=\($0.rawValue)"] } ?? []) + (profile.map { ["profile=\($0)"] } ?? []) }
+    @Option(name: .long, help: "Run each variant N times: seeds seed, seed+1, ... in simulated mode (the report shows each metric's median and spread). Overrides the scenario's `repeat`.")
+    var `repeat`: Int?
+
+    /// The -p overrides, with --mode, --profile and --repeat last so they win.
+    var overrides: [String] {
+        p + (mode.map { ["mode=\($0.rawValue)"] } ?? []) + (profile.map { ["profile=\($0)"] } ?? []) + (`repeat`.map { ["repeat=\($0)"] } ?? [])
+    }
 
     func suiteOptions(shard: String? = nil) throws -> Suite.Options {
         var o = Suite.Options()

@@ -34,6 +34,14 @@ enum CSVOutput {
         return try text(header: ["scenario", "variant", "repetition", "metric", "statistic", "label", "value", "unit"], rows: rows)
     }
 
+    /// repeats.csv: every exact metric of every variant over its repetitions (seeds): n, median, min, max.
+    static func repeats(_ results: [VariantResult]) throws -> String {
+        let rows = RepeatSummary.make(results).flatMap { v in
+            v.metrics.map { m in [v.scenario, v.variant, m.metric, m.statistic, m.label, String(m.values.count), number(m.median), number(m.min), number(m.max), m.unit] }
+        }
+        return try text(header: ["scenario", "variant", "metric", "statistic", "label", "n", "median", "min", "max", "unit"], rows: rows)
+    }
+
     /// The columns of summary.csv, one row per variant, and of the report's table.
     static let summaryColumns: [(String, @Sendable (VariantResult) -> String)] = [
         ("scenario", { $0.scenario }),

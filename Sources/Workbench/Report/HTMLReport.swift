@@ -89,6 +89,7 @@ enum HTMLReport {
         html += "</div>\n"
 
         html += mainQueueSection(results)
+        html += repeatsSection(results)
 
         html += "<h2>Merge latency percentiles</h2>\n<div class=\"card\">\(curveChart(results))</div>\n"
         let hostNote = results.contains { $0.mode == ExecutionMode.simulated.rawValue } ? " A host figure: this machine's allocator, not the device's, and not exact from run to run; the time axis is virtual." : ""
@@ -170,6 +171,44 @@ enum HTMLReport {
                 let count = r.value("costedOperations", "count", label: m.label) ?? 0
                 let share = busy > 0 ? String(format: "%.0f%%", m.value / busy * 100) : "–"
                 html += "<tr><td>\(escape(label(r)))</td><td class=\"l\">\(escape(op))</td><td>\(fmt(count))</td><td>\(fmt(m.value))</td><td>\(share)</td></tr>\n"
+            }
+        }
+        return html + "</table>\n"
+    }
+
+    /// Repeated variants: each key metric's median and spread over the repetitions, and whether the variants'
+    /// differences are within that spread.
+    static func repeatsSection(_ results: [VariantResult]) -> String {
+        let summaries = RepeatSummary.make(results)
+        guard !summaries.isEmpty else { return "" }
+        let keys = ["mainBusy.total", "mainStall.max", "mergeLatency.p99", "hitchRatio.value[60Hz]", "conflicts.count[layer:rowCache]",
+                    "conflicts.count[layer:database]", "saveFailures.count", "lostUpdates.count", "lostUpdates.count[promised]", "staleReads.count"]
+        let seeds = summaries[0].seeds
+        var html = "<h2>Repeats: median and spread</h2>\n<p class=\"sub\">\(summaries[0].repetitions) repetitions per variant"
+        if results.contains(where: { $0.mode == ExecutionMode.simulated.rawValue }) {
+            html += ", one seed each (\(seeds.first!)…\(seeds.last!)): the spread is over seeds, not over timing noise (a simulated run repeats exactly)"
+        }
+        html += ". Each cell: median [min–max]. Every metric's spread is in repeats.csv.</p>\n<div class=\"scroll\"><table><tr><th class=\"l\">variant</th>"
+        for key in keys { html += "<th class=\"w\">\(header(key))</th>" }
+        html += "</tr>\n"
+        for s in summaries {
+            html += "<tr><td>\(escape(s.variant))</td>" + keys.map { key in
+                guard let m = s.metric(key) else { return "<td>–</td>" }
+                return "<td>\(fmt(m.median)) [\(fmt(m.min))–\(fmt(m.max))]</td>"
+            }.joined() + "</tr>\n"
+        }
+        html += "</table></div>\n"
+        guard summaries.count > 1 else { return html }
+        html += "<p class=\"sub\">Pairs of variants: a difference is <b>within the spread</b> when their min–max ranges overlap (it could be the seed, not the variant).</p>\n"
+        html += "<table><tr><th class=\"l\">metric</th><th class=\"l\">variant</th><th class=\"l\">variant</th><th class=\"l\">verdict</th></tr>\n"
+        for key in keys {
+            for i in summaries.indices {
+                for j in summaries.indices where j > i {
+                    guard let a = summaries[i].metric(key), let b = summaries[j].metric(key), a.median != b.median else { continue }
+                    let within = RepeatSummary.overlap(a, b)
+                    html += "<tr><td class=\"l\">\(escape(key))</td><td class=\"l\">\(escape(summaries[i].variant)) (\(fmt(a.median)))</td><td class=\"l\">\(escape(summaries[j].variant)) (\(fmt(b.median)))</td>"
+                    html += "<td class=\"l \(within ? "" : "ok")\">\(within ? "within the spread" : "apart: the ranges do not overlap")</td></tr>\n"
+                }
             }
         }
         return html + "</table>\n"

@@ -83,6 +83,7 @@ public enum ReportWriter {
         files["metrics.csv"] = Data(try CSVOutput.metrics(results).utf8)
         files["summary.csv"] = Data(try CSVOutput.summary(results).utf8)
         files["timeseries.csv"] = Data(try CSVOutput.timeseries(results).utf8)
+        if results.contains(where: { $0.repetition > 1 }) { files["repeats.csv"] = Data(try CSVOutput.repeats(results).utf8) }
         let lineEncoder = JSONEncoder()
         lineEncoder.outputFormatting = [.sortedKeys]
         var lines = Data()

@@ -266,7 +266,7 @@ struct Reader {
             throw fail(child(root, "name")!, "a name uses letters, digits, '-' and '_' (it names the report folder)")
         }
         let description = try child(root, "description").map(string) ?? ""
-        let seed = try child(root, "seed").map { UInt64(try int($0, min: 0)) } ?? 1
+        let baseSeed = try child(root, "seed").map { UInt64(try int($0, min: 0)) } ?? 1
         let mode = try child(root, "mode").map { try choice($0, ExecutionMode.self) } ?? .simulated
         let profile = try child(root, "profile").map(string) ?? Scenario.defaultProfile
         if let node = child(root, "profile") {
@@ -274,6 +274,9 @@ struct Reader {
                 throw fail(node, "a profile is a name in Profiles/ (letters, digits, '-', '_') or a .yaml file")
             }
         }
+        // Simulated runs are a pure function of the seed: repetition r runs seed + r - 1 (a spread over seeds), where
+        // real mode reruns one seed (a spread over this machine's timing).
+        let seed = mode == .simulated ? baseSeed &+ UInt64(repetition - 1) : baseSeed
         let model = try modelSpec(child(root, "model"))
         let stack = try stackSpec(child(root, "stack")!)
         let phasesNode = child(root, "phases")!
