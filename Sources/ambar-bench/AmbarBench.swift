@@ -9,7 +9,7 @@ struct AmbarBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ambar-bench",
         abstract: "Replays Core Data stack workloads against the Ambar stack and other topologies, and reports what happened.",
-        subcommands: [Run.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self],
+        subcommands: [Run.self, Replay.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self],
         defaultSubcommand: Run.self)
 
     /// ArgumentParser's own main, except that a command-line mistake is bad input: exit code 2 (workbench.md),
@@ -68,6 +68,9 @@ struct CommonOptions: ParsableArguments {
     @Option(name: .long, help: "The cost profile of simulated mode: a name in Profiles/ (default iphone-15) or a .yaml file. Overrides the scenario's `profile`.")
     var profile: String?
 
+    @Option(name: .long, help: "Write the trace of every simulated variant to FILE (JSON Lines, Docs/simulation.md \"Traces\").")
+    var trace: String?
+
     @Option(name: .long, help: "Run each variant N times: seeds seed, seed+1, ... in simulated mode (the report shows each metric's median and spread). Overrides the scenario's `repeat`.")
     var `repeat`: Int?
 
@@ -80,6 +83,7 @@ struct CommonOptions: ParsableArguments {
         var o = Suite.Options()
         o.overrides = overrides
         o.reportsRoot = URL(fileURLWithPath: out, isDirectory: true)
+        o.trace = trace.map { URL(fileURLWithPath: $0) }
         if let shard {
             let parts = shard.split(separator: "/").compactMap { Int($0) }
             guard parts.count == 2, parts[1] >= 1, (1...parts[1]).contains(parts[0]) else {
@@ -278,3 +282,39 @@ struct Report: ParsableCommand {
 }
 
 extension ExecutionMode: ExpressibleByArgument {}
+
+struct Replay: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Re-run one simulated variant with a seed and print its interleaving up to a step: which queue ran what, at which virtual time.",
+        discussion: "A finding in a report names its seed and step. The run is the same as the one that found it (simulated mode repeats exactly); every step up to --until is printed.")
+    @Argument(help: "The scenario file.") var file: String
+    @Option(name: .long, help: "The seed (a report's finding names it).") var seed: UInt64
+    @Option(name: .long, help: "Print the steps up to this one.") var until: Int
+    @Option(name: .long, help: "Which variant (its name in the report, e.g. stack.topology=nested); default the first.") var variant: String?
+    @Option(name: .short, help: "Override a key: -p key=value (repeatable).") var p: [String] = []
+    @Option(name: .long, help: "The cost profile (default the scenario's).") var profile: String?
+    @Option(name: .long, help: "Also write the whole trace to FILE (JSON Lines).") var trace: String?
+
+    func run() throws {
+        try guarded {
+            let overrides = p + ["seed=\(seed)", "repeat=1"] + (profile.map { ["profile=\($0)"] } ?? [])
+            let loaded = try ScenarioLoader.load(file: file, overrides: overrides)
+            guard let scenario = variant.map({ name in loaded.variants.first { $0.variantName == name } }) ?? loaded.variants.first else {
+                throw WorkbenchError(.badInput, "no variant named \(variant ?? "") in \(file); the variants are \(loaded.variants.map(\.variantName).joined(separator: ", "))")
+            }
+            guard scenario.mode == .simulated else { throw WorkbenchError(.badInput, "replay needs simulated mode (the scenario says mode: real)") }
+            let writer = try trace.map { try TraceWriter(url: URL(fileURLWithPath: $0)) }
+            writer?.begin(scenario)
+            let until = self.until
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("ambar-replay-\(UUID().uuidString)", isDirectory: true)
+            defer { try? FileManager.default.removeItem(at: work) }
+            print("replay \(scenario.name) \(scenario.variantName) seed \(scenario.seed) profile \(scenario.profile), steps 1...\(until)")
+            let result = try VariantRunner(scenario: scenario, workDirectory: work, tracer: { record in
+                writer?.record(record)
+                if record.step <= until { print(record.text) }
+            }).run()
+            print("oracle: \(result.oracle.summary)")
+            return 0
+        }
+    }
+}

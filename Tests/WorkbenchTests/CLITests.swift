@@ -166,3 +166,40 @@ struct CLITests {
         #expect(!ws.tree().contains { $0.contains(".partial") })
     }
 }
+
+/// Replay and traces (Docs/simulation.md "Traces"): a finding names its seed and step, and replay prints the
+/// interleaving up to it; the trace file is versioned JSON Lines, the same for the same seed.
+@Suite("Replay and traces (Docs/simulation.md)", .serialized)
+struct ReplayTests {
+    @Test("run --trace writes a versioned trace; two runs give the same trace; replay prints the steps up to --until")
+    func traceAndReplay() throws {
+        let ws = try CLITests.workspace()
+        let first = try bench(["run", "tiny.yaml", "--out", "out", "--trace", "a.jsonl"], in: ws.url)
+        #expect(first.status == 0, "\(first.stderr)")
+        let second = try bench(["run", "tiny.yaml", "--out", "out2", "--trace", "b.jsonl"], in: ws.url)
+        #expect(second.status == 0, "\(second.stderr)")
+        let a = try String(contentsOf: ws.file("a.jsonl"), encoding: .utf8), b = try String(contentsOf: ws.file("b.jsonl"), encoding: .utf8)
+        #expect(a == b)
+        let lines = a.split(separator: "\n")
+        #expect(lines.first == #"{"format":"ambar-trace","profile":"iphone-15","repetition":"1","scenario":"tiny","seed":"7","variant":"default","version":"1"}"#)
+        let records = try lines.dropFirst().map { try JSONDecoder().decode(TraceRecord.self, from: Data($0.utf8)) }
+        #expect(records.contains { $0.event == "call" && $0.call == "save" && ($0.detail ?? "").hasPrefix("importer:") })
+        #expect(records.contains { $0.event == "call" && $0.call == "merge" && $0.queue == "simulated-main" })
+        #expect(records.contains { $0.event == "tick" && $0.thread == "display-link" })
+        // Steps only grow, and every block ends.
+        #expect(zip(records, records.dropFirst()).allSatisfy { $0.step <= $1.step })
+        #expect(records.filter { $0.event == "block" || $0.event == "sync" }.count == records.filter { $0.event == "end" }.count)
+
+        let replay = try bench(["replay", "tiny.yaml", "--seed", "7", "--until", "40"], in: ws.url)
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let out = replay.stdout.split(separator: "\n")
+        #expect(out.first == "replay tiny default seed 7 profile iphone-15, steps 1...40")
+        let printed = records.filter { $0.step <= 40 }.map(\.text)
+        #expect(Array(out.dropFirst().prefix(printed.count)).map(String.init) == printed)
+        #expect(out.last?.hasPrefix("oracle: ") == true)
+
+        let missing = try bench(["replay", "tiny.yaml", "--seed", "7", "--until", "5", "--variant", "nosuch"], in: ws.url)
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("no variant named nosuch"))
+    }
+}

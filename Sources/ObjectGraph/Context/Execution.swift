@@ -72,6 +72,10 @@ public protocol ExecutionSimulation: AnyObject, Sendable {
     func now(on thread: ExecutionThread) -> UInt64
     /// Suspends `thread` until the virtual time `deadline`.
     func sleep(until deadline: UInt64, on thread: ExecutionThread)
+    /// Whether ``trace(_:detail:on:)`` records anything (a trace was asked for).
+    var isTracing: Bool { get }
+    /// Records a Core Data call `thread` made (a save, a fetch, a merge), for the run's trace.
+    func trace(_ call: String, detail: String, on thread: ExecutionThread)
 }
 
 /// A thread's membership of a simulation, and the operations it counted since the simulation last charged them.
@@ -119,6 +123,13 @@ public enum Execution {
     public static func count(_ op: CostedOperation, _ n: Int = 1) {
         guard n != 0, let thread = ExecutionThread.current else { return }
         thread.counts[op.rawValue] += n
+    }
+
+    /// Records a Core Data call in the simulation's trace, when one is being written (no work otherwise).
+    @inline(__always)
+    public static func trace(_ call: String, _ detail: @autoclosure () -> String) {
+        guard let thread = ExecutionThread.current, thread.simulation.isTracing else { return }
+        thread.simulation.trace(call, detail: detail(), on: thread)
     }
 
     /// Monotonic nanoseconds: uptime in real mode, the calling thread's virtual time inside a simulation.

@@ -21,6 +21,7 @@ extension ManagedObjectContext {
     /// - Throws: ``ObjectGraphError`` for an unknown entity or key path, a type mismatch, or a store failure.
     public func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
         assertOnQueue()
+        Execution.trace("fetch", "\(name ?? "context"): \(request.entityName)\(request.fetchLimit > 0 ? " limit \(request.fetchLimit)" : "")")
         let entity = try entity(for: request)
         let batching = request.fetchBatchSize > 0 && parent == nil
         let entries = try fetchEntries(request, entity: entity, idsOnly: !request.includesPropertyValues || batching)

@@ -60,6 +60,7 @@ extension ManagedObjectContext {
     /// The merge itself; costs O(objects registered here that the save touched) plus O(inserted IDs): the
     /// smaller of the registry and each ID set is walked (semantics §3.1 cost model).
     func merge(_ changes: ContextObjectIDChanges) {
+        Execution.trace("merge", "\(name ?? "context"): \(changes.inserted.count) inserted, \(changes.updated.count) updated, \(changes.deleted.count) deleted")
         mergeAndAnnounce(changes)
         // The merged inserts that no observer kept were freed as the merge returned: their registry entries go
         // now (one lookup per inserted ID, the order of the merge's own work), not at the next sweep, which would

@@ -11,6 +11,7 @@ extension ManagedObjectContext {
     ///   errors naming the file. After a failure nothing is written and the context keeps its changes.
     public func save() throws {
         assertOnQueue()
+        Execution.trace("save", "\(name ?? "context"): \(insertedSet.count) inserted, \(updatedSet.count) updated, \(deletedSet.count) deleted")
         precondition(!isSaving, "ObjectGraph: save() called re-entrantly from a save (willSave or an observer)")
         isSaving = true
         defer { isSaving = false }

@@ -603,6 +603,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// `invalidatedAll` is posted, and fetched results controllers must fetch again.
     public func reset() {
         assertOnQueue()
+        Execution.trace("reset", name ?? "context")
         let objects = liveRegistered()
         for object in objects {
             object.managedObjectContext = nil

@@ -108,11 +108,17 @@ enum HTMLReport {
         if findings.isEmpty {
             html += "<p class=\"sub\">No findings: no lost update, stale value, duplicate or read-only save.</p>\n"
         } else {
-            html += "<table><tr><th class=\"l\">variant</th><th class=\"l\">kind</th><th>object</th><th class=\"l\">field</th><th class=\"l\">detail</th></tr>\n"
+            let replayable = findings.contains { $0.1.step != nil }
+            html += "<table><tr><th class=\"l\">variant</th><th class=\"l\">kind</th><th>object</th><th class=\"l\">field</th><th class=\"l\">detail</th>\(replayable ? "<th class=\"l\">seed, step</th>" : "")</tr>\n"
             for (r, f) in findings {
-                html += "<tr><td>\(escape(label(r)))</td><td class=\"l\">\(escape(f.kind))</td><td>\(f.key)</td><td class=\"l\">\(escape(f.field))</td><td class=\"l\">\(escape(f.detail))</td></tr>\n"
+                html += "<tr><td>\(escape(label(r)))</td><td class=\"l\">\(escape(f.kind))</td><td>\(f.key)</td><td class=\"l\">\(escape(f.field))</td><td class=\"l\">\(escape(f.detail))</td>"
+                if replayable { html += "<td class=\"l\">\(f.step.map { "seed \(r.seed), step \($0)" } ?? "–")</td>" }
+                html += "</tr>\n"
             }
             html += "</table>\n"
+            if let (r, f) = findings.first(where: { $0.1.step != nil }), let step = f.step {
+                html += "<p class=\"sub\">To see the interleaving that led to a finding (which queue ran what, at which virtual time): <code>ambar-bench replay SCENARIO.yaml --seed \(r.seed) --until \(step) --variant '\(escape(r.variant))'</code></p>\n"
+            }
         }
 
         html += "<h2>Counters</h2>\n<p class=\"sub\">\(results.contains { $0.mode == ExecutionMode.simulated.rawValue } ? "Simulated: every counter is exact for this scenario and seed, and the CI gate compares them all exactly." : "The first columns are deterministic: the same scenario and seed give the same numbers on any machine, and the CI gate compares them exactly. The others depend on timing.")</p>\n<div class=\"scroll\"><table><tr><th class=\"l\">variant</th>"

@@ -11,6 +11,8 @@ public struct OracleReport: Sendable, Codable, Equatable {
         public var key: Int64
         public var field: String
         public var detail: String
+        /// Simulated mode: the step of the save that lost or replaced the write (replay to it).
+        public var step: Int? = nil
     }
     public var verdict: Verdict
     /// Acknowledged writes lost without the policy promising it.
@@ -38,7 +40,8 @@ enum Oracle {
         var lost = 0, promised = 0, mismatches = 0, unknown = 0
         func add(_ f: OracleReport.Finding) { if findings.count < 200 { findings.append(f) } }
         let byKey = Dictionary(grouping: events, by: \.key)
-        for (key, keyEvents) in byKey {
+        // Sorted: findings are capped, so the order decides which are kept (never a dictionary's order).
+        for (key, keyEvents) in byKey.sorted(by: { $0.key < $1.key }) {
             if batchTouched.contains(key) {
                 unknown += 1
                 continue
@@ -47,10 +50,10 @@ enum Oracle {
             for e in keyEvents where e.version < 0 {
                 if ["storeTrump", "rollback"].contains(e.policy) {
                     promised += 1
-                    add(.init(kind: "promisedLoss", key: key, field: e.field, detail: "\(e.actor) wrote \(e.intended ?? ""); its \(e.policy) save discarded it"))
+                    add(.init(kind: "promisedLoss", key: key, field: e.field, detail: "\(e.actor) wrote \(e.intended ?? ""); its \(e.policy) save discarded it", step: e.step))
                 } else {
                     lost += 1
-                    add(.init(kind: "lostUpdate", key: key, field: e.field, detail: "\(e.actor) wrote \(e.intended ?? ""); its \(e.policy) save discarded it"))
+                    add(.init(kind: "lostUpdate", key: key, field: e.field, detail: "\(e.actor) wrote \(e.intended ?? ""); its \(e.policy) save discarded it", step: e.step))
                 }
             }
             // At one version, writes come before observations: a save whose own changes the policy dropped
@@ -73,7 +76,7 @@ enum Oracle {
                     unknown += 1
                 }
             }
-            for field in Set(ordered.map(\.field)) {
+            for field in Set(ordered.map(\.field)).sorted() {
                 var expected: String?
                 var writer: WriteEvent?
                 for e in ordered where e.field == field {
@@ -91,7 +94,7 @@ enum Oracle {
                                 add(.init(kind: "promisedLoss", key: key, field: field, detail: "\(e.actor) wrote \(intended); its \(e.policy) save kept \(e.committed)"))
                             } else {
                                 lost += 1
-                                add(.init(kind: "lostUpdate", key: key, field: field, detail: "\(e.actor) wrote \(intended); its \(e.policy) save committed \(e.committed)"))
+                                add(.init(kind: "lostUpdate", key: key, field: field, detail: "\(e.actor) wrote \(intended); its \(e.policy) save committed \(e.committed)", step: e.step))
                             }
                         }
                         expected = e.committed
@@ -103,7 +106,7 @@ enum Oracle {
                             add(.init(kind: "promisedLoss", key: key, field: field, detail: "\(w.actor)'s \(exp) overwritten by \(e.actor)'s overwrite save with \(e.committed)"))
                         } else {
                             lost += 1
-                            add(.init(kind: "lostUpdate", key: key, field: field, detail: "\(w.actor)'s \(exp) replaced by \(e.committed) in \(e.actor)'s \(e.policy) save, which did not write it"))
+                            add(.init(kind: "lostUpdate", key: key, field: field, detail: "\(w.actor)'s \(exp) replaced by \(e.committed) in \(e.actor)'s \(e.policy) save, which did not write it", step: e.step))
                         }
                         expected = e.committed
                     }
@@ -111,11 +114,12 @@ enum Oracle {
             }
         }
         var stale = 0
-        for (key, fields) in viewValues {
+        for (key, fields) in viewValues.sorted(by: { $0.key < $1.key }) {
             guard let row = finalRows[key], !batchTouched.contains(key) else { continue }
-            for (field, shown) in fields where row.fields[field] != nil && row.fields[field] != shown {
+            let lastStep = byKey[key]?.compactMap(\.step).max()
+            for (field, shown) in fields.sorted(by: { $0.key < $1.key }) where row.fields[field] != nil && row.fields[field] != shown {
                 stale += 1
-                add(.init(kind: "staleValue", key: key, field: field, detail: "the view shows \(shown), the store has \(row.fields[field]!) (a save the view context never merged, or merged from a stale row cache)"))
+                add(.init(kind: "staleValue", key: key, field: field, detail: "the view shows \(shown), the store has \(row.fields[field]!) (a save the view context never merged, or merged from a stale row cache)", step: lastStep))
             }
         }
         for key in duplicates { add(.init(kind: "duplicate", key: key, field: "", detail: "more than one row has this id")) }

@@ -50,6 +50,8 @@ public struct WriteEvent: Sendable, Codable, Equatable {
     public var committed: String
     /// `Z_OPT` after the save.
     public var version: Int64
-    /// Uptime (ns) when the save returned.
+    /// Uptime (ns) when the save returned; virtual in simulated mode.
     public var time: UInt64
+    /// The scheduler's step when the save returned (simulated mode): `ambar-bench replay --until` it.
+    public var step: Int? = nil
 }

@@ -68,11 +68,14 @@ public struct VariantRunner {
     let workDirectory: URL
     /// Progress lines (stderr when it is a terminal).
     let progress: (@Sendable (String) -> Void)?
+    /// Told of every step of a simulated run (its trace).
+    let tracer: (@Sendable (TraceRecord) -> Void)?
 
-    public init(scenario: Scenario, workDirectory: URL, progress: (@Sendable (String) -> Void)? = nil) {
+    public init(scenario: Scenario, workDirectory: URL, progress: (@Sendable (String) -> Void)? = nil, tracer: (@Sendable (TraceRecord) -> Void)? = nil) {
         self.scenario = scenario
         self.workDirectory = workDirectory
         self.progress = progress
+        self.tracer = tracer
     }
 
     public func run() throws -> VariantResult {
@@ -81,7 +84,7 @@ public struct VariantRunner {
             return try run(simulation: nil)
         case .simulated:
             let profile = try CostProfile.load(scenario.profile)
-            let scheduler = Scheduler(seed: scenario.seed, profile: profile)
+            let scheduler = Scheduler(seed: scenario.seed, profile: profile, tracer: tracer)
             var result = try scheduler.run { try run(simulation: scheduler) }
             result.profile = profile.name
             Self.addOperationRows(scheduler.totals, profile: profile, to: &result)
@@ -208,7 +211,7 @@ public struct VariantRunner {
                 }
             }
             if let simulation {
-                simulation.every(50_000_000, from: start, while: { running.load(ordering: .relaxed) > 0 }) { _ in sample() }
+                simulation.every(50_000_000, from: start, name: "sampler", while: { running.load(ordering: .relaxed) > 0 }) { _ in sample() }
                 // Every actor ends, the frames stop and the queues drain: then nothing is left to run.
                 simulation.waitUntilQuiet()
             } else {

@@ -9,6 +9,8 @@ public struct Suite {
         public var shard: (Int, Int)?
         public var progress: (@Sendable (String) -> Void)?
         public var runID: String?
+        /// Where to write the trace of every simulated variant (JSON Lines).
+        public var trace: URL?
         public init() {}
     }
 
@@ -24,6 +26,7 @@ public struct Suite {
         let loaded = try files.map { try ScenarioLoader.load(file: $0, overrides: options.overrides) }
         try checkWritable(options.reportsRoot)
         var outcomes: [Outcome] = []
+        let traceWriter = try options.trace.map(TraceWriter.init(url:))
         let runID = options.runID ?? Self.newRunID(shard: options.shard)
         for file in loaded {
             var variants = file.variants
@@ -37,7 +40,11 @@ public struct Suite {
                 let elapsed = Date().timeIntervalSince(started)
                 let eta = n == 0 ? "" : String(format: ", ETA %.0fs", elapsed / Double(n) * Double(variants.count - n))
                 options.progress?("\(variant.name): variant \(n + 1)/\(variants.count) \(variant.variantName) #\(variant.repetition) (elapsed \(Int(elapsed))s\(eta))")
-                let runner = VariantRunner(scenario: variant, workDirectory: work) { line in options.progress?("  \(line)") }
+                traceWriter?.begin(variant)
+                var tracer: (@Sendable (TraceRecord) -> Void)?
+                if let traceWriter { tracer = { traceWriter.record($0) } }
+                let progress = options.progress
+                let runner = VariantRunner(scenario: variant, workDirectory: work, progress: { line in progress?("  \(line)") }, tracer: tracer)
                 results.append(try runner.run())
             }
             let first = variants[0]

@@ -109,6 +109,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
     func events(_ objects: [(ManagedObject, [String: String])], actor: String, role: String) -> [WriteEvent] {
         let policy = stack.policies[role] ?? "error"
         let now = Clock.now()
+        let step = Scheduler.currentStep
         var result: [WriteEvent] = []
         for (object, intended) in objects where !object.objectID.isTemporaryID && !object.isDeleted {
             guard let key = object.objectID.primaryKey else { continue }
@@ -116,7 +117,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
                 // The policy discarded this object's changes (Rollback refreshes it): nothing of it was written.
                 for (field, value) in intended {
                     result.append(WriteEvent(actor: actor, role: role, policy: policy, key: key, field: field, intended: value,
-                                             committed: "<discarded>", version: -1, time: now))
+                                             committed: "<discarded>", version: -1, time: now, step: step))
                 }
                 continue
             }
@@ -126,7 +127,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
                 let committed = object.entity.slotIndex(of: field).flatMap { slot in object.original.map { $0.values[slot].description } }
                     ?? object.primitiveValue(forKey: field).description
                 result.append(WriteEvent(actor: actor, role: role, policy: policy, key: key, field: field, intended: intended[field],
-                                         committed: committed, version: object.snapshotVersion, time: now))
+                                         committed: committed, version: object.snapshotVersion, time: now, step: step))
             }
         }
         return result

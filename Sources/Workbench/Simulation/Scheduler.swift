@@ -28,10 +28,33 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     private var quietWaiter: Participant?
     private var lastTime: UInt64 = 0
     private var nextWorker = 1
+    /// Events run so far: a step is one block started, one thread woken or one timer tick.
+    public private(set) var step = 0
+    /// Told of every step, call and block end when a trace was asked for (Docs/simulation.md "Traces").
+    private let tracer: (@Sendable (TraceRecord) -> Void)?
 
-    public init(seed: UInt64, profile: CostProfile) {
+    public init(seed: UInt64, profile: CostProfile, tracer: (@Sendable (TraceRecord) -> Void)? = nil) {
         self.seed = seed
         self.profile = profile
+        self.tracer = tracer
+    }
+
+    /// The step of the simulation the calling thread belongs to, nil outside one.
+    public static var currentStep: Int? {
+        ((ExecutionThread.current as? Participant)?.simulation as? Scheduler)?.step
+    }
+
+    public var isTracing: Bool { tracer != nil }
+
+    public func trace(_ call: String, detail: String, on thread: ExecutionThread) {
+        guard let tracer, let p = thread as? Participant else { return }
+        settle(p)
+        tracer(TraceRecord(step: step, t: p.now, event: "call", queue: p.queueStack.last?.label, thread: p.name, call: call, detail: detail))
+    }
+
+    private func traceStep(_ event: String, at time: UInt64, queue: VirtualQueue?, thread: String) {
+        step += 1
+        tracer?(TraceRecord(step: step, t: time, event: event, queue: queue?.label, thread: thread))
     }
 
     // MARK: Running
@@ -81,9 +104,9 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
 
     /// Calls `action(t)` at `start`, `start + interval`, … for as long as `condition` holds at the tick. The
     /// action runs between events, at the tick's virtual time; it may queue blocks but not wait.
-    public func every(_ interval: UInt64, from start: UInt64, while condition: @escaping () -> Bool, _ action: @escaping (UInt64) -> Void) {
+    public func every(_ interval: UInt64, from start: UInt64, name: String = "timer", while condition: @escaping () -> Bool, _ action: @escaping (UInt64) -> Void) {
         precondition(interval > 0, "a timer needs an interval")
-        push(start, .timer(Timer(interval: interval, condition: condition, action: action)))
+        push(start, .timer(Timer(name: name, interval: interval, condition: condition, action: action)))
     }
 
     /// Suspends the runner until no event is left: every actor ended, every queue drained, every timer stopped.
@@ -171,6 +194,10 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     }
 
     private func finish(_ queue: VirtualQueue, at end: UInt64) {
+        if let tracer {
+            tracer(TraceRecord(step: step, t: end, event: "end", queue: queue.label, thread: nil, ops: queue.traceOps.isEmpty ? nil : queue.traceOps))
+            queue.traceOps = [:]
+        }
         queue.busyNanos += end - queue.startedAt
         queue.longestBlock = max(queue.longestBlock, end - queue.startedAt)
         queue.blocks += 1
@@ -217,6 +244,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
             let n = p.counts[i]
             guard n != 0 else { continue }
             p.counts[i] = 0
+            if tracer != nil, let queue = p.queueStack.last { queue.traceOps[CostedOperation.allCases[i].name, default: 0] += n }
             cost &+= UInt64(n) &* profile.nanos[i]
             totals.all[i] += n
             if onMain { totals.main[i] += n }
@@ -241,12 +269,14 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
             lastTime = max(lastTime, entry.time)
             switch entry.event {
             case .timer(let timer):
+                traceStep("tick", at: entry.time, queue: nil, thread: timer.name)
                 clockOverride = entry.time
                 let goOn = timer.condition()
                 if goOn { timer.action(entry.time) }
                 clockOverride = nil
                 if goOn { push(entry.time + timer.interval, .timer(timer)) }
             case .resume(let p):
+                traceStep("wake", at: entry.time, queue: p.queueStack.last, thread: p.name)
                 p.now = max(p.now, entry.time)
                 if p === me { return }
                 return handOff(to: p, from: me, exiting: exiting)
@@ -256,6 +286,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
                 queue.startedAt = entry.time
                 switch item.kind {
                 case .sync(let p):
+                    traceStep("sync", at: entry.time, queue: queue, thread: p.name)
                     p.now = entry.time
                     if p === me { return }
                     return handOff(to: p, from: me, exiting: exiting)
@@ -270,6 +301,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
                         worker = makeWorker()
                     }
                     worker.idle = false
+                    traceStep("block", at: entry.time, queue: queue, thread: worker.name)
                     worker.now = entry.time
                     worker.assignment = (queue, block)
                     if worker === me { return }
@@ -355,6 +387,8 @@ final class VirtualQueue: SimulatedQueue, @unchecked Sendable {  // touched by t
     /// The longest block run, and how many ran.
     var longestBlock: UInt64 = 0
     var blocks = 0
+    /// Operations of the running block, for the trace.
+    var traceOps: [String: Int] = [:]
 
     init(label: String, scheduler: Scheduler) {
         self.label = label
@@ -380,10 +414,12 @@ struct Item {
 }
 
 final class Timer {
+    let name: String
     let interval: UInt64
     let condition: () -> Bool
     let action: (UInt64) -> Void
-    init(interval: UInt64, condition: @escaping () -> Bool, action: @escaping (UInt64) -> Void) {
+    init(name: String, interval: UInt64, condition: @escaping () -> Bool, action: @escaping (UInt64) -> Void) {
+        self.name = name
         self.interval = interval
         self.condition = condition
         self.action = action
@@ -409,4 +445,44 @@ struct Entry: Comparable {
 public struct OperationTotals: Sendable, Equatable {
     public var all = [Int](repeating: 0, count: CostedOperation.allCases.count)
     public var main = [Int](repeating: 0, count: CostedOperation.allCases.count)
+}
+
+/// One line of a trace: `trace.jsonl`, format version 1 (Docs/simulation.md "Traces"). Events: `block` (a queued
+/// block starts on a worker), `sync` (a performAndWait starts), `wake` (a sleeping or rejoining thread runs on),
+/// `tick` (a timer: frames, samples), `call` (a Core Data call: save, fetch, merge, reset), `end` (a block ends,
+/// with the operations it performed).
+public struct TraceRecord: Sendable, Codable, Equatable {
+    public var step: Int
+    /// Virtual nanoseconds.
+    public var t: UInt64
+    public var event: String
+    public var queue: String?
+    public var thread: String?
+    public var call: String?
+    public var detail: String?
+    public var ops: [String: Int]?
+
+    public init(step: Int, t: UInt64, event: String, queue: String?, thread: String?, call: String? = nil, detail: String? = nil, ops: [String: Int]? = nil) {
+        self.step = step
+        self.t = t
+        self.event = event
+        self.queue = queue
+        self.thread = thread
+        self.call = call
+        self.detail = detail
+        self.ops = ops
+    }
+
+    /// The trace's version, written in its header line.
+    public static let formatVersion = 1
+
+    /// One human line: step, virtual time in ms, queue, thread, what happened.
+    public var text: String {
+        let time = String(format: "%10.3f ms", Double(t) / 1e6)
+        var line = "step \(step)\t\(time)\t\(queue ?? "-")\t\(thread ?? "-")\t\(event)"
+        if let call { line += " \(call)" }
+        if let detail { line += ": \(detail)" }
+        if let ops { line += " [" + ops.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + "]" }
+        return line
+    }
 }

@@ -69,7 +69,7 @@ public final class SimulatedMainThread: Sendable {
     func scheduleFrames(on scheduler: Scheduler, rate: Int, from start: UInt64, until stop: @escaping @Sendable () -> Bool, work: @escaping @Sendable () -> Void) {
         let stats = self.stats
         let queue = self.queue
-        scheduler.every(UInt64(1_000_000_000 / rate), from: start, while: { !stop() }) { intended in
+        scheduler.every(UInt64(1_000_000_000 / rate), from: start, name: "display-link", while: { !stop() }) { intended in
             let missed = stats.state.withLock { s -> Bool in
                 if s.framePending { s.framesMissed += 1; return true }
                 s.framePending = true
