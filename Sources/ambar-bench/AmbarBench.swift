@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ObjectGraph
 import Workbench
 
 /// `ambar-bench`: a thin shell over Workbench. Exit codes: 0 ok, 1 a threshold, baseline or oracle check
@@ -9,7 +10,7 @@ struct AmbarBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ambar-bench",
         abstract: "Replays Core Data stack workloads against the Ambar stack and other topologies, and reports what happened.",
-        subcommands: [Run.self, Replay.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self],
+        subcommands: [Run.self, Replay.self, Calibrate.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self],
         defaultSubcommand: Run.self)
 
     /// ArgumentParser's own main, except that a command-line mistake is bad input: exit code 2 (workbench.md),
@@ -317,4 +318,36 @@ struct Replay: ParsableCommand {
             return 0
         }
     }
+}
+
+struct Calibrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure what each costed operation takes on this machine (real mode) and write it as a cost profile.",
+        discussion: "Run a scenario on the result with --profile this-machine (or the file) to set a simulated run beside a real one.")
+    @Option(name: .long, help: "Where to write the profile.") var out: String = "Profiles/this-machine.yaml"
+    @Option(name: .long, help: "Objects per measuring workload.") var objects: Int = 2000
+    @Option(name: .long, help: "Repetitions of each workload (the median is kept).") var repetitions: Int = 5
+
+    func run() throws {
+        try guarded {
+            guard objects >= 8, objects <= 1_000_000, repetitions >= 1, repetitions <= 100 else {
+                throw WorkbenchError(.badInput, "--objects takes 8...1000000 and --repetitions 1...100")
+            }
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("ambar-calibrate-\(UUID().uuidString)", isDirectory: true)
+            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: work) }
+            let (profile, _) = try Calibration.measure(objects: objects, repetitions: repetitions, directory: work)
+            let url = URL(fileURLWithPath: out)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(Calibration.yaml(profile, host: ProcessInfo.processInfo.hostName).utf8).write(to: url)
+            _ = try CostProfile.load(file: url)  // what we wrote reads back
+            for op in CostedOperation.allCases { print(op.name.padding(toLength: 26, withPad: " ", startingAt: 0) + String(profile.cost(op)).leftPadded(10) + " ns") }
+            print("profile: \(url.path)")
+            return 0
+        }
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
 }

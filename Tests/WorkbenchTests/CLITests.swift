@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraph
 import Testing
 @testable import Workbench
 
@@ -201,5 +202,24 @@ struct ReplayTests {
         let missing = try bench(["replay", "tiny.yaml", "--seed", "7", "--until", "5", "--variant", "nosuch"], in: ws.url)
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("no variant named nosuch"))
+    }
+}
+
+@Suite("Calibration (Docs/simulation.md: Calibrating a profile)", .serialized)
+struct CalibrationTests {
+    @Test("calibrate writes a profile of this machine that loads back, with a measured figure for every operation, and a scenario runs on it")
+    func calibrateWritesALoadableProfile() throws {
+        let ws = try CLITests.workspace()
+        let calibrate = try bench(["calibrate", "--objects", "16", "--repetitions", "1", "--out", "Profiles/this-machine.yaml"], in: ws.url)
+        #expect(calibrate.status == 0, "\(calibrate.stderr)")
+        let profile = try CostProfile.load(file: ws.file("Profiles/this-machine.yaml"))
+        #expect(profile.estimated.isEmpty)
+        #expect(Set(profile.sources.keys) == Set(CostedOperation.allCases.map(\.name)))
+        #expect(profile.sources.values.allSatisfy { $0.hasPrefix("measured: ") })
+        #expect(profile.cost(.blockRun) > 0 && profile.cost(.objectRegistered) > 0)
+        let run = try bench(["run", "tiny.yaml", "--out", "out", "--profile", "this-machine"], in: ws.url)
+        #expect(run.status == 0, "\(run.stderr)")
+        let bad = try bench(["calibrate", "--objects", "3"], in: ws.url)
+        #expect(bad.status == 2)
     }
 }

@@ -15,6 +15,8 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     case faultFulfilledFromCache
     /// A fault was fulfilled from the store (a row-cache miss: one row read).
     case faultFulfilledFromStore
+    /// A fetch request executed (its fixed work: SQL built, the coordinator reached, the results mapped).
+    case fetchExecuted
     /// A row read by a fetch (or a batch of faults).
     case rowFetched
     /// A property read through key-value access.

@@ -128,6 +128,7 @@ extension ManagedObjectContext {
     /// The matches of a fetch at this level: the parent's (or the store's) results with this context's
     /// unsaved inserts, updates and deletes laid over them (semantics §4 `includesPendingChanges`).
     func fetchEntries(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [FetchEntry] {
+        Execution.count(.fetchExecuted)
         let overlay = request.includesPendingChanges && hasPendingChanges(for: entity)
         var base = request
         if overlay {

@@ -347,6 +347,9 @@ public struct VariantRunner {
             rows.append(MetricRow("mainStall", "max", Double(queue.longestBlock) / 1e6, "ms"))
             rows.append(MetricRow("mainBlocks", "count", Double(queue.blocks), "count"))
             rows.append(MetricRow("runTime", "value", runSeconds, "s"))
+        } else {
+            // Real mode: the main queue's wall time over every block, to set beside a simulated run.
+            rows.append(MetricRow("mainBusy", "total", Double(mainState.busyNanos) / 1e6, "ms"))
         }
         rows.append(MetricRow("framesMissed", "count", Double(mainState.framesMissed), "count"))
         rows.append(MetricRow("registeredObjects", "value", Double(viewRegistered), "objects", label: "view"))

@@ -1,0 +1,250 @@
+import Dispatch
+import Foundation
+import ObjectGraph
+import Synchronization
+
+/// `ambar-bench calibrate`: measures what each ``CostedOperation`` costs this library on this machine, in real
+/// mode, and writes it as a cost profile, so a simulated run on it can be set beside a real run of the same
+/// scenario (Docs/simulation.md "Calibrating a profile").
+///
+/// Each figure is the median over repetitions of a small workload on the shipped `workload` model that does one
+/// kind of operation many times; where a workload cannot do one operation alone (a save inserts rows *and* runs
+/// statements), the operations it also does are measured first and subtracted, as each line's `source` says.
+public enum Calibration {
+    /// Measures every operation with `objects` objects per workload, `repetitions` times each (median kept).
+    public static func measure(objects: Int = 2000, repetitions: Int = 5, cold: Bool = true, directory: URL) throws -> (CostProfile, [String: String]) {
+        precondition(objects >= 8 && repetitions >= 1, "calibration needs at least 8 objects and one repetition")
+        let model = try ManagedObjectModel(file: ScenarioLoader.workloadModel)
+        let n = objects
+        var ns: [CostedOperation: Double] = [:]
+        var how: [CostedOperation: String] = [:]
+        var run = 0
+
+        /// A fresh store with `rows` records, and a private context on it.
+        func store(rows: Int) throws -> (PersistentStoreCoordinator, ManagedObjectContext) {
+            run += 1
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: model, name: "calibrate")
+            try coordinator.addPersistentStore(type: .sqlite, at: directory.appendingPathComponent("calibrate-\(run).sqlite"))
+            let context = ManagedObjectContext(concurrencyType: .privateQueue)
+            context.persistentStoreCoordinator = coordinator
+            if rows > 0 {
+                try context.performAndWait {
+                    for i in 0..<rows { try insert(context, id: i) }
+                    try context.save()
+                    context.reset()
+                }
+            }
+            return (coordinator, context)
+        }
+        func fresh(_ coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+            let context = ManagedObjectContext(concurrencyType: .privateQueue)
+            context.persistentStoreCoordinator = coordinator
+            return context
+        }
+        func insert(_ context: ManagedObjectContext, id: Int) throws {
+            let object = try context.insertNewObject(forEntityName: "Record")
+            try object.setValue(Int64(id), forKey: "id")
+            try object.setValue("title \(id)", forKey: "title")
+            try object.setValue(Double(id), forKey: "value")
+        }
+        /// Median nanoseconds of `body` over the repetitions; `prepare` runs untimed before each. With `cold`, the
+        /// CPU caches are flushed (a buffer larger than the last-level cache is streamed) before each timing: a
+        /// workbench's main queue meets its objects cold, after an import on another thread went through them.
+        func median<T>(_ prepare: () throws -> T, _ body: (T) throws -> Void) throws -> Double {
+            var times: [Double] = []
+            for _ in 0..<repetitions {
+                let state = try prepare()
+                if cold { evict() }
+                let t0 = DispatchTime.now().uptimeNanoseconds
+                try body(state)
+                times.append(Double(DispatchTime.now().uptimeNanoseconds - t0))
+            }
+            return times.sorted()[times.count / 2]
+        }
+        func records(_ context: ManagedObjectContext, faults: Bool = false) throws -> [ManagedObject] {
+            var request = FetchRequest(entityName: "Record", sortDescriptors: [ObjectSortDescriptor("id")])
+            request.returnsObjectsAsFaults = faults
+            return try context.fetch(request)
+        }
+
+        // A block on a serial queue, as the workbench's main queue meets it: queued from another thread to an idle
+        // queue, timed from inside (as real mode times main-queue blocks), with the caches cold.
+        let inside = Mutex<[UInt64]>([])
+        let queue = ContextQueue(label: "calibrate", around: { block in
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            block()
+            let t = DispatchTime.now().uptimeNanoseconds - t0
+            inside.withLock { $0.append(t) }
+        })
+        let blocks = min(200, n)
+        for _ in 0..<blocks {
+            if cold { evict() }
+            let done = DispatchSemaphore(value: 0)
+            queue.async { done.signal() }
+            done.wait()
+        }
+        let insideTimes = inside.withLock { $0 }.sorted()
+        ns[.blockRun] = Double(insideTimes[insideTimes.count / 2])
+        how[.blockRun] = "\(blocks) blocks queued to an idle private queue from another thread, timed from inside, caches cold (median)"
+
+        // Registering, setting and reading, on inserted objects.
+        let (_, scratch) = try store(rows: 0)
+        ns[.objectRegistered] = try median({ scratch.performAndWait { scratch.reset() } }) { _ in
+            try scratch.performAndWait { for _ in 0..<n { _ = try scratch.insertNewObject(forEntityName: "Record") } }
+        } / Double(n)
+        how[.objectRegistered] = "\(n) objects inserted (registered) in a context"
+        let setObjects = try scratch.performAndWait { scratch.reset(); return try (0..<n).map { _ in try scratch.insertNewObject(forEntityName: "Record") } }
+        ns[.propertySet] = try median({ () }) { _ in try scratch.performAndWait { for (i, o) in setObjects.enumerated() { try o.setValue("t\(i & 7)", forKey: "title") } } } / Double(n)
+        how[.propertySet] = "\(n) string attributes set on inserted objects"
+        ns[.propertyRead] = try median({ () }) { _ in scratch.performAndWait { for o in setObjects { _ = o.value(forKey: "title") } } } / Double(n)
+        how[.propertyRead] = "\(n) string attributes read from materialized objects"
+
+        // Statements: our store runs cached prepared statements, so a statement's own cost cannot be told apart
+        // from the work around it from outside the store; it is folded into fetchExecuted and the row costs.
+        ns[.sqlStatement] = 0
+        how[.sqlStatement] = "0: folded into fetchExecuted, rowInserted, rowUpdated, rowDeleted and the faults (cached statements)"
+        let (coordinator, context) = try store(rows: n)
+        let none = try ObjectPredicate(format: "id < 0")
+        let fetches = 200
+        ns[.fetchExecuted] = try median({ () }) { _ in
+            try context.performAndWait { for _ in 0..<fetches { _ = try context.fetchObjectIDs(FetchRequest(entityName: "Record", predicate: none)) } }
+        } / Double(fetches)
+        how[.fetchExecuted] = "\(fetches) fetches of object IDs matching no row (one SELECT each)"
+
+        // Rows fetched as objects: less the fetch itself and the registration each fetched object also costs.
+        ns[.rowFetched] = max(0, (try median({ fresh(coordinator) }) { c in _ = try c.performAndWait { try records(c) } } - ns[.fetchExecuted]!) / Double(n) - ns[.objectRegistered]!)
+        how[.rowFetched] = "\(n) rows fetched as objects, less fetchExecuted and objectRegistered per row"
+
+        // Faults fired from the row cache (a materialized copy elsewhere keeps the rows cached), and from the store
+        // (staleness 0: every fault reads its row).
+        let holder = fresh(coordinator)
+        let held = try holder.performAndWait { try records(holder) }
+        ns[.faultFulfilledFromCache] = max(0, try median({ () -> (ManagedObjectContext, [ManagedObject]) in
+            let c = fresh(coordinator)
+            return (c, try c.performAndWait { try records(c, faults: true) })
+        }) { c, objects in c.performAndWait { for o in objects { _ = o.value(forKey: "title") } } } / Double(n) - ns[.propertyRead]!)
+        how[.faultFulfilledFromCache] = "\(n) faults fired by a property read with their rows cached, less propertyRead"
+        let ids = held.map(\.objectID)
+        ns[.faultFulfilledFromStore] = max(0, try median({ () -> (ManagedObjectContext, [ManagedObject]) in
+            let c = fresh(coordinator)
+            c.stalenessInterval = 0
+            return (c, c.performAndWait { ids.map { c.object(with: $0) } })
+        }) { c, objects in c.performAndWait { for o in objects { _ = o.value(forKey: "title") } } } / Double(n) - ns[.propertyRead]!)
+        how[.faultFulfilledFromStore] = "\(n) faults fired with staleness 0 (each reads its row), less propertyRead"
+        _ = held.count
+
+        // Refreshing materialized objects.
+        ns[.objectRefreshed] = try median({ () -> (ManagedObjectContext, [ManagedObject]) in
+            let c = fresh(coordinator)
+            return (c, try c.performAndWait { try records(c) })
+        }) { c, objects in c.performAndWait { for o in objects { c.refresh(o, mergeChanges: true) } } } / Double(n)
+        how[.objectRefreshed] = "\(n) unchanged materialized objects refreshed (mergeChanges true)"
+
+        // Notifications: a post with one observer and a set of IDs.
+        let name = Notification.Name("AmbarCalibration")
+        let token = NotificationCenter.default.addObserver(forName: name, object: nil, queue: nil) { _ in }
+        let payload: [AnyHashable: Any] = ["inserted": Set(ids.prefix(10))]
+        let posts = 2000
+        ns[.notificationPosted] = try median({ () }) { _ in for _ in 0..<posts { NotificationCenter.default.post(name: name, object: nil, userInfo: payload) } } / Double(posts)
+        NotificationCenter.default.removeObserver(token)
+        how[.notificationPosted] = "\(posts) notifications posted to one observer with a set of 10 IDs"
+
+        // A controller's test of one object: a predicate evaluated on a materialized object.
+        let predicate = try ObjectPredicate(format: "value > 10")
+        ns[.controllerObjectEvaluated] = try median({ () }) { _ in try holder.performAndWait { for o in held { _ = try predicate.evaluate(with: o) } } } / Double(n)
+        how[.controllerObjectEvaluated] = "\(n) predicate evaluations (value > 10) on materialized objects"
+
+        // Saves. A save's fixed work: a child's save of one change into its parent (no store).
+        let parent = fresh(coordinator)
+        ns[.contextSave] = try median({ () -> ManagedObjectContext in
+            let child = ManagedObjectContext(concurrencyType: .privateQueue)
+            child.parent = parent
+            try child.performAndWait { try child.insertNewObject(forEntityName: "Record").setValue(Int64(1), forKey: "id") }
+            return child
+        }) { child in try child.performAndWait { try child.save() } }
+        how[.contextSave] = "a child context's save of one inserted object into its parent"
+
+        // Inserts at two sizes: the slope is a row (with its statement), the intercept the transaction.
+        func insertSave(_ count: Int) throws -> Double {
+            try median({ () -> ManagedObjectContext in
+                let (_, c) = try store(rows: 0)
+                try c.performAndWait { for i in 0..<count { try insert(c, id: i) } }
+                return c
+            }) { c in try c.performAndWait { try c.save() } }
+        }
+        let single = try insertSave(1), large = try insertSave(n)
+        let perRow = max(0, (large - single) / Double(n - 1))
+        ns[.rowInserted] = perRow
+        ns[.transaction] = max(0, single - perRow - ns[.contextSave]!)
+        how[.rowInserted] = "saves of 1 and \(n) inserted objects: the slope per row (its statement included)"
+        how[.transaction] = "the save of 1 inserted object, less its row and contextSave"
+
+        // Updates and deletes of n rows, less the save's fixed cost and one statement per row.
+        let fixed = ns[.transaction]! + ns[.contextSave]!
+        var round = 0.0
+        let update = try median({ () -> ManagedObjectContext in
+            let c = fresh(coordinator)
+            round += 1  // a new value every repetition: setting a value a row already has changes nothing
+            try c.performAndWait { for (i, o) in try records(c).enumerated() { try o.setValue(Double(i) + round / 8, forKey: "value") } }
+            return c
+        }) { c in try c.performAndWait { try c.save() } }
+        ns[.rowUpdated] = max(0, (update - fixed) / Double(n))
+        how[.rowUpdated] = "a save of \(n) updated objects, less transaction and contextSave (its statement included)"
+        let delete = try median({ () -> ManagedObjectContext in
+            let (_, c) = try store(rows: n)
+            try c.performAndWait { for o in try records(c) { c.delete(o) } }
+            return c
+        }) { c in try c.performAndWait { try c.save() } }
+        ns[.rowDeleted] = max(0, (delete - fixed) / Double(n))
+        how[.rowDeleted] = "a save of \(n) deleted objects, less transaction and contextSave (its statement included)"
+
+        // A child's save into its parent: per object, less the parent's registration.
+        let push = try median({ () -> ManagedObjectContext in
+            let child = ManagedObjectContext(concurrencyType: .privateQueue)
+            child.parent = fresh(coordinator)
+            try child.performAndWait { for i in 0..<n { try insert(child, id: i) } }
+            return child
+        }) { child in try child.performAndWait { try child.save() } }
+        ns[.objectPushed] = max(0, (push - ns[.contextSave]!) / Double(n) - ns[.objectRegistered]!)
+        how[.objectPushed] = "a child's save of \(n) inserted objects into its parent, less contextSave and objectRegistered per object"
+
+        var profile = CostProfile(name: "this-machine", description: "", fittedTo: "", nanos: [], sources: [:], estimated: [])
+        profile.nanos = CostedOperation.allCases.map { UInt64((ns[$0] ?? 0).rounded()) }
+        for op in CostedOperation.allCases { profile.sources[op.name] = "measured: " + (how[op] ?? "") }
+        _ = context
+        return (profile, Dictionary(uniqueKeysWithValues: how.map { ($0.key.name, $0.value) }))
+    }
+
+    /// Streams 64 MiB (more than a server's last-level cache) through the caches, so the next workload starts cold.
+    static func evict() {
+        let words = 8 << 20
+        let buffer = evictionBuffer
+        var sum = 0
+        for i in stride(from: 0, to: words, by: 8) {
+            buffer[i] &+= 1
+            sum &+= buffer[i]
+        }
+        evictionSink = sum
+    }
+
+    nonisolated(unsafe) private static let evictionBuffer: UnsafeMutablePointer<Int> = {
+        let p = UnsafeMutablePointer<Int>.allocate(capacity: 8 << 20)
+        p.initialize(repeating: 0, count: 8 << 20)
+        return p
+    }()
+    nonisolated(unsafe) private static var evictionSink = 0
+
+    /// The profile as a file `CostProfile.load(file:)` reads back.
+    public static func yaml(_ profile: CostProfile, host: String) -> String {
+        var text = "# Cost profile measured by `ambar-bench calibrate` on \(host): what each operation costs this library on this\n"
+        text += "# machine in real mode. Replaying a scenario on it sets a simulated run beside a real one (Docs/simulation.md).\n"
+        text += "description: This machine (\(host)), ObjectGraph over SQLite, measured by ambar-bench calibrate.\n"
+        text += "fittedTo: nothing (every figure measured on this machine)\n"
+        text += "costs:\n"
+        for op in CostedOperation.allCases {
+            let source = (profile.sources[op.name] ?? "").replacingOccurrences(of: "\"", with: "'")
+            text += "  \(op.name): { ns: \(profile.cost(op)), estimated: false, source: \"\(source)\" }\n"
+        }
+        return text
+    }
+}
