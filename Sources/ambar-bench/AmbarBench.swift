@@ -327,6 +327,10 @@ struct Calibrate: ParsableCommand {
     @Option(name: .long, help: "Where to write the profile.") var out: String = "Profiles/this-machine.yaml"
     @Option(name: .long, help: "Objects per measuring workload.") var objects: Int = 2000
     @Option(name: .long, help: "Repetitions of each workload (the median is kept).") var repetitions: Int = 5
+    @Option(name: .long, help: "Scenarios whose real-mode main-queue blocks the main-queue costs are fitted to (repeatable; default the three of `make run`). Their seeds are moved by --seed-offset, so the fit is not judged on the runs it was fitted to.")
+    var scenario: [String] = []
+    @Option(name: .long, help: "Added to each fitting scenario's seed.") var seedOffset: UInt64 = 1000
+    @Flag(name: .long, help: "Microbenchmarks only: no fit to real-mode runs.") var noFit = false
 
     func run() throws {
         try guarded {
@@ -336,7 +340,18 @@ struct Calibrate: ParsableCommand {
             let work = FileManager.default.temporaryDirectory.appendingPathComponent("ambar-calibrate-\(UUID().uuidString)", isDirectory: true)
             try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: work) }
-            let (profile, _) = try Calibration.measure(objects: objects, repetitions: repetitions, directory: work)
+            var (profile, _) = try Calibration.measure(objects: objects, repetitions: repetitions, directory: work)
+            if !noFit {
+                let files = scenario.isEmpty ? ["Scenarios/thousands-of-imports.yaml", "Scenarios/conflict-storm.yaml", "Scenarios/read-only-view.yaml"] : scenario
+                var variants: [Scenario] = []
+                for file in files {
+                    let base = try ScenarioLoader.load(file: file).variants.first?.seed ?? 1
+                    variants += try ScenarioLoader.load(file: file, overrides: ["seed=\(base &+ seedOffset)", "repeat=1"]).variants
+                }
+                let blocks: Int
+                (profile, blocks) = try Calibration.fit(profile, scenarios: variants, directory: work, progress: isTerminal ? { stderr($0) } : nil)
+                profile.fittedTo = "\(blocks) main-queue blocks of \(files.joined(separator: ", ")) run in real mode on this machine, seeds moved by \(seedOffset)"
+            }
             let url = URL(fileURLWithPath: out)
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(Calibration.yaml(profile, host: ProcessInfo.processInfo.hostName).utf8).write(to: url)

@@ -77,17 +77,18 @@ struct SimulationTests {
         #expect(mainBlocked.withLock { $0 } == 200_000)
     }
 
-    @Test("a block's cost is the sum of its operations at the profile's prices, plus the block itself")
+    @Test("a block's cost is the sum of its operations at the profile's prices, plus the block itself when queued (not when waited for)")
     func costOfABlock() throws {
         let scheduler = Scheduler(seed: 1, profile: try Self.profile(block: 7000, set: 1000))
         let log = Log()
         scheduler.run {
             let q = ContextQueue(label: "q")
-            q.sync { Self.work(microseconds: 3) }
+            q.async { Self.work(microseconds: 3) }
+            q.sync { log.add("sync-start"); Self.work(microseconds: 1) }
             log.add("after")
         }
-        #expect(log.entries == ["after@10"])
-        #expect(scheduler.totals.all[CostedOperation.propertySet.rawValue] == 3)
+        #expect(log.entries == ["sync-start@10", "after@11"])
+        #expect(scheduler.totals.all[CostedOperation.propertySet.rawValue] == 4)
         #expect(scheduler.totals.all[CostedOperation.blockRun.rawValue] == 1)
     }
 

@@ -38,7 +38,7 @@ public final class ContextQueue: @unchecked Sendable {  // immutable after init
         self.around = around
         self.willEnqueue = willEnqueue
         self.marker = Self.nextMarker.add(1, ordering: .relaxed).newValue
-        if let thread = ExecutionThread.current {
+        if let thread = ExecutionThread.current, thread.isSimulated {
             simulated = thread.simulation.makeQueue(label: label)
             queue = nil
         } else {

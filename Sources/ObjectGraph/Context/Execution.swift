@@ -43,7 +43,8 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     case contextSave
     /// An object carried from a child context into its parent by the child's save.
     case objectPushed
-    /// A block run on a serial queue (dispatch and autorelease pool).
+    /// A block queued on a serial queue (`perform`, an async merge, a frame) and run: the dispatch, the hop to
+    /// the queue's thread and its autorelease pool. A `performAndWait` runs on the caller's thread and is free.
     case blockRun
 
     /// The name used in profiles, reports and CSV.
@@ -86,11 +87,15 @@ public protocol ExecutionSimulation: AnyObject, Sendable {
 /// simulation, and ``Execution/now()`` reads its virtual clock.
 open class ExecutionThread: @unchecked Sendable {  // counts are touched by the owning thread only, or by the simulation while that thread is suspended
     public let simulation: any ExecutionSimulation
+    /// False for a thread that only counts operations (real mode's calibration): its queues stay dispatch queues
+    /// and its clock the wall clock.
+    public let isSimulated: Bool
     /// Counts by ``CostedOperation`` raw value.
     public let counts: UnsafeMutablePointer<Int>
 
-    public init(simulation: any ExecutionSimulation) {
+    public init(simulation: any ExecutionSimulation, isSimulated: Bool = true) {
         self.simulation = simulation
+        self.isSimulated = isSimulated
         counts = .allocate(capacity: CostedOperation.allCases.count)
         counts.initialize(repeating: 0, count: CostedOperation.allCases.count)
     }
@@ -130,19 +135,19 @@ public enum Execution {
     /// Records a Core Data call in the simulation's trace, when one is being written (no work otherwise).
     @inline(__always)
     public static func trace(_ call: String, _ detail: @autoclosure () -> String) {
-        guard let thread = ExecutionThread.current, thread.simulation.isTracing else { return }
+        guard let thread = ExecutionThread.current, thread.isSimulated, thread.simulation.isTracing else { return }
         thread.simulation.trace(call, detail: detail(), on: thread)
     }
 
     /// Monotonic nanoseconds: uptime in real mode, the calling thread's virtual time inside a simulation.
     public static func now() -> UInt64 {
-        if let thread = ExecutionThread.current { return thread.simulation.now(on: thread) }
+        if let thread = ExecutionThread.current, thread.isSimulated { return thread.simulation.now(on: thread) }
         return DispatchTime.now().uptimeNanoseconds
     }
 
     /// Waits until `deadline` (a value of ``now()``): virtually inside a simulation, else by sleeping.
     public static func sleep(until deadline: UInt64) {
-        if let thread = ExecutionThread.current { return thread.simulation.sleep(until: deadline, on: thread) }
+        if let thread = ExecutionThread.current, thread.isSimulated { return thread.simulation.sleep(until: deadline, on: thread) }
         let now = DispatchTime.now().uptimeNanoseconds
         guard deadline > now else { return }
         var ts = timespec(tv_sec: Int((deadline - now) / 1_000_000_000), tv_nsec: Int((deadline - now) % 1_000_000_000))

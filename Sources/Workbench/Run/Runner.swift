@@ -31,6 +31,9 @@ public struct VariantResult: Sendable, Codable {
     public var wallSeconds: Double
     /// The operation history (written to events.jsonl, not to results.json).
     public var events: [WriteEvent] = []
+    /// Real mode with ``VariantRunner/countsMainQueueOperations``: each main-queue block's operation counts (by
+    /// ``CostedOperation`` raw value) and wall nanoseconds. Not written to any file.
+    public var mainBlockSamples: [([Int], UInt64)] = []
 
     enum CodingKeys: String, CodingKey {
         case scenario, variant, parameters, repetition, topology, policies, seed, mode, profile, metrics, host, counters, timeseries, mergeCurve, oracle, thresholds, notes, wallSeconds
@@ -70,6 +73,8 @@ public struct VariantRunner {
     let progress: (@Sendable (String) -> Void)?
     /// Told of every step of a simulated run (its trace).
     let tracer: (@Sendable (TraceRecord) -> Void)?
+    /// Real mode: count each main-queue block's operations (``VariantResult/mainBlockSamples``), for calibration.
+    public var countsMainQueueOperations = false
 
     public init(scenario: Scenario, workDirectory: URL, progress: (@Sendable (String) -> Void)? = nil, tracer: (@Sendable (TraceRecord) -> Void)? = nil) {
         self.scenario = scenario
@@ -114,7 +119,7 @@ public struct VariantRunner {
             throw WorkbenchError(.badInput, "the scenario's model cannot be used: \(error)")
         }
         let recorder = RunRecorder()
-        let main = SimulatedMainThread()
+        let main = SimulatedMainThread(countsOperations: countsMainQueueOperations)
         (main.queue.simulatedQueue as? VirtualQueue)?.isMain = true
         let storeURL = directory.appendingPathComponent("store.sqlite")
         let stack = try TopologyBuilder(scenario: scenario, model: model, storeURL: storeURL, main: main, recorder: recorder).build()
@@ -369,6 +374,7 @@ public struct VariantRunner {
             metrics: rows, host: host, counters: counters,
             timeseries: readings, mergeCurve: recorder.mergeLatency.curve().map { [$0.0, $0.1] }, oracle: oracle, thresholds: [],
             notes: recorderState.notes, wallSeconds: simulation == nil ? runSeconds : wallSeconds, events: recorderState.events)
+        result.mainBlockSamples = main.stats.blockSamples.withLock { $0 }
         result.thresholds = scenario.thresholds.map { t in
             let value = result.metrics.first { $0.metric == t.metric && $0.statistic == t.statistic }?.value
             let passed = value.map { t.polarity == .lowerIsBetter ? $0 <= t.limit : $0 >= t.limit } ?? false

@@ -215,6 +215,58 @@ public enum Calibration {
         return (profile, Dictionary(uniqueKeysWithValues: how.map { ($0.key.name, $0.value) }))
     }
 
+    /// Fits the costs of the operations seen on the main queue to real-mode runs of `scenarios`: each main-queue
+    /// block's wall time against its operation counts, by non-negative least squares. In situ, an operation costs
+    /// what it costs there (cold caches, the other core busy, the work around it that no counter names), which
+    /// the microbenchmarks above miss. Operations never seen on the main queue keep their measured figures.
+    /// - Returns: the fitted profile and the number of blocks it was fitted to.
+    public static func fit(_ measured: CostProfile, scenarios: [Scenario], directory: URL, progress: ((String) -> Void)? = nil) throws -> (CostProfile, Int) {
+        var samples: [([Int], UInt64)] = []
+        var names: [String] = []
+        for var scenario in scenarios {
+            scenario.mode = .real
+            progress?("fitting on \(scenario.name) \(scenario.variantName) (real mode, seed \(scenario.seed))")
+            var runner = VariantRunner(scenario: scenario, workDirectory: directory)
+            runner.countsMainQueueOperations = true
+            samples += try runner.run().mainBlockSamples
+            if !names.contains(scenario.name) { names.append(scenario.name) }
+        }
+        let k = CostedOperation.allCases.count
+        var gram = [[Double]](repeating: [Double](repeating: 0, count: k), count: k)
+        var rhs = [Double](repeating: 0, count: k)
+        for (counts, wall) in samples {
+            for i in 0..<k where counts[i] != 0 {
+                rhs[i] += Double(counts[i]) * Double(wall)
+                for j in 0..<k where counts[j] != 0 { gram[i][j] += Double(counts[i]) * Double(counts[j]) }
+            }
+        }
+        // Operations that always come together (a merge's registrations and notifications) cannot be told apart
+        // by the blocks alone: a ridge term pulls each cost toward its microbenchmark, in proportion to how much
+        // data there is on it, so the split stays near the measured one and the sum fits the blocks.
+        let ridge = 0.1
+        for i in 0..<k where gram[i][i] > 0 {
+            let weight = ridge * gram[i][i]
+            gram[i][i] += weight
+            rhs[i] += weight * Double(measured.nanos[i])
+        }
+        // Non-negative least squares by coordinate descent, from the measured figures.
+        var cost = measured.nanos.map(Double.init)
+        for _ in 0..<2000 {
+            for i in 0..<k where gram[i][i] > 0 {
+                var residual = rhs[i]
+                for j in 0..<k { residual -= gram[i][j] * cost[j] }
+                cost[i] = max(0, cost[i] + residual / gram[i][i])
+            }
+        }
+        var profile = measured
+        let scenariosText = names.joined(separator: ", ")
+        for op in CostedOperation.allCases where gram[op.rawValue][op.rawValue] > 0 {
+            profile.nanos[op.rawValue] = UInt64(min(cost[op.rawValue], CostProfile.maximumNanos).rounded())
+            profile.sources[op.name] = "fitted: \(samples.count) main-queue blocks of \(scenariosText) in real mode (non-negative least squares); microbenchmark \(measured.cost(op)) ns"
+        }
+        return (profile, samples.count)
+    }
+
     /// Streams 64 MiB (more than a server's last-level cache) through the caches, so the next workload starts cold.
     static func evict() {
         let words = 8 << 20
@@ -239,7 +291,7 @@ public enum Calibration {
         var text = "# Cost profile measured by `ambar-bench calibrate` on \(host): what each operation costs this library on this\n"
         text += "# machine in real mode. Replaying a scenario on it sets a simulated run beside a real one (Docs/simulation.md).\n"
         text += "description: This machine (\(host)), ObjectGraph over SQLite, measured by ambar-bench calibrate.\n"
-        text += "fittedTo: nothing (every figure measured on this machine)\n"
+        text += "fittedTo: \(profile.fittedTo.isEmpty ? "nothing (every figure measured on this machine)" : profile.fittedTo)\n"
         text += "costs:\n"
         for op in CostedOperation.allCases {
             let source = (profile.sources[op.name] ?? "").replacingOccurrences(of: "\"", with: "'")
@@ -247,4 +299,15 @@ public enum Calibration {
         }
         return text
     }
+}
+
+/// The simulation of a thread that only counts operations (real mode's calibration); never asked anything,
+/// since such a thread is not simulated (``ExecutionThread/isSimulated``).
+final class CountingOnly: ExecutionSimulation {
+    static let shared = CountingOnly()
+    func makeQueue(label: String) -> any SimulatedQueue { preconditionFailure("a counting thread makes dispatch queues") }
+    func now(on thread: ExecutionThread) -> UInt64 { preconditionFailure("a counting thread reads the wall clock") }
+    func sleep(until deadline: UInt64, on thread: ExecutionThread) { preconditionFailure("a counting thread sleeps for real") }
+    var isTracing: Bool { false }
+    func trace(_ call: String, detail: String, on thread: ExecutionThread) {}
 }

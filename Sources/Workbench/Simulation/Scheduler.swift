@@ -183,7 +183,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         // The caller's queue was blocked while it waited (a main-queue block waiting for a coordinator).
         if let outer = p.queueStack.last { outer.blockedNanos += p.now - requested }
         p.queueStack.append(queue)
-        p.counts[CostedOperation.blockRun.rawValue] += 1
+        // No blockRun: GCD runs a sync block on the caller's own thread (no hop, no wake-up).
         block()
         settle(p)
         p.queueStack.removeLast()

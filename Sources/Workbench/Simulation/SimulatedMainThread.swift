@@ -30,16 +30,31 @@ public final class SimulatedMainThread: Sendable {
             var blockIsMerge = false
         }
         let state = Mutex(State())
+        /// Real mode, when asked: each main-queue block's operation counts and wall nanoseconds (calibration).
+        let blockSamples = Mutex<[([Int], UInt64)]>([])
     }
 
-    public init(label: String = "simulated-main") {
+    /// - Parameter countsOperations: real mode only: count each block's operations beside its wall time
+    ///   (``Calibration`` fits a profile to them).
+    public init(label: String = "simulated-main", countsOperations: Bool = false) {
         let stats = Stats()
         self.stats = stats
+        let counting = countsOperations && ExecutionThread.current == nil
         queue = ContextQueue(label: label, around: { block in
             stats.state.withLock { $0.depth = max(0, $0.depth - 1); $0.blockIsMerge = false }
+            let counter = counting ? ExecutionThread(simulation: CountingOnly.shared, isSimulated: false) : nil
+            if let counter {
+                ExecutionThread.install(counter)
+                counter.counts[CostedOperation.blockRun.rawValue] = 1
+            }
             let wall0 = Clock.now(), cpu0 = Clock.threadCPU()
             block()
             let wall = Clock.now() - wall0, cpu = Clock.threadCPU() - cpu0
+            if let counter {
+                ExecutionThread.install(nil)
+                let counts = (0..<CostedOperation.allCases.count).map { counter.counts[$0] }
+                stats.blockSamples.withLock { if $0.count < 100_000 { $0.append((counts, wall)) } }
+            }
             stats.blocks.record(nanoseconds: wall)
             let isMerge = stats.state.withLock { s -> Bool in
                 if wall > 250_000_000 { s.hangs += 1 }
