@@ -74,7 +74,7 @@ struct ScenarioValidationTests {
         #expect(message(Self.valid + "\n      - viewer: { frameRate: 90 }") ==
             "bad.yaml:8:30: phases.seed.viewer.frameRate: expected 60 or 120, found 90")
         #expect(message(Self.valid + "\n      - editor: { rate: -3/s }") ==
-            "bad.yaml:8:25: phases.seed.editor.rate: expected unlimited or a positive rate such as 10/s, found '-3/s'")
+            "bad.yaml:8:25: phases.seed.editor.rate: expected unlimited or a rate from 0.001/s to 1000000/s such as 10/s, found '-3/s'")
         #expect(message(Self.valid.replacingOccurrences(of: "name: valid", with: "name: my run")) ==
             "bad.yaml:1:7: name: a name uses letters, digits, '-' and '_' (it names the report folder)")
         #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar9")) ==
@@ -83,6 +83,19 @@ struct ScenarioValidationTests {
             "bad.yaml:5:3: phases: two phases are named 'seed'")
         #expect(message("name: x\nstack:\n  topology: ambar\nphases:\n  - name: run\n    actors:\n      - viewer: {}\n") ==
             "bad.yaml:5:5: phases.run: a run phase without an importer needs a duration")
+    }
+
+    @Test("hostile numbers and modes are refused before the run: a duration past a day, a rate of 1e-300 or 1e300 per second, an unknown mode or profile")
+    func hostileNumbers() {
+        let run = "name: x\nstack:\n  topology: ambar\nphases:\n  - name: run\n    duration: DUR\n    actors:\n      - editor: { rate: RATE }\n"
+        #expect(message(run.replacingOccurrences(of: "DUR", with: "1e300s").replacingOccurrences(of: "RATE", with: "5/s")) ==
+            "bad.yaml:6:15: phases.run.duration: expected a positive duration of at most a day (24h = 1440m = 86400s), such as 3s or 500ms, found '1e300s'")
+        #expect(message(run.replacingOccurrences(of: "DUR", with: "nan").replacingOccurrences(of: "RATE", with: "5/s")).hasPrefix("bad.yaml:6:15: phases.run.duration: expected a positive duration"))
+        #expect(message(run.replacingOccurrences(of: "DUR", with: "2s").replacingOccurrences(of: "RATE", with: "1e-300/s")) ==
+            "bad.yaml:8:25: phases.run.editor.rate: expected unlimited or a rate from 0.001/s to 1000000/s such as 10/s, found '1e-300/s'")
+        #expect(message(run.replacingOccurrences(of: "DUR", with: "2s").replacingOccurrences(of: "RATE", with: "1e300/s")).hasPrefix("bad.yaml:8:25: phases.run.editor.rate"))
+        #expect(message(Self.valid + "\nmode: fast") == "bad.yaml:8:7: mode: expected one of simulated, real, found 'fast'")
+        #expect(message(Self.valid + "\nprofile: \"a b\"") == "bad.yaml:8:10: profile: a profile is a name in Profiles/ (letters, digits, '-', '_') or a .yaml file")
     }
 
     @Test("a misspelt merge policy is refused with the nearest name")

@@ -203,11 +203,16 @@ struct Reader {
     func duration(_ node: Node) throws -> Double {
         let s = try scalar(node, "a duration (e.g. 3s, 500ms)").trimmingCharacters(in: .whitespaces)
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60)]
-        for (suffix, factor) in units where s.hasSuffix(suffix) {
-            if let v = Double(s.dropLast(suffix.count)), v > 0, v.isFinite { return v * factor }
+        var seconds: Double?
+        for (suffix, factor) in units where s.hasSuffix(suffix) && seconds == nil {
+            if let v = Double(s.dropLast(suffix.count)), v > 0, v.isFinite { seconds = v * factor }
         }
-        if let v = Double(s), v > 0 { return v }
-        throw fail(node, "expected a positive duration such as 3s or 500ms, found '\(s)'")
+        if seconds == nil, let v = Double(s), v > 0, v.isFinite { seconds = v }
+        // At most a day: a phase's deadline is kept in nanoseconds, and a longer run answers nothing a day does not.
+        guard let seconds, seconds <= 86_400 else {
+            throw fail(node, "expected a positive duration of at most a day (24h = 1440m = 86400s), such as 3s or 500ms, found '\(s)'")
+        }
+        return seconds
     }
 
     /// `unlimited`, `5/s` or a plain number per second.
@@ -215,7 +220,9 @@ struct Reader {
         let s = try scalar(node, "a rate (unlimited or N/s)").trimmingCharacters(in: .whitespaces)
         if s == "unlimited" { return .unlimited }
         let number = s.hasSuffix("/s") ? String(s.dropLast(2)) : s
-        guard let v = Double(number), v > 0, v.isFinite else { throw fail(node, "expected unlimited or a positive rate such as 10/s, found '\(s)'") }
+        guard let v = Double(number), v >= 0.001, v <= 1_000_000 else {
+            throw fail(node, "expected unlimited or a rate from 0.001/s to 1000000/s such as 10/s, found '\(s)'")
+        }
         return .perSecond(v)
     }
 
