@@ -70,7 +70,7 @@ bench-quick: deps
 
 TRIALS ?= 100
 RUNS ?= 10000
-TSAN_SUITES := ConcurrencyStressTests|RegistryTests|LeakTests|AmbarContainerTests|ToolkitObserverTests|ToolkitImportTests|MergeChangesTests|TwoCoordinatorTests
+TSAN_SUITES := ConcurrencyStressTests|RegistryTests|LeakTests|AmbarContainerTests|ToolkitObserverTests|ToolkitImportTests|MergeChangesTests|TwoCoordinatorTests|SimulationTests
 
 crash-test: deps
 	$(SWIFT) build --product ambar-crash

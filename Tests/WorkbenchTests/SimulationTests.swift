@@ -92,6 +92,44 @@ struct SimulationTests {
         #expect(scheduler.totals.all[CostedOperation.blockRun.rawValue] == 1)
     }
 
+    @Test("SQLite's one writer per file: a save through another coordinator waits in virtual time for the save under way (semantics §2.4, §8)")
+    func oneWriterPerFile() throws {
+        var text = "description: test\nfittedTo: nothing\ncosts:\n"
+        for op in CostedOperation.allCases { text += "  \(op.name): { ns: \(op == .rowInserted ? 1_000_000 : 0) }\n" }
+        let scheduler = Scheduler(seed: 1, profile: try CostProfile.parse(text, file: "t.yaml", name: "t"))
+        let directory = try TemporaryDirectory("one-writer")
+        let log = Log()
+        let model = try ManagedObjectModel(file: ScenarioLoader.workloadModel)
+        try scheduler.run {
+            func context(_ name: String) throws -> ManagedObjectContext {
+                let coordinator = PersistentStoreCoordinator(managedObjectModel: model, name: name)
+                try coordinator.addPersistentStore(type: .sqlite, at: directory.file("store.sqlite"))
+                let c = ManagedObjectContext(concurrencyType: .privateQueue)
+                c.persistentStoreCoordinator = coordinator
+                return c
+            }
+            let a = try context("a"), b = try context("b")
+            scheduler.spawn(name: "a") {
+                try? a.performAndWait {
+                    for i in 0..<10 { try a.insertNewObject(forEntityName: "Record").setValue(Int64(i), forKey: "id") }
+                    try a.save()
+                }
+                log.add("a-saved")
+            }
+            scheduler.spawn(name: "b") {
+                Clock.sleep(until: 1_000_000)
+                try? b.performAndWait {
+                    try b.insertNewObject(forEntityName: "Record").setValue(Int64(100), forKey: "id")
+                    try b.save()
+                }
+                log.add("b-saved")
+            }
+            scheduler.waitUntilQuiet()
+        }
+        // a's save writes 10 rows (10 ms); b asks at 1 ms, on its own coordinator, and writes once a is done.
+        #expect(log.entries == ["a-saved@10000", "b-saved@11000"])
+    }
+
     @Test("sleeps are virtual: an hour passes in no wall time")
     func sleepsAreVirtual() throws {
         let scheduler = Scheduler(seed: 1, profile: try Self.profile())

@@ -79,6 +79,9 @@ public protocol ExecutionSimulation: AnyObject, Sendable {
     var isTracing: Bool { get }
     /// Records a Core Data call `thread` made (a save, a fetch, a merge), for the run's trace.
     func trace(_ call: String, detail: String, on thread: ExecutionThread)
+    /// Runs `body` holding the named resource (SQLite's one writer per file): in virtual time, after every holder
+    /// that asked before.
+    func exclusive(_ resource: String, on thread: ExecutionThread, _ body: () -> Void)
 }
 
 /// A thread's membership of a simulation, and the operations it counted since the simulation last charged them.
@@ -137,6 +140,16 @@ public enum Execution {
     public static func trace(_ call: String, _ detail: @autoclosure () -> String) {
         guard let thread = ExecutionThread.current, thread.isSimulated, thread.simulation.isTracing else { return }
         thread.simulation.trace(call, detail: detail(), on: thread)
+    }
+
+    /// Runs `body` holding `resource`. Inside a simulation, holders of one resource follow each other in virtual
+    /// time (SQLite's single writer on a file, whichever coordinator writes); in real mode SQLite's own locking
+    /// does this, and `body` just runs.
+    public static func exclusive<T>(_ resource: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
+        guard let thread = ExecutionThread.current, thread.isSimulated else { return try body() }
+        var result: Result<T, any Error>?
+        thread.simulation.exclusive(resource(), on: thread) { result = Result { try body() } }
+        return try result!.get()
     }
 
     /// Monotonic nanoseconds: uptime in real mode, the calling thread's virtual time inside a simulation.

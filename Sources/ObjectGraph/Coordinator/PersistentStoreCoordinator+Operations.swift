@@ -184,10 +184,7 @@ extension PersistentStoreCoordinator {
                 $0.rowsUpdated += request.updates.count
                 $0.rowsDeleted += request.deletes.count
             }
-            Execution.count(.transaction)
-            Execution.count(.rowInserted, request.inserts.count)
-            Execution.count(.rowUpdated, request.updates.count)
-            Execution.count(.rowDeleted, request.deletes.count)
+
             postRemoteChange(token: token)
             return .committed(newIDs: newIDs, historyToken: token)
         case .versionConflicts(let storeConflicts):

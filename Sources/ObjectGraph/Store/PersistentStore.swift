@@ -187,3 +187,14 @@ extension PersistentStore {
         canEvaluate(fetch) ? try count(fetch) : nil
     }
 }
+
+extension SaveRequest {
+    /// Counts a committed save's costed operations (Docs/simulation.md) where a store writes its rows, inside
+    /// the file's writer hold, so a simulation keeps the writer busy for them.
+    func countCommitted() {
+        Execution.count(.transaction)
+        Execution.count(.rowInserted, inserts.count)
+        Execution.count(.rowUpdated, updates.count)
+        Execution.count(.rowDeleted, deletes.count)
+    }
+}

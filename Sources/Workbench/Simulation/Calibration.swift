@@ -310,4 +310,5 @@ final class CountingOnly: ExecutionSimulation {
     func sleep(until deadline: UInt64, on thread: ExecutionThread) { preconditionFailure("a counting thread sleeps for real") }
     var isTracing: Bool { false }
     func trace(_ call: String, detail: String, on thread: ExecutionThread) {}
+    func exclusive(_ resource: String, on thread: ExecutionThread, _ body: () -> Void) { preconditionFailure("a counting thread uses SQLite's own locks") }
 }

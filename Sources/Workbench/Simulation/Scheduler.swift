@@ -52,6 +52,19 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         tracer(TraceRecord(step: step, t: p.now, event: "call", queue: p.queueStack.last?.label, thread: p.name, call: call, detail: detail))
     }
 
+    private var resources: [String: VirtualQueue] = [:]
+
+    public func exclusive(_ resource: String, on thread: ExecutionThread, _ body: () -> Void) {
+        let queue: VirtualQueue
+        if let existing = resources[resource] {
+            queue = existing
+        } else {
+            queue = VirtualQueue(label: resource.hasPrefix("sqlite-writer:") ? "sqlite-writer:" + (resource as NSString).lastPathComponent : resource, scheduler: self)
+            resources[resource] = queue
+        }
+        sync(body, on: queue)
+    }
+
     private func traceStep(_ event: String, at time: UInt64, queue: VirtualQueue?, thread: String) {
         step += 1
         tracer?(TraceRecord(step: step, t: time, event: event, queue: queue?.label, thread: thread))

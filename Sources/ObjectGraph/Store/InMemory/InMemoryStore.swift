@@ -152,6 +152,7 @@ final class InMemoryStore: PersistentStore {
         tables = next
         maxKey = keys
         joins = nextJoins
+        request.countCommitted()
         return .committed(newIDs: newIDs, insertIDs: request.inserts.map { newIDs[$0.id] ?? $0.id })
     }
 }

@@ -7,6 +7,11 @@ extension SQLiteStore {
     /// violations against existing rows come back as constraint violations (§1.6). Nothing is half-written.
     func save(_ request: SaveRequest) throws -> StoreSaveOutcome {
         if request.checkVersionsOnly { return try checkVersions(request) }
+        // One writer per file, whichever coordinator (semantics §2.4, §8): a simulation makes the others wait.
+        return try Execution.exclusive(writerResource) { try saveWriting(request) }
+    }
+
+    private func saveWriting(_ request: SaveRequest) throws -> StoreSaveOutcome {
         do {
             try connection.execute("BEGIN IMMEDIATE")
         } catch let error as SQLiteError {
@@ -16,6 +21,8 @@ extension SQLiteStore {
             let outcome = try write(request)
             if case .committed = outcome {
                 try connection.execute("COMMIT")
+                // Counted inside the writer's hold, so a simulation keeps the file's writer busy for them.
+                request.countCommitted()
             } else {
                 try connection.execute("ROLLBACK")
             }
@@ -234,6 +241,10 @@ extension SQLiteStore {
     }
 
     func allocateKeys(for entities: [EntityDescription]) throws -> [ManagedObjectID] {
+        try Execution.exclusive(writerResource) { try allocateKeysWriting(for: entities) }
+    }
+
+    private func allocateKeysWriting(for entities: [EntityDescription]) throws -> [ManagedObjectID] {
         do {
             try connection.execute("BEGIN IMMEDIATE")
             var result: [ManagedObjectID] = []

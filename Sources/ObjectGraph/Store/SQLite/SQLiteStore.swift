@@ -314,6 +314,13 @@ final class SQLiteStore: PersistentStore {
 
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction, rolled back when it throws.
     func runWriting<T>(_ body: () throws -> T) throws -> T {
+        try Execution.exclusive(writerResource) { try runWritingNow(body) }
+    }
+
+    /// The name of this file's one writer, for ``Execution/exclusive(_:_:)``.
+    var writerResource: String { "sqlite-writer:\(path)" }
+
+    private func runWritingNow<T>(_ body: () throws -> T) throws -> T {
         try run {
             try connection.execute("BEGIN IMMEDIATE")
             do {
