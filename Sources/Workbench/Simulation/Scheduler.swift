@@ -132,6 +132,23 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         p.state = "running"
     }
 
+    /// The calling participant, for a wait of its own.
+    func participantForWait(_ what: String) -> Participant {
+        precondition(clockOverride == nil, "a timer action may not wait")
+        return participant(what)
+    }
+
+    /// Suspends `p` (the caller) until ``unpark(_:)``.
+    func park(_ p: Participant) {
+        settle(p)
+        p.state = "waiting for a task"
+        yield(p)
+        p.state = "running"
+    }
+
+    /// Wakes a parked participant at the caller's current time.
+    func unpark(_ p: Participant) { push(currentTime(), .resume(p)) }
+
     /// The virtual time of the caller (a participant, or a timer's tick).
     public func currentTime() -> UInt64 {
         if let t = clockOverride { return t }
