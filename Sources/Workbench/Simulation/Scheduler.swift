@@ -119,7 +119,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     /// action runs between events, at the tick's virtual time; it may queue blocks but not wait.
     public func every(_ interval: UInt64, from start: UInt64, name: String = "timer", while condition: @escaping () -> Bool, _ action: @escaping (UInt64) -> Void) {
         precondition(interval > 0, "a timer needs an interval")
-        push(start, .timer(Timer(name: name, interval: interval, condition: condition, action: action)))
+        push(start, .timer(SimulationTimer(name: name, interval: interval, condition: condition, action: action)))
     }
 
     /// Suspends the runner until no event is left: every actor ended, every queue drained, every timer stopped.
@@ -293,7 +293,6 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
                     if waiter === me { return }
                     return handOff(to: waiter, from: me, exiting: exiting)
                 }
-                if exiting || me.idle { fatalError(deadlockReport()) }
                 fatalError(deadlockReport())
             }
             lastTime = max(lastTime, entry.time)
@@ -443,7 +442,7 @@ struct Item {
     let seq: UInt64
 }
 
-final class Timer {
+final class SimulationTimer {
     let name: String
     let interval: UInt64
     let condition: () -> Bool
@@ -459,7 +458,7 @@ final class Timer {
 enum Event {
     case queue(VirtualQueue)
     case resume(Participant)
-    case timer(Timer)
+    case timer(SimulationTimer)
 }
 
 struct Entry: Comparable {
