@@ -39,6 +39,10 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         self.tracer = tracer
     }
 
+    /// No block takes no time (1 ns at least), so a loop of blocks always moves the clock on, even on a profile
+    /// that prices everything it does at 0 (a closed-loop actor with a deadline would otherwise never reach it).
+    static let shortestBlock: UInt64 = 1
+
     /// The step of the simulation the calling thread belongs to, nil outside one.
     public static var currentStep: Int? {
         ((ExecutionThread.current as? Participant)?.simulation as? Scheduler)?.step
@@ -216,6 +220,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         // No blockRun: GCD runs a sync block on the caller's own thread (no hop, no wake-up).
         block()
         settle(p)
+        p.now = max(p.now, queue.startedAt + Self.shortestBlock)
         p.queueStack.removeLast()
         finish(queue, at: p.now)
         // Rejoin the schedule at the caller's own time: whatever is due earlier runs first.
@@ -360,6 +365,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
                 w.counts[CostedOperation.blockRun.rawValue] += 1
                 block()
                 settle(w)
+                w.now = max(w.now, queue.startedAt + Self.shortestBlock)
                 w.queueStack = []
                 finish(queue, at: w.now)
                 w.state = "idle"
