@@ -10,7 +10,7 @@
 #   make build      debug build of every target
 #   make bench      ours vs raw SQLite vs GRDB, one table (Benchmarks/, its own package); make bench-quick: reduced sizes + package-benchmark thresholds
 #   make crash-test kill tests: TRIALS (default 100) import/edit children killed with SIGKILL, the store checked after each
-#   make fuzz       seeded hostile input, RUNS (default 10000) per target: predicates, model files, scenario YAML, URIs
+#   make fuzz       hostile input, RUNS (default 10000) per target, a fresh seed each run (printed; FUZZ_SEED=N replays it)
 #   make tsan       the concurrency-heavy suites under ThreadSanitizer (scratch path .build-tsan); fails on any report
 
 SWIFT ?= swift
@@ -76,8 +76,10 @@ crash-test: deps
 	$(SWIFT) build --product ambar-crash
 	$$($(SWIFT) build --show-bin-path)/ambar-crash harness --trials $(TRIALS)
 
+# A fresh seed each run (every target prints it); FUZZ_SEED=N replays a printed one. make test keeps one fixed seed.
+FUZZ_SEED ?= random
 fuzz: deps
-	FUZZ_RUNS=$(RUNS) $(SWIFT) test --filter ReliabilityTests.FuzzTests
+	FUZZ_RUNS=$(RUNS) FUZZ_SEED=$(FUZZ_SEED) $(SWIFT) test --filter ReliabilityTests.FuzzTests
 
 tsan: deps
 	AMBAR_WITHOUT_JEMALLOC=1 TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter '$(TSAN_SUITES)'

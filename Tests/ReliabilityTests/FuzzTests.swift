@@ -8,6 +8,15 @@ import Workbench
 /// object-ID URIs. No crash, no hang, and every rejection a typed error with a message. `make fuzz RUNS=N`
 /// runs N inputs per target (FUZZ_RUNS); `make test` runs 1,000.
 @Suite struct FuzzTests {
+    @Test("make fuzz draws a fresh seed per run and replays a printed one; make test keeps the fixed seed (issue 18, rule 22)")
+    func fuzzSeeds() {
+        #expect(ReliabilitySettings.fuzzSeed(from: nil) == ReliabilitySettings.fixedFuzzSeed)
+        #expect(ReliabilitySettings.fuzzSeed(from: "12345") == 12345)
+        let fresh = ReliabilitySettings.fuzzSeed(from: "random")
+        #expect(fresh == ReliabilitySettings.freshFuzzSeed)  // one per process: every target uses the same
+        #expect(fresh != ReliabilitySettings.fixedFuzzSeed)
+    }
+
     // MARK: Predicate format strings (semantics §5: NSPredicate's grammar; errors name the column)
 
     static let predicateSeeds = [

@@ -10,7 +10,19 @@ enum ReliabilitySettings {
         ProcessInfo.processInfo.environment[name].flatMap { Int($0) } ?? value
     }
     static var fuzzRuns: Int { integer("FUZZ_RUNS", default: 1_000) }
-    static var fuzzSeed: UInt64 { UInt64(integer("FUZZ_SEED", default: 0xA3BA)) }
+    /// `make test` fuzzes with one fixed seed, so it repeats; `make fuzz` passes `FUZZ_SEED=random` (a fresh seed
+    /// each run, printed by every target) or the number a run printed, to replay it (issue 18, rule 22).
+    static var fuzzSeed: UInt64 { fuzzSeed(from: ProcessInfo.processInfo.environment["FUZZ_SEED"]) }
+    static let fixedFuzzSeed: UInt64 = 0xA3BA
+    /// One fresh seed per test process: every target of one `make fuzz` run uses it, and prints it.
+    static let freshFuzzSeed = UInt64.random(in: 1...UInt64(UInt32.max))
+
+    static func fuzzSeed(from value: String?) -> UInt64 {
+        guard let value, !value.isEmpty else { return fixedFuzzSeed }
+        if value == "random" { return freshFuzzSeed }
+        guard let seed = UInt64(value) else { preconditionFailure("FUZZ_SEED is a number (a seed a run printed) or 'random', not \(value.debugDescription)") }
+        return seed
+    }
     static var packageDirectory: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
