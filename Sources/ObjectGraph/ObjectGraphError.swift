@@ -47,6 +47,10 @@ public struct ObjectGraphError: Error, CustomStringConvertible, @unchecked Senda
         public static let persistentStoreIncompatibleSchema = Code(rawValue: 134020)
         /// `NSPersistentStoreSaveError`.
         public static let persistentStoreSave = Code(rawValue: 134030)
+        /// `NSPersistentStoreSaveConflictsError`. Defined for code that matches on it, and never raised: nothing
+        /// recorded shows where Core Data raises it; optimistic-locking conflicts a policy does not resolve are
+        /// ``merge`` (133020), as Core Data reports them (issue 18, rule 18).
+        public static let persistentStoreSaveConflicts = Code(rawValue: 134050)
         /// `NSPersistentStoreOperationError`.
         public static let persistentStoreOperation = Code(rawValue: 134070)
         /// `NSPersistentStoreOpenError`.

@@ -80,6 +80,10 @@ func lcModel() throws -> ManagedObjectModel {
             reader.delete(note)
             reader.processPendingChanges()
             #expect(note.calls["prepareForDeletion"] == 1)
+            // Issue 18, rule 13: deleting it again calls prepareForDeletion again, and changes nothing else.
+            reader.delete(note)
+            #expect(note.calls["prepareForDeletion"] == 2)
+            #expect(reader.deletedObjects.count == 1)
             try reader.save()
             #expect(note.calls["willSave"] == 1)
             #expect(note.calls["didSave"] == 1)
@@ -170,6 +174,27 @@ func lcModel() throws -> ManagedObjectModel {
             let text = String(decoding: result.standardErrorContent, as: UTF8.self)
             #expect(text.contains("concurrency violation"))
             #expect(text.contains("hasChanges"))
+        }
+    }
+
+    // Issue 18, rule 18: 134050 (persistent store save conflicts) is defined and never raised; an unresolved
+    // optimistic-locking conflict is 133020 (semantics §1.4, §10 item 6).
+    @Test func saveConflictsCodeIsDefinedButNotRaised_18() throws {
+        #expect(ObjectGraphError.Code.persistentStoreSaveConflicts.rawValue == 134050)
+        let stack = try TestStack()
+        let ids = try stack.seed(1)
+        let a = stack.context(), b = stack.context()
+        try a.performAndWait { try #require(try a.existingObject(with: ids[0]) as? Item).name = "a" }
+        try b.performAndWait {
+            try #require(try b.existingObject(with: ids[0]) as? Item).name = "b"
+            try b.save()
+        }
+        try a.performAndWait {
+            a.mergePolicy = .error
+            do { try a.save(); Issue.record("a conflicting save under the error policy succeeded") } catch let error as ObjectGraphError {
+                #expect(error.code == .merge)
+                #expect(error.code != .persistentStoreSaveConflicts)
+            }
         }
     }
 }

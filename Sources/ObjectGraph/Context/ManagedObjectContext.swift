@@ -316,7 +316,13 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Marks an object deleted; delete rules run at the next ``processPendingChanges()`` or save.
     public func delete(_ object: ManagedObject) {
         assertOnQueue()
-        guard object.managedObjectContext === self, !object.isDeletedFlag else { return }
+        guard object.managedObjectContext === self else { return }
+        // Issue 18, rule 13 (recorded on Apple): deleting an object already deleted calls prepareForDeletion()
+        // again, and changes nothing else.
+        if object.isDeletedFlag {
+            object.prepareForDeletion()
+            return
+        }
         if object.isFaultFlag {
             do { try fulfillFault(object, throwing: true) } catch {
                 // The row is already gone: nothing to delete (semantics §1.4).
