@@ -213,6 +213,8 @@ struct SQLiteQueryBuilder {
                     for v in values where !v.isNull {
                         parts.append("og_match(\(Self.operatorCode(.equalTo)), \(c.options.rawValue), \(column.sql), \(try bind(v, for: column)))")
                     }
+                    // Issue 18, rule 19: nil in the list matches a nil value whatever the modifiers, as in memory.
+                    if values.contains(where: \.isNull) { parts.append("\(column.sql) IS NULL") }
                     return parts.isEmpty ? "0" : "(" + parts.joined(separator: " OR ") + ")"
                 }
                 let nonNull = values.filter { !$0.isNull }
@@ -238,7 +240,15 @@ struct SQLiteQueryBuilder {
         case .constant(let value):
             if stringOp {
                 guard case .string = value, column.attributeType == .string else {
-                    if value.isNull { return "0" }
+                    // Issue 18, rule 19: a comparison with nil ignores [c] and [d], as in memory: == nil is IS NULL,
+                    // != nil is IS NOT NULL, and every other operator is false.
+                    if value.isNull {
+                        switch c.op {
+                        case .equalTo: return "\(column.sql) IS NULL"
+                        case .notEqualTo: return "\(column.sql) IS NOT NULL"
+                        default: return "0"
+                        }
+                    }
                     if let type = column.attributeType, !Self.fits(value, type) {
                         throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with a \(type.rawValue) attribute", entity: root.name)
                     }
