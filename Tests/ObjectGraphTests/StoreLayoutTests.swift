@@ -139,4 +139,33 @@ func slFileStats(_ url: URL) -> [String: String] {
         #expect(FileManager.default.contents(atPath: url.path) == text)
         #expect(coordinator.storeURL == nil)
     }
+
+    // Issue 18, rule 21 (found by input fuzzing): an SQLite database that is not a store of ours is refused
+    // (134020) and left byte for byte as it was: its journal mode is not switched to WAL, and no -wal or -shm file
+    // appears. Before, the pragmas ran before the refusal.
+    @Test func foreignSQLiteFileIsLeftUnchanged_21() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("og-foreign-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("other.sqlite")
+        _ = try slCLI(url.path, "CREATE TABLE contacts(name TEXT); INSERT INTO contacts VALUES ('Ada'), ('Grace');")
+        #expect(try slCLI(url.path, "PRAGMA journal_mode") == "delete")
+        let before = try #require(FileManager.default.contents(atPath: url.path))
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeModel(), name: "foreign")
+        let error = #expect(throws: ObjectGraphError.self) { try coordinator.addPersistentStore(type: .sqlite, at: url) }
+        #expect(error?.code == .persistentStoreIncompatibleSchema)
+        #expect(error?.storePath == url.path)
+        #expect(FileManager.default.contents(atPath: url.path) == before)
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-shm"))
+        #expect(try slCLI(url.path, "PRAGMA journal_mode") == "delete")
+        // A store of ours in DELETE mode opened with another model is refused before its pragmas run too.
+        var options = StoreOptions()
+        options.pragmas = ["journal_mode": "DELETE"]
+        let stack = try TestStack(options: options)
+        try stack.seed(1)
+        let other = PersistentStoreCoordinator(managedObjectModel: try mdAllTypesModel(), name: "other model")
+        #expect(throws: ObjectGraphError.self) { try other.addPersistentStore(type: .sqlite, at: stack.url) }
+        #expect(try slCLI(stack.url.path, "PRAGMA journal_mode") == "delete")
+    }
 }

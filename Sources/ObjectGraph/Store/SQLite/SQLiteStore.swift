@@ -38,8 +38,11 @@ final class SQLiteStore: PersistentStore {
         do {
             var pragmas = ["journal_mode": "WAL", "synchronous": "NORMAL"]
             pragmas.merge(options.pragmas) { _, new in new }
-            // Reading the schema first tells a non-SQLite file apart before any pragma writes to it.
+            // Reading the schema first tells a non-SQLite file apart before any pragma writes to it, and a file we
+            // refuse (another database, another model) is refused before a pragma (journal_mode=WAL) changes it
+            // (issue 18, rule 21: a refused file stays byte for byte as it was).
             _ = try connection.query("SELECT count(*) FROM sqlite_master")
+            try Self.refuseBeforeChanging(connection, model: model, path: url.path)
             for (name, value) in pragmas.sorted(by: { $0.key < $1.key }) where !(options.readOnly && name == "journal_mode") {
                 guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else {
                     throw ObjectGraphError(.persistentStoreOpen, "invalid pragma name \(name)", storePath: url.path)
@@ -74,40 +77,53 @@ final class SQLiteStore: PersistentStore {
         return ObjectGraphError(opening ? .persistentStoreOpen : .sqlite, error.description, storePath: path)
     }
 
-    /// Creates the tables in a new file, or checks the model hash of an existing one. Returns the store UUID.
-    private static func prepareSchema(_ db: SQLiteConnection, model: ManagedObjectModel, readOnly: Bool, path: String) throws -> String {
-        func readMetadata() throws -> (uuid: String, hash: String)? {
-            let tables = try db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'Z_METADATA'")
-            guard !tables.isEmpty else { return nil }
-            let rows = try db.query("SELECT Z_UUID, Z_HASH FROM Z_METADATA WHERE Z_VERSION = 1")
-            guard let row = rows.first, let uuid = row[0].string, let hash = row[1].string else {
-                throw ObjectGraphError(.persistentStoreIncompatibleSchema, "the store has no Z_METADATA row", storePath: path)
-            }
-            return (uuid, hash)
+    /// The store's UUID and model hash, nil in a file without `Z_METADATA`.
+    private static func readMetadata(_ db: SQLiteConnection, path: String) throws -> (uuid: String, hash: String)? {
+        let tables = try db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'Z_METADATA'")
+        guard !tables.isEmpty else { return nil }
+        let rows = try db.query("SELECT Z_UUID, Z_HASH FROM Z_METADATA WHERE Z_VERSION = 1")
+        guard let row = rows.first, let uuid = row[0].string, let hash = row[1].string else {
+            throw ObjectGraphError(.persistentStoreIncompatibleSchema, "the store has no Z_METADATA row", storePath: path)
         }
-        func check(_ metadata: (uuid: String, hash: String)) throws -> String {
-            guard metadata.hash == model.versionHash else {
-                throw ObjectGraphError(
-                    .persistentStoreIncompatibleVersionHash,
-                    "the store was made with another model (store hash \(metadata.hash), model hash \(model.versionHash)); nothing was changed",
-                    storePath: path)
-            }
-            return metadata.uuid
+        return (uuid, hash)
+    }
+
+    /// The store's UUID when it was made with `model`; else 134100.
+    private static func check(_ metadata: (uuid: String, hash: String), model: ManagedObjectModel, path: String) throws -> String {
+        guard metadata.hash == model.versionHash else {
+            throw ObjectGraphError(
+                .persistentStoreIncompatibleVersionHash,
+                "the store was made with another model (store hash \(metadata.hash), model hash \(model.versionHash)); nothing was changed",
+                storePath: path)
         }
-        if let metadata = try readMetadata() { return try check(metadata) }
-        if readOnly {
-            throw ObjectGraphError(.persistentStoreOpen, "a read-only store has no schema to read", storePath: path)
+        return metadata.uuid
+    }
+
+    /// Reads only: refuses a database that is not a store of this layout (134020) or a store of another model
+    /// (134100), before anything writes to the file.
+    private static func refuseBeforeChanging(_ db: SQLiteConnection, model: ManagedObjectModel, path: String) throws {
+        if let metadata = try readMetadata(db, path: path) {
+            _ = try check(metadata, model: model, path: path)
+            return
         }
         let userTables = try db.query("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
         if let n = userTables.first?[0].int64, n > 0 {
-            throw ObjectGraphError(.persistentStoreIncompatibleSchema, "the file is an SQLite database but not a store of this layout", storePath: path)
+            throw ObjectGraphError(.persistentStoreIncompatibleSchema, "the file is an SQLite database but not a store of this layout; nothing was changed", storePath: path)
+        }
+    }
+
+    /// Creates the tables in a new file, or checks the model hash of an existing one. Returns the store UUID.
+    private static func prepareSchema(_ db: SQLiteConnection, model: ManagedObjectModel, readOnly: Bool, path: String) throws -> String {
+        if let metadata = try readMetadata(db, path: path) { return try check(metadata, model: model, path: path) }
+        if readOnly {
+            throw ObjectGraphError(.persistentStoreOpen, "a read-only store has no schema to read", storePath: path)
         }
         try db.execute("BEGIN IMMEDIATE")
         do {
             // Another coordinator may have created the schema while we waited for the lock.
-            if let metadata = try readMetadata() {
+            if let metadata = try readMetadata(db, path: path) {
                 try db.execute("COMMIT")
-                return try check(metadata)
+                return try check(metadata, model: model, path: path)
             }
             for statement in SQLiteSchema.createStatements(for: model) { try db.execute(statement) }
             let uuid = UUID().uuidString
