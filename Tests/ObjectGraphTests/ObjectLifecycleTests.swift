@@ -198,3 +198,31 @@ func lcModel() throws -> ManagedObjectModel {
         }
     }
 }
+
+/// Issue 18, rule 6: saving a context with no changes still posts will-save and did-save, with empty sets.
+@Suite struct EmptySaveNotificationTests {
+    @Test func emptySavePostsWillAndDidSave_6() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        let seen = NotificationLog()
+        let tokens = [ManagedObjectContext.willSaveNotification, ManagedObjectContext.didSaveNotification, ManagedObjectContext.didSaveObjectIDsNotification].map { name in
+            NotificationCenter.default.addObserver(forName: name, object: ctx, queue: nil) { note in
+                let sets = ["inserted", "updated", "deleted"].map { (note.userInfo?[$0] as? Set<ManagedObject>)?.count ?? (note.userInfo?["\($0)_objectIDs"] as? Set<ManagedObjectID>)?.count ?? -1 }
+                seen.add("\(note.name.rawValue.split(separator: ".").last ?? "") \(sets)")
+            }
+        }
+        defer { for t in tokens { NotificationCenter.default.removeObserver(t) } }
+        let statementsBefore = stack.coordinator.counters.statements
+        try ctx.performAndWait { try ctx.save() }
+        let names = seen.entries.map { String($0.split(separator: " ")[0]) }
+        #expect(names.count == 3)
+        #expect(seen.entries.filter { !$0.contains("[-1, -1, -1]") }.allSatisfy { $0.hasSuffix("[0, 0, 0]") })
+        #expect(stack.coordinator.counters.statements == statementsBefore)  // nothing reached the store
+        #expect(ctx.performAndWait { ctx.counters.saves } == 0)
+    }
+}
+
+final class NotificationLog: @unchecked Sendable {  // appended on the posting thread (the context's queue), read after
+    private(set) var entries: [String] = []
+    func add(_ s: String) { entries.append(s) }
+}

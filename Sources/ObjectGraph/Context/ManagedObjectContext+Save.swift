@@ -16,7 +16,14 @@ extension ManagedObjectContext {
         isSaving = true
         defer { isSaving = false }
         processPendingChanges()
-        guard hasChanges else { return }
+        guard hasChanges else {
+            // Issue 18, rule 6 (recorded on Apple): a save with nothing to save still posts will-save and did-save,
+            // with empty sets; it calls no object's willSave or didSave and reaches no store.
+            Execution.count(.notificationPosted)
+            NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
+            postDidSave(inserted: [], updated: [], deleted: [])
+            return
+        }
         if let saveRefusal, let error = saveRefusal(self) { throw error }
         Execution.count(.notificationPosted)
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self)

@@ -42,14 +42,14 @@ final class SQLiteStore: PersistentStore {
             // refuse (another database, another model) is refused before a pragma (journal_mode=WAL) changes it
             // (issue 18, rule 21: a refused file stays byte for byte as it was).
             _ = try connection.query("SELECT count(*) FROM sqlite_master")
-            try Self.refuseBeforeChanging(connection, model: model, path: url.path)
+            let metadata = try Self.refuseBeforeChanging(connection, model: model, path: url.path)
             for (name, value) in pragmas.sorted(by: { $0.key < $1.key }) where !(options.readOnly && name == "journal_mode") {
                 guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else {
                     throw ObjectGraphError(.persistentStoreOpen, "invalid pragma name \(name)", storePath: url.path)
                 }
                 _ = try connection.query("PRAGMA \(name) = \(value)")
             }
-            identifier = try Self.prepareSchema(connection, model: model, readOnly: options.readOnly, path: url.path)
+            identifier = try Self.prepareSchema(connection, model: model, metadata: metadata, readOnly: options.readOnly, path: url.path)
             if options.persistentHistoryTracking, !options.readOnly {
                 for statement in Self.historySchema { try connection.execute(statement) }
             }
@@ -100,21 +100,22 @@ final class SQLiteStore: PersistentStore {
     }
 
     /// Reads only: refuses a database that is not a store of this layout (134020) or a store of another model
-    /// (134100), before anything writes to the file.
-    private static func refuseBeforeChanging(_ db: SQLiteConnection, model: ManagedObjectModel, path: String) throws {
+    /// (134100), before anything writes to the file. Returns the store's metadata, nil for an empty file.
+    private static func refuseBeforeChanging(_ db: SQLiteConnection, model: ManagedObjectModel, path: String) throws -> (uuid: String, hash: String)? {
         if let metadata = try readMetadata(db, path: path) {
             _ = try check(metadata, model: model, path: path)
-            return
+            return metadata
         }
         let userTables = try db.query("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
         if let n = userTables.first?[0].int64, n > 0 {
             throw ObjectGraphError(.persistentStoreIncompatibleSchema, "the file is an SQLite database but not a store of this layout; nothing was changed", storePath: path)
         }
+        return nil
     }
 
-    /// Creates the tables in a new file, or checks the model hash of an existing one. Returns the store UUID.
-    private static func prepareSchema(_ db: SQLiteConnection, model: ManagedObjectModel, readOnly: Bool, path: String) throws -> String {
-        if let metadata = try readMetadata(db, path: path) { return try check(metadata, model: model, path: path) }
+    /// Creates the tables in a new file, or returns the UUID of an existing store (`metadata`, already checked).
+    private static func prepareSchema(_ db: SQLiteConnection, model: ManagedObjectModel, metadata: (uuid: String, hash: String)?, readOnly: Bool, path: String) throws -> String {
+        if let metadata { return metadata.uuid }
         if readOnly {
             throw ObjectGraphError(.persistentStoreOpen, "a read-only store has no schema to read", storePath: path)
         }
