@@ -715,11 +715,15 @@ import Testing
             let inserted = Item(context: ctx)
             inserted.id = 100
             ctx.processPendingChanges()
+            let registered = Set(items.map(\.objectID) + [inserted.objectID])
             let before = recorder.notes.count
             ctx.reset()
             #expect(recorder.notes.count == before + 1)
             let payload = try #require(recorder.notes.last.flatMap(ObjectsDidChange.init))
             #expect(payload.invalidatedAll)
+            // Issue 18, rule 7: the invalidatedAll key carries the invalidated objects' IDs, not a Bool.
+            #expect(payload.invalidatedAllObjectIDs == registered)
+            #expect(recorder.notes.last?.userInfo?["invalidatedAll"] is Set<ManagedObjectID>)
             #expect(ctx.registeredObjectCount == 0)
             #expect(!ctx.hasChanges)
             #expect(items.allSatisfy { $0.managedObjectContext == nil })

@@ -30,11 +30,11 @@ extension ManagedObjectContext {
 
     func postObjectsDidChange(
         inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>,
-        refreshed: Set<ManagedObject> = [], invalidated: Set<ManagedObject> = [], invalidatedAll: Bool = false
+        refreshed: Set<ManagedObject> = [], invalidated: Set<ManagedObject> = [], invalidatedAll: Set<ManagedObjectID>? = nil
     ) {
         // A merge that touched nothing here posts nothing and allocates nothing.
         guard !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty || !refreshed.isEmpty || !invalidated.isEmpty
-                || invalidatedAll else { return }
+                || invalidatedAll != nil else { return }
         var info: [AnyHashable: Any] = [:]
         info.reserveCapacity(6)  // sized once
         if !inserted.isEmpty { info[NotificationKey.insertedObjects.rawValue] = inserted }
@@ -42,7 +42,8 @@ extension ManagedObjectContext {
         if !deleted.isEmpty { info[NotificationKey.deletedObjects.rawValue] = deleted }
         if !refreshed.isEmpty { info[NotificationKey.refreshedObjects.rawValue] = refreshed }
         if !invalidated.isEmpty { info[NotificationKey.invalidatedObjects.rawValue] = invalidated }
-        if invalidatedAll { info[NotificationKey.invalidatedAllObjects.rawValue] = true }
+        // Issue 18, rule 7 (recorded on Apple): the value is the invalidated objects' IDs, not a flag.
+        if let invalidatedAll { info[NotificationKey.invalidatedAllObjects.rawValue] = invalidatedAll }
         counters.objectsDidChangeNotifications += 1
         Execution.count(.notificationPosted)
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: info)
@@ -57,7 +58,10 @@ public struct ObjectsDidChange: @unchecked Sendable {  // objects: use on the po
     public var deleted: Set<ManagedObject>
     public var refreshed: Set<ManagedObject>
     public var invalidated: Set<ManagedObject>
+    /// Whether every object was invalidated (`reset()`).
     public var invalidatedAll: Bool
+    /// The IDs of the objects `reset()` invalidated (the value of the `invalidatedAll` key); empty otherwise.
+    public var invalidatedAllObjectIDs: Set<ManagedObjectID>
 
     /// Reads the payload; nil for another notification.
     public init?(_ notification: Notification) {
@@ -70,7 +74,8 @@ public struct ObjectsDidChange: @unchecked Sendable {  // objects: use on the po
         deleted = info[Key.deletedObjects.rawValue] as? Set<ManagedObject> ?? []
         refreshed = info[Key.refreshedObjects.rawValue] as? Set<ManagedObject> ?? []
         invalidated = info[Key.invalidatedObjects.rawValue] as? Set<ManagedObject> ?? []
-        invalidatedAll = info[Key.invalidatedAllObjects.rawValue] as? Bool ?? false
+        invalidatedAllObjectIDs = info[Key.invalidatedAllObjects.rawValue] as? Set<ManagedObjectID> ?? []
+        invalidatedAll = info[Key.invalidatedAllObjects.rawValue] != nil
     }
 }
 

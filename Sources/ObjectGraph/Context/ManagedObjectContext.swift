@@ -628,7 +628,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         pendingInserted = []
         clearPendingUpdates()
         pendingDeleted = []
-        postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: true)
+        postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: Set(objects.map(\.objectID)))
     }
 
     /// Gives inserted objects permanent IDs now (semantics §2.1 step 4); they stay inserted.
