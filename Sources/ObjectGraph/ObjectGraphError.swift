@@ -51,6 +51,8 @@ public struct ObjectGraphError: Error, CustomStringConvertible, @unchecked Senda
         /// recorded shows where Core Data raises it; optimistic-locking conflicts a policy does not resolve are
         /// ``merge`` (133020), as Core Data reports them (issue 18, rule 18).
         public static let persistentStoreSaveConflicts = Code(rawValue: 134050)
+        /// `NSPersistentHistoryTokenExpiredError`: history after the token was purged (issue 18, rule 17).
+        public static let persistentHistoryTokenExpired = Code(rawValue: 134301)
         /// `NSPersistentStoreOperationError`.
         public static let persistentStoreOperation = Code(rawValue: 134070)
         /// `NSPersistentStoreOpenError`.

@@ -62,7 +62,9 @@ import Testing
     // changes (type, object ID, updated properties, tombstone).
     @Test func transactionsAndChangesRecordEachSave_3_6() throws {
         let stack = try TestStack(model: try Self.historyModel(), options: Self.tracked())
-        #expect(try stack.coordinator.currentPersistentHistoryToken() == nil)
+        // Issue 18, rule 17: a brand-new store has a current history token (before any transaction).
+        let first = try #require(try stack.coordinator.currentPersistentHistoryToken())
+        #expect(first.transactionNumber == 0)
         let start = Date()
         let ids = try Self.threeSaves(stack)
         let history = try stack.coordinator.fetchHistory(.fetchHistory(after: nil as PersistentHistoryToken?))
@@ -242,5 +244,29 @@ import Testing
         #expect(history[1].changes?.allSatisfy { $0.updatedProperties == ["price"] } == true)
         #expect(history[2].changes?.map(\.changeType) == [.delete])
         #expect(history[2].changes?.first?.tombstone == ["name": .string("n3")])
+    }
+
+    // Issue 18, rule 17 (recorded on Apple): fetching history after a token whose transaction was purged fails with
+    // 134301 (token expired); the newest surviving token still works; a store whose history was all purged keeps
+    // a current token that works (semantics §3.6: purge-before-token keeps the token's own transaction).
+    @Test func purgedTokenExpires_17() throws {
+        let stack = try TestStack(model: try Self.historyModel(), options: Self.tracked())
+        let empty = try #require(try stack.coordinator.currentPersistentHistoryToken())
+        _ = try Self.threeSaves(stack)
+        let history = try stack.coordinator.fetchHistory(.fetchHistory(after: empty))
+        #expect(history.count == 3)
+        // Purge the first transaction: the tokens before it expire, the surviving ones do not.
+        try stack.coordinator.deleteHistory(before: history[1].token)
+        for stale in [empty, history[0].token] {
+            let error = #expect(throws: ObjectGraphError.self) { try stack.coordinator.fetchHistory(.fetchHistory(after: stale)) }
+            #expect(error?.code == .persistentHistoryTokenExpired)
+            #expect(error?.code.rawValue == 134301)
+        }
+        #expect(try stack.coordinator.fetchHistory(.fetchHistory(after: history[1].token)).map(\.transactionNumber) == [history[2].transactionNumber])
+        // Purge everything up to the newest: only the newest survives; the token before it has expired.
+        try stack.coordinator.deleteHistory(before: history[2].token)
+        #expect(try stack.coordinator.fetchHistory(.fetchHistory(after: history[2].token)).isEmpty)
+        #expect(throws: ObjectGraphError.self) { try stack.coordinator.fetchHistory(.fetchHistory(after: history[1].token)) }
+        #expect(try stack.coordinator.currentPersistentHistoryToken() == history[2].token)
     }
 }

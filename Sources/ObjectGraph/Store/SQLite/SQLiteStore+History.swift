@@ -59,6 +59,7 @@ extension SQLiteStore {
         sql += " ORDER BY Z_PK"
         let entitiesByNumber = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.entityNumber, $0) })
         return try runReading {
+            if let number { try checkNotExpired(after: number) }
             var transactions: [PersistentHistoryTransaction] = []
             var index: [Int64: Int] = [:]
             let statement = try connection.statement(sql)
@@ -109,12 +110,32 @@ extension SQLiteStore {
         }
     }
 
+    /// The newest transaction's token. Issue 18, rule 17 (recorded on Apple): a brand-new store has one too (number
+    /// 0, before any transaction), and a store whose history was all purged keeps the number of the last one.
     func currentHistoryToken() throws -> PersistentHistoryToken? {
         guard historyTracking else { return nil }
         return try runReading {
-            let rows = try connection.query("SELECT max(Z_PK) FROM ATRANSACTION")
-            guard let n = rows.first?[0].int64 else { return nil }
-            return PersistentHistoryToken(transactionNumber: n, storeIdentifier: identifier)
+            PersistentHistoryToken(transactionNumber: try lastTransactionNumber(), storeIdentifier: identifier)
+        }
+    }
+
+    /// The number of the newest transaction ever written (AUTOINCREMENT never reuses one), 0 before the first.
+    private func lastTransactionNumber() throws -> Int64 {
+        let rows = try connection.query("SELECT seq FROM sqlite_sequence WHERE name = 'ATRANSACTION'")
+        return rows.first?[0].int64 ?? 0
+    }
+
+    /// Issue 18, rule 17: a token whose transaction was purged has expired (134301). Purges delete the oldest
+    /// transactions, so once anything was purged, a token older than the oldest survivor has expired; with none
+    /// surviving, every token but the newest (the current token keeps working).
+    func checkNotExpired(after number: Int64) throws {
+        let oldest = try connection.query("SELECT min(Z_PK) FROM ATRANSACTION").first?[0].int64
+        let last = try lastTransactionNumber()
+        guard (oldest ?? last + 1) > 1 else { return }  // nothing was ever purged
+        if number < (oldest ?? last) {
+            throw ObjectGraphError(.persistentHistoryTokenExpired,
+                                   "history after \(PersistentHistoryToken(transactionNumber: number, storeIdentifier: identifier)) was purged; fetch from a newer token",
+                                   storePath: url?.path)
         }
     }
 
