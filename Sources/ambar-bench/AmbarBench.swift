@@ -340,7 +340,7 @@ struct Calibrate: ParsableCommand {
             let work = FileManager.default.temporaryDirectory.appendingPathComponent("ambar-calibrate-\(UUID().uuidString)", isDirectory: true)
             try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: work) }
-            var (profile, _) = try Calibration.measure(objects: objects, repetitions: repetitions, directory: work)
+            var profile = try Calibration.measure(objects: objects, repetitions: repetitions, directory: work)
             if !noFit {
                 let files = scenario.isEmpty ? ["Scenarios/thousands-of-imports.yaml", "Scenarios/conflict-storm.yaml", "Scenarios/read-only-view.yaml"] : scenario
                 var variants: [Scenario] = []

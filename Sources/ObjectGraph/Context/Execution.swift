@@ -47,6 +47,12 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     /// the queue's thread and its autorelease pool. A `performAndWait` runs on the caller's thread and is free.
     case blockRun
 
+    /// The number of operations (`allCases.count` without building the array: the scheduler reads it on every
+    /// clock read).
+    public static let count = allCases.count
+    /// The operations' names by raw value.
+    public static let names = allCases.map(\.name)
+
     /// The name used in profiles, reports and CSV.
     public var name: String { String(describing: self) }
 
@@ -81,7 +87,20 @@ public protocol ExecutionSimulation: AnyObject, Sendable {
     func trace(_ call: String, detail: String, on thread: ExecutionThread)
     /// Runs `body` holding the named resource (SQLite's one writer per file): in virtual time, after every holder
     /// that asked before.
-    func exclusive(_ resource: String, on thread: ExecutionThread, _ body: () -> Void)
+    func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void)
+}
+
+/// Something one thread at a time may hold across queues (SQLite's one writer per file).
+public struct SharedResource: Sendable {
+    /// What makes two holders wait for each other (a store file's path).
+    public var id: String
+    /// What traces and reports call it: stable from run to run (no temporary paths).
+    public var label: String
+
+    public init(id: String, label: String) {
+        self.id = id
+        self.label = label
+    }
 }
 
 /// A thread's membership of a simulation, and the operations it counted since the simulation last charged them.
@@ -99,8 +118,8 @@ open class ExecutionThread: @unchecked Sendable {  // counts are touched by the 
     public init(simulation: any ExecutionSimulation, isSimulated: Bool = true) {
         self.simulation = simulation
         self.isSimulated = isSimulated
-        counts = .allocate(capacity: CostedOperation.allCases.count)
-        counts.initialize(repeating: 0, count: CostedOperation.allCases.count)
+        counts = .allocate(capacity: CostedOperation.count)
+        counts.initialize(repeating: 0, count: CostedOperation.count)
     }
 
     deinit { counts.deallocate() }
@@ -145,7 +164,7 @@ public enum Execution {
     /// Runs `body` holding `resource`. Inside a simulation, holders of one resource follow each other in virtual
     /// time (SQLite's single writer on a file, whichever coordinator writes); in real mode SQLite's own locking
     /// does this, and `body` just runs.
-    public static func exclusive<T>(_ resource: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
+    public static func exclusive<T>(_ resource: @autoclosure () -> SharedResource, _ body: () throws -> T) throws -> T {
         guard let thread = ExecutionThread.current, thread.isSimulated else { return try body() }
         var result: Result<T, any Error>?
         thread.simulation.exclusive(resource(), on: thread) { result = Result { try body() } }

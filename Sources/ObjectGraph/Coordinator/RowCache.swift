@@ -33,7 +33,8 @@ final class RowCache: Sendable {
     }
 
     func lookup(_ id: ManagedObjectID, staleness: TimeInterval) -> Lookup {
-        let now = Self.now()
+        // Only a finite, positive staleness needs the clock (infinite: always fresh; 0: never).
+        let now = staleness > 0 ? Self.now() : 0
         return entries.withLock { table in
             guard let entry = table[id] else { return .miss }
             if entry.deleted { return .deleted }

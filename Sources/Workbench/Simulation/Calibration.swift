@@ -12,7 +12,7 @@ import Synchronization
 /// statements), the operations it also does are measured first and subtracted, as each line's `source` says.
 public enum Calibration {
     /// Measures every operation with `objects` objects per workload, `repetitions` times each (median kept).
-    public static func measure(objects: Int = 2000, repetitions: Int = 5, cold: Bool = true, directory: URL) throws -> (CostProfile, [String: String]) {
+    public static func measure(objects: Int = 2000, repetitions: Int = 5, cold: Bool = true, directory: URL) throws -> CostProfile {
         precondition(objects >= 8 && repetitions >= 1, "calibration needs at least 8 objects and one repetition")
         let model = try ManagedObjectModel(file: ScenarioLoader.workloadModel)
         let n = objects
@@ -131,7 +131,6 @@ public enum Calibration {
             return (c, c.performAndWait { ids.map { c.object(with: $0) } })
         }) { c, objects in c.performAndWait { for o in objects { _ = o.value(forKey: "title") } } } / Double(n) - ns[.propertyRead]!)
         how[.faultFulfilledFromStore] = "\(n) faults fired with staleness 0 (each reads its row), less propertyRead"
-        _ = held.count
 
         // Refreshing materialized objects.
         ns[.objectRefreshed] = try median({ () -> (ManagedObjectContext, [ManagedObject]) in
@@ -211,8 +210,7 @@ public enum Calibration {
         var profile = CostProfile(name: "this-machine", description: "", fittedTo: "", nanos: [], sources: [:], estimated: [])
         profile.nanos = CostedOperation.allCases.map { UInt64((ns[$0] ?? 0).rounded()) }
         for op in CostedOperation.allCases { profile.sources[op.name] = "measured: " + (how[op] ?? "") }
-        _ = context
-        return (profile, Dictionary(uniqueKeysWithValues: how.map { ($0.key.name, $0.value) }))
+        return profile
     }
 
     /// Fits the costs of the operations seen on the main queue to real-mode runs of `scenarios`: each main-queue
@@ -322,5 +320,5 @@ final class CountingOnly: ExecutionSimulation {
     func sleep(until deadline: UInt64, on thread: ExecutionThread) { preconditionFailure("a counting thread sleeps for real") }
     var isTracing: Bool { false }
     func trace(_ call: String, detail: String, on thread: ExecutionThread) {}
-    func exclusive(_ resource: String, on thread: ExecutionThread, _ body: () -> Void) { preconditionFailure("a counting thread uses SQLite's own locks") }
+    func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void) { preconditionFailure("a counting thread uses SQLite's own locks") }
 }

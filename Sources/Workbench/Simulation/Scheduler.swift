@@ -58,13 +58,13 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
 
     private var resources: [String: VirtualQueue] = [:]
 
-    public func exclusive(_ resource: String, on thread: ExecutionThread, _ body: () -> Void) {
+    public func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void) {
         let queue: VirtualQueue
-        if let existing = resources[resource] {
+        if let existing = resources[resource.id] {
             queue = existing
         } else {
-            queue = VirtualQueue(label: resource.hasPrefix("sqlite-writer:") ? "sqlite-writer:" + (resource as NSString).lastPathComponent : resource, scheduler: self)
-            resources[resource] = queue
+            queue = VirtualQueue(label: resource.label, scheduler: self)
+            resources[resource.id] = queue
         }
         sync(body, on: queue)
     }
@@ -131,9 +131,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         let p = participant("waitUntilQuiet")
         settle(p)
         quietWaiter = p
-        p.state = "waiting until quiet"
-        yield(p)
-        p.state = "running"
+        suspend(p, as: "waiting until quiet")
     }
 
     /// The calling participant, for a wait of its own.
@@ -145,9 +143,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     /// Suspends `p` (the caller) until ``unpark(_:)``.
     func park(_ p: Participant) {
         settle(p)
-        p.state = "waiting for a task"
-        yield(p)
-        p.state = "running"
+        suspend(p, as: "waiting for a task")
     }
 
     /// Wakes a parked participant at the caller's current time.
@@ -177,9 +173,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         guard let p = thread as? Participant, p.simulation === self else { preconditionFailure("a thread of another simulation slept on this one") }
         settle(p)
         push(max(deadline, p.now), .resume(p))
-        p.state = "sleeping"
-        yield(p)
-        p.state = "running"
+        suspend(p, as: "sleeping")
     }
 
     // MARK: Queues
@@ -192,14 +186,10 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
             // A scheduling point: whatever is due before the caller's time is queued first, so a queue's FIFO
             // holds its items in the order of their virtual enqueue times.
             let p = participant("async on \(queue.label)")
-            settle(p)
-            push(p.now, .resume(p))
-            yield(p)
+            rejoin(p)
             at = p.now
         }
-        sequence += 1
-        queue.fifo.append(Item(kind: .async(block), at: at, seq: sequence))
-        if !queue.busy && queue.fifo.count == 1 { pushHead(of: queue) }
+        append(.async(block), at: at, to: queue)
     }
 
     func sync(_ block: () -> Void, on queue: VirtualQueue) {
@@ -208,24 +198,45 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         precondition(!p.queueStack.contains { $0 === queue }, "deadlock: performAndWait on \(queue.label) from inside a block of that queue, below another queue's block")
         settle(p)
         let requested = p.now
-        sequence += 1
-        queue.fifo.append(Item(kind: .sync(p), at: requested, seq: sequence))
-        if !queue.busy && queue.fifo.count == 1 { pushHead(of: queue) }
-        p.state = "waiting for \(queue.label)"
-        yield(p)
-        p.state = "running"
+        append(.sync(p), at: requested, to: queue)
+        suspend(p, as: "waiting for \(queue.label)")
         // The caller's queue was blocked while it waited (a main-queue block waiting for a coordinator).
         if let outer = p.queueStack.last { outer.blockedNanos += p.now - requested }
         p.queueStack.append(queue)
         // No blockRun: GCD runs a sync block on the caller's own thread (no hop, no wake-up).
         block()
+        endBlock(of: queue, by: p)
+        rejoin(p)
+    }
+
+    /// Queues `kind` on `queue` at `at`; an idle queue whose FIFO was empty now has a head to schedule.
+    private func append(_ kind: Item.Kind, at: UInt64, to queue: VirtualQueue) {
+        sequence += 1
+        queue.fifo.append(Item(kind: kind, at: at, seq: sequence))
+        if !queue.busy && queue.fifo.count == 1 { pushHead(of: queue) }
+    }
+
+    /// A scheduling point for `p`: it goes on at its own (settled) time once whatever is due earlier has run.
+    private func rejoin(_ p: Participant) {
+        settle(p)
+        push(p.now, .resume(p))
+        yield(p)
+    }
+
+    /// Waits for an event of `p` that someone else pushes, saying what it waits for (deadlock reports).
+    private func suspend(_ p: Participant, as state: String) {
+        p.state = state
+        yield(p)
+        p.state = "running"
+    }
+
+    /// Ends `p`'s block of `queue` (its innermost): charges its operations, at least ``shortestBlock``, and frees
+    /// the queue.
+    private func endBlock(of queue: VirtualQueue, by p: Participant) {
         settle(p)
         p.now = max(p.now, queue.startedAt + Self.shortestBlock)
         p.queueStack.removeLast()
         finish(queue, at: p.now)
-        // Rejoin the schedule at the caller's own time: whatever is due earlier runs first.
-        push(p.now, .resume(p))
-        yield(p)
     }
 
     private func finish(_ queue: VirtualQueue, at end: UInt64) {
@@ -275,11 +286,11 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         // another queue: GCD runs a sync block on the caller's thread, so the main thread does it.
         let onMain = p.queueStack.contains { $0.isMain }
         var cost: UInt64 = 0
-        for i in 0..<CostedOperation.allCases.count {
+        for i in 0..<CostedOperation.count {
             let n = p.counts[i]
             guard n != 0 else { continue }
             p.counts[i] = 0
-            if tracer != nil, let queue = p.queueStack.last { queue.traceOps[CostedOperation.allCases[i].name, default: 0] += n }
+            if tracer != nil, let queue = p.queueStack.last { queue.traceOps[CostedOperation.names[i], default: 0] += n }
             cost &+= UInt64(n) &* profile.nanos[i]
             totals.all[i] += n
             if onMain { totals.main[i] += n }
@@ -364,10 +375,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
                 w.queueStack = [queue]
                 w.counts[CostedOperation.blockRun.rawValue] += 1
                 block()
-                settle(w)
-                w.now = max(w.now, queue.startedAt + Self.shortestBlock)
-                w.queueStack = []
-                finish(queue, at: w.now)
+                endBlock(of: queue, by: w)
                 w.state = "idle"
                 w.idle = true
                 idleWorkers.append(w)
@@ -478,8 +486,8 @@ struct Entry: Comparable {
 
 /// Operation counts charged by a simulation: in all, and on the main queue.
 public struct OperationTotals: Sendable, Equatable {
-    public var all = [Int](repeating: 0, count: CostedOperation.allCases.count)
-    public var main = [Int](repeating: 0, count: CostedOperation.allCases.count)
+    public var all = [Int](repeating: 0, count: CostedOperation.count)
+    public var main = [Int](repeating: 0, count: CostedOperation.count)
 }
 
 /// One line of a trace: `trace.jsonl`, format version 1 (Docs/simulation.md "Traces"). Events: `block` (a queued

@@ -334,8 +334,10 @@ final class SQLiteStore: PersistentStore {
         try Execution.exclusive(writerResource) { try runWritingNow(body) }
     }
 
-    /// The name of this file's one writer, for ``Execution/exclusive(_:_:)``.
-    var writerResource: String { "sqlite-writer:\(path)" }
+    /// This file's one writer, for ``Execution/exclusive(_:_:)``.
+    var writerResource: SharedResource {
+        SharedResource(id: "sqlite-writer:\(path)", label: "sqlite-writer:\((path as NSString).lastPathComponent)")
+    }
 
     private func runWritingNow<T>(_ body: () throws -> T) throws -> T {
         try run {
