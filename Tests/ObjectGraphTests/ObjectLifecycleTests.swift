@@ -199,7 +199,8 @@ func lcModel() throws -> ManagedObjectModel {
     }
 }
 
-/// Issue 18, rule 6: saving a context with no changes still posts will-save and did-save, with empty sets.
+/// Issue 18, rule 6 (semantics §2.1, the save flow): saving a context with no changes still posts will-save and
+/// did-save, with empty sets.
 @Suite struct EmptySaveNotificationTests {
     @Test func emptySavePostsWillAndDidSave_6() throws {
         let stack = try TestStack()
