@@ -18,7 +18,7 @@ struct DeterminismTests {
         // (10/s for 300 ms).
         #expect(deterministic(first) == [
             "rowsInserted": 300, "rowsUpdated": 100, "rowsDeleted": 0, "saves": 9, "operations": 9, "merges": 6,
-            "objectsRefreshed": 4, "mergeObjectsExamined": 100,
+            "mergeObjectsRefreshed": 4, "mergeObjectsExamined": 100,
         ])
         // The CI gate agrees: a baseline made from one run passes the other.
         let baseline = Baseline.make(name: "twice", files: ["tiny.yaml"], overrides: [], results: [first])

@@ -77,6 +77,25 @@ struct SimulationTests {
         #expect(mainBlocked.withLock { $0 } == 200_000)
     }
 
+    @Test("Issue 18 rule 28: a pooled resource's holders overlap up to its capacity, then wait in virtual time (semantics §8 connection pool)")
+    func pooledLanesOverlap() throws {
+        let scheduler = Scheduler(seed: 1, profile: try Self.profile())
+        let log = Log()
+        let pool = SharedResource(id: "readers", label: "readers")
+        scheduler.run {
+            for name in ["a", "b", "c"] {
+                scheduler.spawn(name: name) {
+                    _ = try? Execution.pooled(pool, capacity: 2) { log.add("\(name)-start"); Self.work(microseconds: 10); log.add("\(name)-end") }
+                }
+            }
+            scheduler.waitUntilQuiet()
+        }
+        // Two lanes: a and b at 0, c when the first of them frees (10 µs).
+        #expect(log.entries.filter { $0.hasSuffix("-start@0") }.count == 2)
+        #expect(log.entries.contains { $0.hasSuffix("-start@10") })
+        #expect(log.entries.filter { $0.hasSuffix("-end@20") }.count == 1)
+    }
+
     @Test("a block's cost is the sum of its operations at the profile's prices, plus the block itself when queued (not when waited for)")
     func costOfABlock() throws {
         let scheduler = Scheduler(seed: 1, profile: try Self.profile(block: 7000, set: 1000))

@@ -63,6 +63,18 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     }
 }
 
+/// The kinds of SQL statement counted beside ``CostedOperation/sqlStatement`` (reports label them `kind=`). They
+/// cost alike (one ``CostedOperation/sqlStatement`` each, rows apart): the kind says what the store did, not how long.
+public enum StatementKind: Int, CaseIterable, Sendable {
+    case select, insert, update, delete
+    /// Everything else: BEGIN, COMMIT, pragmas, schema statements.
+    case other
+
+    public static let count = allCases.count
+    /// The name used in reports and CSV.
+    public var name: String { String(describing: self) }
+}
+
 /// A simulated serial queue, provided by an ``ExecutionSimulation`` in place of a dispatch queue.
 public protocol SimulatedQueue: AnyObject, Sendable {
     /// Queues `block` at the caller's current time.
@@ -88,6 +100,9 @@ public protocol ExecutionSimulation: AnyObject, Sendable {
     /// Runs `body` holding the named resource (SQLite's one writer per file): in virtual time, after every holder
     /// that asked before.
     func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void)
+    /// Runs `body` holding one of `capacity` lanes of the named resource (a coordinator's reader connections): it
+    /// waits in virtual time only when every lane is taken.
+    func pooled(_ resource: SharedResource, capacity: Int, on thread: ExecutionThread, _ body: () -> Void)
 }
 
 /// Something one thread at a time may hold across queues (SQLite's one writer per file).
@@ -114,15 +129,22 @@ open class ExecutionThread: @unchecked Sendable {  // counts are touched by the 
     public let isSimulated: Bool
     /// Counts by ``CostedOperation`` raw value.
     public let counts: UnsafeMutablePointer<Int>
+    /// SQL statements by ``StatementKind`` raw value (a breakdown of ``CostedOperation/sqlStatement``'s count).
+    public let statementCounts: UnsafeMutablePointer<Int>
 
     public init(simulation: any ExecutionSimulation, isSimulated: Bool = true) {
         self.simulation = simulation
         self.isSimulated = isSimulated
         counts = .allocate(capacity: CostedOperation.count)
         counts.initialize(repeating: 0, count: CostedOperation.count)
+        statementCounts = .allocate(capacity: StatementKind.count)
+        statementCounts.initialize(repeating: 0, count: StatementKind.count)
     }
 
-    deinit { counts.deallocate() }
+    deinit {
+        counts.deallocate()
+        statementCounts.deallocate()
+    }
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
@@ -154,6 +176,14 @@ public enum Execution {
         thread.counts[op.rawValue] += n
     }
 
+    /// Counts one SQL statement run to completion: a ``CostedOperation/sqlStatement`` and its kind.
+    @inline(__always)
+    public static func countStatement(_ kind: StatementKind) {
+        guard let thread = ExecutionThread.current else { return }
+        thread.counts[CostedOperation.sqlStatement.rawValue] += 1
+        thread.statementCounts[kind.rawValue] += 1
+    }
+
     /// Records a Core Data call in the simulation's trace, when one is being written (no work otherwise).
     @inline(__always)
     public static func trace(_ call: String, _ detail: @autoclosure () -> String) {
@@ -170,6 +200,19 @@ public enum Execution {
         thread.simulation.exclusive(resource(), on: thread) { result = Result { try body() } }
         return try result!.get()
     }
+
+    /// Runs `body` holding one of `capacity` lanes of `resource` (semantics §8 "Connection pool": readers that
+    /// overlap). Inside a simulation, holders wait in virtual time only when every lane is held; in real mode
+    /// `body` just runs.
+    public static func pooled<T>(_ resource: @autoclosure () -> SharedResource, capacity: Int, _ body: () throws -> T) throws -> T {
+        guard let thread = ExecutionThread.current, thread.isSimulated else { return try body() }
+        var result: Result<T, any Error>?
+        thread.simulation.pooled(resource(), capacity: capacity, on: thread) { result = Result { try body() } }
+        return try result!.get()
+    }
+
+    /// Whether the calling thread runs inside a simulation (virtual time).
+    public static var isSimulated: Bool { ExecutionThread.current?.isSimulated ?? false }
 
     /// Monotonic nanoseconds: uptime in real mode, the calling thread's virtual time inside a simulation.
     public static func now() -> UInt64 {

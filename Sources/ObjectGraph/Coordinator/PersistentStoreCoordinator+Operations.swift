@@ -29,7 +29,7 @@ extension PersistentStoreCoordinator {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
             limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly)
-        let result: [FetchEntry] = try withStore { store in
+        let result: [FetchEntry] = try readStore { store in
             let number = store.storeNumber
             if let entries = try store.fetchEntriesIfEvaluable(storeFetch) { return entries }
             // The store cannot filter or order this fetch: take every row of the entity and do it here.
@@ -63,7 +63,7 @@ extension PersistentStoreCoordinator {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: [], limit: request.fetchLimit,
             offset: request.fetchOffset, idsOnly: true)
-        if let n = try withStore({ try $0.countIfEvaluable(storeFetch) }) { return n }
+        if let n = try readStore({ try $0.countIfEvaluable(storeFetch) }) { return n }
         let rows = try fetchRows(request, entity: entity, idsOnly: true)
         return rows.count
     }
@@ -83,7 +83,7 @@ extension PersistentStoreCoordinator {
         case .miss:
             count { $0.rowCacheMisses += 1; $0.rowsRead += 1 }
             Execution.count(.faultFulfilledFromStore)
-            let rows = try withStore { try $0.rows(of: id.entity, keys: [id.key]) }
+            let rows = try readStore { try $0.rows(of: id.entity, keys: [id.key]) }
             guard let row = rows[id.key] else { return nil }
             rowCache.install([(id, row)], retain: false)
             return row
@@ -97,7 +97,7 @@ extension PersistentStoreCoordinator {
         let byEntity = Dictionary(grouping: ids.filter { !$0.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
         for group in byEntity.values {
             let entity = group[0].entity
-            let rows = try withStore { try $0.rows(of: entity, keys: group.map(\.key)) }
+            let rows = try readStore { try $0.rows(of: entity, keys: group.map(\.key)) }
             for id in group { if let row = rows[id.key] { result[id] = row } }
         }
         count { $0.rowsRead += result.count; $0.rowCacheMisses += ids.count }
@@ -108,7 +108,7 @@ extension PersistentStoreCoordinator {
 
     /// The destinations of a to-many relationship in the store.
     func relatedIDs(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
-        let ids = try withStore { try $0.relatedKeys(of: source, relationship: relationship) }
+        let ids = try readStore { try $0.relatedKeys(of: source, relationship: relationship) }
         count { $0.rowsRead += ids.count }
         Execution.count(.rowFetched, ids.count)
         return ids

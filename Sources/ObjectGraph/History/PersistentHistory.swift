@@ -94,15 +94,15 @@ extension PersistentStoreCoordinator {
 
     /// The newest history token, nil when there is no history.
     public func currentPersistentHistoryToken() throws -> PersistentHistoryToken? {
-        try withStore { try $0.currentHistoryToken() }
+        try readStore { try $0.currentHistoryToken() }
     }
 
     /// Fetches history transactions in order (sorting is not offered: Core Data raises on it, §3.6).
     public func fetchHistory(_ request: PersistentHistoryRequest) throws -> [PersistentHistoryTransaction] {
         var transactions: [PersistentHistoryTransaction]
         switch request.start {
-        case .token(let token): transactions = try withStore { try $0.history(after: token?.transactionNumber, since: nil) }
-        case .date(let date): transactions = try withStore { try $0.history(after: nil, since: date) }
+        case .token(let token): transactions = try readStore { try $0.history(after: token?.transactionNumber, since: nil) }
+        case .date(let date): transactions = try readStore { try $0.history(after: nil, since: date) }
         }
         if let filter = request.filter { transactions = transactions.filter(filter) }
         if request.transactionsOnly { transactions = transactions.map { var t = $0; t.changes = nil; return t } }

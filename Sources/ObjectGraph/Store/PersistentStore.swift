@@ -119,6 +119,9 @@ package protocol PersistentStore: AnyObject {
     var url: URL? { get }
     var type: PersistentStoreType { get }
     var statementCounts: StatementCounts { get }
+    /// Whether a write transaction is open (a simulated reader connection then waits: see
+    /// ``PersistentStoreCoordinator/connectionPoolSize``).
+    var isInTransaction: Bool { get }
 
     /// Whether the store filters, sorts and limits `fetch` itself; otherwise the coordinator does it in memory.
     func canEvaluate(_ fetch: StoreFetch) -> Bool
@@ -197,4 +200,8 @@ extension SaveRequest {
         Execution.count(.rowUpdated, updates.count)
         Execution.count(.rowDeleted, deletes.count)
     }
+}
+
+extension PersistentStore {
+    package var isInTransaction: Bool { false }
 }

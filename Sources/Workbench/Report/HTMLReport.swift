@@ -124,7 +124,7 @@ enum HTMLReport {
         html += "<h2>Counters</h2>\n<p class=\"sub\">\(results.contains { $0.mode == ExecutionMode.simulated.rawValue } ? "Simulated: every counter is exact for this scenario and seed, and the CI gate compares them all exactly." : "The first columns are deterministic: the same scenario and seed give the same numbers on any machine, and the CI gate compares them exactly. The others depend on timing.")</p>\n<div class=\"scroll\"><table><tr><th class=\"l\">variant</th>"
         let counterNames = Array(Set(results.flatMap { $0.counters.keys }).filter { !$0.hasPrefix("setup") }).sorted()
         let shown = counterNames.filter { MetricCatalog.deterministic.contains($0) }
-            + counterNames.filter { name in !MetricCatalog.deterministic.contains(name) && (["objectsRefreshed", "mergeObjectsExamined", "faultsFired.view"].contains(name) || name.hasPrefix("sql")) }
+            + counterNames.filter { name in !MetricCatalog.deterministic.contains(name) && (["mergeObjectsRefreshed", "mergeObjectsExamined", "faultsFired.view"].contains(name) || name.hasPrefix("sql")) }
         for name in shown { html += "<th class=\"w\">\(header(name))</th>" }
         html += "</tr>\n"
         for r in results { html += "<tr><td>\(escape(label(r)))</td>" + shown.map { "<td>\(r.counters[$0] ?? 0)</td>" }.joined() + "</tr>\n" }

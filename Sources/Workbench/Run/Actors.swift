@@ -189,6 +189,7 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
                 if spec.saveViewContext {
                     let view = w.stack.viewContext
                     try view.performAndWait {
+                        w.main.mark(.save)
                         let objects = intendedByID.compactMap { id, intended in view.registeredObject(for: id).map { ($0, intended) } }
                         try w.saveCounting(view, role: "view")
                         if w.stack.committedContext == nil { w.recorder.record(w.events(objects, actor: name, role: "view")) }
@@ -328,7 +329,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             let merged = changes
             main.queue.async {
                 view.mergeChanges(fromObjectIDs: merged)
-                main.markMergeBlock()
+                main.mark(.merge)
                 recorder.mergeLatency.record(nanoseconds: Clock.now() - committed)
             }
         }

@@ -6,17 +6,17 @@ import Synchronization
 
 /// Metric names (identical in YAML, CSV, JSON and the HTML report, workbench.md "Metrics").
 public enum MetricCatalog {
-    public static let names: Set<String> = [
+    public static let names: Set<String> = Set<String>([
         "mergeLatency", "mainBusy", "mainBusyCPU", "hitchRatio", "hitchRatio120", "hangs", "longTasks", "saveLatency",
         "importThroughput", "fetchLatency", "conflicts", "saveFailures", "lostUpdates", "staleReads", "duplicates",
         "readOnlySavesReachedStore", "memoryAllocated", "memoryResident", "memoryPeakAllocated", "threadAllocated",
         "threadFreed", "registeredObjects", "rowCacheEntries", "sqliteMemory", "mainQueueDepth", "objectsMerged",
-        "objectsRefreshed", "mergeObjectsExamined", "faultsFired", "rowsInserted", "rowsUpdated", "rowsDeleted",
+        "mergeObjectsRefreshed", "mergeObjectsExamined", "faultsFired", "rowsInserted", "rowsUpdated", "rowsDeleted",
         "sqlSelect", "sqlInsert", "sqlUpdate", "sqlDelete", "saves", "merges", "notifications", "rowCacheHits",
         "rowCacheMisses", "operations",
         // Simulated mode (Docs/simulation.md).
-        "mainBlocked", "mainStall", "mainBlocks", "framesMissed", "runTime", "costedOperations", "costedTime", "frames", "wallSeconds",
-    ]
+        "mainBlocked", "mainStall", "mainBlocks", "framesMissed", "runTime", "costedOperations", "costedTime", "frames", "wallSeconds", "frcObjects",
+    ]).union(QueueCounters.metricNames)
     public static let statistics = ["count", "p50", "p90", "p99", "p99.9", "max", "mean", "value", "total", "peak"]
     /// Counters that are the same for the same scenario and seed on any machine (the CI gate is exact on them):
     /// what was written, and what the merges cost the view context (registry entries examined, objects
@@ -24,7 +24,7 @@ public enum MetricCatalog {
     /// coalesced changes and editor pushes landing between merges follow timing (seen: 44 and 59 fired).
     public static let deterministic: Set<String> = [
         "rowsInserted", "rowsUpdated", "rowsDeleted", "saves", "merges", "operations", "duplicates",
-        "objectsRefreshed", "mergeObjectsExamined",
+        "mergeObjectsRefreshed", "mergeObjectsExamined",
     ]
 }
 

@@ -106,6 +106,7 @@ public struct VariantRunner {
             result.metrics.append(MetricRow("costedOperations", "count", Double(main), "count", label: "main:\(op.name)"))
             result.metrics.append(MetricRow("costedTime", "total", Double(UInt64(main) * profile.cost(op)) / 1e6, "ms", label: "main:\(op.name)"))
         }
+        result.metrics += QueueCounters.rows(totals)
     }
 
     func run(simulation: Scheduler?) throws -> VariantResult {
@@ -279,6 +280,8 @@ public struct VariantRunner {
                                   batchTouched: Set(workload.batchTouchedKeys.flatMap { keysByID[$0] ?? [] }))  // ids → primary keys
         let viewCounters = view.performAndWait { view.counters }
         let coordinatorCounters = stack.coordinators.map { ($0.0, $0.1.counters) }
+        // The controller's size (issue 18 rule 23): what it holds, not what a frame reads.
+        let controllerSize = viewer.map { v in view.performAndWait { (v.controller?.fetchedObjects?.count ?? 0, v.peakObjects) } }
         viewer = nil
         _ = stack
 
@@ -348,6 +351,9 @@ public struct VariantRunner {
         if let queue = main.queue.simulatedQueue as? VirtualQueue {
             // The main queue's whole virtual time: every block (merge, push, save, fetch, frame) and the waits inside.
             rows.append(MetricRow("mainBusy", "total", Double(queue.busyNanos) / 1e6, "ms"))
+            for kind in MainBlockKind.allCases {
+                rows.append(MetricRow("mainBusy", "total", Double(queue.busyByKind[kind.rawValue] ?? 0) / 1e6, "ms", label: kind.rawValue))
+            }
             rows.append(MetricRow("mainBlocked", "total", Double(queue.blockedNanos) / 1e6, "ms"))
             rows.append(MetricRow("mainStall", "max", Double(queue.longestBlock) / 1e6, "ms"))
             rows.append(MetricRow("mainBlocks", "count", Double(queue.blocks), "count"))
@@ -355,11 +361,18 @@ public struct VariantRunner {
         } else {
             // Real mode: the main queue's wall time over every block, to set beside a simulated run.
             rows.append(MetricRow("mainBusy", "total", Double(mainState.busyNanos) / 1e6, "ms"))
+            for kind in MainBlockKind.allCases {
+                rows.append(MetricRow("mainBusy", "total", Double(mainState.busyByKind[kind.rawValue] ?? 0) / 1e6, "ms", label: kind.rawValue))
+            }
         }
         rows.append(MetricRow("framesMissed", "count", Double(mainState.framesMissed), "count"))
         rows.append(MetricRow("registeredObjects", "value", Double(viewRegistered), "objects", label: "view"))
+        if let (size, peak) = controllerSize {
+            rows.append(MetricRow("frcObjects", "value", Double(size), "objects"))
+            rows.append(MetricRow("frcObjects", "peak", Double(max(size, peak)), "objects"))
+        }
         counters["merges"] = viewCounters.merges
-        counters["objectsRefreshed"] = viewCounters.mergeObjectsRefreshed
+        counters["mergeObjectsRefreshed"] = viewCounters.mergeObjectsRefreshed
         counters["mergeObjectsExamined"] = viewCounters.mergeObjectsExamined
         counters["faultsFired.view"] = viewCounters.faultsFired
         counters["notifications.view"] = viewCounters.objectsDidChangeNotifications
@@ -384,47 +397,73 @@ public struct VariantRunner {
     }
 }
 
-/// The viewer (workbench.md `viewer`): a fetched results controller over `visibleObjects` on the view context,
-/// read every frame.
+/// The viewer (workbench.md `viewer`; issue 18 rule 23): a fetched results controller on the view context over
+/// `viewer.request` (by default every object of the entity, in batches of 20, as an app's list), whose first
+/// `window` objects every frame reads.
 final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {  // used on the main queue
     let spec: ActorSpec.Viewer
     let workload: Workload
     var controller: FetchedResultsController?
     var changes = 0
+    /// The controller's largest size over the run.
+    var peakObjects = 0
 
     init(spec: ActorSpec.Viewer, workload: Workload) {
         self.spec = spec
         self.workload = workload
     }
 
+    /// The controller's fetch request from the scenario's `viewer.request`.
+    static func fetchRequest(_ spec: ActorSpec.Viewer, workload: Workload) throws -> FetchRequest {
+        let keys = spec.request.sort.isEmpty ? [workload.scenario.model.sortKey] : spec.request.sort
+        var sort = keys.map { $0.hasPrefix("-") ? ObjectSortDescriptor(String($0.dropFirst()), ascending: false) : ObjectSortDescriptor($0) }
+        // Sections group by the first sort key (semantics §5): a section key not already first sorts first.
+        if let section = spec.request.sectionKey, sort.first?.key != section { sort.insert(ObjectSortDescriptor(section), at: 0) }
+        var request = FetchRequest(entityName: workload.entity.name, predicate: try spec.request.predicate.map { try ObjectPredicate(format: $0) },
+                                   sortDescriptors: sort)
+        request.fetchLimit = spec.request.fetchLimit
+        request.fetchBatchSize = spec.request.fetchBatchSize
+        return request
+    }
+
     static func start(_ spec: ActorSpec.Viewer, workload: Workload) throws -> ViewerState {
         let state = ViewerState(spec: spec, workload: workload)
         let view = workload.stack.viewContext
+        let request = try fetchRequest(spec, workload: workload)
         try view.performAndWait {
-            var request = FetchRequest(entityName: workload.entity.name, sortDescriptors: [ObjectSortDescriptor(workload.scenario.model.sortKey)])
-            request.fetchLimit = spec.visibleObjects
-            request.returnsObjectsAsFaults = false
-            let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: view)
+            let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: view, sectionNameKeyPath: spec.request.sectionKey)
+            // FRC-API: controller.changeEvaluation = spec.frc == .batched ? .batched : .coreData
             controller.delegate = state
+            workload.main.mark(.fetch)
             let t0 = Clock.now()
             try controller.performFetch()
             workload.recorder.fetchLatency.record(nanoseconds: Clock.now() - t0)
             state.controller = controller
-            workload.visibleIDs = (controller.fetchedObjects ?? []).map(\.objectID)
+            state.noteContents(controller)
         }
         return state
     }
 
-    /// One frame: read every visible object's fields (firing faults if a merge turned them into faults).
+    /// The window: the controller's first `window` objects, in order.
+    func window(_ controller: FetchedResultsController) -> [ManagedObject] {
+        Array((controller.fetchedObjects ?? []).prefix(spec.window))
+    }
+
+    /// One frame: read every field of the window's objects (firing faults if a merge turned them into faults).
     func readFrame() {
-        guard let objects = controller?.fetchedObjects else { return }
-        for object in objects where !object.isDeleted {
+        guard let controller else { return }
+        for object in window(controller) where !object.isDeleted {
             for (field, _) in workload.fieldTypes { _ = try? object.checkedValue(forKey: field) }
         }
     }
 
     func controllerDidChangeContent(_ controller: FetchedResultsController) {
         changes += 1
-        workload.visibleIDs = (controller.fetchedObjects ?? []).map(\.objectID)
+        noteContents(controller)
+    }
+
+    private func noteContents(_ controller: FetchedResultsController) {
+        peakObjects = max(peakObjects, controller.fetchedObjects?.count ?? 0)
+        workload.visibleIDs = window(controller).map(\.objectID)
     }
 }

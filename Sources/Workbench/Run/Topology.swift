@@ -126,7 +126,7 @@ public struct TopologyBuilder {
                 : [("main", container.mainCoordinator), ("writer", container.writerCoordinator), ("external", external)]
             let recorder = self.recorder, main = self.main
             container.mergeObserver = { event in
-                main.markMergeBlock()
+                main.mark(.merge)
                 recorder.mergeLatency.record(nanoseconds: event.finishedAt &- event.committedAt)
                 recorder.add("objectsMerged", event.changes.inserted.count + event.changes.updated.count + event.changes.deleted.count)
             }
@@ -147,7 +147,7 @@ public struct TopologyBuilder {
             view.transactionAuthor = "view"
             let recorder = self.recorder, main = self.main
             view.automaticMergeHook = { announced, finished, changes in
-                main.markMergeBlock()
+                main.mark(.merge)
                 recorder.mergeLatency.record(nanoseconds: finished &- announced)
                 recorder.add("objectsMerged", changes.inserted.count + changes.updated.count + changes.deleted.count)
             }
@@ -168,7 +168,7 @@ public struct TopologyBuilder {
             view.parent = writer
             view.name = "view"
             let main = self.main
-            view.childPushHook = { main.markMergeBlock() }
+            main.countPushesAsMerges()
             stack = WorkbenchStack(topology: kind, viewContext: view)
             stack.keepAlive = [writer]
             stack.committedContext = writer
@@ -183,7 +183,10 @@ public struct TopologyBuilder {
             // save failure (its changes stay in the writer, as in an app that logs the error).
             let recorder = self.recorder
             stack.afterBackgroundSave = { _ in
-                try view.performAndWait { try view.save() }
+                try view.performAndWait {
+                    main.mark(.save)
+                    try view.save()
+                }
                 try writer.performAndWait {
                     do { try writer.save() } catch let error as ObjectGraphError {
                         recorder.saveFailed(role: "privateWriter", code: error.code.rawValue)
@@ -217,6 +220,10 @@ public struct TopologyBuilder {
             let viewPolicy = policy("view")
             stack.setViewReadOnly = { readOnly in view.performAndWait { view.mergePolicy = readOnly ? .rollback : viewPolicy } }
         }
+        // Issue 18 rule 24: a child's save pushed into the view context is main-queue work of its own kind.
+        let main = self.main
+        stack.viewContext.performAndWait { stack.viewContext.childPushHook = { main.mark(.push) } }
+        for (_, coordinator) in stack.coordinators { coordinator.connectionPoolSize = scenario.stack.connectionPool }
         stack.makeWriter = { self.context(external, role: "writer") }
         stack.policies = resolvedPolicies
         return stack
@@ -242,7 +249,7 @@ final class HistoryConsumer: @unchecked Sendable {  // `token` is used on the ma
                     for t in transactions { view.mergeChanges(fromContextDidSave: t.objectIDNotification()) }
                 }
                 self.token = last.token
-                main.markMergeBlock()
+                main.mark(.merge)
                 recorder.mergeLatency.record(nanoseconds: Clock.now() - announced)
                 recorder.add("objectsMerged", transactions.reduce(0) { $0 + ($1.changes?.count ?? 0) })
             }

@@ -71,6 +71,9 @@ public struct StackSpec: Sendable, Codable, Equatable {
     public var viewStaleness: Double?
     /// ObjectTrump's rule for rows deleted elsewhere.
     public var objectTrumpDeletedElsewhere: String
+    /// Connections per coordinator a simulated run models (semantics §8): readers overlap on all but one, writes
+    /// serialize; 1 is the serialized coordinator of systems before iOS 10 / macOS 10.12.
+    public var connectionPool: Int = PersistentStoreCoordinator.defaultConnectionPoolSize
 }
 
 public struct Phase: Sendable, Codable, Equatable {
@@ -128,9 +131,16 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         public var rate: Rate
     }
     public struct Viewer: Sendable, Codable, Equatable {
+        /// Rows on screen: the default ``window`` and the importers' hot set.
         public var visibleObjects: Int
         public var readOnly: Bool
         public var frameRate: Int
+        /// What the viewer's fetched results controller holds (issue 18 rule 23).
+        public var request: ViewerRequest
+        /// Rows a frame reads: the first `window` objects of the controller.
+        public var window: Int
+        /// How the controller evaluates the changes merged into its context.
+        public var frc: ControllerEvaluation
     }
     public struct Editor: Sendable, Codable, Equatable {
         public var rate: Rate
@@ -165,4 +175,30 @@ public struct Threshold: Sendable, Codable, Equatable {
     public var polarity: Polarity
     /// Absolute limit (ms for latencies, counts, ratios).
     public var limit: Double
+}
+
+/// The viewer's fetch request (workbench `viewer.request`): the controller's size follows it, not the window.
+public struct ViewerRequest: Sendable, Codable, Equatable {
+    /// A predicate in the format grammar (Docs/predicate-grammar.md); nil: every object of the entity.
+    public var predicate: String?
+    /// Sort keys, `-key` for descending; empty: the model's `sortKey`.
+    public var sort: [String] = []
+    /// The section name key path, nil for one section.
+    public var sectionKey: String?
+    /// 0: no limit (an app's usual list).
+    public var fetchLimit = 0
+    /// Core Data's batched array: rows are read a batch at a time as they are touched (0: all at once).
+    public var fetchBatchSize = 20
+
+    public init() {}
+}
+
+/// How a viewer's controller treats changes merged into its context (workbench `viewer.frc`).
+public enum ControllerEvaluation: String, Sendable, Codable, CaseIterable {
+    /// Core Data's: each changed object of the entity is evaluated in memory (a merged insert's fault fires); the
+    /// results grow past `fetchLimit` (semantics §5 "Cost of change tracking").
+    case coreData
+    /// Not Core Data: merged faults evaluated in bulk queries and the results trimmed to the limit, to show what
+    /// a smarter controller would save.
+    case batched
 }

@@ -290,7 +290,7 @@ struct Reader {
         let phaseNodes = try list(phasesNode)
         guard !phaseNodes.isEmpty else { throw fail(phasesNode, "a scenario needs at least one phase") }
         var phases: [Phase] = []
-        for node in phaseNodes { phases.append(try phase(node)) }
+        for node in phaseNodes { phases.append(try phase(node, model: model)) }
         let names = phases.map(\.name)
         if let duplicate = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
             throw fail(phasesNode, "two phases are named '\(duplicate)'")
@@ -346,6 +346,42 @@ struct Reader {
         return spec
     }
 
+    /// The viewer's fetch request (issue 18 rule 23): every key it names must be in the scenario's entity.
+    func viewerRequest(_ node: Node, model: ModelSpec) throws -> ViewerRequest {
+        _ = try keys(node, allowed: ["predicate", "sort", "sectionKey", "fetchLimit", "fetchBatchSize"])
+        let file = model.entities ?? ScenarioLoader.workloadModel
+        let entity = file.entities.first { $0.name == model.entity }
+        let attributes = Set((entity?.attributes ?? []).map(\.name))
+        let properties = attributes.union((entity?.relationships ?? []).map(\.name))
+        var request = ViewerRequest()
+        if let n = child(node, "predicate") {
+            let format = try string(n)
+            let predicate: ObjectPredicate
+            do { predicate = try ObjectPredicate(format: format) } catch { throw fail(n, "not a predicate: \(error)") }
+            for key in predicate.keyPaths where !properties.contains(String(key.split(separator: ".")[0])) {
+                throw fail(n, "'\(key)' is not a property of \(model.entity)")
+            }
+            request.predicate = format
+        }
+        if let n = child(node, "sort") {
+            let items = try list(n)
+            request.sort = try items.map { item in
+                let text = try string(item)
+                let key = text.hasPrefix("-") ? String(text.dropFirst()) : text
+                guard attributes.contains(key) else { throw fail(item, "'\(key)' is not an attribute of \(model.entity) (a sort key is an attribute, '-' before it for descending)") }
+                return text
+            }
+        }
+        if let n = child(node, "sectionKey") {
+            let key = try string(n)
+            guard attributes.contains(key) else { throw fail(n, "'\(key)' is not an attribute of \(model.entity)") }
+            request.sectionKey = key
+        }
+        if let n = child(node, "fetchLimit") { request.fetchLimit = try int(n, min: 0, max: 100_000_000) }
+        if let n = child(node, "fetchBatchSize") { request.fetchBatchSize = try int(n, min: 0, max: 100_000_000) }
+        return request
+    }
+
     func jsonObject(_ node: Node) throws -> Any {
         switch node.tree {
         case .scalar(let s, _):
@@ -363,9 +399,10 @@ struct Reader {
     }
 
     func stackSpec(_ node: Node) throws -> StackSpec {
-        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere"], required: ["topology"])
+        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere", "connectionPool"], required: ["topology"])
         var spec = StackSpec(topology: try choice(child(node, "topology")!, TopologyKind.self), mergePolicy: nil, policies: [:],
-                             singleCoordinator: false, viewStaleness: nil, objectTrumpDeletedElsewhere: "delete")
+                             singleCoordinator: false, viewStaleness: nil, objectTrumpDeletedElsewhere: "delete",
+                             connectionPool: PersistentStoreCoordinator.defaultConnectionPoolSize)
         if let n = child(node, "mergePolicy") { spec.mergePolicy = try policy(n) }
         if let n = child(node, "policies") {
             let present = try keys(n, allowed: ["all", "view", "importer", "editor", "temporary", "writer", "batch"])
@@ -378,6 +415,7 @@ struct Reader {
         }
         if let n = child(node, "singleCoordinator") { spec.singleCoordinator = try bool(n) }
         if let n = child(node, "viewStaleness") { spec.viewStaleness = try double(n) }
+        if let n = child(node, "connectionPool") { spec.connectionPool = try int(n, min: 1, max: 64) }
         if let n = child(node, "objectTrumpDeletedElsewhere") {
             let s = try string(n)
             guard ["delete", "resurrect"].contains(s) else { throw fail(n, "expected delete or resurrect, found '\(s)'") }
@@ -386,7 +424,7 @@ struct Reader {
         return spec
     }
 
-    func phase(_ node: Node) throws -> Phase {
+    func phase(_ node: Node, model: ModelSpec) throws -> Phase {
         _ = try keys(node, allowed: ["name", "kind", "duration", "actors"], required: ["name"])
         let name = try string(child(node, "name")!)
         var kind = Phase.Kind(rawValue: name) ?? .run
@@ -399,7 +437,7 @@ struct Reader {
         let duration = try child(path, "duration").map(duration)
         var actors: [ActorSpec] = []
         if let a = child(path, "actors") {
-            for item in try list(a) { actors.append(try actor(item, phasePath: path.path)) }
+            for item in try list(a) { actors.append(try actor(item, phasePath: path.path, model: model)) }
         }
         if kind == .run, duration == nil, actors.contains(where: { if case .importer = $0 { return false } else { return true } }),
            !actors.contains(where: { if case .importer = $0 { return true } else { return false } }) {
@@ -408,7 +446,7 @@ struct Reader {
         return Phase(name: name, kind: kind, duration: duration, actors: actors)
     }
 
-    func actor(_ node: Node, phasePath: String) throws -> ActorSpec {
+    func actor(_ node: Node, phasePath: String, model: ModelSpec) throws -> ActorSpec {
         guard case .map(let pairs, _) = node.tree, pairs.count == 1 else {
             throw fail(node, "an actor is one of importer, viewer, editor, temporary, writer, batch, with its settings")
         }
@@ -430,12 +468,16 @@ struct Reader {
                 parallel: try opt("parallel", { try int($0, min: 1, max: 16) }, 1),
                 rate: try opt("rate", rate, .unlimited)))
         case "viewer":
-            _ = try keys(settings, allowed: ["visibleObjects", "readOnly", "frameRate"])
+            _ = try keys(settings, allowed: ["visibleObjects", "readOnly", "frameRate", "window", "frc", "request"])
             let frameRate = try opt("frameRate", { try int($0) }, 60)
             guard frameRate == 60 || frameRate == 120 else { throw fail(child(settings, "frameRate")!, "expected 60 or 120, found \(frameRate)") }
+            let visible = try opt("visibleObjects", { try int($0, min: 1, max: 100_000) }, 20)
             return .viewer(.init(
-                visibleObjects: try opt("visibleObjects", { try int($0, min: 1, max: 100_000) }, 20),
-                readOnly: try opt("readOnly", bool, false), frameRate: frameRate))
+                visibleObjects: visible,
+                readOnly: try opt("readOnly", bool, false), frameRate: frameRate,
+                request: try child(settings, "request").map { try viewerRequest($0, model: model) } ?? ViewerRequest(),
+                window: try opt("window", { try int($0, min: 1, max: 100_000) }, visible),
+                frc: try opt("frc", { try choice($0, ControllerEvaluation.self) }, .coreData)))
         case "editor":
             _ = try keys(settings, allowed: ["rate", "edits", "saveViewContext"])
             return .editor(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", { try int($0, min: 1, max: 10_000) }, 1),
@@ -509,5 +551,23 @@ enum ModelFileDecodingDescription {
             return "\(ctx.debugDescription) at \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
         @unknown default: return "\(error)"
         }
+    }
+}
+
+extension ObjectPredicate {
+    /// The key paths a predicate reads, in the order written (for validating a scenario's predicate).
+    var keyPaths: [String] {
+        var paths: [String] = []
+        func visit(_ node: Node) {
+            switch node {
+            case .constant: break
+            case .comparison(let c):
+                for side in [c.left, c.right] { if case .keyPath(let k) = side { paths.append(k) } }
+            case .and(let nodes), .or(let nodes): nodes.forEach(visit)
+            case .not(let inner): visit(inner)
+            }
+        }
+        visit(node)
+        return paths
     }
 }

@@ -321,4 +321,5 @@ final class CountingOnly: ExecutionSimulation {
     var isTracing: Bool { false }
     func trace(_ call: String, detail: String, on thread: ExecutionThread) {}
     func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void) { preconditionFailure("a counting thread uses SQLite's own locks") }
+    func pooled(_ resource: SharedResource, capacity: Int, on thread: ExecutionThread, _ body: () -> Void) { preconditionFailure("a counting thread uses its coordinator's queue") }
 }

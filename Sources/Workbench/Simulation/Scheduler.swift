@@ -18,6 +18,8 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     public let profile: CostProfile
     /// Operations charged, in all and on the main queue.
     public private(set) var totals = OperationTotals()
+    /// Lanes of pooled resources by id (``pooled(_:capacity:on:_:)``).
+    private var pools: [String: [VirtualQueue]] = [:]
 
     private var heap = Heap<Entry>()
     private var sequence: UInt64 = 0
@@ -67,6 +69,24 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
             resources[resource.id] = queue
         }
         sync(body, on: queue)
+    }
+
+    public func pooled(_ resource: SharedResource, capacity: Int, on thread: ExecutionThread, _ body: () -> Void) {
+        precondition(capacity >= 1, "a pool has at least one lane (\(resource.label))")
+        let lanes: [VirtualQueue]
+        if let existing = pools[resource.id], existing.count == capacity {
+            lanes = existing
+        } else {
+            lanes = (0..<capacity).map { VirtualQueue(label: "\(resource.label)#\($0)", scheduler: self) }
+            pools[resource.id] = lanes
+        }
+        let p = participant("pooled \(resource.label)")
+        settle(p)
+        // The first lane free at the caller's time; else the one that frees first (fewest waiting, then earliest
+        // free, then lowest index): a choice made from the simulation's state alone, the same on every run.
+        let lane = lanes.first { !$0.busy && $0.fifo.isEmpty && $0.freeAt <= p.now }
+            ?? lanes.min { ($0.fifo.count + ($0.busy ? 1 : 0), $0.freeAt) < ($1.fifo.count + ($1.busy ? 1 : 0), $1.freeAt) }!
+        sync(body, on: lane)
     }
 
     private func traceStep(_ event: String, at time: UInt64, queue: VirtualQueue?, thread: String) {
@@ -245,6 +265,8 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
             queue.traceOps = [:]
         }
         queue.busyNanos += end - queue.startedAt
+        queue.busyByKind[queue.kind ?? "other", default: 0] += end - queue.startedAt
+        queue.kind = nil
         queue.longestBlock = max(queue.longestBlock, end - queue.startedAt)
         queue.blocks += 1
         queue.freeAt = end
@@ -294,6 +316,13 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
             cost &+= UInt64(n) &* profile.nanos[i]
             totals.all[i] += n
             if onMain { totals.main[i] += n }
+        }
+        for k in 0..<StatementKind.count {
+            let n = p.statementCounts[k]
+            guard n != 0 else { continue }
+            p.statementCounts[k] = 0
+            totals.statementsAll[k] += n
+            if onMain { totals.statementsMain[k] += n }
         }
         p.now &+= cost
     }
@@ -426,6 +455,9 @@ final class VirtualQueue: SimulatedQueue, @unchecked Sendable {  // touched by t
     var isMain = false
     /// Virtual time spent running blocks, and waiting inside them for other queues.
     var busyNanos: UInt64 = 0
+    /// What the running block does (set from inside it), and busy time by it.
+    var kind: String?
+    var busyByKind: [String: UInt64] = [:]
     var blockedNanos: UInt64 = 0
     /// The longest block run, and how many ran.
     var longestBlock: UInt64 = 0
@@ -486,8 +518,12 @@ struct Entry: Comparable {
 
 /// Operation counts charged by a simulation: in all, and on the main queue.
 public struct OperationTotals: Sendable, Equatable {
+    /// Counts by ``CostedOperation`` raw value: on every queue, and on the main queue.
     public var all = [Int](repeating: 0, count: CostedOperation.count)
     public var main = [Int](repeating: 0, count: CostedOperation.count)
+    /// SQL statements by ``StatementKind`` raw value: on every queue, and on the main queue.
+    public var statementsAll = [Int](repeating: 0, count: StatementKind.count)
+    public var statementsMain = [Int](repeating: 0, count: StatementKind.count)
 }
 
 /// One line of a trace: `trace.jsonl`, format version 1 (Docs/simulation.md "Traces"). Events: `block` (a queued

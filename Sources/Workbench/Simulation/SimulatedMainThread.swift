@@ -3,6 +3,22 @@ import Foundation
 import ObjectGraph
 import Synchronization
 
+/// What a main-queue block did, for `mainBusy` by kind (issue 18 rule 24): the first mark a block makes names it.
+public enum MainBlockKind: String, CaseIterable, Sendable {
+    /// A merge of another context's save (did-save, remote change, history, batch IDs).
+    case merge
+    /// A child context's save pushed into the main-queue context.
+    case push
+    /// The main-queue context's own save.
+    case save
+    /// A fetch on the main queue (the viewer's controller).
+    case fetch
+    /// A display frame reading the visible objects.
+    case frame
+    /// Anything else (setup, reads by the harness).
+    case other
+}
+
 /// The simulated main thread (workbench.md, architecture.md "Threading"): one serial queue runs every
 /// main-queue block and a frame clock; each block's wall and thread-CPU time and the queue's depth are recorded.
 public final class SimulatedMainThread: Sendable {
@@ -27,7 +43,11 @@ public final class SimulatedMainThread: Sendable {
             var framesMissed = 0
             var framePending = false
             var busyNanos: UInt64 = 0
-            var blockIsMerge = false
+            /// Real mode: wall time by ``MainBlockKind`` raw value.
+            var busyByKind: [String: UInt64] = [:]
+            var blockKind: MainBlockKind?
+            /// Nested stacks: a child's push is the merge (the `mainBusy` percentiles count it as one).
+            var pushIsMerge = false
         }
         let state = Mutex(State())
         /// Real mode, when asked: each main-queue block's operation counts and wall nanoseconds (calibration).
@@ -41,7 +61,7 @@ public final class SimulatedMainThread: Sendable {
         self.stats = stats
         let counting = countsOperations && ExecutionThread.current == nil
         queue = ContextQueue(label: label, around: { block in
-            stats.state.withLock { $0.depth = max(0, $0.depth - 1); $0.blockIsMerge = false }
+            stats.state.withLock { $0.depth = max(0, $0.depth - 1); $0.blockKind = nil }
             let counter = counting ? ExecutionThread(simulation: CountingOnly.shared, isSimulated: false) : nil
             if let counter {
                 ExecutionThread.install(counter)
@@ -60,7 +80,9 @@ public final class SimulatedMainThread: Sendable {
                 if wall > 250_000_000 { s.hangs += 1 }
                 if wall > 50_000_000 { s.longTasks += 1 }
                 s.busyNanos += wall
-                return s.blockIsMerge
+                let kind = s.blockKind ?? .other
+                s.busyByKind[kind.rawValue, default: 0] += wall
+                return kind == .merge || (kind == .push && s.pushIsMerge)
             }
             if isMerge {
                 stats.mergeBusy.record(nanoseconds: wall)
@@ -71,8 +93,14 @@ public final class SimulatedMainThread: Sendable {
         })
     }
 
-    /// Marks the running block as a merge (called from inside it).
-    func markMergeBlock() { stats.state.withLock { $0.blockIsMerge = true } }
+    /// Names what the running main-queue block does (called from inside it); the block's first mark wins.
+    func mark(_ kind: MainBlockKind) {
+        stats.state.withLock { if $0.blockKind == nil { $0.blockKind = kind } }
+        if let virtual = queue.simulatedQueue as? VirtualQueue, virtual.isCurrent, virtual.kind == nil { virtual.kind = kind.rawValue }
+    }
+
+    /// Nested stacks: count child pushes as the merges they are (`mainBusy` percentiles, `mainBusyCPU`).
+    func countPushesAsMerges() { stats.state.withLock { $0.pushIsMerge = true } }
 
     var depth: Int { stats.state.withLock { $0.depth } }
 
@@ -93,12 +121,13 @@ public final class SimulatedMainThread: Sendable {
             guard !missed else { return }
             queue.async {
                 stats.state.withLock { $0.framePending = false }
-                Self.frame(intended: intended, stats: stats, work: work)
+                self.frame(intended: intended, work: work)
             }
         }
     }
 
-    private static func frame(intended: UInt64, stats: Stats, work: () -> Void) {
+    private func frame(intended: UInt64, work: () -> Void) {
+        mark(.frame)
         work()
         let end = Clock.now()
         let late = end > intended ? end - intended : 0
@@ -113,14 +142,13 @@ public final class SimulatedMainThread: Sendable {
     /// Runs a frame clock at `rate` Hz until `stop` says so; each frame runs `work` on the queue. A frame's
     /// overrun past its budget (16.67 ms and 8.33 ms) counts into the hitch ratios, from its intended time.
     func runFrames(rate: Int, until stop: @escaping @Sendable () -> Bool, work: @escaping @Sendable () -> Void) -> Thread {
-        let stats = self.stats
         let queue = self.queue
         let interval = UInt64(1_000_000_000 / rate)
         let thread = Thread {
             var tick = Clock.now()
             while !stop() {
                 let intended = tick
-                queue.async { Self.frame(intended: intended, stats: stats, work: work) }
+                queue.async { self.frame(intended: intended, work: work) }
                 tick += interval
                 Clock.sleep(until: tick)
             }

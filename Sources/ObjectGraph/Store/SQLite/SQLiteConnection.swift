@@ -60,7 +60,7 @@ final class SQLiteConnection {
     /// Runs one or more statements with no results.
     func execute(_ sql: String) throws {
         statementCounts.other += 1
-        Execution.count(.sqlStatement)
+        Execution.countStatement(.other)
         var errmsg: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &errmsg)
         if rc != SQLITE_OK {
@@ -149,7 +149,20 @@ enum SQLiteValue: Equatable {
 
 /// A prepared statement. Bind, step, read columns; owned by one connection.
 final class SQLiteStatement {
-    enum Kind { case select, insert, update, delete, other }
+    enum Kind {
+        case select, insert, update, delete, other
+
+        /// The kind the simulation's per-queue counts use.
+        var counted: StatementKind {
+            switch self {
+            case .select: .select
+            case .insert: .insert
+            case .update: .update
+            case .delete: .delete
+            case .other: .other
+            }
+        }
+    }
 
     let handle: SQLiteStatementHandle
     // unowned(unsafe): the connection owns its cached statements and outlives every statement it hands out;
@@ -245,7 +258,7 @@ final class SQLiteStatement {
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE {
             connection.statementCounts.record(kind)
-            Execution.count(.sqlStatement)
+            Execution.countStatement(kind.counted)
             return false
         }
         throw SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(connection.handle)), sql: sql)

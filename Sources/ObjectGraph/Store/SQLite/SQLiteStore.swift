@@ -353,3 +353,7 @@ final class SQLiteStore: PersistentStore {
         }
     }
 }
+
+extension SQLiteStore {
+    var isInTransaction: Bool { connection.isInTransaction }
+}
