@@ -89,6 +89,7 @@ enum HTMLReport {
         html += "</div>\n"
 
         html += mainQueueSection(results)
+        html += costRulesSection(results)
         html += repeatsSection(results)
 
         html += "<h2>Merge latency percentiles</h2>\n<div class=\"card\">\(curveChart(results))</div>\n"
@@ -178,6 +179,42 @@ enum HTMLReport {
                 let share = busy > 0 ? String(format: "%.0f%%", m.value / busy * 100) : "–"
                 html += "<tr><td>\(escape(label(r)))</td><td class=\"l\">\(escape(op))</td><td>\(fmt(count))</td><td>\(fmt(m.value))</td><td>\(share)</td></tr>\n"
             }
+        }
+        html += "</table>\n"
+        html += "<p class=\"sub\">Main-queue busy time by what the blocks did (virtual ms): merges of other contexts' saves, child saves pushed into the view context, the view context's own saves, fetches, frames.</p>\n"
+        html += "<table><tr><th class=\"l\">variant</th>" + MainBlockKind.allCases.map { "<th>\($0.rawValue)</th>" }.joined() + "</tr>\n"
+        for r in simulated {
+            html += "<tr><td>\(escape(label(r)))</td>" + MainBlockKind.allCases.map { "<td>\(r.value("mainBusy", "total", label: $0.rawValue).map(fmt) ?? "–")</td>" }.joined() + "</tr>\n"
+        }
+        html += "</table>\n"
+        html += "<p class=\"sub\">Work counted per queue (Docs/what-the-workbench-counts.md): on the main queue / on every other queue.</p>\n"
+        let counterColumns: [(String, String, String)] = [
+            ("objects registered", "objectsRegistered", ""), ("faults from row cache", "faultsFulfilled", ",source=rowCache"),
+            ("faults from store", "faultsFulfilled", ",source=store"), ("rows fetched", "rowsFetched", ""), ("objects refreshed", "objectsRefreshed", ""),
+            ("SELECTs", "sqlStatements", ",kind=select"), ("transactions", "transactions", ""), ("notifications", "notificationsPosted", ""),
+            ("controller evaluations", "frcObjectsEvaluated", ""),
+        ]
+        html += "<div class=\"scroll\"><table><tr><th class=\"l\">variant</th>" + counterColumns.map { "<th class=\"w\">\(escape($0.0))</th>" }.joined() + "<th class=\"w\">controller size (end / peak)</th></tr>\n"
+        for r in simulated {
+            html += "<tr><td>\(escape(label(r)))</td>" + counterColumns.map { c in
+                let main = r.value(c.1, "count", label: "queue=main\(c.2)"), other = r.value(c.1, "count", label: "queue=background\(c.2)")
+                return "<td>\(main.map(fmt) ?? "–") / \(other.map(fmt) ?? "–")</td>"
+            }.joined()
+            html += "<td>\(r.value("frcObjects", "value").map(fmt) ?? "–") / \(r.value("frcObjects", "peak").map(fmt) ?? "–")</td></tr>\n"
+        }
+        return html + "</table></div>\n"
+    }
+
+    /// The Core Data behaviours the figures rest on, with their confidence (issue 18 rule 23).
+    static func costRulesSection(_ results: [VariantResult]) -> String {
+        let used = CostRule.catalog.filter { rule in results.contains { $0.costRules.contains(rule.id) } }
+        guard !used.isEmpty else { return "" }
+        var html = "<h2>Cost rules behind these figures</h2>\n<p class=\"sub\">What Core Data does that each figure assumes, and how sure we are of it. Details and sources: Docs/what-the-workbench-counts.md.</p>\n"
+        html += "<table><tr><th class=\"l\">rule</th><th class=\"l\">confidence</th><th class=\"l\">figures it moves</th><th class=\"l\">variants</th></tr>\n"
+        for rule in used {
+            let variants = results.filter { $0.costRules.contains(rule.id) }.map(label)
+            let names = Set(variants).count == Set(results.map(label)).count ? "all" : variants.joined(separator: ", ")
+            html += "<tr><td class=\"l\" style=\"white-space:normal\">\(escape(rule.statement))</td><td class=\"l\">\(escape(rule.confidence.rawValue))</td><td class=\"l\" style=\"white-space:normal\">\(escape(rule.figures))</td><td class=\"l\" style=\"white-space:normal\">\(escape(names))</td></tr>\n"
         }
         return html + "</table>\n"
     }

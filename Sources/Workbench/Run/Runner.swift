@@ -29,6 +29,8 @@ public struct VariantResult: Sendable, Codable {
     public var thresholds: [ThresholdOutcome]
     public var notes: [String]
     public var wallSeconds: Double
+    /// The Core Data behaviours (``CostRule`` ids) this variant's figures rest on.
+    public var costRules: [String] = []
     /// The operation history (written to events.jsonl, not to results.json).
     public var events: [WriteEvent] = []
     /// Real mode with ``VariantRunner/countsMainQueueOperations``: each main-queue block's operation counts (by
@@ -36,7 +38,7 @@ public struct VariantResult: Sendable, Codable {
     public var mainBlockSamples: [([Int], UInt64)] = []
 
     enum CodingKeys: String, CodingKey {
-        case scenario, variant, parameters, repetition, topology, policies, seed, mode, profile, metrics, host, counters, timeseries, mergeCurve, oracle, thresholds, notes, wallSeconds
+        case scenario, variant, parameters, repetition, topology, policies, seed, mode, profile, metrics, host, counters, timeseries, mergeCurve, oracle, thresholds, notes, wallSeconds, costRules
     }
 
     /// The value of a metric statistic, if recorded.
@@ -388,6 +390,7 @@ public struct VariantRunner {
             timeseries: readings, mergeCurve: recorder.mergeLatency.curve().map { [$0.0, $0.1] }, oracle: oracle, thresholds: [],
             notes: recorderState.notes, wallSeconds: simulation == nil ? runSeconds : wallSeconds, events: recorderState.events)
         result.mainBlockSamples = main.stats.blockSamples.withLock { $0 }
+        result.costRules = CostRule.applying(to: scenario)
         result.thresholds = scenario.thresholds.map { t in
             let value = result.metrics.first { $0.metric == t.metric && $0.statistic == t.statistic }?.value
             let passed = value.map { t.polarity == .lowerIsBetter ? $0 <= t.limit : $0 >= t.limit } ?? false
