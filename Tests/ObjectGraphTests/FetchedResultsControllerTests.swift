@@ -532,4 +532,79 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
             #expect(recorder.deleted.first?.1 == 0)
         }
     }
+
+    // Issue 18 rule 9 (semantics §3.1, §4): refreshAllObjects() reports every materialized registered object as
+    // refreshed in one objects-did-change (faults stay quiet), so a controller sees one change cycle of updates
+    // or moves, never inserts or deletes, and nothing more follows.
+    @Test("Issue 18 rule 9: refreshAllObjects() is one change cycle of refreshed objects (§3.1, §4)")
+    func rule9_refreshAllObjectsIsOneCycle_3_1() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "a", 20), (3, "b", 30)])
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let frc = Self.controller(ctx)
+            let recorder = FRCRecorder()
+            frc.delegate = recorder
+            try frc.performFetch()
+            let one = try Self.item(ctx, 1), two = try Self.item(ctx, 2)
+            _ = one.price
+            _ = two.price
+            ctx.refresh(try Self.item(ctx, 3), mergeChanges: false)  // a fault: stays quiet
+            one.price = 25  // unsaved, kept by the refresh; not yet announced
+            let changes = NotificationRecorder(ManagedObjectContext.objectsDidChangeNotification, object: ctx)
+            ctx.refreshAllObjects()
+            ctx.processPendingChanges()
+            #expect(changes.notes.count == 1)
+            let change = try #require(changes.notes.first.flatMap(ObjectsDidChange.init))
+            #expect(change.refreshed == [one, two])
+            #expect(change.inserted.isEmpty && change.updated.isEmpty && change.deleted.isEmpty)
+            let events = recorder.take()
+            #expect(events.first == "will" && events.last == "did" && events.count == 4)
+            #expect(events.dropFirst().dropLast().allSatisfy { $0.hasPrefix("update ") || $0.hasPrefix("move ") })
+            #expect(events.contains("update #1 [0, 0] -> [0, 1]") && events.contains("update #2 [0, 1] -> [0, 0]"))
+            #expect(one.price == 25)
+            #expect(Self.layout(frc) == ["a:2,1", "b:3"])
+        }
+    }
+
+    // Issue 18 rule 10 (semantics §3.1, §5): a background save merged into a context (automatically, as a
+    // view context does) arrives as one change cycle in its controller: inserts, refreshed updates, deletes and
+    // the objects that came to match, and no second cycle of updates for the same objects.
+    @Test("Issue 18 rule 10: a merged background save is one change cycle in the controller (§3.1, §5)")
+    func rule10_mergedSaveIsOneCycle_5() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "a", 20), (3, "a", 30), (4, "a", 1)])
+        let view = stack.context(name: "view")
+        view.automaticallyMergesChangesFromParent = true
+        let frc = Self.controller(view, .compare("price", .greaterThanOrEqualTo, 5))
+        let recorder = FRCRecorder()
+        try view.performAndWait {
+            frc.delegate = recorder
+            try frc.performFetch()
+            for object in frc.fetchedObjects ?? [] { _ = (object as! Item).price }
+            try Self.item(view, 2).flag = true  // a local change on an object the save also updates
+            view.processPendingChanges()
+            _ = recorder.take()
+        }
+        let background = stack.context()
+        try background.performAndWait {
+            let five = Item(context: background)
+            five.id = 5
+            five.name = "a"
+            five.price = 15
+            try Self.item(background, 1).price = 35
+            try Self.item(background, 2).price = 22
+            try Self.item(background, 4).price = 50  // not loaded in the view: comes to match
+            background.delete(try Self.item(background, 3))
+            try background.save()
+        }
+        view.performAndWait {}  // the automatic merge ran on the view's queue
+        view.performAndWait {
+            view.processPendingChanges()
+            let events = recorder.take()
+            #expect(events == ["will", "insert #5 - -> [0, 0]", "insert #4 - -> [0, 3]", "delete #3 [0, 2] -> -",
+                               "update #1 [0, 0] -> [0, 2]", "update #2 [0, 1] -> [0, 1]", "did"])
+            #expect(Self.layout(frc) == ["a:5,2,1,4"])
+        }
+    }
 }

@@ -165,7 +165,13 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                 forName: ManagedObjectContext.didMergeChangesObjectIDsNotification, object: managedObjectContext, queue: nil
             ) { [weak self] note in
                 guard let self, let ids = ContextObjectIDChanges(note) else { return }
-                self.pickUpNewMatches(ids.updated.subtracting(ids.refreshed))
+                // Issue 18 rule 10: already done within the merge's objects-did-change when it posted one.
+                if self.mergeHandled {
+                    self.mergeHandled = false
+                    return
+                }
+                guard let newcomers = self.newMatches(ids.updated.subtracting(ids.refreshed)) else { return }
+                self.handle(inserted: newcomers, updated: [], refreshed: [], gone: [], invalidatedAll: false)
             }
         }
     }
@@ -310,22 +316,34 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     }
 
     /// Semantics §5 (fixed in iOS 10): updated objects the context had not loaded may now match; one query
-    /// over their IDs finds them, and they arrive as inserts.
-    private func pickUpNewMatches(_ updated: Set<ManagedObjectID>) {
+    /// over their IDs finds them, and they arrive as inserts. Nil when there are none.
+    private func newMatches(_ updated: Set<ManagedObjectID>) -> Set<ManagedObject>? {
         guard includesUnloadedUpdates, fetchRequest.predicate != nil, delegate != nil, !needsFetch,
-              let current = fetchedObjects else { return }
+              let current = fetchedObjects else { return nil }
         let shown = Set(current.map(\.objectID))
         let candidates = updated.filter { $0.entity.name == fetchRequest.entityName && !shown.contains($0) }
-        guard !candidates.isEmpty else { return }
-        guard let found = fetchAmong(Array(candidates)) else { return }
+        guard !candidates.isEmpty else { return nil }
+        guard let found = fetchAmong(Array(candidates)) else { return nil }
         let newcomers = Set(found)
-        guard !newcomers.isEmpty else { return }
-        handle(inserted: newcomers, updated: [], refreshed: [], gone: [], invalidatedAll: false)
+        return newcomers.isEmpty ? nil : newcomers
     }
+
+    /// Set while the objects-did-change of a merge was handled, so that its did-merge notification does not
+    /// start a second change cycle.
+    private var mergeHandled = false
 
     // Semantics §5: inserts, deletes, moves and updates derived per changed object of the entity.
     private func handle(_ change: ObjectsDidChange) {
-        handle(inserted: change.inserted, updated: change.updated, refreshed: change.refreshed,
+        var inserted = change.inserted
+        if let merging = managedObjectContext.changesBeingMerged {
+            // Issue 18 rule 10 (semantics §3.1, §5): a merge is one change cycle, the updated objects that came
+            // to match included.
+            mergeHandled = true
+            if let newcomers = newMatches(merging.updated.subtracting(change.refreshed.map(\.objectID))) {
+                inserted.formUnion(newcomers)
+            }
+        }
+        handle(inserted: inserted, updated: change.updated, refreshed: change.refreshed,
                gone: change.deleted.union(change.invalidated), invalidatedAll: change.invalidatedAll)
     }
 
