@@ -469,6 +469,12 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 return .null
             }, version: 0))
             object.isDeletedFlag = true
+            // Issue 18 rule 27 (semantics §4 shouldDeleteInaccessibleFaults): the object is deleted here, in
+            // deletedObjects, and the next objects-did-change reports it; no delete rules run for a row that is gone.
+            object.deletePropagated = true
+            unmarkUpdated(object)
+            deletedSet.insert(object)
+            pendingDeleted.insert(object)
             storedCounters.faultsFired += 1
             return
         }
