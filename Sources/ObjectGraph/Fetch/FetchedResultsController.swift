@@ -301,6 +301,11 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         return found
     }
 
+    /// A total order on IDs that does not depend on addresses: permanent before temporary, then by store and key.
+    private static func idOrder(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
+        (a.isTemporaryID ? 1 : 0, a.storeNumber, a.key, a.entity.name) < (b.isTemporaryID ? 1 : 0, b.storeNumber, b.key, b.entity.name)
+    }
+
     private static func keyOrder(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
         (a.primaryKey ?? .min) < (b.primaryKey ?? .min)
     }
@@ -375,18 +380,21 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         names = keep.map { names[$0] }
         sortKeys = keep.map { sortKeys[$0] }
         var placed: [(ManagedObject, [PropertyValue], String)] = []
+        // In ID order, not a set's: which faults fire and which rows the searches below read must not depend on
+        // addresses.
+        let candidates = touched.filter { !gone.contains($0) }.sorted { Self.idOrder($0.objectID, $1.objectID) }
         switch changeEvaluation {
         case .coreData:
             // Semantics §5, "Cost of change tracking": each object decided on its own; a merged insert's fault
             // fires here (predicate, sort keys, section key), shown or not.
-            for object in touched where !gone.contains(object) && matches(object) {
+            for object in candidates where matches(object) {
                 guard let k = try? self.sortKeys(object), let n = try? sectionName(object) else { continue }
                 placed.append((object, k, n))
             }
         case .batched:
             // Merged faults are evaluated in one query per 500 IDs, so only those that can be shown are filled.
             let faultMatches = matchingFaults(touched.filter { $0.isFaultFlag && !gone.contains($0) })
-            for object in touched where !gone.contains(object) && (faultMatches?.matches(object) ?? matches(object)) {
+            for object in candidates where faultMatches?.matches(object) ?? matches(object) {
                 guard let k = try? self.sortKeys(object), let n = try? sectionName(object) else { continue }
                 placed.append((object, k, n))
             }
@@ -400,6 +408,10 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             return k
         }
         let sorts = fetchRequest.sortDescriptors
+        // Placed in sort order (ties in ID order), so the searches probe the same rows from run to run.
+        placed.sort { a, b in
+            SortOrdering.precedes(a.1, b.1, sorts) || (!SortOrdering.precedes(b.1, a.1, sorts) && Self.idOrder(a.0.objectID, b.0.objectID))
+        }
         for (object, k, n) in placed {
             var lo = 0, hi = objects.count
             while lo < hi {
