@@ -444,6 +444,38 @@ import Testing
         }
     }
 
+    // Issue 18 rule 27 (semantics §4 shouldDeleteInaccessibleFaults): a fault whose row was deleted elsewhere
+    // joins deletedObjects and the next objects-did-change reports it; the cache miss reads no row (the store
+    // returned none), so it counts no row read and no fault fulfilled from the store.
+    @Test("Issue 18 rule 27: an inaccessible fault joins deletedObjects and is reported; no row read is counted (§4)")
+    func rule27_inaccessibleFaultIsADeleteReported_4() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(2)
+        let coordinator = try stack.secondCoordinator()
+        let ctx = stack.context(coordinator)
+        let item: Item = ctx.performAndWait { ctx.object(with: ids[1]) as! Item }
+        let other = stack.context()
+        try other.performAndWait {
+            other.delete(try other.existingObject(with: ids[1]))
+            try other.save()
+        }
+        let changes = NotificationRecorder(ManagedObjectContext.objectsDidChangeNotification, object: ctx)
+        try ctx.performAndWait {
+            let reads = coordinator.counters.rowsRead, misses = coordinator.counters.rowCacheMisses
+            #expect(item.name == nil)
+            #expect(item.isDeleted)
+            #expect(coordinator.counters.rowCacheMisses - misses == 1)
+            #expect(coordinator.counters.rowsRead == reads)
+            #expect(ctx.deletedObjects == [item])
+            #expect(ctx.hasChanges)
+            ctx.processPendingChanges()
+            let change = try #require(changes.notes.last.flatMap(ObjectsDidChange.init))
+            #expect(change.deleted == [item])
+            try ctx.save()  // the row is already gone: the delete is not an error
+            #expect(!ctx.hasChanges)
+        }
+    }
+
     // Semantics §4: with shouldDeleteInaccessibleFaults = false, firing such a fault throws.
     @Test func inaccessibleFaultThrowsWhenNotDeleting_4() throws {
         let stack = try TestStack()

@@ -326,4 +326,285 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
             #expect((frc.fetchedObjects?.last as? Item)?.id == 1)
         }
     }
+
+    // MARK: Issue 18
+
+    /// Saves `n` items (ids from `first`) with `price(id)` in a new context of `stack`, returning the
+    /// did-save-object-IDs notification.
+    static func saveItems(_ stack: TestStack, _ ids: ClosedRange<Int64>, name: String = "n", price: (Int64) -> Double) throws -> Notification {
+        let background = stack.context()
+        let saves = NotificationRecorder(ManagedObjectContext.didSaveObjectIDsNotification, object: background)
+        try background.performAndWait {
+            for i in ids {
+                let item = Item(context: background)
+                item.id = i
+                item.name = name
+                item.price = price(i)
+            }
+            try background.save()
+        }
+        return try #require(saves.notes.first)
+    }
+
+    // Issue 18 rule 23 (semantics §5, "Cost of change tracking"): by default the controller decides each merged
+    // insert of its entity on the object, which fires its fault: one fulfilment per insert, read from the store
+    // when the view context's coordinator has no row cached (a coordinator of its own, as in the Ambar stack).
+    @Test("Issue 18 rule 23: each merged insert is evaluated on its own, one fault fulfilment each (§5)")
+    func rule23_mergedInsertsFireOneFaultEach_5() throws {
+        let stack = try TestStack()
+        let viewCoordinator = try stack.secondCoordinator()
+        let view = stack.context(viewCoordinator, name: "view")
+        let frc = FetchedResultsController(
+            fetchRequest: FetchRequest(entityName: "Item", predicate: .compare("price", .lessThan, 5), sortDescriptors: [ObjectSortDescriptor("price")]),
+            managedObjectContext: view)
+        #expect(frc.changeEvaluation == .coreData)
+        let recorder = FRCRecorder()
+        try view.performAndWait {
+            frc.delegate = recorder
+            try frc.performFetch()
+        }
+        let note = try Self.saveItems(stack, 1...40) { $0 == 7 ? 1 : ($0 == 30 ? 2 : 100) }
+        view.performAndWait {
+            let fired = view.counters.faultsFired, misses = viewCoordinator.counters.rowCacheMisses
+            view.mergeChanges(fromContextDidSave: note)
+            #expect(recorder.take() == ["will", "section insert 0 ", "insert #7 - -> [0, 0]", "insert #30 - -> [0, 1]", "did"])
+            #expect(view.counters.faultsFired - fired == 40)  // every insert, shown or not
+            #expect(viewCoordinator.counters.rowCacheMisses - misses == 40)  // each one read from the store
+            #expect(frc.objectsEvaluated == 40)
+            #expect(frc.objectCount == 2)
+        }
+    }
+
+    // Issue 18 rule 23 (semantics §5): Core Data's controller does not respect fetchLimit after changes, the
+    // results grow past it; the `batched` option evaluates merged faults in bulk and trims to the limit.
+    @Test("Issue 18 rule 23: fetchLimit is not respected after changes; the batched option trims and fires fewer faults (§5)")
+    func rule23_fetchLimitGrowsAndBatchedOptionTrims_5() throws {
+        var request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("price")])
+        request.fetchLimit = 5
+        var results: [FetchedResultsController.ChangeEvaluation: (count: Int, fired: Int, evaluated: Int, first: [Int64])] = [:]
+        for mode in FetchedResultsController.ChangeEvaluation.allCases {
+            let stack = try TestStack()
+            try stack.seed(10)  // prices 10 … 100
+            let view = stack.context(try stack.secondCoordinator(), name: "view")
+            let frc = FetchedResultsController(fetchRequest: request, managedObjectContext: view, changeEvaluation: mode)
+            let recorder = FRCRecorder()
+            try view.performAndWait {
+                frc.delegate = recorder
+                try frc.performFetch()
+                #expect(frc.objectCount == 5)
+            }
+            let note = try Self.saveItems(stack, 11...310) { $0 == 200 ? 15 : ($0 == 300 ? 5 : 1000 + Double($0)) }
+            view.performAndWait {
+                let fired = view.counters.faultsFired
+                view.mergeChanges(fromContextDidSave: note)
+                let first = (frc.fetchedObjects ?? []).prefix(5).compactMap { ($0 as? Item)?.id }
+                results[mode] = (frc.objectCount, view.counters.faultsFired - fired, frc.objectsEvaluated, Array(first))
+            }
+        }
+        #expect(results[.coreData]?.count == 305)
+        #expect(results[.coreData]?.fired ?? 0 >= 300)  // the 300 inserts, and the few loaded rows the sorted insert compared with
+        #expect(results[.coreData]?.evaluated == 300)
+        #expect(results[.coreData]?.first == [300, 1, 200, 2, 3])
+        #expect(results[.batched]?.count == 5)
+        #expect((results[.batched]?.fired ?? .max) <= 10)  // at most the chunk's first five, and the five shown rows compared with
+        #expect((results[.batched]?.evaluated ?? .max) <= 5)
+        #expect(results[.batched]?.first == [300, 1, 200, 2, 3])
+        #expect(FetchedResultsController.ChangeEvaluation(rawValue: "coreData") == .coreData)
+        #expect(FetchedResultsController.ChangeEvaluation(rawValue: "batched") == .batched)
+    }
+
+    /// Items 1…100 in sections "s0" … "s9" (ten each), prices 10 … 1000.
+    static func seedSections(_ stack: TestStack) throws {
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            for i in 1...100 {
+                let item = Item(context: ctx)
+                item.id = Int64(i)
+                item.name = "s\((i - 1) / 10)"
+                item.price = Double(i * 10)
+            }
+            try ctx.save()
+        }
+    }
+
+    // Issue 18 rule 26 (semantics §4 fetchBatchSize): performFetch reads the IDs (and, with sections, the
+    // section sizes) and only the batches used: 100 rows with a batch size of 10 cost at most 3 SELECTs and one
+    // batch's faults for the first rows of the first section, not 11 SELECTs and 100 faults.
+    @Test("Issue 18 rule 26: a controller with fetchBatchSize loads only the batches used (§4, §5)")
+    func rule26_fetchBatchSizeLoadsOnlyUsedBatches_5() throws {
+        let stack = try TestStack()
+        try Self.seedSections(stack)
+        let view = stack.context(try stack.secondCoordinator(), name: "view")
+        var request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("name"), ObjectSortDescriptor("price")])
+        request.fetchBatchSize = 10
+        let frc = FetchedResultsController(fetchRequest: request, managedObjectContext: view, sectionNameKeyPath: "name")
+        let recorder = FRCRecorder()
+        let coordinator = try #require(view.persistentStoreCoordinator)
+        try view.performAndWait {
+            frc.delegate = recorder
+            let selects = ctxSelects(coordinator), fired = view.counters.faultsFired
+            try frc.performFetch()
+            #expect(frc.sections?.count == 10)
+            #expect(frc.sections?.map(\.numberOfObjects) == Array(repeating: 10, count: 10))
+            #expect(frc.sections?.map(\.name) == (0..<10).map { "s\($0)" })
+            for i in 0..<5 { _ = (frc.object(at: FetchedIndexPath(item: i, section: 0)) as! Item).price }
+            #expect(ctxSelects(coordinator) - selects <= 3)
+            #expect(view.counters.faultsFired - fired <= 10)
+            #expect((frc.object(at: FetchedIndexPath(item: 4, section: 0)) as! Item).id == 5)
+            #expect(view.registeredObjects.filter { !$0.isFault }.count <= 10)
+        }
+        // Change tracking after a merge stays right: an insert placed among unloaded batches.
+        let note = try Self.saveItems(stack, 101...101, name: "s5") { _ in 555 }
+        view.performAndWait {
+            view.mergeChanges(fromContextDidSave: note)
+            #expect(recorder.take() == ["will", "insert #101 - -> [5, 5]", "did"])
+            #expect(view.registeredObjects.filter { !$0.isFault }.count < 60)  // the search read a few batches, not all
+            let ids = (frc.fetchedObjects ?? []).compactMap { ($0 as? Item)?.id }
+            #expect(ids == Array(1...55) + [101] + Array(56...100))
+            #expect(frc.sections?.map(\.numberOfObjects) == [10, 10, 10, 10, 10, 11, 10, 10, 10, 10])
+        }
+    }
+
+    // Issue 18 rule 26 without sections: the IDs in one SELECT, the first batch in a second.
+    @Test("Issue 18 rule 26: without sections a batched controller needs two SELECTs for its first rows (§4)")
+    func rule26_withoutSectionsTwoSelects_4() throws {
+        let stack = try TestStack()
+        try Self.seedSections(stack)
+        let view = stack.context(try stack.secondCoordinator(), name: "view")
+        var request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("price", ascending: false)])
+        request.fetchBatchSize = 10
+        let frc = FetchedResultsController(fetchRequest: request, managedObjectContext: view)
+        let coordinator = try #require(view.persistentStoreCoordinator)
+        try view.performAndWait {
+            let selects = ctxSelects(coordinator), fired = view.counters.faultsFired
+            try frc.performFetch()
+            #expect(frc.objectCount == 100)
+            for i in 0..<10 { _ = (frc.object(at: FetchedIndexPath(item: i, section: 0)) as! Item).price }
+            #expect(ctxSelects(coordinator) - selects == 2)
+            #expect(view.counters.faultsFired - fired == 10)
+            #expect((frc.fetchedObjects?.first as? Item)?.id == 100)
+        }
+    }
+
+    // Issue 18 rule 16 (recorded on Apple, semantics §5): an empty sort descriptor list is accepted, nil is not.
+    @Test("Issue 18 rule 16: an empty sort descriptor list is accepted, nil still fails (§5)")
+    func rule16_emptySortDescriptorsAccepted_5() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "b", 20)])
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let unset = FetchedResultsController(fetchRequest: FetchRequest(entityName: "Item"), managedObjectContext: ctx)
+            #expect(throws: ObjectGraphError.self) { try unset.performFetch() }
+            var request = FetchRequest(entityName: "Item")
+            request.sortDescriptors = []
+            let empty = FetchedResultsController(fetchRequest: request, managedObjectContext: ctx)
+            try empty.performFetch()
+            #expect(empty.objectCount == 2)
+            let literal = FetchedResultsController(fetchRequest: FetchRequest(entityName: "Item", sortDescriptors: []), managedObjectContext: ctx)
+            try literal.performFetch()
+            #expect(literal.objectCount == 2)
+        }
+    }
+
+    // Issue 18 rule 16 (recorded on Apple, semantics §5): the section info of a section that disappears reports
+    // 0 objects.
+    @Test("Issue 18 rule 16: a section that disappears reports 0 objects (§5)")
+    func rule16_deletedSectionReportsNoObjects_5() throws {
+        final class SectionRecorder: FetchedResultsControllerDelegate {
+            var deleted: [(String, Int)] = []
+            func controller(_ controller: FetchedResultsController, didChange section: FetchedSectionInfo, atSectionIndex index: Int, for type: FetchedResultsChangeType) {
+                if type == .delete { deleted.append((section.name, section.numberOfObjects)) }
+            }
+        }
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "b", 20), (3, "b", 30)])
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let frc = Self.controller(ctx)
+            let recorder = SectionRecorder()
+            frc.delegate = recorder
+            try frc.performFetch()
+            ctx.delete(try Self.item(ctx, 2))
+            ctx.delete(try Self.item(ctx, 3))
+            ctx.processPendingChanges()
+            #expect(recorder.deleted.count == 1)
+            #expect(recorder.deleted.first?.0 == "b")
+            #expect(recorder.deleted.first?.1 == 0)
+        }
+    }
+
+    // Issue 18 rule 9 (semantics §3.1, §4): refreshAllObjects() reports every materialized registered object as
+    // refreshed in one objects-did-change (faults stay quiet), so a controller sees one change cycle of updates
+    // or moves, never inserts or deletes, and nothing more follows.
+    @Test("Issue 18 rule 9: refreshAllObjects() is one change cycle of refreshed objects (§3.1, §4)")
+    func rule9_refreshAllObjectsIsOneCycle_3_1() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "a", 20), (3, "b", 30)])
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let frc = Self.controller(ctx)
+            let recorder = FRCRecorder()
+            frc.delegate = recorder
+            try frc.performFetch()
+            let one = try Self.item(ctx, 1), two = try Self.item(ctx, 2)
+            _ = one.price
+            _ = two.price
+            ctx.refresh(try Self.item(ctx, 3), mergeChanges: false)  // a fault: stays quiet
+            one.price = 25  // unsaved, kept by the refresh; not yet announced
+            let changes = NotificationRecorder(ManagedObjectContext.objectsDidChangeNotification, object: ctx)
+            ctx.refreshAllObjects()
+            ctx.processPendingChanges()
+            #expect(changes.notes.count == 1)
+            let change = try #require(changes.notes.first.flatMap(ObjectsDidChange.init))
+            #expect(change.refreshed == [one, two])
+            #expect(change.inserted.isEmpty && change.updated.isEmpty && change.deleted.isEmpty)
+            let events = recorder.take()
+            #expect(events.first == "will" && events.last == "did" && events.count == 4)
+            #expect(events.dropFirst().dropLast().allSatisfy { $0.hasPrefix("update ") || $0.hasPrefix("move ") })
+            #expect(events.contains("update #1 [0, 0] -> [0, 1]") && events.contains("update #2 [0, 1] -> [0, 0]"))
+            #expect(one.price == 25)
+            #expect(Self.layout(frc) == ["a:2,1", "b:3"])
+        }
+    }
+
+    // Issue 18 rule 10 (semantics §3.1, §5): a background save merged into a context (automatically, as a
+    // view context does) arrives as one change cycle in its controller: inserts, refreshed updates, deletes and
+    // the objects that came to match, and no second cycle of updates for the same objects.
+    @Test("Issue 18 rule 10: a merged background save is one change cycle in the controller (§3.1, §5)")
+    func rule10_mergedSaveIsOneCycle_5() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "a", 20), (3, "a", 30), (4, "a", 1)])
+        let view = stack.context(name: "view")
+        view.automaticallyMergesChangesFromParent = true
+        let frc = Self.controller(view, .compare("price", .greaterThanOrEqualTo, 5))
+        let recorder = FRCRecorder()
+        try view.performAndWait {
+            frc.delegate = recorder
+            try frc.performFetch()
+            for object in frc.fetchedObjects ?? [] { _ = (object as! Item).price }
+            try Self.item(view, 2).flag = true  // a local change on an object the save also updates
+            view.processPendingChanges()
+            _ = recorder.take()
+        }
+        let background = stack.context()
+        try background.performAndWait {
+            let five = Item(context: background)
+            five.id = 5
+            five.name = "a"
+            five.price = 15
+            try Self.item(background, 1).price = 35
+            try Self.item(background, 2).price = 22
+            try Self.item(background, 4).price = 50  // not loaded in the view: comes to match
+            background.delete(try Self.item(background, 3))
+            try background.save()
+        }
+        view.performAndWait {}  // the automatic merge ran on the view's queue
+        view.performAndWait {
+            view.processPendingChanges()
+            let events = recorder.take()
+            #expect(events == ["will", "insert #5 - -> [0, 0]", "insert #4 - -> [0, 3]", "delete #3 [0, 2] -> -",
+                               "update #1 [0, 0] -> [0, 2]", "update #2 [0, 1] -> [0, 1]", "did"])
+            #expect(Self.layout(frc) == ["a:5,2,1,4"])
+        }
+    }
 }

@@ -113,7 +113,9 @@ extension ManagedObjectContext {
             pendingUpdated.remove(object)
             object.isUpdatePending = false
         }
+        changesBeingMerged = changes
         postObjectsDidChange(inserted: inserted, updated: [], deleted: deleted.union(cascaded), refreshed: refreshed)
+        changesBeingMerged = nil
         pendingDeleted.subtract(cascaded)
         let mergedIDs = ContextObjectIDChanges(
             inserted: changes.inserted, updated: changes.updated, deleted: Set(deleted.map(\.objectID)), refreshed: refreshedIDs)

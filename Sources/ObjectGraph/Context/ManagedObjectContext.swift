@@ -136,6 +136,9 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     @exclusivity(unchecked) var pendingDeleted: Set<ManagedObject> = []
     @exclusivity(unchecked) var isSaving = false
     @exclusivity(unchecked) var lockedObjects: Set<ManagedObject> = []
+    /// The change set a merge is announcing, while its objects-did-change is posted (a fetched results controller
+    /// folds the updates it must look up into the same change cycle, issue 18 rule 10).
+    @exclusivity(unchecked) package var changesBeingMerged: ContextObjectIDChanges?
     var automaticMergeObserver: (any NSObjectProtocol)?
     var coordinatorObserverToken: AnyObject?
 
@@ -466,6 +469,12 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 return .null
             }, version: 0))
             object.isDeletedFlag = true
+            // Issue 18 rule 27 (semantics §4 shouldDeleteInaccessibleFaults): the object is deleted here, in
+            // deletedObjects, and the next objects-did-change reports it; no delete rules run for a row that is gone.
+            object.deletePropagated = true
+            unmarkUpdated(object)
+            deletedSet.insert(object)
+            pendingDeleted.insert(object)
             storedCounters.faultsFired += 1
             return
         }
@@ -559,10 +568,16 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         noteChange(object)
     }
 
-    /// Refreshes every registered object, keeping unsaved changes (semantics §4).
+    /// Refreshes every registered object, keeping unsaved changes (semantics §4), and announces the materialized
+    /// ones as refreshed in one objects-did-change.
     public func refreshAllObjects() {
         assertOnQueue()
+        // Issue 18 rule 9 (semantics §3.1, §4): every materialized registered object is reported as refreshed
+        // (faults stay quiet; an insert is not refreshed), once: observers and fetched results controllers see one
+        // change cycle of updates or moves.
+        var refreshed = Set<ManagedObject>()
         for object in liveRegistered() {
+            if !object.isFaultFlag, !object.isInsertedFlag { refreshed.insert(object) }
             refresh(object, mergeChanges: object.hasChanges)
             if !object.hasChanges, !object.isFaultFlag, !object.isInsertedFlag {
                 object.willTurnIntoFault()
@@ -570,6 +585,11 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 object.didTurnIntoFault()
             }
         }
+        for object in refreshed where object.isUpdatePending {
+            pendingUpdated.remove(object)
+            object.isUpdatePending = false
+        }
+        postObjectsDidChange(inserted: [], updated: [], deleted: [], refreshed: refreshed)
     }
 
     /// Throws away inserts and deletes and returns updated objects to their committed values (semantics §4).

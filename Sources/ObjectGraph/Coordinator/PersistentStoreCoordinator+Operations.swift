@@ -81,10 +81,12 @@ extension PersistentStoreCoordinator {
             Execution.count(.faultFulfilledFromCache)
             return nil
         case .miss:
-            count { $0.rowCacheMisses += 1; $0.rowsRead += 1 }
-            Execution.count(.faultFulfilledFromStore)
+            count { $0.rowCacheMisses += 1 }
             let rows = try readStore { try $0.rows(of: id.entity, keys: [id.key]) }
+            // Issue 18 rule 27: a row read (and a fault fulfilled from the store) only when the store has the row.
             guard let row = rows[id.key] else { return nil }
+            count { $0.rowsRead += 1 }
+            Execution.count(.faultFulfilledFromStore)
             rowCache.install([(id, row)], retain: false)
             return row
         }

@@ -39,8 +39,14 @@ public struct FetchRequest: Sendable, Hashable {
     public var entityName: String
     /// Which objects match; nil matches all.
     public var predicate: ObjectPredicate?
-    /// The order of results.
-    public var sortDescriptors: [ObjectSortDescriptor] = []
+    /// The order of results (none set reads as empty).
+    public var sortDescriptors: [ObjectSortDescriptor] {
+        get { sortDescriptorsIfSet ?? [] }
+        set { sortDescriptorsIfSet = newValue }
+    }
+    /// The sort descriptors as set: nil when none were (`NSFetchRequest.sortDescriptors` is nil then), which a
+    /// fetched results controller refuses, while an empty list is accepted (issue 18 rule 16, semantics §5).
+    public var sortDescriptorsIfSet: [ObjectSortDescriptor]?
     /// At most this many results (0 = no limit).
     public var fetchLimit: Int = 0
     /// Skip this many results.
@@ -61,9 +67,9 @@ public struct FetchRequest: Sendable, Hashable {
     public var relationshipKeyPathsForPrefetching: [String] = []
 
     /// A request for every object of `entityName`.
-    public init(entityName: String, predicate: ObjectPredicate? = nil, sortDescriptors: [ObjectSortDescriptor] = []) {
+    public init(entityName: String, predicate: ObjectPredicate? = nil, sortDescriptors: [ObjectSortDescriptor]? = nil) {
         self.entityName = entityName
         self.predicate = predicate
-        self.sortDescriptors = sortDescriptors
+        self.sortDescriptorsIfSet = sortDescriptors
     }
 }

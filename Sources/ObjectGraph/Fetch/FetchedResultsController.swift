@@ -65,10 +65,28 @@ public protocol FetchedResultsControllerSnapshotDelegate: AnyObject {
 /// Keeps a sorted, sectioned fetch up to date with its context (`NSFetchedResultsController`, semantics §5).
 ///
 /// It follows the context's objects-did-change notifications, so local edits, merges and child saves all
-/// reach it. Changes cost O(changed objects × log n) comparisons; nothing is fetched again. After the
+/// reach it. Each changed object of the entity is evaluated in memory, as Core Data does (see
+/// ``ChangeEvaluation``); nothing is fetched again. With a `fetchBatchSize` the fetch reads the IDs (and, with
+/// sections, the section sizes) and only the batches that are used, as Core Data's batched arrays do. After the
 /// context's `reset()` call ``performFetch()`` again.
 public final class FetchedResultsController: @unchecked Sendable {  // used on its context's queue
-    /// The request: it needs at least one sort descriptor.
+    /// How the controller decides whether changed objects belong in its results (issue 18 rule 23). The raw
+    /// values are the workbench's `viewer.frc` values.
+    public enum ChangeEvaluation: String, Sendable, CaseIterable {
+        /// Core Data's (the default; semantics §5, "Cost of change tracking"): every changed object of the
+        /// entity is evaluated on its own, reading the predicate's, the sort keys' and the section key's values on
+        /// the object. A merged insert arrives as a fault, so each one costs a fulfilment (from the row cache
+        /// when the context's coordinator holds its row, else one read from the store), whether it will be shown
+        /// or not. `fetchLimit` is not respected after changes: the results grow past it.
+        case coreData
+        /// A smarter controller, not Core Data's: merged faults are evaluated in bulk, one query per 500 IDs
+        /// (the predicate and, with a `fetchLimit`, only the first `fetchLimit` of each chunk in sort order), so
+        /// only the objects that can be shown are filled; the results are trimmed to `fetchLimit` after each change.
+        /// Use it to show what such a controller would save.
+        case batched
+    }
+
+    /// The request: its sort descriptors must be set (an empty list is accepted, semantics §5).
     public let fetchRequest: FetchRequest
     /// The context observed.
     public let managedObjectContext: ManagedObjectContext
@@ -76,6 +94,8 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     public let sectionNameKeyPath: String?
     /// Kept for API parity; nothing is cached on disk.
     public let cacheName: String?
+    /// How changed objects are evaluated (default ``ChangeEvaluation/coreData``).
+    public let changeEvaluation: ChangeEvaluation
     /// The delegate; without one the controller does not track changes (semantics §5).
     public weak var delegate: AnyObject?
 
@@ -85,8 +105,15 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     public private(set) var sections: [FetchedSectionInfo]?
     /// Changes handled since the fetch (deterministic counter).
     public private(set) var changesProcessed = 0
+    /// Objects whose membership the controller evaluated for a change (deterministic counter; the workbench's
+    /// `frcObjectsEvaluated`, also counted as ``CostedOperation/controllerObjectEvaluated`` in a simulation).
+    public private(set) var objectsEvaluated = 0
+    /// The number of objects in the results (the workbench's `frcObjects`); 0 before ``performFetch()``.
+    public var objectCount: Int { fetchedObjects?.count ?? 0 }
 
-    private var keys: [[PropertyValue]] = []
+    /// Sort keys by position, read from an object only when a change needs them (reading them fires its fault,
+    /// and with `fetchBatchSize` its batch's query).
+    private var keys: [[PropertyValue]?] = []
     private var sectionNames: [String] = []
     private var observer: (any NSObjectProtocol)?
     private var mergeObserver: (any NSObjectProtocol)?
@@ -97,11 +124,14 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     public var includesUnloadedUpdates = true
 
     /// Creates a controller; call ``performFetch()`` next.
-    public init(fetchRequest: FetchRequest, managedObjectContext: ManagedObjectContext, sectionNameKeyPath: String? = nil, cacheName: String? = nil) {
+    /// - Parameter changeEvaluation: how changed objects are evaluated; Core Data's by default.
+    public init(fetchRequest: FetchRequest, managedObjectContext: ManagedObjectContext, sectionNameKeyPath: String? = nil, cacheName: String? = nil,
+                changeEvaluation: ChangeEvaluation = .coreData) {
         self.fetchRequest = fetchRequest
         self.managedObjectContext = managedObjectContext
         self.sectionNameKeyPath = sectionNameKeyPath
         self.cacheName = cacheName
+        self.changeEvaluation = changeEvaluation
     }
 
     deinit {
@@ -110,14 +140,17 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     }
 
     /// Runs the fetch and starts tracking changes.
-    /// - Throws: ``ObjectGraphError`` when the request has no sort descriptor or the fetch fails.
+    /// - Throws: ``ObjectGraphError`` when the request's sort descriptors are not set or the fetch fails.
     public func performFetch() throws {
-        guard !fetchRequest.sortDescriptors.isEmpty else {
-            throw ObjectGraphError(.invalidFetchRequest, "a fetched results controller needs at least one sort descriptor", entity: fetchRequest.entityName)
+        // Semantics §5 / issue 18 rule 16 (recorded on Apple): nil sort descriptors fail, an empty list does not.
+        guard fetchRequest.sortDescriptorsIfSet != nil else {
+            throw ObjectGraphError(.invalidFetchRequest, "a fetched results controller needs sort descriptors", entity: fetchRequest.entityName)
         }
+        // Issue 18 rule 26 (semantics §4 fetchBatchSize): the store orders the IDs; with a batch size the objects
+        // are faults whose rows are read a batch at a time as they are used. Nothing here reads every object.
         let objects = try managedObjectContext.fetch(fetchRequest)
-        keys = try objects.map(sortKeys)
-        sectionNames = try objects.map(sectionName)
+        sectionNames = try sectionNames(of: objects)
+        keys = Array(repeating: nil, count: objects.count)
         fetchedObjects = objects
         sections = Self.group(objects, sectionNames)
         needsFetch = false
@@ -132,9 +165,44 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                 forName: ManagedObjectContext.didMergeChangesObjectIDsNotification, object: managedObjectContext, queue: nil
             ) { [weak self] note in
                 guard let self, let ids = ContextObjectIDChanges(note) else { return }
-                self.pickUpNewMatches(ids.updated.subtracting(ids.refreshed))
+                // Issue 18 rule 10: already done within the merge's objects-did-change when it posted one.
+                if self.mergeHandled {
+                    self.mergeHandled = false
+                    return
+                }
+                guard let newcomers = self.newMatches(ids.updated.subtracting(ids.refreshed)) else { return }
+                self.handle(inserted: newcomers, updated: [], refreshed: [], gone: [], invalidatedAll: false)
             }
         }
+    }
+
+    /// The section name of each object, in order. With a batch size the store counts the sections in one query
+    /// (Core Data's section query), so no row is loaded; otherwise each object's section key is read.
+    private func sectionNames(of objects: [ManagedObject]) throws -> [String] {
+        guard let sectionNameKeyPath else { return Array(repeating: "", count: objects.count) }
+        if fetchRequest.fetchBatchSize > 0, let counts = storeSectionCounts(sectionNameKeyPath),
+           counts.reduce(0, { $0 + $1.count }) == objects.count {
+            var names: [String] = []
+            names.reserveCapacity(objects.count)
+            for (value, count) in counts { names.append(contentsOf: repeatElement(Self.sectionName(value), count: count)) }
+            return names
+        }
+        return try objects.map(sectionName)
+    }
+
+    /// The sections' values and sizes from the store; nil when the store cannot say (pending changes of the
+    /// entity, a child context, a window, another store, a key path not written in SQL).
+    private func storeSectionCounts(_ keyPath: String) -> [(value: PropertyValue, count: Int)]? {
+        let context = managedObjectContext
+        guard context.parent == nil, fetchRequest.fetchLimit == 0, fetchRequest.fetchOffset == 0,
+              let coordinator = context.persistentStoreCoordinator,
+              let entity = try? context.entity(for: fetchRequest), !context.hasPendingChanges(for: entity) else { return nil }
+        let fetch = StoreFetch(entity: entity, predicate: fetchRequest.predicate, sortDescriptors: fetchRequest.sortDescriptors,
+                               limit: 0, offset: 0, idsOnly: true)
+        guard let counts = try? coordinator.readStore({ try ($0 as? SQLiteStore)?.sectionCounts(fetch, keyPath: keyPath) }) else { return nil }
+        Execution.count(.fetchExecuted)
+        Execution.count(.rowFetched, counts.count)
+        return counts
     }
 
     /// The object at an index path.
@@ -162,7 +230,11 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
 
     private func sectionName(_ object: ManagedObject) throws -> String {
         guard let sectionNameKeyPath else { return "" }
-        switch try object.sortValue(sectionNameKeyPath) {
+        return Self.sectionName(try object.sortValue(sectionNameKeyPath))
+    }
+
+    private static func sectionName(_ value: PropertyValue) -> String {
+        switch value {
         case .null: return ""
         case .string(let s): return s
         case let v: return v.description
@@ -185,18 +257,21 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         return FetchedResultsSnapshot(sectionIdentifiers: sections.map(\.name), itemIdentifiers: items, reloadedItemIdentifiers: reloaded)
     }
 
+    /// Whether a changed object belongs in the results, decided on the object (semantics §5): evaluating the
+    /// predicate reads its values, which fires a fault.
     private func matches(_ object: ManagedObject) -> Bool {
+        objectsEvaluated += 1
         Execution.count(.controllerObjectEvaluated)
         guard object.entity.name == fetchRequest.entityName, !object.isDeletedFlag, object.managedObjectContext === managedObjectContext else { return false }
         guard let predicate = fetchRequest.predicate else { return true }
         return (try? predicate.evaluate(subject: object)) ?? false
     }
 
-    /// The faults among `faults` that can appear in the results, found by one query per 500 IDs instead of one
-    /// fault fired per object: those matching the predicate and, with a `fetchLimit`, only the first `fetchLimit`
-    /// of each chunk in sort order (any other is preceded by at least that many matches, so it cannot be among
-    /// the first `fetchLimit` results). Nil when there are fewer than two faults, or neither a predicate nor a
-    /// limit (``matches(_:)`` decides per object then).
+    /// ``ChangeEvaluation/batched``: the faults among `faults` that can appear in the results, found by one query
+    /// per 500 IDs instead of one fault fired per object: those matching the predicate and, with a `fetchLimit`,
+    /// only the first `fetchLimit` of each chunk in sort order (any other is preceded by at least that many
+    /// matches, so it cannot be among the first `fetchLimit` results). Nil when there are fewer than two faults,
+    /// or neither a predicate nor a limit (``matches(_:)`` decides per object then).
     private func matchingFaults(_ faults: Set<ManagedObject>) -> FaultMatches? {
         let limit = fetchRequest.fetchLimit
         guard faults.count > 1, fetchRequest.predicate != nil || limit > 0 else { return nil }
@@ -226,6 +301,11 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         return found
     }
 
+    /// A total order on IDs that does not depend on addresses: permanent before temporary, then by store and key.
+    private static func idOrder(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
+        (a.isTemporaryID ? 1 : 0, a.storeNumber, a.key, a.entity.name) < (b.isTemporaryID ? 1 : 0, b.storeNumber, b.key, b.entity.name)
+    }
+
     private static func keyOrder(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
         (a.primaryKey ?? .min) < (b.primaryKey ?? .min)
     }
@@ -241,28 +321,34 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     }
 
     /// Semantics §5 (fixed in iOS 10): updated objects the context had not loaded may now match; one query
-    /// over their IDs finds them, and they arrive as inserts.
-    private func pickUpNewMatches(_ updated: Set<ManagedObjectID>) {
+    /// over their IDs finds them, and they arrive as inserts. Nil when there are none.
+    private func newMatches(_ updated: Set<ManagedObjectID>) -> Set<ManagedObject>? {
         guard includesUnloadedUpdates, fetchRequest.predicate != nil, delegate != nil, !needsFetch,
-              let current = fetchedObjects else { return }
+              let current = fetchedObjects else { return nil }
         let shown = Set(current.map(\.objectID))
         let candidates = updated.filter { $0.entity.name == fetchRequest.entityName && !shown.contains($0) }
-        guard !candidates.isEmpty else { return }
-        guard let found = fetchAmong(Array(candidates)) else { return }
+        guard !candidates.isEmpty else { return nil }
+        guard let found = fetchAmong(Array(candidates)) else { return nil }
         let newcomers = Set(found)
-        guard !newcomers.isEmpty else { return }
-        handle(ObjectsDidChangeSynthetic.inserted(newcomers))
+        return newcomers.isEmpty ? nil : newcomers
     }
+
+    /// Set while the objects-did-change of a merge was handled, so that its did-merge notification does not
+    /// start a second change cycle.
+    private var mergeHandled = false
 
     // Semantics §5: inserts, deletes, moves and updates derived per changed object of the entity.
-    private func handle(_ synthetic: ObjectsDidChangeSynthetic) {
-        switch synthetic {
-        case .inserted(let objects): handle(inserted: objects, updated: [], refreshed: [], gone: [], invalidatedAll: false)
-        }
-    }
-
     private func handle(_ change: ObjectsDidChange) {
-        handle(inserted: change.inserted, updated: change.updated, refreshed: change.refreshed,
+        var inserted = change.inserted
+        if let merging = managedObjectContext.changesBeingMerged {
+            // Issue 18 rule 10 (semantics §3.1, §5): a merge is one change cycle, the updated objects that came
+            // to match included.
+            mergeHandled = true
+            if let newcomers = newMatches(merging.updated.subtracting(change.refreshed.map(\.objectID))) {
+                inserted.formUnion(newcomers)
+            }
+        }
+        handle(inserted: inserted, updated: change.updated, refreshed: change.refreshed,
                gone: change.deleted.union(change.invalidated), invalidatedAll: change.invalidatedAll)
     }
 
@@ -290,25 +376,48 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         var keep: [Int] = []
         keep.reserveCapacity(objects.count)
         for (i, object) in objects.enumerated() where !touched.contains(object) { keep.append(i) }
-        let unchangedCount = keep.count
         objects = keep.map { objects[$0] }
         names = keep.map { names[$0] }
         sortKeys = keep.map { sortKeys[$0] }
-        // Objects merged from another context arrive as faults: the predicate (and the limit) is evaluated for all
-        // of them in one query (chunks of 500 IDs), so only those that can be shown are filled, instead of one
-        // fault fired per object.
-        let faultMatches = matchingFaults(touched.filter { $0.isFaultFlag && !gone.contains($0) })
         var placed: [(ManagedObject, [PropertyValue], String)] = []
-        for object in touched where !gone.contains(object) && (faultMatches?.matches(object) ?? matches(object)) {
-            guard let k = try? self.sortKeys(object), let n = try? sectionName(object) else { continue }
-            placed.append((object, k, n))
+        // In ID order, not a set's: which faults fire and which rows the searches below read must not depend on
+        // addresses.
+        let candidates = touched.filter { !gone.contains($0) }.sorted { Self.idOrder($0.objectID, $1.objectID) }
+        switch changeEvaluation {
+        case .coreData:
+            // Semantics §5, "Cost of change tracking": each object decided on its own; a merged insert's fault
+            // fires here (predicate, sort keys, section key), shown or not.
+            for object in candidates where matches(object) {
+                guard let k = try? self.sortKeys(object), let n = try? sectionName(object) else { continue }
+                placed.append((object, k, n))
+            }
+        case .batched:
+            // Merged faults are evaluated in one query per 500 IDs, so only those that can be shown are filled.
+            let faultMatches = matchingFaults(touched.filter { $0.isFaultFlag && !gone.contains($0) })
+            for object in candidates where faultMatches?.matches(object) ?? matches(object) {
+                guard let k = try? self.sortKeys(object), let n = try? sectionName(object) else { continue }
+                placed.append((object, k, n))
+            }
+        }
+        // An unchanged object's sort key is read when the search first needs it (with a batch size, that loads
+        // its batch): a search touches O(log n) of them, not every row.
+        func key(at i: Int) -> [PropertyValue] {
+            if let k = sortKeys[i] { return k }
+            let k = (try? self.sortKeys(objects[i])) ?? []
+            sortKeys[i] = k
+            return k
         }
         let sorts = fetchRequest.sortDescriptors
+        // Placed in sort order (ties in ID order), so the searches probe the same rows from run to run.
+        placed.sort { a, b in
+            SortOrdering.precedes(a.1, b.1, sorts) || (!SortOrdering.precedes(b.1, a.1, sorts) && Self.idOrder(a.0.objectID, b.0.objectID))
+        }
         for (object, k, n) in placed {
             var lo = 0, hi = objects.count
             while lo < hi {
                 let mid = (lo + hi) / 2
-                if SortOrdering.precedes(sortKeys[mid], k, sorts) || (!SortOrdering.precedes(k, sortKeys[mid], sorts) && !SortOrdering.precedes(sortKeys[mid], k, sorts)) {
+                let m = key(at: mid)
+                if SortOrdering.precedes(m, k, sorts) || (!SortOrdering.precedes(k, m, sorts) && !SortOrdering.precedes(m, k, sorts)) {
                     lo = mid + 1
                 } else {
                     hi = mid
@@ -318,7 +427,9 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             sortKeys.insert(k, at: lo)
             names.insert(n, at: lo)
         }
-        if fetchRequest.fetchLimit > 0, objects.count > fetchRequest.fetchLimit {
+        // Semantics §5: Core Data's controller does not respect fetchLimit after changes (its results grow past
+        // it); the batched option trims.
+        if changeEvaluation == .batched, fetchRequest.fetchLimit > 0, objects.count > fetchRequest.fetchLimit {
             objects.removeLast(objects.count - fetchRequest.fetchLimit)
             sortKeys.removeLast(sortKeys.count - fetchRequest.fetchLimit)
             names.removeLast(names.count - fetchRequest.fetchLimit)
@@ -337,7 +448,6 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                 }
             }
         }
-        _ = unchangedCount
         var unchangedRankOld: [ObjectIdentifier: Int] = [:]
         rank = 0
         for section in oldSections {
@@ -346,13 +456,15 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             }
         }
 
-        // Section changes first (semantics §5).
+        // Section changes first (semantics §5). Issue 18 rule 16 (recorded on Apple): a section that disappears
+        // reports no objects.
         let oldNames = oldSections.map(\.name), newNames = newSections.map(\.name)
         var sectionChanges: [(FetchedSectionInfo, Int, FetchedResultsChangeType)] = []
-        for (i, s) in oldSections.enumerated() where !newNames.contains(s.name) { sectionChanges.append((s, i, .delete)) }
+        for (i, s) in oldSections.enumerated() where !newNames.contains(s.name) {
+            sectionChanges.append((FetchedSectionInfo(name: s.name, objects: []), i, .delete))
+        }
         for (i, s) in newSections.enumerated() where !oldNames.contains(s.name) { sectionChanges.append((s, i, .insert)) }
         var objectChanges: [(ManagedObject, FetchedIndexPath?, FetchedResultsChangeType, FetchedIndexPath?)] = []
-        var reloaded: [ManagedObjectID] = []
         for object in touched {
             let id = ObjectIdentifier(object)
             switch (oldPaths[id], newPaths[id]) {
@@ -363,13 +475,14 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                 let sameSection = oldSections[old.section].name == newSections[new.section].name
                 if sameSection, unchangedRankOld[id] == unchangedRankNew[id] {
                     objectChanges.append((object, old, .update, new))
-                    reloaded.append(object.objectID)
                 } else {
                     objectChanges.append((object, old, .move, new))
                 }
             }
         }
         objectChanges.sort { ($0.2.rawValue, $0.1 ?? $0.3!) < ($1.2.rawValue, $1.1 ?? $1.3!) }
+        // In index-path order, not the order of a set.
+        let reloaded = objectChanges.filter { $0.2 == .update }.map(\.0.objectID)
 
         fetchedObjects = objects
         keys = sortKeys
@@ -386,8 +499,4 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         for (object, old, type, new) in objectChanges { delegate.controller(self, didChange: object, at: old, for: type, newIndexPath: new) }
         delegate.controllerDidChangeContent(self)
     }
-}
-
-private enum ObjectsDidChangeSynthetic {
-    case inserted(Set<ManagedObject>)
 }

@@ -283,7 +283,7 @@ public struct VariantRunner {
         let viewCounters = view.performAndWait { view.counters }
         let coordinatorCounters = stack.coordinators.map { ($0.0, $0.1.counters) }
         // The controller's size (issue 18 rule 23): what it holds, not what a frame reads.
-        let controllerSize = viewer.map { v in view.performAndWait { (v.controller?.fetchedObjects?.count ?? 0, v.peakObjects) } }
+        let controllerSize = viewer.map { v in view.performAndWait { (v.controller?.objectCount ?? 0, v.peakObjects) } }
         viewer = nil
         _ = stack
 
@@ -434,8 +434,8 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
         let view = workload.stack.viewContext
         let request = try fetchRequest(spec, workload: workload)
         try view.performAndWait {
-            let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: view, sectionNameKeyPath: spec.request.sectionKey)
-            // FRC-API: controller.changeEvaluation = spec.frc == .batched ? .batched : .coreData
+            let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: view, sectionNameKeyPath: spec.request.sectionKey,
+                                                      changeEvaluation: spec.frc == .batched ? .batched : .coreData)
             controller.delegate = state
             workload.main.mark(.fetch)
             let t0 = Clock.now()
@@ -466,7 +466,7 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
     }
 
     private func noteContents(_ controller: FetchedResultsController) {
-        peakObjects = max(peakObjects, controller.fetchedObjects?.count ?? 0)
+        peakObjects = max(peakObjects, controller.objectCount)
         workload.visibleIDs = window(controller).map(\.objectID)
     }
 }

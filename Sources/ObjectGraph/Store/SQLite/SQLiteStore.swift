@@ -356,4 +356,51 @@ final class SQLiteStore: PersistentStore {
 
 extension SQLiteStore {
     var isInTransaction: Bool { connection.isInTransaction }
+
+    /// Issue 18 rule 26: the section names and sizes of a fetch, in the fetch's order, in one
+    /// `SELECT key, count(*) … GROUP BY key` (a fetched results controller with `fetchBatchSize` learns its sections
+    /// so, as Core Data's does, instead of loading every row). Nil when the key path or the predicate is not written
+    /// in SQL, or the key is not a string, number or boolean attribute (the caller reads the objects then).
+    func sectionCounts(_ fetch: StoreFetch, keyPath: String) throws -> [(value: PropertyValue, count: Int)]? {
+        var builder = SQLiteQueryBuilder(root: fetch.entity)
+        let column: SQLiteQueryBuilder.Column
+        let whereSQL: String
+        let order: String
+        do {
+            column = try builder.column(keyPath)
+            whereSQL = try fetch.predicate.map { try builder.condition($0.node) } ?? ""
+            order = try builder.orderBy(fetch.sortDescriptors)
+        } catch is UntranslatablePredicate { return nil }
+        guard let type = column.attributeType else { return nil }
+        switch type {
+        case .string, .integer16, .integer32, .integer64, .boolean, .double, .float: break
+        default: return nil
+        }
+        var sql = "SELECT \(column.sql), count(*) FROM \(fetch.entity.tableName) t0"
+        for join in builder.joins { sql += " " + join }
+        if !whereSQL.isEmpty { sql += " WHERE " + whereSQL }
+        sql += " GROUP BY \(column.sql)"
+        if !order.isEmpty { sql += " ORDER BY " + order }
+        let arguments = builder.arguments
+        return try run {
+            let statement = try connection.cachedStatement(sql)
+            try statement.bind(arguments)
+            var result: [(value: PropertyValue, count: Int)] = []
+            while try statement.step() {
+                let value: PropertyValue
+                if statement.isNull(at: 0) {
+                    value = .null
+                } else {
+                    switch type {
+                    case .string: value = .string(statement.string(at: 0))
+                    case .boolean: value = .bool(statement.int64(at: 0) != 0)
+                    case .double, .float: value = .double(statement.double(at: 0))
+                    default: value = .integer(statement.int64(at: 0))
+                    }
+                }
+                result.append((value, Int(statement.int64(at: 1))))
+            }
+            return result
+        }
+    }
 }
