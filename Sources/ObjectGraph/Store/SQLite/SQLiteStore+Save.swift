@@ -114,9 +114,7 @@ extension SQLiteStore {
                 history.deletes.append((delete.id, delete.tombstone))
             }
             for relationship in entity.relationships where SQLiteSchema.isManyToMany(entity, relationship) {
-                let join = SQLiteSchema.joinTable(entity, relationship)
-                let column = join.ownerEntity === entity && join.ownerRelationship == relationship.name ? join.ownerColumn : join.destinationColumn
-                let s = try connection.cachedStatement("DELETE FROM \(join.name) WHERE \(column) = ?")
+                let s = try connection.cachedStatement(SQLiteSchema.joinTable(entity, relationship).deleteRowsSQL(of: entity, relationship))
                 s.bindInt(delete.id.key, at: 1)
                 try s.run()
             }
