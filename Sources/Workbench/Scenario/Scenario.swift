@@ -1,4 +1,5 @@
 import Foundation
+import Ambar
 import ObjectGraph
 
 /// A workload to replay (workbench.md "Scenario files"), after overrides and matrix expansion.
@@ -71,6 +72,8 @@ public struct StackSpec: Sendable, Codable, Equatable {
     public var viewStaleness: Double?
     /// ObjectTrump's rule for rows deleted elsewhere.
     public var objectTrumpDeletedElsewhere: String
+    /// Ambar topologies: where each smart merge's ID sets are freed (nil: Core Data's place, the merging queue).
+    public var mergeRelease: AmbarMergeRelease? = nil
 }
 
 public struct Phase: Sendable, Codable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import Ambar
 import ObjectGraph
 
 /// Reads scenario files: parse, apply `-p key=value` overrides, expand `matrix:` and `repeat:`, validate every
@@ -363,7 +364,7 @@ struct Reader {
     }
 
     func stackSpec(_ node: Node) throws -> StackSpec {
-        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere"], required: ["topology"])
+        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere", "mergeRelease"], required: ["topology"])
         var spec = StackSpec(topology: try choice(child(node, "topology")!, TopologyKind.self), mergePolicy: nil, policies: [:],
                              singleCoordinator: false, viewStaleness: nil, objectTrumpDeletedElsewhere: "delete")
         if let n = child(node, "mergePolicy") { spec.mergePolicy = try policy(n) }
@@ -383,6 +384,7 @@ struct Reader {
             guard ["delete", "resurrect"].contains(s) else { throw fail(n, "expected delete or resurrect, found '\(s)'") }
             spec.objectTrumpDeletedElsewhere = s
         }
+        if let n = child(node, "mergeRelease") { spec.mergeRelease = try choice(n, AmbarMergeRelease.self) }
         return spec
     }
 
