@@ -10,6 +10,16 @@ public enum AmbarMergeFilter: String, Sendable, CaseIterable {
     case bothCoordinators
 }
 
+/// Where the smart merge frees each merge's sets of object IDs once the view context merged them.
+public enum AmbarMergeRelease: String, Sendable, CaseIterable, Codable {
+    /// Core Data's place (the default): on the merging queue, the main queue, as the merge finishes with them;
+    /// freeing N IDs costs O(N) there, beside the merge's O(objects registered in the view context).
+    case mergingQueue
+    /// Ours: the sets are handed to a background queue and freed there, so the main queue pays for the merge
+    /// only. Not what Core Data does; kept so a report can show what it saves.
+    case background
+}
+
 /// Deterministic counters of an Ambar container.
 public struct AmbarCounters: Sendable, Equatable, Codable {
     /// Did-save notifications the smart merge looked at.
@@ -25,6 +35,10 @@ public struct AmbarCounters: Sendable, Equatable, Codable {
     public var readOnlySavesReachedStore = 0
     /// Saves from read-only contexts refused in strict mode.
     public var readOnlySavesRefused = 0
+    /// Merges whose ID sets were freed on the merging (main) queue (``AmbarMergeRelease/mergingQueue``).
+    public var mergeSetsReleasedOnMergingQueue = 0
+    /// Merges whose ID sets were freed on the background release queue (``AmbarMergeRelease/background``).
+    public var mergeSetsReleasedInBackground = 0
 
     public init() {}
 }
@@ -32,6 +46,10 @@ public struct AmbarCounters: Sendable, Equatable, Codable {
 /// The Ambar stack (`AmbarContainer`): a main coordinator for reading and a writer coordinator for background
 /// imports on the same SQLite file, a main-queue view context, and a smart merge that refreshes in the view
 /// context only the objects it has loaded.
+///
+/// Each merge's sets of object IDs are freed where Core Data frees them, on the merging (main) queue once the
+/// merge is done; ``Options/mergeRelease`` `= .background` hands them to a background queue instead (ours,
+/// cheaper for the main queue, not Core Data's behaviour; Docs/core-data-rules.md, rule 30).
 ///
 /// ```swift
 /// let stack = try AmbarContainer(model: model, storeURL: directory)
@@ -59,6 +77,8 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
         public var shouldMergeIncomingSavedObjects = true
         /// The queue of the view context (default ``ContextQueue/main``).
         public var mainQueue: ContextQueue?
+        /// Where each merge's ID sets are freed (default Core Data's: the merging queue).
+        public var mergeRelease: AmbarMergeRelease = .mergingQueue
 
         public init() {}
     }
@@ -252,10 +272,11 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
         if !fromChild, let saverCoordinator = saver.persistentStoreCoordinator {
             mainCoordinator.adoptSnapshots(updated: changes.updated, deleted: changes.deleted, from: saverCoordinator)
         }
-        // Only IDs cross to the main queue, so the saving context's objects are not kept alive. The ID sets are
-        // freed off the main queue: freeing N IDs costs O(N), the merge itself O(objects registered in the view).
+        // Only IDs cross to the main queue, so the saving context's objects are not kept alive. Freeing N IDs
+        // costs O(N), the merge itself O(objects registered in the view).
         let view = viewContext
         let release = releaseQueue
+        let place = options.mergeRelease
         let committedAt = Execution.now()
         let box = ChangesBox(changes)
         view.queue.async { [weak self] in
@@ -268,17 +289,29 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
                 }
                 if let observer = observer ?? nil { observer(MergeEvent(committedAt: committedAt, finishedAt: Execution.now(), changes: changes)) }
             }
-            release.async { box.changes = nil }
+            switch place {
+            case .mergingQueue:
+                // Issue 18 rule 30: Core Data drops the merge's sets on the queue that merged them.
+                box.changes = nil
+                self?.state.withLock { $0.counters.mergeSetsReleasedOnMergingQueue += 1 }
+            case .background:
+                release.async { [weak self] in
+                    box.changes = nil
+                    self?.state.withLock { $0.counters.mergeSetsReleasedInBackground += 1 }
+                }
+            }
         }
     }
 
-    /// Holds a merge's ID sets so that the last reference is dropped on ``releaseQueue``, not on the main queue.
-    private final class ChangesBox: @unchecked Sendable {  // set on the saving queue, read on the main queue, cleared on releaseQueue, in that order
+    /// Holds a merge's ID sets so that the last reference is dropped where ``Options/mergeRelease`` says, not
+    /// wherever the saving queue's copy happens to go last.
+    private final class ChangesBox: @unchecked Sendable {  // set on the saving queue, read on the main queue, cleared on the main queue or releaseQueue, in that order
         var changes: ContextObjectIDChanges?
         init(_ changes: ContextObjectIDChanges) { self.changes = changes }
     }
 
-    private let releaseQueue = ContextQueue(label: "Ambar.mergeRelease")
+    /// The queue ``AmbarMergeRelease/background`` frees merges' ID sets on.
+    let releaseQueue = ContextQueue(label: "Ambar.mergeRelease")
 
     // MARK: Locations
 

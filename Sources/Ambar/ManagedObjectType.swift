@@ -117,8 +117,9 @@ extension ManagedObjectType {
         return ids.count
     }
 
-    /// Updates matching rows in SQL and merges the updates into `contexts` (they refresh through their row
-    /// cache: set `stalenessInterval = 0` on them to see the new values, semantics §2.3).
+    /// Updates matching rows in SQL and merges the updates into `contexts` with
+    /// `mergeChanges(fromRemoteContextSave:into:)`, which refreshes their registered objects to the new rows
+    /// whatever their `stalenessInterval` (semantics §3.4, §6).
     @discardableResult
     public static func batchUpdate(in context: ManagedObjectContext, predicate: ObjectPredicate? = nil, values: [String: Any], mergeInto contexts: [ManagedObjectContext] = []) throws -> Int {
         var request = BatchUpdateRequest(entityName: entityName, predicate: predicate, propertiesToUpdate: values)

@@ -214,4 +214,23 @@ import Testing
         #expect(AmbarContainer.defaultDirectoryURL().path.hasSuffix("ambar"))
         #expect(throws: AmbarError.self) { try AmbarContainer.loadModel(named: "no-such-model-\(UUID().uuidString)") }
     }
+
+    // Issue 18 rule 30 (Docs/core-data-rules.md): each smart merge's ID sets are freed where Core Data frees
+    // them, on the merging (main) queue as the merge finishes, by default; `mergeRelease = .background` (ours)
+    // hands them to the background release queue instead.
+    @Test("Issue 18 rule 30: a smart merge frees its ID sets on the merging queue by default, in the background as an option",
+          arguments: AmbarMergeRelease.allCases)
+    func mergeSetsAreFreedWhereTheOptionSays(place: AmbarMergeRelease) throws {
+        var options = AmbarContainer.Options()
+        if place == .background { options.mergeRelease = .background }
+        let t = try TestContainer(options: options)
+        #expect(AmbarContainer.Options().mergeRelease == .mergingQueue)
+        try t.importProducts(1...3_000, chunk: 1_000)
+        t.drainMain()
+        t.container.releaseQueue.sync {}  // whatever the background queue was given has run
+        let counters = t.container.counters
+        #expect(counters.mergesPerformed == 3)
+        #expect(counters.mergeSetsReleasedOnMergingQueue == (place == .mergingQueue ? 3 : 0))
+        #expect(counters.mergeSetsReleasedInBackground == (place == .background ? 3 : 0))
+    }
 }

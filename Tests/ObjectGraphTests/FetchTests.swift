@@ -88,8 +88,12 @@ import Testing
         }
     }
 
-    // Semantics §4 (includesPendingChanges): limit and offset apply after unsaved changes are laid over.
-    @Test func fetchLimitWithPendingChanges_4() throws {
+    // Semantics §4 (includesPendingChanges) and issue 18 rule 14: with a limit the unsaved changes are laid over
+    // the store's window and the limit applies again; with an offset, Core Data's store skips rows but a pending
+    // insert that sorts first still shows (before issue 18 this test asserted the whole-result window, [2, 3],
+    // now the `.wholeResult` option).
+    @Test("Issue 18 rule 14: limit and offset with pending changes, Core Data's window and ours (§4)")
+    func fetchLimitWithPendingChanges_4() throws {
         let stack = try TestStack()
         try stack.seed(5)
         let ctx = stack.context()
@@ -103,7 +107,67 @@ import Testing
             request.fetchLimit = 2
             #expect(ctxIDs(try ctx.fetch(request, as: Item.self)) == [100, 2])
             request.fetchOffset = 1
+            #expect(ctxIDs(try ctx.fetch(request, as: Item.self)) == [100, 2])
+            request.pendingChangesOverlay = .wholeResult
             #expect(ctxIDs(try ctx.fetch(request, as: Item.self)) == [2, 3])
+        }
+    }
+
+    // Issue 18 rule 14 (second-hand, Docs/core-data-rules.md): a managed-object fetch with offset and limit
+    // applies the window in the store (rows 3, 4, 5 by price), overlays pending changes (4 deleted, a cheap insert
+    // added), sorts, and applies the limit again: a pending delete is not backfilled from beyond the window.
+    @Test("Issue 18 rule 14: a fetch with offset and limit windows in the store, overlays pending changes, then limits again (§4)")
+    func fetchWindowThenOverlayThenLimit_4() throws {
+        let stack = try TestStack()
+        try stack.seed(10)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            ctx.delete(items[3])
+            let cheap = Item(context: ctx)
+            cheap.id = 100
+            cheap.price = 1
+            var request = ctxItemRequest(sort: [ObjectSortDescriptor("price")])
+            request.fetchOffset = 2
+            request.fetchLimit = 3
+            #expect(ctxIDs(try ctx.fetch(request, as: Item.self)) == [100, 3, 5])
+            request.fetchLimit = 2
+            #expect(ctxIDs(try ctx.fetch(request, as: Item.self)) == [100, 3])
+            // Ours: the whole result overlaid and sorted (100, 1, 2, 3, 5, …), then the window.
+            request.fetchLimit = 3
+            request.pendingChangesOverlay = .wholeResult
+            #expect(ctxIDs(try ctx.fetch(request, as: Item.self)) == [2, 3, 5])
+            // The count follows the fetch.
+            request.pendingChangesOverlay = .coreData
+            #expect(try ctx.count(for: request) == 3)
+        }
+    }
+
+    // Issue 18 rule 14 (second-hand, Docs/core-data-rules.md): an object-ID fetch that includes pending changes
+    // returns the store's rows in the store's order (a pending delete dropped, a pending update left where the
+    // store sorted it) and appends the unsaved inserts' IDs after them without sorting, in insertion order.
+    @Test("Issue 18 rule 14: an object-ID fetch appends unsaved inserts after the store's rows, unsorted (§4)")
+    func objectIDFetchAppendsInsertsUnsorted_4() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(3)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            ctx.delete(items[1])
+            items[2].price = 0
+            let first = Item(context: ctx), second = Item(context: ctx)
+            (first.id, first.price, second.id, second.price) = (200, 5, 100, 1)
+            var request = ctxItemRequest(sort: [ObjectSortDescriptor("price")])
+            #expect(try ctx.fetchObjectIDs(request) == [ids[0], ids[2], first.objectID, second.objectID])
+            request.fetchLimit = 3
+            #expect(try ctx.fetchObjectIDs(request) == [ids[0], ids[2], first.objectID])
+            // Ours: sorted like the objects.
+            request.fetchLimit = 0
+            request.pendingChangesOverlay = .wholeResult
+            #expect(try ctx.fetchObjectIDs(request) == [ids[2], second.objectID, first.objectID, ids[0]])
+            // A managed-object fetch sorts the inserts in either way.
+            request.pendingChangesOverlay = .coreData
+            #expect(try ctx.fetch(request).map(\.objectID) == [ids[2], second.objectID, first.objectID, ids[0]])
         }
     }
 

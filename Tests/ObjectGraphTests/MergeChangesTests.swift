@@ -426,4 +426,58 @@ enum MGSaveNote: String, CaseIterable, Sendable, CustomTestStringConvertible {
         child.performAndWait { #expect(childItem.name == "W1") }
         #expect(recChild.refreshed == [ids[0]])
     }
+
+    // Semantics §3.4, §2.3, §6 and issue 18 rule 15: after a batch update (which leaves the row cache old), a
+    // merge of a notification built from history keeps showing the cached row (verified on Apple: the history
+    // topology shows it), while mergeChanges(fromRemoteContextSave:into:) with the updated IDs refreshes the
+    // registered objects to the row in the store, with the default infinite staleness, keeping local changes.
+    // The store read is one SELECT for the cached rows, and the row cache then holds the store's row.
+    @Test("Issue 18 rule 15: only mergeChanges(fromRemoteContextSave:into:) refreshes past an older row cache entry (§3.4, §2.3)")
+    func remoteContextSaveRefreshesPastTheRowCache_3_4() throws {
+        var options = StoreOptions()
+        options.persistentHistoryTracking = true
+        let stack = try TestStack(options: options)
+        let ids = try stack.seed(3)
+        let viewer = stack.context(name: "viewer")
+        #expect(viewer.stalenessInterval < 0)  // the default: cached rows never go stale
+        let items: [Item] = try ids.prefix(2).map { try mgLoad(viewer, $0) }
+        viewer.performAndWait {
+            _ = items.map(\.price)
+            items[1].name = "local"
+        }
+        let token = try stack.coordinator.currentPersistentHistoryToken()
+        let batcher = stack.context(name: "batcher")
+        let updated: [ManagedObjectID] = try batcher.performAndWait {
+            var request = BatchUpdateRequest(entityName: "Item", propertiesToUpdate: ["price": 99.0])
+            request.resultType = .objectIDs
+            return try #require(try batcher.execute(request).objectIDs)
+        }
+        #expect(updated.count == 3)
+
+        // From history: the merge refreshes from the row cache, which still holds the old rows.
+        let transactions = try stack.coordinator.fetchHistory(.fetchHistory(after: token))
+        #expect(transactions.count == 1)
+        viewer.performAndWait {
+            for t in transactions { viewer.mergeChanges(fromContextDidSave: t.objectIDNotification()) }
+            #expect(items.map(\.price) == [10, 20])
+        }
+
+        // The remote-save merge reads the store's rows.
+        let before = stack.coordinator.counters
+        let recorder = MGChangeRecorder(viewer)
+        ManagedObjectContext.mergeChanges(fromRemoteContextSave: ContextObjectIDChanges(updated: Set(updated)), into: [viewer])
+        let after = stack.coordinator.counters
+        viewer.performAndWait {
+            #expect(items.map(\.price) == [99, 99])
+            #expect(items[1].name == "local" && items[1].hasChanges)
+        }
+        #expect(recorder.refreshed == Set(ids.prefix(2)))
+        #expect(after.statements.select - before.statements.select == 1)  // the two cached rows, in one query
+        #expect(after.rowsRead - before.rowsRead == 2)
+        // Another context on the coordinator now faults the store's row in from the row cache.
+        let other = stack.context(name: "other")
+        let fresh: Item = try mgLoad(other, ids[0])
+        other.performAndWait { #expect(fresh.price == 99) }
+        #expect(stack.coordinator.counters.rowsRead == after.rowsRead)
+    }
 }

@@ -199,10 +199,12 @@ import Testing
         }
     }
 
-    // Semantics §3.5: a write on one coordinator posts the remote-change notification, with the store's URL,
-    // UUID and history token, to the other coordinators on the file that asked for it — not to the writer,
-    // not to a coordinator without the option. Batch requests post it too.
-    @Test func remoteChangeNotificationReachesOtherCoordinators_3_5() throws {
+    // Semantics §3.5 and issue 18 rule 8: every write to the store (a save, a batch insert, a batch update)
+    // posts the remote-change notification, with the store's URL, UUID and history token, to every coordinator
+    // on the file that asked for it, the writing one included; never to a coordinator without the option.
+    // (This test asserted "not to the writer" before issue 18.)
+    @Test("Issue 18 rule 8: a remote-change notification reaches every coordinator on the file, the saving one included (§3.5)")
+    func remoteChangeNotificationReachesEveryCoordinator_3_5() throws {
         let stack = try TestStack(model: try Self.historyModel(), options: Self.tracked(remote: true))
         let listening = try stack.secondCoordinator(options: Self.tracked(remote: true))
         let deaf = try stack.secondCoordinator(options: Self.tracked())
@@ -211,17 +213,38 @@ import Testing
         let toWriter = NotificationRecorder(PersistentStoreCoordinator.storeRemoteChangeNotification, object: stack.coordinator)
         try stack.seed(2)
         #expect(toListening.notes.count == 1)
+        #expect(toWriter.notes.count == 1)
         #expect(toDeaf.notes.isEmpty)
-        #expect(toWriter.notes.isEmpty)
-        let info = try #require(toListening.notes.first?.userInfo)
-        #expect(info["historyToken"] as? PersistentHistoryToken == (try stack.coordinator.currentPersistentHistoryToken()))
-        #expect((info["storeURL"] as? URL)?.standardizedFileURL.path == stack.url.standardizedFileURL.path)
-        #expect(info["storeUUID"] != nil)
+        let token = try stack.coordinator.currentPersistentHistoryToken()
+        for note in [toListening.notes.first, toWriter.notes.first] {
+            let info = try #require(note?.userInfo)
+            #expect(info["historyToken"] as? PersistentHistoryToken == token)
+            #expect((info["storeURL"] as? URL)?.standardizedFileURL.path == stack.url.standardizedFileURL.path)
+            #expect(info["storeUUID"] as? String == stack.coordinator.storeIdentifier)
+        }
         let ctx = stack.context()
+        try ctx.performAndWait {
+            _ = try ctx.execute(BatchInsertRequest(entityName: "Item", objects: [["id": 3, "name": "three"]]))
+        }
+        #expect(toListening.notes.count == 2)
+        #expect(toWriter.notes.count == 2)
+        let afterInsert = try stack.coordinator.currentPersistentHistoryToken()
+        #expect(toWriter.notes.last?.userInfo?["historyToken"] as? PersistentHistoryToken == afterInsert)
+        #expect(afterInsert != token)
         try ctx.performAndWait {
             _ = try ctx.execute(BatchUpdateRequest(entityName: "Item", propertiesToUpdate: ["flag": true]))
         }
-        #expect(toListening.notes.count == 2)
+        #expect(toListening.notes.count == 3)
+        #expect(toWriter.notes.count == 3)
+        // A save on the listening coordinator reaches the first one and itself.
+        let other = stack.context(listening)
+        try other.performAndWait {
+            let item = Item(context: other)
+            item.id = 4
+            try other.save()
+        }
+        #expect(toListening.notes.count == 4)
+        #expect(toWriter.notes.count == 4)
         #expect(toDeaf.notes.isEmpty)
     }
 

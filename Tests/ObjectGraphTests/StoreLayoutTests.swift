@@ -169,3 +169,115 @@ func slFileStats(_ url: URL) -> [String: String] {
         #expect(try slCLI(stack.url.path, "PRAGMA journal_mode") == "delete")
     }
 }
+
+// MARK: Issue 18 rule 20: a to-many relationship that is its own inverse
+
+final class Pal: ManagedObject {
+    @Managed("name") var name: String?
+    @Managed("friends") var friends: Set<Pal>
+}
+
+/// `Pal.friends` is its own inverse (a reflexive many-to-many), with `rule` on delete.
+func slPalModel(_ rule: DeleteRule) throws -> ManagedObjectModel {
+    try ManagedObjectModel(entities: [
+        EntityDescription(
+            name: "Pal", managedObjectClass: Pal.self,
+            attributes: [AttributeDescription(name: "name", type: .string)],
+            relationships: [RelationshipDescription(name: "friends", destination: "Pal", inverse: "friends", toMany: true, deleteRule: rule)]),
+    ])
+}
+
+extension StoreLayoutTests {
+    /// Names of the store's pals, sorted.
+    private func palNames(_ ctx: ManagedObjectContext, _ predicate: ObjectPredicate? = nil) throws -> [String] {
+        try ctx.fetch(FetchRequest(entityName: "Pal", predicate: predicate), as: Pal.self).compactMap(\.name).sorted()
+    }
+
+    // Issue 18 rule 20 (bug found by input fuzzing): a relationship that is its own inverse validated, but the
+    // store could not be created ("duplicate column name": both join columns were Z_1FRIENDS). Core Data names the
+    // join table's columns apart (Z_1FRIENDS and Z_1FRIENDS1); each side's membership is a row of its own, so a
+    // fault of either side reads it with one SELECT on one column (semantics §0 storage layout, §4 faults).
+    @Test("Issue 18 rule 20: a reflexive many-to-many (its own inverse) creates its store, saves, fetches and faults both sides",
+          arguments: [PersistentStoreType.sqlite, .inMemory])
+    func selfInverseToManyRoundTrips(type: PersistentStoreType) throws {
+        let stack = try TestStack(model: try slPalModel(.nullify), type: type)
+        let ctx = stack.context()
+        let ids = try ctx.performAndWait {
+            let ann = Pal(context: ctx), bob = Pal(context: ctx), cat = Pal(context: ctx)
+            (ann.name, bob.name, cat.name) = ("ann", "bob", "cat")
+            ann.friends = [bob, cat]
+            // Inverse maintenance of a self-inverse relationship: bob and cat list ann at once.
+            #expect(bob.friends.map(\.name) == ["ann"] && cat.friends.map(\.name) == ["ann"])
+            try ctx.save()
+            return [ann, bob, cat].map(\.objectID)
+        }
+        if type == .sqlite {
+            let ent = try #require(stack.model.entity(named: "Pal")).entityNumber
+            let columns = try stack.sql("SELECT name FROM pragma_table_info('Z_\(ent)FRIENDS') ORDER BY cid").map { $0[0] }
+            #expect(columns == [.text("Z_\(ent)FRIENDS"), .text("Z_\(ent)FRIENDS1")])
+            #expect(try stack.sql("SELECT COUNT(*) FROM Z_\(ent)FRIENDS") == [[.integer(4)]])  // ann→bob, ann→cat, bob→ann, cat→ann
+        }
+        // A fresh context faults each side in from the store.
+        let reader = stack.context()
+        try reader.performAndWait {
+            let ann = try #require(try reader.existingObject(with: ids[0]) as? Pal)
+            let bob = try #require(try reader.existingObject(with: ids[1]) as? Pal)
+            #expect(ann.friends.compactMap(\.name).sorted() == ["bob", "cat"])
+            #expect(bob.friends.compactMap(\.name) == ["ann"])
+            // SQL (ANY through the join table) and memory agree on both sides.
+            #expect(try palNames(reader, try ObjectPredicate(format: "ANY friends.name == %@", "ann")) == ["bob", "cat"])
+            #expect(try palNames(reader, try ObjectPredicate(format: "ANY friends.name == %@", "bob")) == ["ann"])
+            #expect(try palNames(reader, try ObjectPredicate(format: "friends.@count == 0")) == [])
+            // Removing from one side removes it from the other, and the store keeps that.
+            let cat = try #require(try reader.existingObject(with: ids[2]) as? Pal)
+            cat.friends = []
+            #expect(ann.friends.compactMap(\.name) == ["bob"])
+            try reader.save()
+        }
+        let third = stack.context()
+        try third.performAndWait {
+            let ann = try #require(try third.existingObject(with: ids[0]) as? Pal)
+            let cat = try #require(try third.existingObject(with: ids[2]) as? Pal)
+            #expect(ann.friends.compactMap(\.name) == ["bob"])
+            #expect(cat.friends.isEmpty)
+        }
+        if type == .sqlite {
+            let ent = try #require(stack.model.entity(named: "Pal")).entityNumber
+            #expect(try stack.sql("SELECT COUNT(*) FROM Z_\(ent)FRIENDS") == [[.integer(2)]])
+        }
+    }
+
+    // Issue 18 rule 20: deleting one side of a reflexive many-to-many nullifies (or cascades to) the other side,
+    // in the context, in the join table (no row keeps the deleted key in either column) and for a batch delete.
+    @Test("Issue 18 rule 20: deleting a pal nullifies or cascades both sides of a reflexive many-to-many",
+          arguments: [DeleteRule.nullify, .cascade])
+    func selfInverseToManyDeleteRules(rule: DeleteRule) throws {
+        let stack = try TestStack(model: try slPalModel(rule))
+        let ent = try #require(stack.model.entity(named: "Pal")).entityNumber
+        let ctx = stack.context()
+        let ids = try ctx.performAndWait {
+            let pals = ["ann", "bob", "cat", "dan"].map { name in let p = Pal(context: ctx); p.name = name; return p }
+            pals[0].friends = [pals[1]]  // ann – bob; cat – dan apart
+            pals[2].friends = [pals[3]]
+            try ctx.save()
+            return pals.map(\.objectID)
+        }
+        let editor = stack.context()
+        try editor.performAndWait {
+            let ann = try editor.existingObject(with: ids[0])
+            editor.delete(ann)
+            try editor.save()
+            let expected = rule == .cascade ? ["cat", "dan"] : ["bob", "cat", "dan"]
+            #expect(try palNames(editor) == expected)
+            if rule == .nullify {
+                let bob = try #require(try editor.existingObject(with: ids[1]) as? Pal)
+                #expect(bob.friends.isEmpty)
+            }
+        }
+        #expect(try stack.sql("SELECT Z_\(ent)FRIENDS, Z_\(ent)FRIENDS1 FROM Z_\(ent)FRIENDS ORDER BY 1")
+                == [[.integer(ids[2].primaryKey!), .integer(ids[3].primaryKey!)], [.integer(ids[3].primaryKey!), .integer(ids[2].primaryKey!)]])
+        // A batch delete (no context, no delete propagation in the graph) leaves no row naming cat in either column.
+        try editor.performAndWait { _ = try editor.execute(BatchDeleteRequest(objectIDs: [ids[2]])) }
+        #expect(try stack.sql("SELECT COUNT(*) FROM Z_\(ent)FRIENDS") == [[.integer(0)]])
+    }
+}

@@ -75,4 +75,53 @@ import Testing
         cache.release(a)  // releasing an unknown ID does nothing
         #expect(cache.count == 0)
     }
+
+    // Issue 18 rule 29 (semantics §2.1 steps 4 and 6; Core Data's SQL log): a save that inserts rows allocates
+    // their keys from Z_PRIMARYKEY in a transaction of its own, committed before the rows' transaction begins,
+    // and both are counted; a save without inserts is one transaction. Since the keys' transaction commits on
+    // its own, a save whose rows then fail (a uniqueness conflict under the error policy) leaves Z_MAX advanced
+    // and writes no row.
+    @Test("Issue 18 rule 29: an inserting save allocates keys in a transaction of its own before the rows' one (§2.1)")
+    func insertingSaveAllocatesKeysInItsOwnTransaction_2_1() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        let counting = ExecutionThread.countingOnly()
+        ExecutionThread.install(counting)
+        defer { ExecutionThread.install(nil) }
+        func transactions() -> Int { counting.counts[CostedOperation.transaction.rawValue] }
+        let c0 = stack.coordinator.counters
+        let ids = try ctx.performAndWait {
+            let items = (1...3).map { i -> Item in let item = Item(context: ctx); item.id = Int64(i); return item }
+            let tag = Tag(context: ctx)
+            tag.name = "t"
+            try ctx.save()
+            return items.map(\.objectID)
+        }
+        let c1 = stack.coordinator.counters
+        #expect(transactions() == 2)
+        #expect(c1.statements.other - c0.statements.other == 4)  // BEGIN IMMEDIATE, COMMIT; BEGIN IMMEDIATE, COMMIT
+        #expect(c1.statements.update - c0.statements.update == 2)  // Z_MAX of Item and of Tag, in the first one
+        #expect(ids.map(\.primaryKey) == [1, 2, 3])
+        try ctx.performAndWait {
+            (try ctx.existingObject(with: ids[0]) as? Item)?.price = 5
+            try ctx.save()
+        }
+        #expect(transactions() == 3)  // no inserts: the rows' transaction only
+        #expect(stack.coordinator.counters.statements.other - c1.statements.other == 2)
+
+        // The keys stay allocated when the rows' transaction fails.
+        let failing = stack.context()
+        let error = failing.performAndWait { () -> (any Error)? in
+            let duplicate = Item(context: failing)
+            duplicate.id = 2
+            do { try failing.save(); return nil } catch { return error }
+        }
+        #expect((error as? ObjectGraphError)?.code == .constraintMerge)
+        #expect(try stack.sql("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Item'") == [[.integer(4)]])
+        #expect(try stack.sql("SELECT COUNT(*) FROM ZITEM") == [[.integer(3)]])
+        #expect(transactions() == 4)  // the keys' one committed; the rows' one rolled back
+    }
 }
+
+/// A simulation for a thread that only counts operations (as the workbench's calibration does): never asked
+/// anything, since such a thread is not simulated.

@@ -131,6 +131,17 @@ struct TopologyTests {
         try Self.expectBackgroundSaveReachesView(built)
     }
 
+    // Issue 18 rule 30: the Ambar topologies free each merge's ID sets where Core Data does (the merging queue)
+    // unless `stack.mergeRelease: background` asks for ours.
+    @Test("Issue 18 rule 30: stack.mergeRelease picks where the Ambar container frees merged ID sets (default: the merging queue)")
+    func ambarMergeRelease() throws {
+        let plain = try Built([])
+        #expect(try #require(plain.stack.ambar).options.mergeRelease == .mergingQueue)
+        let ours = try Built(["stack.mergeRelease=background"])
+        #expect(try #require(ours.stack.ambar).options.mergeRelease == .background)
+        #expect(throws: ScenarioError.self) { try Built(["stack.mergeRelease=later"]) }
+    }
+
     @Test("ambar7: the legacy stack set up asynchronously, with separate or single coordinators")
     func ambar7() throws {
         let separate = try Built(["stack.topology=ambar7"])

@@ -167,6 +167,25 @@ open class ExecutionThread: @unchecked Sendable {  // counts are touched by the 
     }
 }
 
+extension ExecutionThread {
+    /// A membership that only counts operations (real mode's calibration, tests that count what a call does): its
+    /// queues stay dispatch queues and its clock the wall clock.
+    public static func countingOnly() -> ExecutionThread { ExecutionThread(simulation: CountingOnlySimulation.shared, isSimulated: false) }
+}
+
+/// The simulation of a thread that only counts: never asked anything, since such a thread is not simulated
+/// (``ExecutionThread/isSimulated``).
+final class CountingOnlySimulation: ExecutionSimulation {
+    static let shared = CountingOnlySimulation()
+    func makeQueue(label: String) -> any SimulatedQueue { preconditionFailure("a counting thread makes dispatch queues") }
+    func now(on thread: ExecutionThread) -> UInt64 { preconditionFailure("a counting thread reads the wall clock") }
+    func sleep(until deadline: UInt64, on thread: ExecutionThread) { preconditionFailure("a counting thread sleeps for real") }
+    var isTracing: Bool { false }
+    func trace(_ call: String, detail: String, on thread: ExecutionThread) {}
+    func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void) { preconditionFailure("a counting thread uses SQLite's own locks") }
+    func pooled(_ resource: SharedResource, capacity: Int, on thread: ExecutionThread, _ body: () -> Void) { preconditionFailure("a counting thread uses its coordinator's queue") }
+}
+
 /// Time and operation counting for the library: wall-clock time in real mode, virtual time inside a simulation.
 public enum Execution {
     /// Counts `n` operations of `op` on the calling thread (only inside a simulation; free otherwise).

@@ -65,7 +65,7 @@ extension ManagedObjectContext {
     public func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
         assertOnQueue()
         let entity = try entity(for: request)
-        return try fetchEntries(request, entity: entity, idsOnly: true).map(\.id)
+        return try fetchEntries(request, entity: entity, idsOnly: true, objectIDResults: true).map(\.id)
     }
 
     /// Fetches dictionaries of `propertiesToFetch` (`dictionaryResultType`); pending changes are not
@@ -126,18 +126,23 @@ extension ManagedObjectContext {
     }
 
     /// The matches of a fetch at this level: the parent's (or the store's) results with this context's
-    /// unsaved inserts, updates and deletes laid over them (semantics §4 `includesPendingChanges`).
-    func fetchEntries(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [FetchEntry] {
+    /// unsaved inserts, updates and deletes laid over them (semantics §4 `includesPendingChanges`), the window
+    /// and order as `request.pendingChangesOverlay` says. `objectIDResults`: for `fetchObjectIDs`, whose
+    /// pending matches Core Data appends unsorted.
+    func fetchEntries(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, objectIDResults: Bool = false) throws -> [FetchEntry] {
         Execution.count(.fetchExecuted)
         let overlay = request.includesPendingChanges && hasPendingChanges(for: entity)
+        let coreData = request.pendingChangesOverlay == .coreData
         var base = request
-        if overlay {
+        if overlay && !coreData {
             base.fetchLimit = 0
             base.fetchOffset = 0
         }
         var entries: [FetchEntry]
         if let parent {
-            entries = try parent.performAndWait { try parent.fetchEntriesForChild(base, entity: entity, idsOnly: idsOnly) }
+            entries = try parent.performAndWait {
+                try parent.fetchEntriesForChild(base, entity: entity, idsOnly: idsOnly, objectIDResults: objectIDResults)
+            }
         } else {
             guard let coordinator = persistentStoreCoordinator else {
                 throw ObjectGraphError(.persistentStoreOperation, "the context has no coordinator")
@@ -158,18 +163,31 @@ extension ManagedObjectContext {
             seen.insert(entry.id)
             kept.append(entry)
         }
+        // Pending matches the store did not return, in a fixed order (permanent IDs by key, then temporary IDs
+        // in the order they were made, i.e. inserted): never the order of a set.
+        var pending: [ManagedObject] = []
         for object in insertedSet.union(updatedSet) where object.entity === entity && !seen.contains(object.objectID) {
             if let predicate, try !predicate.evaluate(subject: object) { continue }
+            pending.append(object)
+        }
+        pending.sort { a, b in
+            let (x, y) = (a.objectID, b.objectID)
+            return x.isTemporaryID != y.isTemporaryID ? !x.isTemporaryID : x.key < y.key
+        }
+        for object in pending {
             kept.append(FetchEntry(id: object.objectID, row: RowSnapshot(values: object.values, version: object.snapshotVersion), retained: false))
         }
-        if !request.sortDescriptors.isEmpty {
+        // Issue 18 rule 14: Core Data appends an object-ID fetch's pending matches after the store's rows unsorted.
+        if !request.sortDescriptors.isEmpty && !(coreData && objectIDResults) {
             let keyed = try kept.map { entry in
                 let object = self.object(with: entry.id)
                 return (entry, try request.sortDescriptors.map { try object.sortValue($0.key) })
             }
             kept = keyed.sorted { SortOrdering.precedes($0.1, $1.1, request.sortDescriptors) }.map(\.0)
         }
-        if request.fetchOffset > 0 {
+        // Issue 18 rule 14: with Core Data's overlay the offset was applied by the store (once); the limit is
+        // applied again to the overlaid window.
+        if !coreData, request.fetchOffset > 0 {
             dropped.append(contentsOf: kept.prefix(request.fetchOffset))
             kept = Array(kept.dropFirst(request.fetchOffset))
         }
@@ -182,9 +200,9 @@ extension ManagedObjectContext {
     }
 
     /// Results for a child: this context's view, with the current values of objects loaded here.
-    func fetchEntriesForChild(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [FetchEntry] {
+    func fetchEntriesForChild(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, objectIDResults: Bool = false) throws -> [FetchEntry] {
         // Row-cache references pass down to the child's objects (every context's objects hold their rows).
-        let entries = try fetchEntries(request, entity: entity, idsOnly: idsOnly)
+        let entries = try fetchEntries(request, entity: entity, idsOnly: idsOnly, objectIDResults: objectIDResults)
         return entries.map { entry in
             var e = entry
             if !idsOnly, let object = registry[entry.id], !object.isFaultFlag {

@@ -29,9 +29,25 @@ extension ManagedObjectContext {
 
     /// Merges object IDs changed elsewhere (another process, a batch request, another coordinator, history)
     /// into each context, on its queue (semantics §3.4).
+    ///
+    /// Unlike ``mergeChanges(fromContextDidSave:)``, the updated objects are refreshed to their rows in the store
+    /// even when the coordinator's row cache holds an older row and the context's `stalenessInterval` is
+    /// infinite: the cached rows among the updated IDs are read again (one query per entity, on the first
+    /// context's queue of each coordinator), and the row cache keeps them.
     public static func mergeChanges(fromRemoteContextSave changes: ContextObjectIDChanges, into contexts: [ManagedObjectContext]) {
+        var reloaded: [PersistentStoreCoordinator] = []
         for context in contexts {
-            context.performAndWait { context.merge(changes) }
+            context.performAndWait {
+                // Semantics §3.4, §6 and issue 18 rule 15: only this call goes past an older row cache entry; a
+                // did-save merge (history's object-ID notification included) keeps the cached row (§2.3, §2.4).
+                if !changes.updated.isEmpty, let coordinator = context.persistentStoreCoordinator,
+                   !reloaded.contains(where: { $0 === coordinator }) {
+                    reloaded.append(coordinator)
+                    // A failed read leaves the cached rows: the merge then refreshes as a did-save merge would.
+                    try? coordinator.reloadCachedRows(changes.updated)
+                }
+                context.merge(changes)
+            }
         }
     }
 

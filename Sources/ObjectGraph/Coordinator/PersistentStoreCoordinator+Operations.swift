@@ -108,6 +108,30 @@ extension PersistentStoreCoordinator {
         return result
     }
 
+    /// Reads again from the store the rows among `ids` that the row cache holds, one query per entity, and
+    /// caches them (keeping their references); rows gone from the store are forgotten so the next fault reads
+    /// the store. What `mergeChanges(fromRemoteContextSave:into:)` needs to refresh objects past an older
+    /// cached row (semantics §3.4; issue 18 rule 15).
+    func reloadCachedRows(_ ids: Set<ManagedObjectID>) throws {
+        let cached = rowCache.rows(among: ids).compactMap { id, row in row == nil || id.isTemporaryID ? nil : id }
+        guard !cached.isEmpty else { return }
+        let byEntity = Dictionary(grouping: cached, by: { ObjectIdentifier($0.entity) })
+        // Entities in model order and keys ascending: the same statements on every run.
+        for group in byEntity.values.sorted(by: { $0[0].entity.entityNumber < $1[0].entity.entityNumber }) {
+            let entity = group[0].entity
+            let rows = try withStore { try $0.rows(of: entity, keys: group.map(\.key).sorted()) }
+            var fresh: [(ManagedObjectID, RowSnapshot)] = []
+            var gone: [ManagedObjectID] = []
+            for id in group {
+                if let row = rows[id.key] { fresh.append((id, row)) } else { gone.append(id) }
+            }
+            count { $0.rowsRead += fresh.count }
+            Execution.count(.rowFetched, fresh.count)
+            rowCache.install(fresh, retain: false)
+            rowCache.invalidate(gone)
+        }
+    }
+
     /// The destinations of a to-many relationship in the store.
     func relatedIDs(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
         let ids = try readStore { try $0.relatedKeys(of: source, relationship: relationship) }

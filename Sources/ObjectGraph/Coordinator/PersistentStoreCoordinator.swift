@@ -114,11 +114,14 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
         rowCache.markDeleted(rowCache.rows(among: deleted).map(\.0))
     }
 
-    /// Posts the remote-change notification on every other coordinator of the same file that asked for it
-    /// (semantics §3.5), after a commit of this one.
+    /// Posts the remote-change notification on every coordinator of the same file that asked for it, this one
+    /// included, after a commit of this one (a save or a batch request), in the order the coordinators opened
+    /// the file.
     func postRemoteChange(token: PersistentHistoryToken?) {
         guard let path = remoteChanges.withLock({ $0.path }) else { return }
-        for other in CoordinatorRegistry.coordinators(path: path) where other !== self && other.remoteChanges.withLock({ $0.enabled }) {
+        // Semantics §3.5 and issue 18 rule 8: the store posts it "for every write to the store", so the saving
+        // coordinator hears its own writes too (a history consumer filters them by author, §3.6).
+        for other in CoordinatorRegistry.coordinators(path: path) where other.remoteChanges.withLock({ $0.enabled }) {
             var info: [AnyHashable: Any] = ["storeURL": URL(fileURLWithPath: path)]
             if let id = try? other.withStore({ $0.identifier }) { info["storeUUID"] = id }
             if let token { info["historyToken"] = token }

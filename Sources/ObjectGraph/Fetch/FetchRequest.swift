@@ -26,6 +26,21 @@ public enum FetchResultType: Sendable, Hashable {
     case count
 }
 
+/// How a fetch that includes pending changes combines them with the store's results (issue 18 rule 14, in
+/// Docs/core-data-rules.md; both halves recorded second-hand).
+public enum PendingChangesOverlay: Sendable, Hashable {
+    /// Core Data's way (the default). A managed-object fetch applies `fetchOffset` and `fetchLimit` in the store,
+    /// lays the context's unsaved inserts, updates and deletes over that window, sorts, and applies `fetchLimit`
+    /// again: pending deletes are not backfilled and the offset does not skip pending inserts. An object-ID
+    /// fetch keeps the store's order and appends the pending matches after the store's rows without sorting
+    /// them (in the order they were inserted).
+    case coreData
+    /// Ours: the whole result is overlaid and sorted, then the offset and limit are applied, for objects and
+    /// object IDs alike, so the window is exactly what a save followed by the same fetch would return. Costs a
+    /// fetch of every match from the store.
+    case wholeResult
+}
+
 /// A description of what to fetch (`NSFetchRequest`).
 ///
 /// ```swift
@@ -59,6 +74,9 @@ public struct FetchRequest: Sendable, Hashable {
     public var propertiesToFetch: [String]?
     /// Whether unsaved inserts, updates and deletes are laid over the store's results (default true).
     public var includesPendingChanges = true
+    /// How pending changes meet `fetchOffset`, `fetchLimit` and the order of object-ID results (default
+    /// Core Data's, ``PendingChangesOverlay/coreData``).
+    public var pendingChangesOverlay: PendingChangesOverlay = .coreData
     /// Whether objects come back as faults (default true; their data is in the row cache anyway).
     public var returnsObjectsAsFaults = true
     /// Whether row data is fetched at all (false: IDs only, each fault fires its own SQL).

@@ -294,6 +294,9 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             if limit > 0 {
                 request.sortDescriptors = fetchRequest.sortDescriptors
                 request.fetchLimit = limit
+                // The first `limit` of the chunk after pending changes, exactly (not Core Data's store window,
+                // issue 18 rule 14): the reasoning above needs every match that precedes the others.
+                request.pendingChangesOverlay = .wholeResult
             }
             guard let objects = try? managedObjectContext.fetch(request) else { return nil }
             found += objects

@@ -87,8 +87,9 @@ public struct PersistentHistoryRequest: Sendable {
 }
 
 extension PersistentStoreCoordinator {
-    /// Posted on a coordinator when another coordinator on the same store file wrote to it (semantics §3.5),
-    /// if the store was added with `remoteChangeNotifications`. userInfo: `storeUUID`, `storeURL`, and
+    /// Posted on a coordinator after every write to its store file, by this coordinator or another one on the
+    /// same file, a context save or a batch request (semantics §3.5), if the store was added with
+    /// `remoteChangeNotifications`. userInfo: `storeUUID`, `storeURL`, and
     /// `historyToken` when history tracking is on.
     public static let storeRemoteChangeNotification = Notification.Name("NSPersistentStoreRemoteChangeNotification")
 

@@ -323,12 +323,13 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             let committed = Clock.now()
             w.recorder.saveLatency("batch").record(nanoseconds: committed - intended)
             guard spec.mergeBy == .ids, !changes.isEmpty else { return }
-            // Semantics §6: batch results reach contexts only by merging their IDs.
+            // Semantics §6: batch results reach contexts only by merging their IDs, with the call Apple recommends
+            // for them, which refreshes updated objects past the row cache (§3.4, issue 18 rule 15).
             let view = w.stack.viewContext
             let main = w.main, recorder = w.recorder
             let merged = changes
             main.queue.async {
-                view.mergeChanges(fromObjectIDs: merged)
+                ManagedObjectContext.mergeChanges(fromRemoteContextSave: merged, into: [view])
                 main.mark(.merge)
                 recorder.mergeLatency.record(nanoseconds: Clock.now() - committed)
             }

@@ -105,6 +105,7 @@ public struct TopologyBuilder {
             options.mainQueue = main.queue
             options.mergeFilter = kind == .ambar8 ? .bothCoordinators : .writerOnly
             options.singleCoordinator = scenario.stack.singleCoordinator
+            options.mergeRelease = scenario.stack.mergeRelease ?? .mergingQueue
             if kind == .ambar7 {
                 let legacy = AmbarLegacyStack(model: model, storeURL: storeURL, usingSeparateCoordinators: !scenario.stack.singleCoordinator, mainQueue: main.queue)
                 let start = Clock.now()

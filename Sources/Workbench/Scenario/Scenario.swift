@@ -1,4 +1,5 @@
 import Foundation
+import Ambar
 import ObjectGraph
 
 /// A workload to replay (workbench.md "Scenario files"), after overrides and matrix expansion.
@@ -74,6 +75,8 @@ public struct StackSpec: Sendable, Codable, Equatable {
     /// Connections per coordinator a simulated run models (semantics §8): readers overlap on all but one, writes
     /// serialize; 1 is the serialized coordinator of systems before iOS 10 / macOS 10.12.
     public var connectionPool: Int = PersistentStoreCoordinator.defaultConnectionPoolSize
+    /// Ambar topologies: where each smart merge's ID sets are freed (nil: Core Data's place, the merging queue).
+    public var mergeRelease: AmbarMergeRelease? = nil
 }
 
 public struct Phase: Sendable, Codable, Equatable {

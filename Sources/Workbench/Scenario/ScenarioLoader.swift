@@ -1,4 +1,5 @@
 import Foundation
+import Ambar
 import ObjectGraph
 
 /// Reads scenario files: parse, apply `-p key=value` overrides, expand `matrix:` and `repeat:`, validate every
@@ -399,7 +400,7 @@ struct Reader {
     }
 
     func stackSpec(_ node: Node) throws -> StackSpec {
-        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere", "connectionPool"], required: ["topology"])
+        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere", "connectionPool", "mergeRelease"], required: ["topology"])
         var spec = StackSpec(topology: try choice(child(node, "topology")!, TopologyKind.self), mergePolicy: nil, policies: [:],
                              singleCoordinator: false, viewStaleness: nil, objectTrumpDeletedElsewhere: "delete",
                              connectionPool: PersistentStoreCoordinator.defaultConnectionPoolSize)
@@ -421,6 +422,7 @@ struct Reader {
             guard ["delete", "resurrect"].contains(s) else { throw fail(n, "expected delete or resurrect, found '\(s)'") }
             spec.objectTrumpDeletedElsewhere = s
         }
+        if let n = child(node, "mergeRelease") { spec.mergeRelease = try choice(n, AmbarMergeRelease.self) }
         return spec
     }
 

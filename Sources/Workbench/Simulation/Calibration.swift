@@ -310,16 +310,3 @@ public enum Calibration {
         return text
     }
 }
-
-/// The simulation of a thread that only counts operations (real mode's calibration); never asked anything,
-/// since such a thread is not simulated (``ExecutionThread/isSimulated``).
-final class CountingOnly: ExecutionSimulation {
-    static let shared = CountingOnly()
-    func makeQueue(label: String) -> any SimulatedQueue { preconditionFailure("a counting thread makes dispatch queues") }
-    func now(on thread: ExecutionThread) -> UInt64 { preconditionFailure("a counting thread reads the wall clock") }
-    func sleep(until deadline: UInt64, on thread: ExecutionThread) { preconditionFailure("a counting thread sleeps for real") }
-    var isTracing: Bool { false }
-    func trace(_ call: String, detail: String, on thread: ExecutionThread) {}
-    func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void) { preconditionFailure("a counting thread uses SQLite's own locks") }
-    func pooled(_ resource: SharedResource, capacity: Int, on thread: ExecutionThread, _ body: () -> Void) { preconditionFailure("a counting thread uses its coordinator's queue") }
-}

@@ -62,7 +62,7 @@ public final class SimulatedMainThread: Sendable {
         let counting = countsOperations && ExecutionThread.current == nil
         queue = ContextQueue(label: label, around: { block in
             stats.state.withLock { $0.depth = max(0, $0.depth - 1); $0.blockKind = nil }
-            let counter = counting ? ExecutionThread(simulation: CountingOnly.shared, isSimulated: false) : nil
+            let counter = counting ? ExecutionThread.countingOnly() : nil
             if let counter {
                 ExecutionThread.install(counter)
                 counter.counts[CostedOperation.blockRun.rawValue] = 1

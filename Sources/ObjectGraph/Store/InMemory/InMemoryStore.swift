@@ -139,7 +139,11 @@ final class InMemoryStore: PersistentStore {
             for relationship in d.id.entity.relationships where SQLiteSchema.isManyToMany(d.id.entity, relationship) {
                 let join = SQLiteSchema.joinTable(d.id.entity, relationship)
                 let mine = join.ownerEntity === d.id.entity && join.ownerRelationship == relationship.name
-                nextJoins[join.name] = nextJoins[join.name]?.filter { mine ? $0.owner != d.id.key : $0.destination != d.id.key }
+                let key = d.id.key
+                // A self-inverse relationship stores a membership from each side: the key may be in either column.
+                nextJoins[join.name] = nextJoins[join.name]?.filter {
+                    join.isSelfInverse ? $0.owner != key && $0.destination != key : mine ? $0.owner != key : $0.destination != key
+                }
             }
         }
         for change in request.joinChanges {

@@ -125,9 +125,7 @@ extension SQLiteStore {
                         break
                     }
                     if SQLiteSchema.isManyToMany(entity, relationship) {
-                        let join = SQLiteSchema.joinTable(entity, relationship)
-                        let mine = join.ownerEntity === entity && join.ownerRelationship == relationship.name
-                        let s = try connection.cachedStatement("DELETE FROM \(join.name) WHERE \(mine ? join.ownerColumn : join.destinationColumn) = ?")
+                        let s = try connection.cachedStatement(SQLiteSchema.joinTable(entity, relationship).deleteRowsSQL(of: entity, relationship))
                         s.bindInt(id.key, at: 1)
                         try s.run()
                     }

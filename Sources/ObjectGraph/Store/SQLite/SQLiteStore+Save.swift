@@ -2,23 +2,96 @@ import CSQLite
 import Foundation
 
 extension SQLiteStore {
-    /// Writes one save in one `BEGIN IMMEDIATE` transaction. Rows whose `Z_OPT` is not the expected version
-    /// make the whole save roll back and come back as layer-2 conflicts (semantics §1.1); uniqueness
-    /// violations against existing rows come back as constraint violations (§1.6). Nothing is half-written.
+    /// Writes one save: the inserts' permanent keys in a `BEGIN IMMEDIATE` transaction of their own, then the
+    /// rows in another. Rows whose `Z_OPT` is not the expected version make the rows' transaction roll back and
+    /// come back as layer-2 conflicts (semantics §1.1); uniqueness violations against existing rows come back as
+    /// constraint violations (§1.6). No row is half-written; keys allocated for a save that then fails stay
+    /// used (gaps in `Z_PK`, as with `obtainPermanentIDs`).
     func save(_ request: SaveRequest) throws -> StoreSaveOutcome {
         if request.checkVersionsOnly { return try checkVersions(request) }
-        // One writer per file, whichever coordinator (semantics §2.4, §8): a simulation makes the others wait.
-        return try Execution.exclusive(writerResource) { try saveWriting(request) }
+        // Issue 18 rule 29: Core Data's SQL log shows the Z_PRIMARYKEY update committed in a transaction before
+        // the rows' one (semantics §2.1 step 4 then step 6). One writer per file, whichever coordinator (§2.4,
+        // §8): a simulation makes the others wait, for each transaction.
+        let keys = try Execution.exclusive(writerResource) { try allocateInsertKeys(request) }
+        return try Execution.exclusive(writerResource) { try saveWriting(request, keys: keys) }
     }
 
-    private func saveWriting(_ request: SaveRequest) throws -> StoreSaveOutcome {
+    /// The permanent IDs a save's inserts are written under.
+    struct InsertKeys {
+        /// `insertIDs[i]` is the ID `request.inserts[i]` is written under, so the insert loop and the coordinator
+        /// need no lookup per row.
+        var insertIDs: [ManagedObjectID]
+        /// Temporary → permanent, for the context's remapping and for resolving references.
+        var newIDs: [ManagedObjectID: ManagedObjectID]
+    }
+
+    /// Permanent IDs from Z_PRIMARYKEY.Z_MAX (semantics §2.1 step 4) for the inserts with temporary IDs, committed
+    /// in one transaction (counted); no SQL when there are none. Inserts come grouped by entity, so the
+    /// per-entity counters are found through the last one used.
+    private func allocateInsertKeys(_ request: SaveRequest) throws -> InsertKeys {
+        var keyRanges: [(entity: EntityDescription, count: Int64, next: Int64)] = []
+        var rangeIndex: [ObjectIdentifier: Int] = [:]
+        var temporaryCount = 0
+        func rangeSlot(_ entity: EntityDescription, last: inout Int) -> Int {
+            if last >= 0, keyRanges[last].entity === entity { return last }
+            if let i = rangeIndex[ObjectIdentifier(entity)] { last = i; return i }
+            keyRanges.append((entity, 0, 0))
+            rangeIndex[ObjectIdentifier(entity)] = keyRanges.count - 1
+            last = keyRanges.count - 1
+            return last
+        }
+        var last = -1
+        for insert in request.inserts where insert.id.isTemporaryID {
+            keyRanges[rangeSlot(insert.id.entity, last: &last)].count += 1
+            temporaryCount += 1
+        }
+        guard temporaryCount > 0 else { return InsertKeys(insertIDs: request.inserts.map(\.id), newIDs: [:]) }
+        do {
+            try connection.execute("BEGIN IMMEDIATE")
+            for i in keyRanges.indices {
+                let entity = keyRanges[i].entity
+                let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
+                read.bindInt(Int64(entity.entityNumber), at: 1)
+                var max: Int64 = 0
+                while try read.step() { max = read.int64(at: 0) }
+                let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
+                update.bindInt(max + keyRanges[i].count, at: 1)
+                update.bindInt(Int64(entity.entityNumber), at: 2)
+                try update.run()
+                keyRanges[i].next = max + 1
+            }
+            try connection.execute("COMMIT")
+            Execution.count(.transaction)
+        } catch let error as SQLiteError {
+            if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+            throw Self.storeError(error, path: url!.path)
+        } catch {
+            if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+        var keys = InsertKeys(insertIDs: [], newIDs: [:])
+        keys.newIDs.reserveCapacity(temporaryCount)
+        keys.insertIDs.reserveCapacity(request.inserts.count)
+        last = -1
+        for insert in request.inserts {
+            guard insert.id.isTemporaryID else { keys.insertIDs.append(insert.id); continue }
+            let i = rangeSlot(insert.id.entity, last: &last)
+            let id = ManagedObjectID(entity: insert.id.entity, primaryKey: keyRanges[i].next, storeNumber: storeNumber)
+            keyRanges[i].next += 1
+            keys.newIDs[insert.id] = id
+            keys.insertIDs.append(id)
+        }
+        return keys
+    }
+
+    private func saveWriting(_ request: SaveRequest, keys: InsertKeys) throws -> StoreSaveOutcome {
         do {
             try connection.execute("BEGIN IMMEDIATE")
         } catch let error as SQLiteError {
             throw Self.storeError(error, path: url!.path)
         }
         do {
-            let outcome = try write(request)
+            let outcome = try write(request, keys: keys)
             if case .committed = outcome {
                 try connection.execute("COMMIT")
                 // Counted inside the writer's hold, so a simulation keeps the file's writer busy for them.
@@ -40,52 +113,8 @@ extension SQLiteStore {
         }
     }
 
-    private func write(_ request: SaveRequest) throws -> StoreSaveOutcome {
-        // Permanent IDs from Z_PRIMARYKEY.Z_MAX (semantics §2.1 step 4). `insertIDs[i]` is the ID
-        // `request.inserts[i]` is written under, so the insert loop and the coordinator need no lookup per row;
-        // `newIDs` (temporary → permanent) is kept for the context's remapping and for resolving references.
-        // Inserts come grouped by entity, so the per-entity counters are found through the last one used.
-        var keyRanges: [(entity: EntityDescription, count: Int64, next: Int64)] = []
-        var rangeIndex: [ObjectIdentifier: Int] = [:]
-        var temporaryCount = 0
-        func rangeSlot(_ entity: EntityDescription, last: inout Int) -> Int {
-            if last >= 0, keyRanges[last].entity === entity { return last }
-            if let i = rangeIndex[ObjectIdentifier(entity)] { last = i; return i }
-            keyRanges.append((entity, 0, 0))
-            rangeIndex[ObjectIdentifier(entity)] = keyRanges.count - 1
-            last = keyRanges.count - 1
-            return last
-        }
-        var last = -1
-        for insert in request.inserts where insert.id.isTemporaryID {
-            keyRanges[rangeSlot(insert.id.entity, last: &last)].count += 1
-            temporaryCount += 1
-        }
-        for i in keyRanges.indices {
-            let entity = keyRanges[i].entity
-            let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
-            read.bindInt(Int64(entity.entityNumber), at: 1)
-            var max: Int64 = 0
-            while try read.step() { max = read.int64(at: 0) }
-            let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
-            update.bindInt(max + keyRanges[i].count, at: 1)
-            update.bindInt(Int64(entity.entityNumber), at: 2)
-            try update.run()
-            keyRanges[i].next = max + 1
-        }
-        var newIDs: [ManagedObjectID: ManagedObjectID] = [:]
-        newIDs.reserveCapacity(temporaryCount)
-        var insertIDs: [ManagedObjectID] = []
-        insertIDs.reserveCapacity(request.inserts.count)
-        last = -1
-        for insert in request.inserts {
-            guard insert.id.isTemporaryID else { insertIDs.append(insert.id); continue }
-            let i = rangeSlot(insert.id.entity, last: &last)
-            let id = ManagedObjectID(entity: insert.id.entity, primaryKey: keyRanges[i].next, storeNumber: storeNumber)
-            keyRanges[i].next += 1
-            newIDs[insert.id] = id
-            insertIDs.append(id)
-        }
+    private func write(_ request: SaveRequest, keys: InsertKeys) throws -> StoreSaveOutcome {
+        let newIDs = keys.newIDs, insertIDs = keys.insertIDs
         /// Binds a value of the save, a reference to an object inserted by it as that object's permanent key
         /// (NULL when the object is not part of the save), without copying the value.
         func bind(_ value: PropertyValue, to statement: SQLiteStatement, at index: Int32) throws {
@@ -114,9 +143,7 @@ extension SQLiteStore {
                 history.deletes.append((delete.id, delete.tombstone))
             }
             for relationship in entity.relationships where SQLiteSchema.isManyToMany(entity, relationship) {
-                let join = SQLiteSchema.joinTable(entity, relationship)
-                let column = join.ownerEntity === entity && join.ownerRelationship == relationship.name ? join.ownerColumn : join.destinationColumn
-                let s = try connection.cachedStatement("DELETE FROM \(join.name) WHERE \(column) = ?")
+                let s = try connection.cachedStatement(SQLiteSchema.joinTable(entity, relationship).deleteRowsSQL(of: entity, relationship))
                 s.bindInt(delete.id.key, at: 1)
                 try s.run()
             }

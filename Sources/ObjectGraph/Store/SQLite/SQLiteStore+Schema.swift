@@ -19,6 +19,8 @@ enum SQLiteSchema {
 
     /// The join table of a many-to-many relationship, named from the side whose name sorts first, as
     /// `Z_<ent><RELATIONSHIP>` with columns `Z_<ent><INVERSE>` (that side's key) and `Z_<destEnt><RELATIONSHIP>`.
+    /// A relationship that is its own inverse (`Person.friends`) would name both columns alike; as Core Data
+    /// does, the second gets a `1` suffix (`Z_1FRIENDS`, `Z_1FRIENDS1`).
     struct JoinTable {
         let name: String
         /// Column holding the key of `ownerEntity`'s row.
@@ -27,6 +29,21 @@ enum SQLiteSchema {
         let destinationColumn: String
         let ownerEntity: EntityDescription
         let ownerRelationship: String
+        /// The relationship is its own inverse: a membership is stored from each side (the pair (a, b) and the
+        /// pair (b, a)), since both objects change when one is added to the other.
+        let isSelfInverse: Bool
+
+        /// Whether `relationship` of `entity` is the side whose key is in ``ownerColumn``.
+        func isOwned(by entity: EntityDescription, _ relationship: RelationshipDescription) -> Bool {
+            ownerEntity === entity && ownerRelationship == relationship.name
+        }
+
+        /// `DELETE` of every row naming an object of `entity` through `relationship` (bind its key at `?1`).
+        /// For a self-inverse relationship the key may be in either column.
+        func deleteRowsSQL(of entity: EntityDescription, _ relationship: RelationshipDescription) -> String {
+            if isSelfInverse { return "DELETE FROM \(name) WHERE \(ownerColumn) = ?1 OR \(destinationColumn) = ?1" }
+            return "DELETE FROM \(name) WHERE \(isOwned(by: entity, relationship) ? ownerColumn : destinationColumn) = ?1"
+        }
     }
 
     static func isManyToMany(_ entity: EntityDescription, _ relationship: RelationshipDescription) -> Bool {
@@ -41,11 +58,15 @@ enum SQLiteSchema {
         let (owner, ownerRel, other, otherRel) = canonical
             ? (entity, relationship.name, destination, relationship.inverseName)
             : (destination, relationship.inverseName, entity, relationship.name)
+        let ownerColumn = "Z_\(owner.entityNumber)\(otherRel.uppercased())"
+        var destinationColumn = "Z_\(other.entityNumber)\(ownerRel.uppercased())"
+        // Issue 18 rule 20: only a self-inverse relationship makes the two names equal.
+        if destinationColumn == ownerColumn { destinationColumn += "1" }
         return JoinTable(
             name: "Z_\(owner.entityNumber)\(ownerRel.uppercased())",
-            ownerColumn: "Z_\(owner.entityNumber)\(otherRel.uppercased())",
-            destinationColumn: "Z_\(other.entityNumber)\(ownerRel.uppercased())",
-            ownerEntity: owner, ownerRelationship: ownerRel)
+            ownerColumn: ownerColumn, destinationColumn: destinationColumn,
+            ownerEntity: owner, ownerRelationship: ownerRel,
+            isSelfInverse: owner === other && ownerRel == otherRel)
     }
 
     static func createStatements(for model: ManagedObjectModel) -> [String] {
