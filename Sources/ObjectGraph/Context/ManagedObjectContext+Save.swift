@@ -16,6 +16,7 @@ extension ManagedObjectContext {
         isSaving = true
         defer { isSaving = false }
         processPendingChanges()
+        dropFaultedInserts()
         guard hasChanges else {
             // Issue 18, rule 6 (recorded on Apple): a save with nothing to save still posts will-save and did-save,
             // with empty sets; it calls no object's willSave or didSave and reaches no store.
@@ -40,6 +41,21 @@ extension ManagedObjectContext {
             try pushToParent(parent)
         } else {
             try saveToCoordinator()
+        }
+    }
+
+    /// Issue 18 rule 12: an insert turned into a fault by refresh(_:mergeChanges: false) has no values left to
+    /// write (and fires as an inaccessible fault, reading as deleted): the save drops it, as a rollback would,
+    /// and writes nothing for it (Docs/core-data-rules.md).
+    private func dropFaultedInserts() {
+        guard insertedSet.contains(where: { $0.isFaultFlag || $0.isDeletedFlag && !deletedSet.contains($0) }) else { return }
+        for object in insertedSet where object.isFaultFlag || object.isDeletedFlag && !deletedSet.contains(object) {
+            insertedSet.remove(object)
+            pendingInserted.remove(object)
+            object.isInsertPending = false
+            object.isInsertedFlag = false
+            object.isDeletedFlag = false
+            unregister(object)
         }
     }
 
@@ -241,7 +257,8 @@ extension ManagedObjectContext {
         }
         request.updates.reserveCapacity(updatedSet.count)
         updatedSet.forEachUnretained { object in
-            guard !object.isDeletedFlag && !object.isInsertedFlag else { return }
+            // Issue 18 rule 3: an object updated by a transient change alone has nothing to write.
+            guard !object.isDeletedFlag && !object.isInsertedFlag && object.hasPersistentChanges else { return }
             // A slot set iterates in ascending order already: no sort, and no array of the slots per object (an
             // allocation and its release: 0.4k instructions per updated object).
             request.updates.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, values: object.values, changedSlots: object.changedSlots))
@@ -290,11 +307,15 @@ extension ManagedObjectContext {
             if object.cacheReference != nil { coordinator.rowCache.release(object.objectID) }
             object.cacheReference = coordinator.rowCache
             object.isInsertedFlag = false
+            object.transientsChanged = false
             object.original = RowSnapshot(values: object.values, version: 1)
             object.changedSlots = []
             settleToManys(object)
         }
         updated.forEachUnretained { object in
+            object.transientsChanged = false
+            // A transient change alone wrote no row: the version stays (issue 18 rule 3).
+            guard object.hasPersistentChanges else { return }
             object.original = RowSnapshot(values: object.values, version: object.snapshotVersion + 1)
             object.changedSlots = []
             settleToManys(object)
@@ -382,10 +403,12 @@ extension ManagedObjectContext {
             var changedSlots: SlotSet
             var toMany: [Set<ManagedObjectID>?]
             var transients: [PropertyValue]
+            var transientsChanged: Bool
         }
         func change(_ o: ManagedObject) -> Change {
             Change(id: o.objectID, original: o.original, values: o.values, changedSlots: o.changedSlots,
-                   toMany: o.toMany.map { s in s.flatMap { $0.isChanged || o.isInsertedFlag ? $0.current : nil } }, transients: o.transients)
+                   toMany: o.toMany.map { s in s.flatMap { $0.isChanged || o.isInsertedFlag ? $0.current : nil } }, transients: o.transients,
+                   transientsChanged: o.transientsChanged)
         }
         let insertChanges = inserted.map(change)
         let updateChanges = updated.map(change)
@@ -426,7 +449,10 @@ extension ManagedObjectContext {
                     if object.toMany[i] == nil { try parent.fulfillToMany(object, index: i) }
                     object.setToManyIDs(i, ids)
                 }
+                // Semantics §2.2 (issue 18 rule 4): transient values go up too; a transient change alone updates
+                // the parent's object as it did the child's.
                 object.transients = c.transients
+                if c.transientsChanged { object.transientsChanged = true }
                 parent.noteChange(object)
             }
             for id in deleteIDs {
@@ -439,6 +465,7 @@ extension ManagedObjectContext {
         }
         for object in [inserted, updated].joined() {
             object.isInsertedFlag = false
+            object.transientsChanged = false
             object.original = RowSnapshot(values: object.values, version: object.snapshotVersion)
             object.changedSlots = []
             settleToManys(object)

@@ -154,14 +154,16 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     deinit {
         if let automaticMergeObserver { NotificationCenter.default.removeObserver(automaticMergeObserver) }
-        // Objects hold their related objects; break those cycles so a dropped context frees its objects.
-        // and its objects stop pointing at it (they hold it unowned, see ManagedObject.managedObjectContext).
-        // Collected first: clearing held objects can free other registered objects.
-        for object in registry.liveObjects() {
-            object.heldObjects = nil
-            object.managedObjectContext = nil
-        }
+        // Issue 18 rule 1: a context that goes turns its objects into faults as reset() does. That breaks the
+        // cycles of objects holding one another, so a dropped context frees its objects, and its objects stop
+        // pointing at it (they hold it unowned, see ManagedObject.managedObjectContext).
+        orphanAll(registry.liveObjects())
     }
+
+    /// Whether an object this context dropped at ``reset()`` (or when it was deinitialized) fails when touched,
+    /// instead of fulfilling its fault from the store without a context as Core Data does (issue 18 rule 2).
+    /// Default false.
+    public var orphanedFaultsFailToFire = false
 
     /// The model of the coordinator.
     public var model: ManagedObjectModel {
@@ -387,7 +389,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             if !object.isInsertPending { markUpdatePending(object) }
             return
         }
-        if object.hasPersistentChanges {
+        if object.hasPersistentChanges || object.transientsChanged {
             markUpdated(object)
         } else {
             unmarkUpdated(object)
@@ -525,8 +527,20 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         assertOnQueue()
         guard object.managedObjectContext === self else { return }
         if !mergeChanges || !object.hasPersistentChanges || object.isFaultFlag {
-            if object.isInsertedFlag { return }
+            if object.isInsertedFlag {
+                // Issue 18 rule 12: refresh(_:mergeChanges: false) turns an inserted object into a fault too. It
+                // stays registered and inserted (Docs/core-data-rules.md); having no row, it fires as an
+                // inaccessible fault, and the save drops it.
+                guard !mergeChanges, !object.isFaultFlag else { return }
+                object.willTurnIntoFault()
+                object.becomeFault()
+                object.didTurnIntoFault()
+                return
+            }
             if mergeChanges, object.isFaultFlag { return }
+            // Semantics §3.2: with merging, transient values are put back after the reload (issue 18 rule 5), and
+            // the object keeps the related objects it holds (a merge does not trim the graph); without, both go.
+            let kept = mergeChanges ? (transients: object.transients, changed: object.transientsChanged, held: object.heldObjects) : nil
             object.willTurnIntoFault()
             unmarkUpdated(object)
             if object.isDeletedFlag {
@@ -535,9 +549,13 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             }
             object.becomeFault()
             object.didTurnIntoFault()
-            if mergeChanges {
+            if let kept {
+                object.heldObjects = kept.held
                 // A clean object refreshed with merge loads the new values now (it was in use).
                 try? fulfillFault(object, throwing: false)
+                object.transients = kept.transients
+                object.transientsChanged = kept.changed
+                if kept.changed { markUpdated(object) }
             }
             return
         }
@@ -563,6 +581,12 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public func refreshAllObjects() {
         assertOnQueue()
         for object in liveRegistered() {
+            // Issue 18 rule 5 (CoreDataPlus, semantics §3.2): transient values go back to their defaults, also in
+            // objects that keep their persistent changes (an insert has nothing to reload: it keeps them).
+            if !object.isInsertedFlag, !object.entity.transientAttributes.isEmpty {
+                object.resetTransients()
+                if !object.hasPersistentChanges { unmarkUpdated(object) }
+            }
             refresh(object, mergeChanges: object.hasChanges)
             if !object.hasChanges, !object.isFaultFlag, !object.isInsertedFlag {
                 object.willTurnIntoFault()
@@ -611,14 +635,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         assertOnQueue()
         Execution.trace("reset", name ?? "context")
         let objects = liveRegistered()
-        for object in objects {
-            object.managedObjectContext = nil
-            object.heldObjects = nil
-            if let cache = object.cacheReference {
-                cache.release(object.objectID)
-                object.cacheReference = nil
-            }
-        }
+        orphanAll(objects)
         registry.removeAll()
         strongRegistered = [:]
         insertedSet = []
@@ -629,6 +646,35 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         clearPendingUpdates()
         pendingDeleted = []
         postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: Set(objects.map(\.objectID)))
+    }
+
+    /// Turns the objects into faults without a context (reset, deinitialization; semantics §4): issue 18 rule 2,
+    /// an object the app still holds is a fault whose context is nil and whose transient values are gone, and it
+    /// fulfils itself from the store when touched; rule 1, the related objects it held go, which breaks cycles.
+    /// The caller's array keeps every object alive until all are done (letting go of held objects frees others).
+    func orphanAll(_ objects: [ManagedObject]) {
+        let source = orphanedFaultsFailToFire ? ManagedObject.OrphanSource(coordinator: nil, stalenessInterval: -1)
+            : ManagedObject.OrphanSource(coordinator: persistentStoreCoordinator, stalenessInterval: stalenessInterval)
+        for object in objects {
+            if !object.isFaultFlag { object.willTurnIntoFault() }
+            let wasFault = object.isFaultFlag
+            object.managedObjectContext = nil
+            object.isInsertedFlag = false
+            object.isDeletedFlag = false
+            object.deletePropagated = false
+            object.isInsertPending = false
+            object.isInUpdatedSet = false
+            object.isUpdatePending = false
+            object.faultBatch = nil
+            object.eventChangedSlots = []
+            object.becomeFault()
+            object.orphanSource = source
+            if let cache = object.cacheReference {
+                cache.release(object.objectID)
+                object.cacheReference = nil
+            }
+            if !wasFault { object.didTurnIntoFault() }
+        }
     }
 
     /// Gives inserted objects permanent IDs now (semantics §2.1 step 4); they stay inserted.
