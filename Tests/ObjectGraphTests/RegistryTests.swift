@@ -383,6 +383,30 @@ final class RuntimeProbe: ManagedObject {
         #expect(weakTag == nil)
     }
 
+    // Issue 18 rule 1 (semantics §2.2: a child save copies its graph into the parent): a cycle made in a child
+    // and pushed up stays registered in the parent after the parent's own save, as it would have in the child.
+    @Test("Issue 18 rule 1: a cycle pushed into a parent stays registered after the parent's save (§2.2)")
+    func pushedCycleStaysInParent_rule1() throws {
+        let stack = try TestStack()
+        let parent = stack.context(name: "parent")
+        let child = stack.child(of: parent)
+        try child.performAndWait {
+            let item = Item(context: child)
+            item.id = 1
+            let tag = Tag(context: child)
+            item.tag = tag
+            let lone = Item(context: child)
+            lone.id = 2
+            try child.save()
+        }
+        try parent.performAndWait {
+            try parent.save()
+            #expect(parent.registeredObjectCount == 2)  // the item and its tag; the lone item went
+            parent.refreshAllObjects()
+            #expect(parent.registeredObjectCount == 0)
+        }
+    }
+
     // Issue 18 rule 2 (semantics §4 reset, recorded on Apple): after reset() an object the caller holds is a fault
     // with no context and its transient values are gone; touching it fulfils it from the store, still without a
     // context.

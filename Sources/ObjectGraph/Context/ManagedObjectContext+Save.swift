@@ -374,6 +374,21 @@ extension ManagedObjectContext {
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)
     }
 
+    /// Holds the registered objects that `object`'s to-ones and loaded to-manys name (no lookup creates one).
+    func holdRegisteredTargets(of object: ManagedObject) {
+        guard !object.isFaultFlag else { return }
+        for (slot, s) in object.entity.slots.enumerated() {
+            guard case .toOne = s, slot < object.values.count, case .objectID(let id) = object.values[slot],
+                  let target = registry[id] else { continue }
+            object.hold(one: target, at: slot)
+        }
+        for (index, state) in object.toMany.enumerated() {
+            guard let state, !state.current.isEmpty else { continue }
+            let targets = state.current.compactMap { registry[$0] }
+            if !targets.isEmpty { object.hold(many: targets, at: ManagedObject.heldToManyOffset + index) }
+        }
+    }
+
     /// Re-inserts an object whose row was deleted elsewhere, keeping its ID (Overwrite, semantics §1.4).
     func forceInsertion(_ object: ManagedObject) {
         unmarkUpdated(object)
@@ -458,6 +473,12 @@ extension ManagedObjectContext {
             for id in deleteIDs {
                 let object = parent.object(with: id)
                 parent.delete(object)
+            }
+            // Issue 18 rule 1: the parent's copies hold their related objects as the child's did (those the parent
+            // has: a child save copies its object graph, semantics §2.2), so a cycle pushed up outlives the
+            // parent's own save as it would have the child's.
+            for c in [insertChanges, updateChanges].joined() {
+                if let object = parent.registry[c.id] { parent.holdRegisteredTargets(of: object) }
             }
             Execution.count(.objectPushed, insertChanges.count + updateChanges.count + deleteIDs.count)
             parent.processPendingChanges()
