@@ -48,8 +48,10 @@ extension ManagedObjectContext {
     /// write (and fires as an inaccessible fault, reading as deleted): the save drops it, as a rollback would,
     /// and writes nothing for it (Docs/core-data-rules.md).
     private func dropFaultedInserts() {
-        guard insertedSet.contains(where: { $0.isFaultFlag || $0.isDeletedFlag && !deletedSet.contains($0) }) else { return }
-        for object in insertedSet where object.isFaultFlag || object.isDeletedFlag && !deletedSet.contains(object) {
+        guard hasFaultedInserts else { return }
+        hasFaultedInserts = false
+        // A deleted insert leaves the inserted set (delete(_:)): one still in it was an inaccessible fault.
+        for object in insertedSet where object.isFaultFlag || object.isDeletedFlag {
             insertedSet.remove(object)
             pendingInserted.remove(object)
             object.isInsertPending = false

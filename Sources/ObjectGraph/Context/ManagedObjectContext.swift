@@ -135,6 +135,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     @exclusivity(unchecked) var pendingUpdated: Set<ManagedObject> = []
     @exclusivity(unchecked) var pendingDeleted: Set<ManagedObject> = []
     @exclusivity(unchecked) var isSaving = false
+    /// Whether an insert was turned into a fault since the last save (issue 18 rule 12): the save drops those.
+    @exclusivity(unchecked) var hasFaultedInserts = false
     @exclusivity(unchecked) var lockedObjects: Set<ManagedObject> = []
     var automaticMergeObserver: (any NSObjectProtocol)?
     var coordinatorObserverToken: AnyObject?
@@ -299,6 +301,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         precondition(object.managedObjectContext == nil || object.managedObjectContext === self, "the object is in another context")
         if object.isInsertedFlag, object.managedObjectContext === self { return }
         object.prepareForInsert()
+        object.orphanSource = nil
         object.isInsertedFlag = true
         register(object)
         insertedSet.insert(object)
@@ -532,6 +535,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 // stays registered and inserted (Docs/core-data-rules.md); having no row, it fires as an
                 // inaccessible fault, and the save drops it.
                 guard !mergeChanges, !object.isFaultFlag else { return }
+                hasFaultedInserts = true
                 object.willTurnIntoFault()
                 object.becomeFault()
                 object.didTurnIntoFault()
@@ -614,6 +618,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             object.didTurnIntoFault()
         }
         insertedSet = []
+        hasFaultedInserts = false
         clearUpdated()
         deletedSet = []
         for object in pendingInserted { object.isInsertPending = false }
@@ -636,6 +641,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         Execution.trace("reset", name ?? "context")
         let objects = liveRegistered()
         orphanAll(objects)
+        hasFaultedInserts = false
         registry.removeAll()
         strongRegistered = [:]
         insertedSet = []
