@@ -848,3 +848,46 @@ import Testing
         #expect(try stack.sql("SELECT COUNT(*) FROM ZITEM") == [[.integer(1)]])
     }
 }
+
+/// Issue 18, rule 12: refreshing an inserted, unsaved object (semantics §3.2; Docs/core-data-rules.md).
+@Suite struct RefreshInsertedObjectTests {
+    // Issue 18 rule 12 (semantics §3.2; the state it ends in is our reading, Docs/core-data-rules.md):
+    // refresh(_:mergeChanges: false) turns an inserted, unsaved object into a fault: its values and transient
+    // values are gone and it holds no related objects. It stays registered and inserted (the insert is the
+    // context's change, not a value of the object); having no row, it fires as an inaccessible fault, and the save
+    // drops it without writing anything.
+    @Test("Issue 18 rule 12: refresh(mergeChanges: false) turns an inserted object into a fault (§3.2)")
+    func refreshingAnInsertTurnsItIntoAFault_rule12() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let item = Item(context: ctx)
+            item.id = 7
+            item.name = "unsaved"
+            try item.setValue("t", forKey: "scratch")
+            let tag = Tag(context: ctx)
+            item.tag = tag
+            weak let weakTag = tag
+            let kept = Item(context: ctx)
+            kept.id = 8
+            ctx.processPendingChanges()
+            ctx.refresh(item, mergeChanges: false)
+            #expect(item.isFault)
+            #expect(item.isInserted)
+            #expect(ctx.insertedObjects.contains(item))
+            #expect(ctx.registeredObject(for: item.objectID) === item)
+            #expect(item.objectID.isTemporaryID)
+            _ = consume tag
+            #expect(weakTag != nil)  // still an insert of the context: the context holds it
+            // Firing it finds no row: an inaccessible fault (shouldDeleteInaccessibleFaults: nil and zero values).
+            #expect(item.name == nil)
+            #expect(item.id == 0)
+            try ctx.save()
+            #expect(try stack.sql("SELECT ZID FROM ZITEM") == [[.integer(8)]])
+            #expect(try stack.sql("SELECT COUNT(*) FROM ZTAG") == [[.integer(1)]])
+            #expect(item.managedObjectContext == nil)
+            #expect(!ctx.hasChanges)
+            withExtendedLifetime(kept) {}
+        }
+    }
+}

@@ -469,3 +469,40 @@ import Testing
         #expect(ctxSelects(stack.coordinator) - selects == 2)
     }
 }
+
+/// Issue 18, rule 11: `returnsObjectsAsFaults = false` (semantics §4).
+@Suite struct MaterializingFetchTests {
+    // Issue 18 rule 11 (semantics §4 returnsObjectsAsFaults): a fetch with returnsObjectsAsFaults = false returns
+    // its instances materialized, including ones already registered as faults, from the rows it read (no SQL per
+    // object); objects already loaded or changed are returned as they are.
+    @Test("Issue 18 rule 11: returnsObjectsAsFaults = false materializes registered faults too (§4)")
+    func materializesRegisteredFaults_rule11() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(3)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let fault = ctx.object(with: ids[0]) as! Item
+            #expect(fault.isFault)
+            var request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("id")])
+            request.returnsObjectsAsFaults = false
+            let selects = stack.coordinator.counters.statements.select
+            let fired = ctx.counters.faultsFired
+            let items = try ctx.fetch(request, as: Item.self)
+            #expect(stack.coordinator.counters.statements.select - selects == 1)
+            #expect(items.count == 3)
+            #expect(items[0] === fault)
+            #expect(items.allSatisfy { !$0.isFault })
+            #expect(fault.awakeFromFetchCalls == 1)
+            #expect(ctx.counters.faultsFired == fired)  // filled by the fetch, not fired one by one
+            #expect(items.map(\.name) == ["item 1", "item 2", "item 3"])
+            #expect(stack.coordinator.counters.statements.select - selects == 1)
+            // Objects already loaded, or with changes, come back as they are.
+            items[1].price = 1
+            ctx.refresh(items[2], mergeChanges: false)
+            let again = try ctx.fetch(request, as: Item.self)
+            #expect(again[1].price == 1)  // a fetch never changes an object with changes
+            #expect(again.allSatisfy { !$0.isFault })
+            #expect(fault.awakeFromFetchCalls == 1)
+        }
+    }
+}

@@ -177,3 +177,277 @@ import Testing
         }
     }
 }
+
+/// An object that reports, from its deinit, what its context's registry answers for it then.
+final class RuntimeProbe: ManagedObject {
+    nonisolated(unsafe) static var duringDeinit: ((ManagedObjectID) -> Void)?
+    deinit { Self.duringDeinit?(objectID) }
+}
+
+/// Issue 18, rule 0: the registry keeps Swift's runtime shim (`CObjectRuntime`: `swift_tryRetain`,
+/// `swift_unownedRetain`/`Release`, `swift_isDeallocating`), because plain `weak` references cost 12–34 % more
+/// instructions (Docs/core-data-rules.md). No public Swift API promises what the shim relies on; these checks fail
+/// loudly if a Swift release changes it.
+@Suite struct RuntimeContractTests {
+    private func probeModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel(entities: [
+            EntityDescription(name: "Probe", managedObjectClass: RuntimeProbe.self,
+                              attributes: [AttributeDescription(name: "n", type: .integer64, isOptional: false, defaultValue: .integer(0))]),
+        ])
+    }
+
+    // Issue 18 rule 0 (semantics §2.1 step 8, uniquing): an object whose deinitialization has begun is never handed
+    // out (swift_tryRetain fails once the strong count reached zero), its entry stays readable while its memory is
+    // held by the unowned count, and the sweep drops it.
+    @Test("Issue 18 rule 0: the runtime behaviour the registry's shim relies on still holds")
+    func runtimeContractHolds_rule0() throws {
+        let stack = try TestStack(model: try probeModel())
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            var seenDuringDeinit: [Bool] = []
+            var deallocatingDuringDeinit: [Bool] = []
+            RuntimeProbe.duringDeinit = { id in
+                seenDuringDeinit.append(ctx.registeredObject(for: id) != nil)
+                deallocatingDuringDeinit.append(ctx.registry.count == 1 && ctx.registry.liveObjects().isEmpty)
+            }
+            defer { RuntimeProbe.duringDeinit = nil }
+            var id: ManagedObjectID?
+            do {
+                let probe = try ctx.insertNewObject(forEntityName: "Probe")
+                try ctx.save()
+                id = probe.objectID
+                #expect(ctx.registeredObject(for: probe.objectID) === probe)  // tryRetain succeeds while alive
+                #expect(ctx.registry.liveObjects().count == 1)
+            }
+            #expect(seenDuringDeinit == [false], "swift_tryRetain handed out an object being deinitialized")
+            #expect(deallocatingDuringDeinit == [true], "swift_isDeallocating did not see the deinitialization")
+            #expect(ctx.registry.count <= 1)  // the entry (if not swept yet) keeps the memory, not the object
+            #expect(ctx.registeredObject(for: id!) == nil)
+            #expect(ctx.registeredObjectCount == 0)
+            #expect(ctx.registry.count == 0)
+        }
+    }
+}
+
+/// Issue 18, rules 1 and 2: how long objects live (semantics §2.1 step 8, §3.2, §4). A materialized object holds
+/// its relationships' objects strongly, as Core Data's do; the registry itself holds nothing.
+@Suite struct ObjectLifetimeTests {
+    /// An item and its tag, saved (the cycle item → tag → items → item).
+    private func seedPair(_ stack: TestStack) throws -> (item: ManagedObjectID, tag: ManagedObjectID) {
+        let ctx = stack.context()
+        return try ctx.performAndWait {
+            let item = Item(context: ctx)
+            item.id = 1
+            let tag = Tag(context: ctx)
+            tag.name = "t"
+            item.tag = tag
+            try ctx.save()
+            return (item.objectID, tag.objectID)
+        }
+    }
+
+    // Issue 18 rule 1 (semantics §4, §3.2): setting a to-one holds its object, and an inserted object's loaded
+    // to-many holds the objects added to it (the inverse of that set), before and after the save.
+    @Test("Issue 18 rule 1: relationships hold their targets strongly (§4)")
+    func relationshipsHoldTheirTargets_rule1() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            weak var weakTag: Tag?
+            weak var weakMember: Item?
+            let item = Item(context: ctx)
+            item.id = 1
+            let tag = Tag(context: ctx)
+            do {
+                let newTag = Tag(context: ctx)
+                newTag.name = "held by the item"
+                item.tag = newTag
+                weakTag = newTag
+                let member = Item(context: ctx)
+                member.id = 2
+                member.tag = tag
+                weakMember = member
+            }
+            try ctx.save()
+            // Saved: the context holds nothing now; the item holds its tag, the tag its member.
+            #expect(weakTag != nil)
+            #expect(weakMember != nil)
+            #expect(ctx.registeredObject(for: weakTag!.objectID) === weakTag)
+            #expect(tag.items.map(\.id) == [2])
+            // Changing the relationship lets the old target go (once saved: until then it has changes, the
+            // inverse side, and the context holds it).
+            item.tag = nil
+            try ctx.save()
+            #expect(weakTag == nil)
+            withExtendedLifetime((item, tag)) {}
+        }
+    }
+
+    // Issue 18 rule 1 (semantics §2.1 step 8, §4): objects kept alive only by a relationship cycle stay
+    // registered after the save until refreshed; an object nobody references leaves the registry after the save.
+    @Test("Issue 18 rule 1: a relationship cycle stays registered after a save, until refreshed (§2.1, §3.2)")
+    func cycleStaysRegisteredUntilRefreshed_rule1() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            var ids: (item: ManagedObjectID, tag: ManagedObjectID, lone: ManagedObjectID)
+            do {
+                let item = Item(context: ctx)
+                item.id = 1
+                let tag = Tag(context: ctx)
+                tag.name = "t"
+                item.tag = tag
+                let lone = Item(context: ctx)
+                lone.id = 2
+                try ctx.save()
+                ids = (item.objectID, tag.objectID, lone.objectID)
+            }
+            #expect(ctx.registeredObject(for: ids.lone) == nil)
+            let item = try #require(ctx.registeredObject(for: ids.item) as? Item)
+            #expect(ctx.registeredObject(for: ids.tag) != nil)
+            #expect(ctx.registeredObjectCount == 2)
+            #expect(!item.isFault)
+            // Refreshing one side breaks the cycle: both go once the app lets go.
+            weak let weakItem = item
+            ctx.refresh(item, mergeChanges: false)
+            #expect(ctx.registeredObject(for: ids.tag) == nil)
+            _ = consume item
+            #expect(weakItem == nil)
+            #expect(ctx.registeredObjectCount == 0)
+        }
+    }
+
+    // Issue 18 rule 1 (semantics §4): refreshAllObjects() and reset() break cycles as refresh does.
+    @Test("Issue 18 rule 1: refreshAllObjects and reset release a cycle (§4)")
+    func refreshAllAndResetReleaseCycles_rule1() throws {
+        let stack = try TestStack()
+        let ids = try seedPair(stack)
+        let ctx = stack.context()
+        for release in [{ (c: ManagedObjectContext) in c.refreshAllObjects() }, { (c: ManagedObjectContext) in c.reset() }] {
+            try ctx.performAndWait {
+                do {
+                    let item = try #require(ctx.existingObject(with: ids.item) as? Item)
+                    #expect(item.tag?.items.count == 1)  // both sides read: the cycle is made
+                }
+                #expect(ctx.registeredObject(for: ids.item) != nil)
+                #expect(ctx.registeredObject(for: ids.tag) != nil)
+                release(ctx)
+                #expect(ctx.registeredObjectCount == 0)
+            }
+        }
+    }
+
+    // Issue 18 rule 1 (semantics §4): filling a fault keeps the objects it already held through a relationship it
+    // read while still a fault (a to-many is a relationship fault of its own).
+    @Test("Issue 18 rule 1: filling a fault does not forget its relationship targets (§4)")
+    func fillingAFaultKeepsHeldTargets_rule1() throws {
+        let stack = try TestStack()
+        let ids = try seedPair(stack)
+        let ctx = stack.context()
+        ctx.performAndWait {
+            let tag = ctx.object(with: ids.tag) as! Tag
+            weak var member: Item?
+            member = tag.items.first
+            #expect(tag.isFault)  // reading a to-many does not fire the object's own fault
+            #expect(member != nil)
+            #expect(tag.name == "t")  // fires the fault
+            #expect(!tag.isFault)
+            #expect(member != nil)
+            #expect(ctx.registeredObject(for: ids.item) === member)
+        }
+    }
+
+    // Issue 18 rule 1 (semantics §4, reset): a context that is deinitialized turns its objects into faults as
+    // reset() does, which breaks their cycles; an object the app still holds has no context.
+    @Test("Issue 18 rule 1: a deinitialized context turns its objects into faults (§4)")
+    func deinitializedContextFaultsItsObjects_rule1() throws {
+        let stack = try TestStack()
+        let ids = try seedPair(stack)
+        var kept: Item?
+        weak var weakTag: Tag?
+        weak var weakContext: ManagedObjectContext?
+        do {
+            let ctx = stack.context()
+            weakContext = ctx
+            try ctx.performAndWait {
+                let item = try #require(ctx.existingObject(with: ids.item) as? Item)
+                weakTag = item.tag
+                #expect(weakTag?.items.count == 1)
+                kept = item
+            }
+        }
+        #expect(weakContext == nil)
+        let item = try #require(kept)
+        #expect(item.isFault)
+        #expect(item.managedObjectContext == nil)
+        #expect(weakTag == nil)
+    }
+
+    // Issue 18 rule 1 (semantics §2.2: a child save copies its graph into the parent): a cycle made in a child
+    // and pushed up stays registered in the parent after the parent's own save, as it would have in the child.
+    @Test("Issue 18 rule 1: a cycle pushed into a parent stays registered after the parent's save (§2.2)")
+    func pushedCycleStaysInParent_rule1() throws {
+        let stack = try TestStack()
+        let parent = stack.context(name: "parent")
+        let child = stack.child(of: parent)
+        try child.performAndWait {
+            let item = Item(context: child)
+            item.id = 1
+            let tag = Tag(context: child)
+            item.tag = tag
+            let lone = Item(context: child)
+            lone.id = 2
+            try child.save()
+        }
+        try parent.performAndWait {
+            try parent.save()
+            #expect(parent.registeredObjectCount == 2)  // the item and its tag; the lone item went
+            parent.refreshAllObjects()
+            #expect(parent.registeredObjectCount == 0)
+        }
+    }
+
+    // Issue 18 rule 2 (semantics §4 reset, recorded on Apple): after reset() an object the caller holds is a fault
+    // with no context and its transient values are gone; touching it fulfils it from the store, still without a
+    // context.
+    @Test("Issue 18 rule 2: reset() orphans what it drops; touching it fulfils it from the store (§4)")
+    func resetOrphansHeldObjects_rule2() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(2)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let item = try #require(ctx.existingObject(with: ids[1]) as? Item)
+            try item.setValue("scratch value", forKey: "scratch")
+            item.price = 999  // an unsaved change, dropped by the reset
+            ctx.reset()
+            #expect(item.isFault)
+            #expect(item.managedObjectContext == nil)
+            #expect(!item.hasChanges)
+            #expect(item.value(forKey: "scratch") == nil)
+            #expect(item.isFault)  // a transient read does not fire the fault
+            let selects = stack.coordinator.counters.statements.select
+            #expect(item.price == 20)  // fulfilled from the store
+            #expect(!item.isFault)
+            #expect(item.managedObjectContext == nil)
+            #expect(item.name == "item 2")
+            #expect(stack.coordinator.counters.statements.select - selects <= 1)
+            #expect(ctx.registeredObject(for: ids[1]) == nil)
+        }
+    }
+
+    // Issue 18 rule 2: raising instead is an option, off by default (`orphanedFaultsRaise`).
+    @Test("Issue 18 rule 2: an orphaned fault can be made to fail instead (option, off by default)")
+    func orphanedFaultCanFail_rule2() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(1)
+        let ctx = stack.context()
+        #expect(ctx.orphanedFaultsFailToFire == false)
+        ctx.orphanedFaultsFailToFire = true
+        try ctx.performAndWait {
+            let item = try #require(ctx.existingObject(with: ids[0]) as? Item)
+            ctx.reset()
+            #expect(throws: ObjectGraphError.self) { try item.materialize() }
+            #expect(item.isFault)
+        }
+    }
+}

@@ -1,5 +1,5 @@
 // ambar-perf: every comparison of issue 7 in one process, printed as one table (Benchmarks/README.md).
-//   ambar-perf [--quick] [--reps N] [--only import,update,fetch,merge,frc,memory]
+//   ambar-perf [--quick] [--reps N] [--rounds N] [--only import,update,fetch,merge,frc,memory]
 import Foundation
 import PerfKit
 
@@ -7,6 +7,8 @@ struct Options {
     var quick = false
     var reps = 5
     var only: Set<String>? = nil
+    /// Merge rounds (default 21, or --reps if larger); fewer for a run under callgrind.
+    var rounds: Int? = nil
 }
 
 func parseOptions() -> Options {
@@ -16,9 +18,10 @@ func parseOptions() -> Options {
         switch arg {
         case "--quick": options.quick = true
         case "--reps": options.reps = max(1, Int(args.popFirst() ?? "") ?? 5)
+        case "--rounds": options.rounds = max(1, Int(args.popFirst() ?? "") ?? 21)
         case "--only": options.only = Set((args.popFirst() ?? "").split(separator: ",").map(String.init))
         case "-h", "--help":
-            print("usage: ambar-perf [--quick] [--reps N] [--only import,update,fetch,merge,frc,memory]")
+            print("usage: ambar-perf [--quick] [--reps N] [--rounds N] [--only import,update,fetch,merge,frc,memory]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("unknown argument \(arg)\n".utf8))
@@ -132,7 +135,7 @@ if wanted("merge") {
     let evictor = CacheEvictor()
     var samples: [Int: [Double]] = [:]
     var coldSamples: [Int: [Double]] = [:]
-    let rounds = max(21, options.reps)
+    let rounds = options.rounds ?? max(21, options.reps)
     log("merge N=\(mergeSizes.map(count).joined(separator: ", ")): \(rounds) rounds, as the save leaves the caches and from evicted caches")
     for round in 0..<rounds {
         for k in mergeSizes.indices {

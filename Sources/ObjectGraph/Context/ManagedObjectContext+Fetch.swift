@@ -220,6 +220,13 @@ extension ManagedObjectContext {
         result.reserveCapacity(entries.count)
         for entry in entries {
             if let existing = registry[entry.id] {
+                // Issue 18 rule 11 (semantics §4): returnsObjectsAsFaults = false materializes what it returns,
+                // registered faults included, from the row it read; loaded objects stay as they are.
+                if existing.isFaultFlag, let row = entry.row, !request.returnsObjectsAsFaults {
+                    existing.faultBatch = nil
+                    existing.fill(from: row)
+                    existing.awakeFromFetch()
+                }
                 result.append(existing)
                 if entry.retained { releases.append(entry.id) }
                 continue

@@ -16,6 +16,7 @@ extension ManagedObjectContext {
         isSaving = true
         defer { isSaving = false }
         processPendingChanges()
+        dropFaultedInserts()
         guard hasChanges else {
             // Issue 18, rule 6 (recorded on Apple): a save with nothing to save still posts will-save and did-save,
             // with empty sets; it calls no object's willSave or didSave and reaches no store.
@@ -40,6 +41,23 @@ extension ManagedObjectContext {
             try pushToParent(parent)
         } else {
             try saveToCoordinator()
+        }
+    }
+
+    /// Issue 18 rule 12: an insert turned into a fault by refresh(_:mergeChanges: false) has no values left to
+    /// write (and fires as an inaccessible fault, reading as deleted): the save drops it, as a rollback would,
+    /// and writes nothing for it (Docs/core-data-rules.md).
+    private func dropFaultedInserts() {
+        guard hasFaultedInserts else { return }
+        hasFaultedInserts = false
+        // A deleted insert leaves the inserted set (delete(_:)): one still in it was an inaccessible fault.
+        for object in insertedSet where object.isFaultFlag || object.isDeletedFlag {
+            insertedSet.remove(object)
+            pendingInserted.remove(object)
+            object.isInsertPending = false
+            object.isInsertedFlag = false
+            object.isDeletedFlag = false
+            unregister(object)
         }
     }
 
@@ -241,7 +259,8 @@ extension ManagedObjectContext {
         }
         request.updates.reserveCapacity(updatedSet.count)
         updatedSet.forEachUnretained { object in
-            guard !object.isDeletedFlag && !object.isInsertedFlag else { return }
+            // Issue 18 rule 3: an object updated by a transient change alone has nothing to write.
+            guard !object.isDeletedFlag && !object.isInsertedFlag && object.hasPersistentChanges else { return }
             // A slot set iterates in ascending order already: no sort, and no array of the slots per object (an
             // allocation and its release: 0.4k instructions per updated object).
             request.updates.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, values: object.values, changedSlots: object.changedSlots))
@@ -290,11 +309,15 @@ extension ManagedObjectContext {
             if object.cacheReference != nil { coordinator.rowCache.release(object.objectID) }
             object.cacheReference = coordinator.rowCache
             object.isInsertedFlag = false
+            object.transientsChanged = false
             object.original = RowSnapshot(values: object.values, version: 1)
             object.changedSlots = []
             settleToManys(object)
         }
         updated.forEachUnretained { object in
+            object.transientsChanged = false
+            // A transient change alone wrote no row: the version stays (issue 18 rule 3).
+            guard object.hasPersistentChanges else { return }
             object.original = RowSnapshot(values: object.values, version: object.snapshotVersion + 1)
             object.changedSlots = []
             settleToManys(object)
@@ -353,6 +376,21 @@ extension ManagedObjectContext {
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)
     }
 
+    /// Holds the registered objects that `object`'s to-ones and loaded to-manys name (no lookup creates one).
+    func holdRegisteredTargets(of object: ManagedObject) {
+        guard !object.isFaultFlag else { return }
+        for (slot, s) in object.entity.slots.enumerated() {
+            guard case .toOne = s, slot < object.values.count, case .objectID(let id) = object.values[slot],
+                  let target = registry[id] else { continue }
+            object.hold(one: target, at: slot)
+        }
+        for (index, state) in object.toMany.enumerated() {
+            guard let state, !state.current.isEmpty else { continue }
+            let targets = state.current.compactMap { registry[$0] }
+            if !targets.isEmpty { object.hold(many: targets, at: ManagedObject.heldToManyOffset + index) }
+        }
+    }
+
     /// Re-inserts an object whose row was deleted elsewhere, keeping its ID (Overwrite, semantics §1.4).
     func forceInsertion(_ object: ManagedObject) {
         unmarkUpdated(object)
@@ -382,10 +420,12 @@ extension ManagedObjectContext {
             var changedSlots: SlotSet
             var toMany: [Set<ManagedObjectID>?]
             var transients: [PropertyValue]
+            var transientsChanged: Bool
         }
         func change(_ o: ManagedObject) -> Change {
             Change(id: o.objectID, original: o.original, values: o.values, changedSlots: o.changedSlots,
-                   toMany: o.toMany.map { s in s.flatMap { $0.isChanged || o.isInsertedFlag ? $0.current : nil } }, transients: o.transients)
+                   toMany: o.toMany.map { s in s.flatMap { $0.isChanged || o.isInsertedFlag ? $0.current : nil } }, transients: o.transients,
+                   transientsChanged: o.transientsChanged)
         }
         let insertChanges = inserted.map(change)
         let updateChanges = updated.map(change)
@@ -426,12 +466,21 @@ extension ManagedObjectContext {
                     if object.toMany[i] == nil { try parent.fulfillToMany(object, index: i) }
                     object.setToManyIDs(i, ids)
                 }
+                // Semantics §2.2 (issue 18 rule 4): transient values go up too; a transient change alone updates
+                // the parent's object as it did the child's.
                 object.transients = c.transients
+                if c.transientsChanged { object.transientsChanged = true }
                 parent.noteChange(object)
             }
             for id in deleteIDs {
                 let object = parent.object(with: id)
                 parent.delete(object)
+            }
+            // Issue 18 rule 1: the parent's copies hold their related objects as the child's did (those the parent
+            // has: a child save copies its object graph, semantics §2.2), so a cycle pushed up outlives the
+            // parent's own save as it would have the child's.
+            for c in [insertChanges, updateChanges].joined() {
+                if let object = parent.registry[c.id] { parent.holdRegisteredTargets(of: object) }
             }
             Execution.count(.objectPushed, insertChanges.count + updateChanges.count + deleteIDs.count)
             parent.processPendingChanges()
@@ -439,6 +488,7 @@ extension ManagedObjectContext {
         }
         for object in [inserted, updated].joined() {
             object.isInsertedFlag = false
+            object.transientsChanged = false
             object.original = RowSnapshot(values: object.values, version: object.snapshotVersion)
             object.changedSlots = []
             settleToManys(object)

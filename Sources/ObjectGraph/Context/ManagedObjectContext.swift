@@ -135,6 +135,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     @exclusivity(unchecked) var pendingUpdated: Set<ManagedObject> = []
     @exclusivity(unchecked) var pendingDeleted: Set<ManagedObject> = []
     @exclusivity(unchecked) var isSaving = false
+    /// Whether an insert was turned into a fault since the last save (issue 18 rule 12): the save drops those.
+    @exclusivity(unchecked) var hasFaultedInserts = false
     @exclusivity(unchecked) var lockedObjects: Set<ManagedObject> = []
     /// The change set a merge is announcing, while its objects-did-change is posted (a fetched results controller
     /// folds the updates it must look up into the same change cycle, issue 18 rule 10).
@@ -157,14 +159,16 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     deinit {
         if let automaticMergeObserver { NotificationCenter.default.removeObserver(automaticMergeObserver) }
-        // Objects hold their related objects; break those cycles so a dropped context frees its objects.
-        // and its objects stop pointing at it (they hold it unowned, see ManagedObject.managedObjectContext).
-        // Collected first: clearing held objects can free other registered objects.
-        for object in registry.liveObjects() {
-            object.heldObjects = nil
-            object.managedObjectContext = nil
-        }
+        // Issue 18 rule 1: a context that goes turns its objects into faults as reset() does. That breaks the
+        // cycles of objects holding one another, so a dropped context frees its objects, and its objects stop
+        // pointing at it (they hold it unowned, see ManagedObject.managedObjectContext).
+        orphanAll(registry.liveObjects())
     }
+
+    /// Whether an object this context dropped at ``reset()`` (or when it was deinitialized) fails when touched,
+    /// instead of fulfilling its fault from the store without a context as Core Data does (issue 18 rule 2).
+    /// Default false.
+    public var orphanedFaultsFailToFire = false
 
     /// The model of the coordinator.
     public var model: ManagedObjectModel {
@@ -300,6 +304,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         precondition(object.managedObjectContext == nil || object.managedObjectContext === self, "the object is in another context")
         if object.isInsertedFlag, object.managedObjectContext === self { return }
         object.prepareForInsert()
+        object.orphanSource = nil
         object.isInsertedFlag = true
         register(object)
         insertedSet.insert(object)
@@ -390,7 +395,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             if !object.isInsertPending { markUpdatePending(object) }
             return
         }
-        if object.hasPersistentChanges {
+        if object.hasPersistentChanges || object.transientsChanged {
             markUpdated(object)
         } else {
             unmarkUpdated(object)
@@ -534,8 +539,21 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         assertOnQueue()
         guard object.managedObjectContext === self else { return }
         if !mergeChanges || !object.hasPersistentChanges || object.isFaultFlag {
-            if object.isInsertedFlag { return }
+            if object.isInsertedFlag {
+                // Issue 18 rule 12: refresh(_:mergeChanges: false) turns an inserted object into a fault too. It
+                // stays registered and inserted (Docs/core-data-rules.md); having no row, it fires as an
+                // inaccessible fault, and the save drops it.
+                guard !mergeChanges, !object.isFaultFlag else { return }
+                hasFaultedInserts = true
+                object.willTurnIntoFault()
+                object.becomeFault()
+                object.didTurnIntoFault()
+                return
+            }
             if mergeChanges, object.isFaultFlag { return }
+            // Semantics §3.2: with merging, transient values are put back after the reload (issue 18 rule 5), and
+            // the object keeps the related objects it holds (a merge does not trim the graph); without, both go.
+            let kept = mergeChanges ? (transients: object.transients, changed: object.transientsChanged, held: object.heldObjects) : nil
             object.willTurnIntoFault()
             unmarkUpdated(object)
             if object.isDeletedFlag {
@@ -544,9 +562,13 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             }
             object.becomeFault()
             object.didTurnIntoFault()
-            if mergeChanges {
+            if let kept {
+                object.heldObjects = kept.held
                 // A clean object refreshed with merge loads the new values now (it was in use).
                 try? fulfillFault(object, throwing: false)
+                object.transients = kept.transients
+                object.transientsChanged = kept.changed
+                if kept.changed { markUpdated(object) }
             }
             return
         }
@@ -578,6 +600,12 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         var refreshed = Set<ManagedObject>()
         for object in liveRegistered() {
             if !object.isFaultFlag, !object.isInsertedFlag { refreshed.insert(object) }
+            // Issue 18 rule 5 (CoreDataPlus, semantics §3.2): transient values go back to their defaults, also in
+            // objects that keep their persistent changes (an insert has nothing to reload: it keeps them).
+            if !object.isInsertedFlag, !object.entity.transientAttributes.isEmpty {
+                object.resetTransients()
+                if !object.hasPersistentChanges { unmarkUpdated(object) }
+            }
             refresh(object, mergeChanges: object.hasChanges)
             if !object.hasChanges, !object.isFaultFlag, !object.isInsertedFlag {
                 object.willTurnIntoFault()
@@ -610,6 +638,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             object.didTurnIntoFault()
         }
         insertedSet = []
+        hasFaultedInserts = false
         clearUpdated()
         deletedSet = []
         for object in pendingInserted { object.isInsertPending = false }
@@ -631,14 +660,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         assertOnQueue()
         Execution.trace("reset", name ?? "context")
         let objects = liveRegistered()
-        for object in objects {
-            object.managedObjectContext = nil
-            object.heldObjects = nil
-            if let cache = object.cacheReference {
-                cache.release(object.objectID)
-                object.cacheReference = nil
-            }
-        }
+        orphanAll(objects)
+        hasFaultedInserts = false
         registry.removeAll()
         strongRegistered = [:]
         insertedSet = []
@@ -649,6 +672,35 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         clearPendingUpdates()
         pendingDeleted = []
         postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: Set(objects.map(\.objectID)))
+    }
+
+    /// Turns the objects into faults without a context (reset, deinitialization; semantics §4): issue 18 rule 2,
+    /// an object the app still holds is a fault whose context is nil and whose transient values are gone, and it
+    /// fulfils itself from the store when touched; rule 1, the related objects it held go, which breaks cycles.
+    /// The caller's array keeps every object alive until all are done (letting go of held objects frees others).
+    func orphanAll(_ objects: [ManagedObject]) {
+        let source = orphanedFaultsFailToFire ? ManagedObject.OrphanSource(coordinator: nil, stalenessInterval: -1)
+            : ManagedObject.OrphanSource(coordinator: persistentStoreCoordinator, stalenessInterval: stalenessInterval)
+        for object in objects {
+            if !object.isFaultFlag { object.willTurnIntoFault() }
+            let wasFault = object.isFaultFlag
+            object.managedObjectContext = nil
+            object.isInsertedFlag = false
+            object.isDeletedFlag = false
+            object.deletePropagated = false
+            object.isInsertPending = false
+            object.isInUpdatedSet = false
+            object.isUpdatePending = false
+            object.faultBatch = nil
+            object.eventChangedSlots = []
+            object.becomeFault()
+            object.orphanSource = source
+            if let cache = object.cacheReference {
+                cache.release(object.objectID)
+                object.cacheReference = nil
+            }
+            if !wasFault { object.didTurnIntoFault() }
+        }
     }
 
     /// Gives inserted objects permanent IDs now (semantics §2.1 step 4); they stay inserted.

@@ -8,9 +8,23 @@ extension ManagedObject {
     public func materialize() throws {
         guard isFaultFlag else { return }
         guard let context = managedObjectContext else {
+            if let orphanSource { return try fulfillOrphan(orphanSource) }
             throw ObjectGraphError(.referentialIntegrity, "the object is not registered in a context", entity: entity.name, objectID: objectID)
         }
         try context.fulfillFault(self)
+    }
+
+    /// Issue 18 rule 2 (recorded on Apple): an object its context dropped at reset() is a fault without a
+    /// context; touching it reads its row from the store (the row cache when fresh), and it stays without a
+    /// context. With ``ManagedObjectContext/orphanedFaultsFailToFire`` it fails instead.
+    private func fulfillOrphan(_ source: OrphanSource) throws {
+        guard let coordinator = source.coordinator, !objectID.isTemporaryID,
+              let row = try coordinator.row(for: objectID, staleness: source.stalenessInterval) else {
+            throw ObjectGraphError(.referentialIntegrity, "CoreData could not fulfill a fault: the object's context was reset and it has no row to read",
+                                   entity: entity.name, objectID: objectID)
+        }
+        fill(from: row)
+        awakeFromFetch()
     }
 
     private func willAccess() {
@@ -177,7 +191,7 @@ extension ManagedObject {
         case .transient(let i):
             let a = entity.transientAttributes[i]
             guard let v = PropertyValue.from(value, attributeType: a.type) else { throw typeError(key, value, expected: a.type.rawValue) }
-            transients[i] = v
+            setTransient(i, v)
         case .attribute(let slot):
             guard case .attribute(let a) = entity.slots[slot] else { return }
             guard let v = PropertyValue.from(value, attributeType: a.type) else { throw typeError(key, value, expected: a.type.rawValue) }
@@ -215,10 +229,18 @@ extension ManagedObject {
             try materialize()
             setSlot(slot, value)
         case .transient(let i)?:
-            transients[i] = value
+            setTransient(i, value)
         default:
             throw ObjectGraphError(.validation, "no attribute or to-one named \(key)", entity: entity.name, objectID: objectID, property: key)
         }
+    }
+
+    /// Stores a transient value; a change makes the object updated (issue 18 rule 3), and writes nothing.
+    private func setTransient(_ index: Int, _ value: PropertyValue) {
+        guard transients[index] != value else { return }
+        transients[index] = value
+        transientsChanged = true
+        withContext { $0.noteChange(self) }
     }
 
     /// Holds the object of a to-one slot strongly (as read).
@@ -308,6 +330,8 @@ extension ManagedObject {
         if oldID == target?.objectID { return }
         guard let inverse = entity.slotInverses[slot], let context = managedObjectContext else {
             setSlot(slot, target.map { .objectID($0.objectID) } ?? .null)
+            // Issue 18 rule 1: a relationship holds its target strongly, as Core Data's objects do.
+            if let target { hold(one: target, at: slot) }
             return
         }
         if let oldID { try context.object(with: oldID).inverseRemove(inverse, objectID) }
@@ -321,7 +345,10 @@ extension ManagedObject {
             }
         }
         setSlot(slot, target.map { .objectID($0.objectID) } ?? .null)
-        if let target { try target.inverseAdd(inverse, objectID) }
+        if let target {
+            hold(one: target, at: slot)
+            try target.inverseAdd(inverse, objectID, object: self)
+        }
     }
 
     private func setToMany(index: Int, key: String, targets: Set<ManagedObject>) throws {
@@ -332,12 +359,18 @@ extension ManagedObject {
         let added = targets.filter { !current.contains($0.objectID) }
         let removed = current.subtracting(newIDs).map { context.object(with: $0) }
         try setToMany(index: index, key: key, targetIDs: newIDs, added: Array(added), removed: removed)
+        hold(many: Array(targets), at: Self.heldToManyOffset + index)
     }
 
     private func setToMany(index: Int, key: String, targetIDs: Set<ManagedObjectID>, added: [ManagedObject], removed: [ManagedObject]) throws {
         for t in added { try checkSameContext(t, key) }
         guard let (_, inverse) = entity.relationshipTargets[key] else { return }
         setToManyIDs(index, targetIDs)
+        // Issue 18 rule 1: the relationship holds the objects added to it.
+        if !added.isEmpty {
+            if heldObjects == nil { heldObjects = HeldObjects() }
+            for a in added { heldObjects!.add(a, toMany: Self.heldToManyOffset + index) }
+        }
         for r in removed { try r.inverseRemove(inverse, objectID) }
         for a in added {
             if case .toOne(let inverseSlot) = inverse {
@@ -349,12 +382,13 @@ extension ManagedObject {
                     if next.remove(a.objectID) != nil { previousOwner.setToManyIDs(index, next) }
                 }
             }
-            try a.inverseAdd(inverse, objectID)
+            try a.inverseAdd(inverse, objectID, object: self)
         }
     }
 
     package func setToManyIDs(_ index: Int, _ ids: Set<ManagedObjectID>) {
-        heldObjects?.remove(Self.heldToManyOffset + index)
+        // The objects still in the relationship stay held (issue 18 rule 1); the others go.
+        if heldObjects != nil { heldObjects!.prune(toMany: Self.heldToManyOffset + index) { ids.contains($0) } }
         if var state = toMany[index] {
             guard state.current != ids else { return }
             state.current = ids
@@ -374,24 +408,33 @@ extension ManagedObject {
             if values[slot] == .objectID(id) { setSlot(slot, .null) }
         case .toMany(let index):
             if notePendingInverse(index, id, added: false) { return }
-            if try updateLoadedToMany(index, { $0.remove(id) != nil }) { return }
+            if try updateLoadedToMany(index, { $0.remove(id) != nil }, held: { $0.prune(toMany: Self.heldToManyOffset + index) { $0 != id } }) { return }
             var ids = try relatedIDs(index)
             if ids.remove(id) != nil { setToManyIDs(index, ids) }
         default: break
         }
     }
 
-    /// Adds `id` on the inverse side `inverse` of this object (no further inverse maintenance).
-    package func inverseAdd(_ inverse: EntityDescription.PropertyRef, _ id: ManagedObjectID) throws {
+    /// Adds `id` on the inverse side `inverse` of this object (no further inverse maintenance); `object`, the
+    /// object of `id` when the caller has it, is then held by the relationship (issue 18 rule 1).
+    package func inverseAdd(_ inverse: EntityDescription.PropertyRef, _ id: ManagedObjectID, object: ManagedObject? = nil) throws {
         switch inverse {
         case .toOne(let slot):
             try materialize()
             setSlot(slot, .objectID(id))
+            if let object { hold(one: object, at: slot) }
         case .toMany(let index):
             if notePendingInverse(index, id, added: true) { return }
-            if try updateLoadedToMany(index, { $0.insert(id).inserted }) { return }
+            let key = Self.heldToManyOffset + index
+            if try updateLoadedToMany(index, { $0.insert(id).inserted }, held: { held in if let object { held.add(object, toMany: key) } }) { return }
             var ids = try relatedIDs(index)
-            if ids.insert(id).inserted { setToManyIDs(index, ids) }
+            if ids.insert(id).inserted {
+                setToManyIDs(index, ids)
+                if let object {
+                    if heldObjects == nil { heldObjects = HeldObjects() }
+                    heldObjects!.add(object, toMany: key)
+                }
+            }
         default: break
         }
     }
@@ -412,14 +455,16 @@ extension ManagedObject {
     /// Changes a loaded to-many's current IDs in place, as ``setToManyIDs(_:_:)`` would with the changed set,
     /// without copying the set per change (inverse maintenance of a one-to-many during an import). Loads the
     /// relationship fault first; false when it stays unloaded (no context), for the caller's general path.
-    private func updateLoadedToMany(_ index: Int, _ change: (inout Set<ManagedObjectID>) -> Bool) throws -> Bool {
+    private func updateLoadedToMany(_ index: Int, _ change: (inout Set<ManagedObjectID>) -> Bool, held: (inout HeldObjects) -> Void) throws -> Bool {
         _ = try relatedIDs(index)
         guard var state = toMany[index] else { return false }
         toMany[index] = nil  // the state's set is now uniquely referenced: the change happens in place
         let changed = change(&state.current)
         toMany[index] = state
         if changed {
-            heldObjects?.remove(Self.heldToManyOffset + index)
+            // The held objects follow the change in place (issue 18 rule 1), not dropped and listed again.
+            if heldObjects == nil { heldObjects = HeldObjects() }
+            held(&heldObjects!)
             withContext { $0.noteChange(self) }
         }
         return true

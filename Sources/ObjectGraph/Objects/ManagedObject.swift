@@ -66,6 +66,19 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// To-many relationships: nil while a relationship fault.
     @exclusivity(unchecked) var toMany: [ToManyState?] = []
     @exclusivity(unchecked) var transients: [PropertyValue] = []
+    /// Whether a transient attribute changed since the object was loaded, inserted or saved (issue 18 rule 3: a
+    /// transient change alone makes the object updated, though it writes nothing).
+    @exclusivity(unchecked) var transientsChanged = false
+    /// Where an object dropped by its context's reset (or deinitialization) fulfils its fault: issue 18 rule 2,
+    /// an orphaned fault reads its row from the store without a context, as Core Data's does.
+    @exclusivity(unchecked) var orphanSource: OrphanSource?
+
+    /// The store an orphaned fault reads from, with its context's staleness, or nil to fail instead
+    /// (``ManagedObjectContext/orphanedFaultsFailToFire``).
+    struct OrphanSource {
+        let coordinator: PersistentStoreCoordinator?
+        let stalenessInterval: TimeInterval
+    }
     /// The row cache this object holds a reference in (snapshot reference counting, semantics §2.3).
     @exclusivity(unchecked) var cacheReference: RowCache?
     /// Fetch batch this fault belongs to (`fetchBatchSize`).
@@ -114,6 +127,33 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
         mutating func remove(_ key: Int) {
             if let i = entries.firstIndex(where: { $0.key == key }) { entries.remove(at: i) }
         }
+
+        /// Adds `object` to the objects held for a to-many (at its offset key), starting the list if needed.
+        mutating func add(_ object: ManagedObject, toMany key: Int) {
+            if let i = entries.firstIndex(where: { $0.key == key }) {
+                entries[i].many.append(object)
+            } else {
+                entries.append(Entry(key: key, one: nil, many: [object]))
+            }
+        }
+
+        /// Lets go of the objects held for a to-many (at its offset key) whose IDs `keep` refuses.
+        mutating func prune(toMany key: Int, keeping keep: (ManagedObjectID) -> Bool) {
+            guard let i = entries.firstIndex(where: { $0.key == key }) else { return }
+            if let one = entries[i].one, !keep(one.objectID) { entries[i].one = nil }
+            if entries[i].many.contains(where: { !keep($0.objectID) }) { entries[i].many.removeAll { !keep($0.objectID) } }
+        }
+
+        /// Lets go of the to-one objects that `values` no longer name (a fault filled with a newer row).
+        mutating func pruneToOnes(_ values: [PropertyValue]) {
+            entries.removeAll { entry in
+                guard entry.key < ManagedObject.heldToManyOffset else { return false }
+                guard entry.key < values.count, let one = entry.one else { return true }
+                return values[entry.key] != .objectID(one.objectID)
+            }
+        }
+
+        var isEmpty: Bool { entries.isEmpty }
     }
     /// Slots changed since the last objects-did-change was posted (`changedValuesForCurrentEvent`).
     @exclusivity(unchecked) var eventChangedSlots = SlotSet()
@@ -206,6 +246,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
         changedSlots = template.changedSlots
         toMany = template.toMany
         transients = template.transients
+        transientsChanged = false
     }
 
     /// Makes the object a fault for `id`.
@@ -217,6 +258,14 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
         changedSlots = []
         toMany = Array(repeating: nil, count: entity.toManyRelationships.count)
         pendingToMany = nil
+        resetTransients()
+    }
+
+    /// Puts the transient attributes back to their defaults (semantics §3.2: refresh without merging and
+    /// reset clear them; issue 18 rule 5).
+    package func resetTransients() {
+        transientsChanged = false
+        guard !entity.transientAttributes.isEmpty else { return }
         transients = entity.transientAttributes.map { $0.defaultValue.converted(to: $0.type) ?? .null }
     }
 
@@ -229,9 +278,13 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
         if !transientAttributes.isEmpty { transients = transientAttributes.map { $0.defaultValue.converted(to: $0.type) ?? .null } }
     }
 
-    /// Fills a fault from a row.
+    /// Fills a fault from a row. Objects the fault already held (a to-many read while it was a fault) stay held:
+    /// filling must not forget relationship targets (issue 18 rule 1); only to-ones the row no longer names go.
     package func fill(from row: RowSnapshot) {
-        heldObjects = nil
+        if heldObjects != nil {
+            heldObjects!.pruneToOnes(row.values)
+            if heldObjects!.isEmpty { heldObjects = nil }
+        }
         isFaultFlag = false
         values = row.values
         original = row
@@ -249,9 +302,10 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// Whether the object will be deleted at the next save.
     public var isDeleted: Bool { isDeletedFlag }
     /// Whether the object has unsaved changes to its persistent properties (and is neither inserted nor deleted).
-    public var isUpdated: Bool { !isInsertedFlag && !isDeletedFlag && hasPersistentChanges }
+    /// A change to a transient attribute alone counts (issue 18 rule 3), though a save writes nothing for it.
+    public var isUpdated: Bool { !isInsertedFlag && !isDeletedFlag && (transientsChanged || hasPersistentChanges) }
     /// Whether the object is inserted, deleted or updated.
-    public var hasChanges: Bool { isInsertedFlag || isDeletedFlag || hasPersistentChanges }
+    public var hasChanges: Bool { isInsertedFlag || isDeletedFlag || transientsChanged || hasPersistentChanges }
 
     package var hasPersistentChanges: Bool {
         !changedSlots.isEmpty || toMany.contains { $0?.isChanged == true } || pendingToMany != nil
