@@ -4,7 +4,7 @@ import Testing
 @testable import Workbench
 
 /// Issue 18's cost rules on the workbench side: what the main queue does, counted by kind and per queue.
-@Suite("Cost fidelity: main-queue work by kind, per-queue counters (issue 18 rules 24, 25)")
+@Suite("Cost fidelity: the viewer's controller, main-queue work by kind, per-queue counters, connections (issue 18 rules 23, 24, 25, 28)")
 struct CostFidelityTests {
     static func run(_ overrides: [String]) throws -> VariantResult {
         let scenario = try #require(try tinyScenario(overrides: overrides).variants.first)
@@ -88,5 +88,34 @@ struct CostFidelityTests {
         // The pool changes when reads run, never what they read: the same rows reach the store and the view.
         #expect(pooled.counters["rowsInserted"] == serial.counters["rowsInserted"])
         #expect(pooled.oracle.lostUpdates == 0 && serial.oracle.lostUpdates == 0)
+    }
+
+    @Test("Issue 18 rule 23: the Ambar stack's view context fires one store fault per merged insert its controller watches (Core Data's controller, §5); batched saves the store trips; the window stays a screenful")
+    func controllerFiresAFaultPerMergedInsert() throws {
+        // The tiny scenario: 200 seeded records, then 200 imported in chunks of 50, half of them new (100 inserts).
+        let core = try Self.run(["phases.run.viewer.request.fetchBatchSize=20"])
+        let batched = try Self.run(["phases.run.viewer.request.fetchBatchSize=20", "phases.run.viewer.frc=batched"])
+        let inserted = try #require(core.counters["rowsInserted"]) - 200
+        #expect(inserted == 100)
+        // The view has its own coordinator in the Ambar stack: each merged insert is a store trip on the main queue.
+        #expect(core.value("faultsFulfilled", "count", label: "queue=main,source=store") == Double(inserted))
+        #expect(batched.value("faultsFulfilled", "count", label: "queue=main,source=store") == 0)
+        #expect((batched.value("sqlStatements", "count", label: "queue=main,kind=select") ?? 0) < (core.value("sqlStatements", "count", label: "queue=main,kind=select") ?? 0) - Double(inserted) / 2)
+        #expect(Self.busy(batched, .merge) < Self.busy(core, .merge))
+        // The controller holds every record; a frame reads the window only.
+        #expect(core.value("frcObjects", "value") == 300)
+        #expect(core.costRules.contains("frc-evaluates-each-insert") && batched.costRules.contains("frc-batched-option"))
+        #expect(!batched.costRules.contains("frc-evaluates-each-insert"))
+    }
+
+    @Test("Issue 18 rule 23: Core Data's controller grows past its fetchLimit as inserts merge; the batched option keeps to it")
+    func controllerGrowsPastItsLimit() throws {
+        // Newest first, so merged inserts sort into the top of a 10-row list.
+        let request = ["phases.run.viewer.request.fetchLimit=10", "phases.run.viewer.request.sort=[-id]"]
+        let core = try Self.run(request)
+        let batched = try Self.run(request + ["phases.run.viewer.frc=batched"])
+        #expect((core.value("frcObjects", "value") ?? 0) > 10)
+        #expect(batched.value("frcObjects", "value") == 10)
+        #expect(core.costRules.contains("frc-limit-grows"))
     }
 }

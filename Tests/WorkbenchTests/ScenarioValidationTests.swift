@@ -39,6 +39,33 @@ struct ScenarioValidationTests {
         #expect(scenario.phases[0].actors == [.importer(.init(objects: 100, chunkSize: 50, updateFraction: 0, distribution: .uniform, parallel: 1, rate: .unlimited))])
     }
 
+    @Test("Issue 18 rule 23: the viewer's request, window and controller option load; a bad one names the file, line and field")
+    func viewerRequest() throws {
+        let yaml = Self.valid + """
+
+              - name: run
+                duration: 1s
+                actors:
+                  - viewer: { visibleObjects: 5, window: 8, frc: batched, request: { predicate: "value >= 2", sort: [-title, id], sectionKey: value, fetchLimit: 50, fetchBatchSize: 10 } }
+            """
+        let scenario = try #require(try ScenarioLoader.load(text: yaml, file: "v.yaml").variants.first)
+        guard case .viewer(let v) = scenario.phases[1].actors[0] else { Issue.record("not a viewer"); return }
+        #expect(v.window == 8 && v.frc == .batched && v.visibleObjects == 5)
+        #expect(v.request.predicate == "value >= 2" && v.request.sort == ["-title", "id"] && v.request.sectionKey == "value")
+        #expect(v.request.fetchLimit == 50 && v.request.fetchBatchSize == 10)
+        // Defaults: every record, batches of 20, a window of the visible objects, Core Data's controller.
+        let plain = try #require(try ScenarioLoader.load(text: Self.valid + "\n  - name: run\n    duration: 1s\n    actors:\n      - viewer: { visibleObjects: 7 }", file: "p.yaml").variants.first)
+        guard case .viewer(let d) = plain.phases[1].actors[0] else { Issue.record("not a viewer"); return }
+        #expect(d.window == 7 && d.frc == .coreData && d.request == ViewerRequest())
+        #expect(d.request.fetchLimit == 0 && d.request.fetchBatchSize == 20 && d.request.predicate == nil)
+        #expect(message(yaml.replacingOccurrences(of: "value >= 2", with: "nope >= 2")).hasPrefix("bad.yaml:11:85: phases.run.viewer.request.predicate:"))
+        #expect(message(yaml.replacingOccurrences(of: "value >= 2", with: "nope >= 2")).contains("'nope' is not a property of Record"))
+        #expect(message(yaml.replacingOccurrences(of: "value >= 2", with: "value >=")).contains("not a predicate"))
+        #expect(message(yaml.replacingOccurrences(of: "[-title, id]", with: "[-missing]")).contains("'missing' is not an attribute of Record"))
+        #expect(message(yaml.replacingOccurrences(of: "frc: batched", with: "frc: smart")).contains("frc"))
+        #expect(message(yaml.replacingOccurrences(of: "window: 8", with: "window: 0")).contains("window"))
+    }
+
     @Test("an unknown key names its path and suggests the nearest key")
     func unknownKey() {
         #expect(message(Self.valid.replacingOccurrences(of: "name: valid", with: "nmae: valid")) ==

@@ -274,7 +274,9 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// or neither a predicate nor a limit (``matches(_:)`` decides per object then).
     private func matchingFaults(_ faults: Set<ManagedObject>) -> FaultMatches? {
         let limit = fetchRequest.fetchLimit
-        guard faults.count > 1, fetchRequest.predicate != nil || limit > 0 else { return nil }
+        // With no predicate and no limit every fault matches, but the query still saves a store trip per fault:
+        // its rows land in the row cache, where the sort keys are then read.
+        guard faults.count > 1 else { return nil }
         let ids = faults.map(\.objectID)
         guard let objects = fetchAmong(ids, limit: limit) else { return nil }
         return FaultMatches(faults: Set(ids), found: Set(objects.map(\.objectID)), controller: self)
