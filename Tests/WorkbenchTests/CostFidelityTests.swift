@@ -118,4 +118,18 @@ struct CostFidelityTests {
         #expect(batched.value("frcObjects", "value") == 10)
         #expect(core.costRules.contains("frc-limit-grows"))
     }
+
+    @Test("Issue 18 rule 1: an import that never resets keeps what records and their groups hold registered (its registry grows with the import); unreferenced objects leave after each save; a reset per chunk keeps it to a chunk")
+    func importerRegistryGrowsWithoutReset() throws {
+        func peak(_ overrides: [String]) throws -> Int {
+            try #require(try Self.run(overrides).counters["importerRegisteredObjects"])
+        }
+        // The run phase imports 200 records in chunks of 50: 100 new (linked 10 to a group), 100 updated.
+        let cycles = try peak(["phases.run.importer.reset=false", "phases.run.importer.groupSize=10"])
+        let noCycles = try peak(["phases.run.importer.reset=false"])
+        let resetting = try peak(["phases.run.importer.groupSize=10"])
+        #expect(cycles >= 100 + 10, "records and groups that hold each other stay: \(cycles)")
+        #expect(noCycles <= 50, "nothing holds the saved records: \(noCycles)")
+        #expect(resetting <= 50 + 5, "a reset per chunk: \(resetting)")
+    }
 }

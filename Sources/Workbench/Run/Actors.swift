@@ -76,6 +76,11 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
         let w = workload
         let chunks = (spec.objects + spec.chunkSize - 1) / spec.chunkSize
         let schedule = Schedule(rate: spec.rate, start: start)
+        // `reset: false`: one context for the whole import, never reset (issue 18 rule 1: what records and groups
+        // hold stays registered, and memory grows as in a Core Data import that never resets).
+        let longLived = spec.reset ? nil : w.stack.makeImporter()
+        let link = spec.groupSize > 0 ? w.entity.relationships.first { !$0.isToMany } : nil
+        var linked = 0
         for k in 0..<chunks {
             let intended = schedule.intended(k)
             Clock.sleep(until: intended)
@@ -86,7 +91,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             let newKeys = w.allocateKeys(n - updateKeys.count)
             var valueRNG = rng
             rng = SeededGenerator(seed: rng.next())
-            let context = w.stack.makeImporter()
+            let context = longLived ?? w.stack.makeImporter()
             let began = Clock.now()
             var saved = false
             var intendedByID: [ManagedObjectID: [String: String]] = [:]
@@ -103,10 +108,16 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                         touched.append((object, intended))
                     }
                     if let newKeys {
+                        var group: ManagedObject?
                         for key in newKeys {
                             let object = try context.insertNewObject(forEntityName: w.entity.name)
                             try object.setValue(key, forKey: w.idKey)
                             for (field, type) in w.fieldTypes { try object.setValue(w.value(for: type, actor: name, op: k, rng: &valueRNG), forKey: field) }
+                            if let link {
+                                if group == nil || linked % spec.groupSize == 0 { group = try context.insertNewObject(forEntityName: link.destinationEntityName) }
+                                try object.setValue(group, forKey: link.name)
+                                linked += 1
+                            }
                         }
                     }
                     let pushStart = Clock.now()
@@ -134,7 +145,10 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             w.recorder.saveLatency("importer").record(nanoseconds: end - (spec.rate == .unlimited ? began : intended))
             w.recorder.imported(n, nanos: end - began)
             w.recorder.add("operations")
-            context.performAndWait { context.reset() }
+            context.performAndWait {
+                w.recorder.peak("importerRegisteredObjects", context.registeredObjectCount)
+                if spec.reset { context.reset() }
+            }
         }
     }
 }

@@ -29,6 +29,8 @@ public final class RunRecorder: Sendable {
     var saveLatencyRoles: [(String, LatencyRecorder)] { saveLatencies.withLock { $0.sorted { $0.key < $1.key } } }
 
     func add(_ counter: String, _ n: Int = 1) { state.withLock { $0.counters[counter, default: 0] += n } }
+    /// Keeps the largest value seen of `counter`.
+    func peak(_ counter: String, _ n: Int) { state.withLock { $0.counters[counter] = max($0.counters[counter] ?? 0, n) } }
     func saveFailed(role: String, code: Int) { state.withLock { $0.saveFailures["\(role):\(code)", default: 0] += 1 } }
     func conflictOutcome(_ label: String, _ n: Int) { if n > 0 { state.withLock { $0.conflictOutcomes[label, default: 0] += n } } }
     func record(_ events: [WriteEvent]) { if !events.isEmpty { state.withLock { $0.events.append(contentsOf: events) } } }

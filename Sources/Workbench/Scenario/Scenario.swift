@@ -132,6 +132,12 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         public var parallel: Int
         /// Chunks per second, or unlimited.
         public var rate: Rate
+        /// Reset the importing context after each chunk (Ambar's way), or keep one context for every chunk and
+        /// never reset it.
+        public var reset: Bool = true
+        /// New records per group: each chunk's inserts are linked to new objects of the entity's to-one
+        /// relationship's destination (a record and its group hold each other), 0 for none.
+        public var groupSize: Int = 0
     }
     public struct Viewer: Sendable, Codable, Equatable {
         /// Rows on screen: the default ``window`` and the importers' hot set.

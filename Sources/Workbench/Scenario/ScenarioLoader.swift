@@ -461,14 +461,25 @@ struct Reader {
         }
         switch kind {
         case "importer":
-            _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "distribution", "parallel", "rate"])
-            return .importer(.init(
+            _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "distribution", "parallel", "rate", "reset", "groupSize"])
+            let groupSize = try opt("groupSize", { try int($0, min: 0, max: 1_000_000) }, 0)
+            if groupSize > 0 {
+                let file = model.entities ?? ScenarioLoader.workloadModel
+                let entity = file.entities.first { $0.name == model.entity }
+                guard entity?.relationships?.contains(where: { !($0.toMany ?? false) }) == true else {
+                    throw fail(child(settings, "groupSize")!, "\(model.entity) has no to-one relationship to link records to groups through")
+                }
+            }
+            var importer = ActorSpec.Importer(
                 objects: try opt("objects", { try int($0, min: 0, max: 100_000_000) }, 1000),
                 chunkSize: try opt("chunkSize", { try int($0, min: 1, max: 1_000_000) }, 500),
                 updateFraction: try opt("updateFraction", { try double($0, min: 0, max: 1) }, 0),
                 distribution: try opt("distribution", { try choice($0, Distribution.self) }, .uniform),
                 parallel: try opt("parallel", { try int($0, min: 1, max: 16) }, 1),
-                rate: try opt("rate", rate, .unlimited)))
+                rate: try opt("rate", rate, .unlimited))
+            importer.reset = try opt("reset", bool, true)
+            importer.groupSize = groupSize
+            return .importer(importer)
         case "viewer":
             _ = try keys(settings, allowed: ["visibleObjects", "readOnly", "frameRate", "window", "frc", "request"])
             let frameRate = try opt("frameRate", { try int($0) }, 60)
