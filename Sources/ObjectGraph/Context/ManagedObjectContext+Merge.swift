@@ -11,10 +11,10 @@ extension ManagedObjectContext {
         let changes: ContextObjectIDChanges
         if let ids = ContextObjectIDChanges(notification) {
             changes = ids
+        } else if let rows = SavedRows.of(notification) {
+            changes = rows.changes  // the same IDs, already collected by the save
         } else if let saved = ContextDidSave(notification) {
-            changes = ContextObjectIDChanges(
-                inserted: Set(saved.inserted.map(\.objectID)), updated: Set(saved.updated.map(\.objectID)),
-                deleted: Set(saved.deleted.map(\.objectID)))
+            changes = ContextObjectIDChanges(saved: saved)
         } else {
             return
         }
@@ -149,8 +149,12 @@ extension ManagedObjectContext {
             self.automaticMergeObserver = nil
         }
         guard automaticallyMergesChangesFromParent else { return }
+        // Core Data's automatic merge observes the did-save notification with the objects
+        // (`_automaticallyMergeChangesFromContextDidSaveNotification:`) and merges it later on this context's
+        // queue, which keeps the notification, hence the saved rows in the row cache, until the merge is done
+        // (issue 18 rule 23; semantics §2.3, §3.1).
         automaticMergeObserver = NotificationCenter.default.addObserver(
-            forName: Self.didSaveObjectIDsNotification, object: nil, queue: nil
+            forName: Self.didSaveNotification, object: nil, queue: nil
         ) { [weak self] notification in
             guard let self, let saver = notification.object as? ManagedObjectContext, saver !== self else { return }
             // Semantics §3.3: a child merges its parent's saves; a root context merges saves of sibling contexts
@@ -161,13 +165,26 @@ extension ManagedObjectContext {
             } else {
                 relevant = saver.parent == nil && saver.persistentStoreCoordinator === self.persistentStoreCoordinator
             }
-            guard relevant, let changes = ContextObjectIDChanges(notification) else { return }
+            guard relevant else { return }
+            // The saving context's objects are read here, on its queue; only their IDs and the held rows go on.
+            let rows = SavedRows.of(notification)
+            guard let changes = rows?.changes ?? ContextDidSave(notification).map(ContextObjectIDChanges.init(saved:)) else { return }
             let announced = Execution.now()
+            let held = SavedRowsHold(rows)
             self.queue.async { [weak self] in
+                // The saved rows stay cached until this merge is done: let go of them here, on this queue, rather
+                // than whenever the queue happens to free the block.
+                defer { held.rows = nil }
                 guard let self else { return }
                 self.merge(changes)
                 self.automaticMergeHook?(announced, Execution.now(), changes)
             }
         }
     }
+}
+
+/// An automatic merge's reference to the rows of the save it merges, dropped once the merge is done.
+private final class SavedRowsHold: @unchecked Sendable {  // set on the saving queue, cleared on the merging queue, in that order
+    var rows: SavedRows?
+    init(_ rows: SavedRows?) { self.rows = rows }
 }

@@ -122,6 +122,12 @@ public struct ContextObjectIDChanges: Sendable {
         self.init(userInfo: notification.userInfo ?? [:])
     }
 
+    /// The IDs of a did-save notification's objects (read them on the saving context's queue).
+    init(saved: ContextDidSave) {
+        self.init(inserted: Set(saved.inserted.map(\.objectID)), updated: Set(saved.updated.map(\.objectID)),
+                  deleted: Set(saved.deleted.map(\.objectID)))
+    }
+
     init(userInfo info: [AnyHashable: Any]) {
         typealias Key = ManagedObjectContext.NotificationKey
         inserted = info[Key.insertedObjectIDs.rawValue] as? Set<ManagedObjectID> ?? []

@@ -340,7 +340,7 @@ extension ManagedObjectContext {
         inserted.forEachUnretained { $0.didSave() }
         updated.forEachUnretained { $0.didSave() }
         deleted.forEachUnretained { $0.didSave() }
-        postDidSave(inserted: inserted, updated: updated, deleted: deleted, historyToken: historyToken)
+        postDidSave(inserted: inserted, updated: updated, deleted: deleted, rowCache: coordinator.rowCache, historyToken: historyToken)
     }
 
     /// `set.filter(isIncluded)`, but the set itself when every member is kept (the usual case: a save's
@@ -359,18 +359,26 @@ extension ManagedObjectContext {
         }
     }
 
-    func postDidSave(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>, historyToken: PersistentHistoryToken? = nil) {
+    /// Posts did-save (with the objects) and did-save-object-IDs. `rowCache` is the coordinator's cache when the
+    /// save reached the store (nil for a child's push into its parent).
+    func postDidSave(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>,
+                     rowCache: RowCache? = nil, historyToken: PersistentHistoryToken? = nil) {
         typealias Key = NotificationKey
+        let ids = ContextObjectIDChanges(
+            inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)), deleted: Set(deleted.map(\.objectID)))
         var info: [AnyHashable: Any] = [
             Key.insertedObjects.rawValue: inserted,
             Key.updatedObjects.rawValue: updated,
             Key.deletedObjects.rawValue: deleted,
         ]
+        // Issue 18 rule 23 (semantics §2.3, §3.1): the notification keeps the saved rows cached until every
+        // observer has let go of it, as the saved objects in Core Data's notification keep their snapshots.
+        if let rowCache, !ids.inserted.isEmpty || !ids.updated.isEmpty {
+            info[SavedRows.userInfoKey] = SavedRows(ids, cache: rowCache)
+        }
         if let historyToken { info[Key.newChangeToken.rawValue] = historyToken }
         Execution.count(.notificationPosted)
         NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
-        let ids = ContextObjectIDChanges(
-            inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)), deleted: Set(deleted.map(\.objectID)))
         var idInfo = ids.userInfo
         if let historyToken { idInfo[Key.newChangeToken.rawValue] = historyToken }
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)

@@ -190,3 +190,40 @@ final class RowCache: Sendable {
         }
     }
 }
+
+/// The rows a save wrote to the store, kept in the saving coordinator's row cache for as long as the did-save
+/// notification that announces them lives (issue 18 rule 23; semantics §2.3 and §3.1).
+///
+/// Core Data's did-save notification carries the saved managed objects themselves, held strongly by its
+/// `userInfo` until the last observer lets go of it (an automatic merge, or a block that merges it later on
+/// another context's queue); each of those objects keeps its snapshot in the coordinator's row cache ("Automatic
+/// Snapshot Management"). So a context on the same coordinator that merges the save finds the inserted and
+/// updated rows cached and fulfils their faults without SQL, even when the saving context was reset right after
+/// saving. This reference does that for our notification, independently of what happens to the saving context's
+/// objects: one cache reference per inserted and updated row, given back when the notification (and any merge
+/// that captured this object) is released. Deleted rows are not held: a merge does not fault them.
+final class SavedRows: Sendable {
+    /// The saved objects' IDs (permanent), as the did-save-object-IDs notification of the same save has them.
+    let changes: ContextObjectIDChanges
+    private let cache: RowCache
+
+    init(_ changes: ContextObjectIDChanges, cache: RowCache) {
+        self.changes = changes
+        self.cache = cache
+        cache.retain(changes.inserted)
+        cache.retain(changes.updated)
+    }
+
+    deinit {
+        cache.release(changes.inserted)
+        cache.release(changes.updated)
+    }
+
+    /// The `userInfo` key of a did-save notification under which the save's ``SavedRows`` travel.
+    static let userInfoKey = "_ObjectGraphSavedRows"
+
+    /// The saved rows a did-save notification carries, if it was posted by a context that saved to a coordinator.
+    static func of(_ notification: Notification) -> SavedRows? {
+        notification.userInfo?[userInfoKey] as? SavedRows
+    }
+}
