@@ -107,7 +107,8 @@ final class RowCache: Sendable {
     }
 
     /// Stores fresh rows. With `retain`, each row gains one reference that the caller hands to an object or
-    /// gives back with ``release(_:)``; without, rows nobody uses are not kept.
+    /// gives back with ``release(_:)``; without, rows nobody uses are not kept. A row older than the cached one
+    /// leaves the entry as it is (the reference is still taken).
     func install(_ rows: [(ManagedObjectID, RowSnapshot)], retain: Bool) {
         install(rows, count: rows.count, retain: retain)
     }
@@ -149,6 +150,13 @@ final class RowCache: Sendable {
 
     private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, retaining: Bool) {
         if retaining { entry.references += 1 }
+        // Semantics §1.1, §2.3: a cached row only moves to newer versions. Rows are read on the coordinator's queue
+        // and cached after leaving it, so a fetch, a fault or a conflict check can come back with a row older than
+        // the one a save of this coordinator committed and cached meanwhile. Put back, that older row became the
+        // "store's values" of the next layer-1 conflict, and a merge policy took them for properties the saving
+        // context had changed itself: an acknowledged write lost (ConcurrencyStressTests). An entry marked deleted
+        // takes any row (an Overwrite resurrects a deleted row at version 1).
+        if let cached = entry.row, cached.version > row.version { return }
         entry.row = row
         entry.deleted = false
         entry.timestamp = now
