@@ -90,4 +90,33 @@ import Testing
         #expect(rows.first?[0].int64 == 3)
         #expect(rows.first.map { mgDouble($0[1]) } == 30, "the acknowledged price is stored")
     }
+
+    // Lost update (semantics §1.1, §2.3): a row the cache forgot (invalidated, as a smart merge does when the other
+    // coordinator no longer caches it) is read again from the store, not replaced by an older row that a fetch read
+    // before the forgetting save.
+    @Test("Lost update: a forgotten row is not replaced by one older than the cache last held (§1.1, §2.3)")
+    func lostUpdateForgottenRowStaysAtItsVersion() throws {
+        let stack = try TestStack()
+        let id = try #require(try stack.seed(1).first)
+        let view = stack.context(policy: .mergeByPropertyStoreTrump, name: "view")
+        let item: Item = try mgLoad(view, id)
+        let fetch = try SplitFetch(stack.coordinator, id)
+        try view.performAndWait {
+            item.price = 20
+            try view.save()
+        }
+        stack.coordinator.rowCache.invalidate([id])
+        fetch.install()
+        #expect(stack.coordinator.rowCache.version(of: id) == nil, "the forgotten row took an older one")
+        try view.performAndWait {
+            view.refresh(item, mergeChanges: true)
+            #expect(item.price == 20)
+            #expect(item.snapshotVersion == 2)
+            item.price = 30
+            try view.save()
+        }
+        let rows = try stack.sql("SELECT Z_OPT, ZPRICE FROM ZITEM")
+        #expect(rows.first?[0].int64 == 3)
+        #expect(rows.first.map { mgDouble($0[1]) } == 30, "the acknowledged price is stored")
+    }
 }
