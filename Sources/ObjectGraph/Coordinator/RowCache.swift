@@ -16,6 +16,9 @@ final class RowCache: Sendable {
         var deleted = false
         var timestamp: UInt64 = 0
         var references = 0
+        /// The newest version this entry held, kept when the row is forgotten (``invalidate(_:)``): no older row
+        /// is cached again while the entry lives. 0 after a delete.
+        var newest: Int64 = 0
     }
 
     private let entries = Mutex<[ManagedObjectID: Entry]>([:])
@@ -107,7 +110,8 @@ final class RowCache: Sendable {
     }
 
     /// Stores fresh rows. With `retain`, each row gains one reference that the caller hands to an object or
-    /// gives back with ``release(_:)``; without, rows nobody uses are not kept.
+    /// gives back with ``release(_:)``; without, rows nobody uses are not kept. A row older than one the entry
+    /// held leaves it as it is (the reference is still taken).
     func install(_ rows: [(ManagedObjectID, RowSnapshot)], retain: Bool) {
         install(rows, count: rows.count, retain: retain)
     }
@@ -149,6 +153,14 @@ final class RowCache: Sendable {
 
     private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, retaining: Bool) {
         if retaining { entry.references += 1 }
+        // Semantics §1.1, §2.3: a cached row only moves to newer versions. Rows are read on the coordinator's queue
+        // and cached after leaving it, so a fetch, a fault or a conflict check can come back with a row older than
+        // the one a save of this coordinator committed and cached meanwhile. Put back, that older row became the
+        // "store's values" of the next layer-1 conflict, and a merge policy took them for properties the saving
+        // context had changed itself: an acknowledged write lost (ConcurrencyStressTests). An entry marked deleted
+        // takes any row (an Overwrite resurrects a deleted row at version 1); a forgotten one none older than it had.
+        if row.version < entry.newest { return }
+        entry.newest = row.version
         entry.row = row
         entry.deleted = false
         entry.timestamp = now
@@ -160,6 +172,7 @@ final class RowCache: Sendable {
                 guard var entry = table[id] else { continue }
                 entry.row = nil
                 entry.deleted = true
+                entry.newest = 0
                 table[id] = entry
             }
         }
