@@ -108,7 +108,7 @@ extension ManagedObjectContext {
             return try fetchEntries(request, entity: entity, idsOnly: true).count
         }
         if let parent {
-            return try parent.performAndWait { try parent.count(for: request) }
+            return try parent.performAndWait { parent.childReadHook?(); return try parent.count(for: request) }
         }
         guard let coordinator = persistentStoreCoordinator else { return 0 }
         return try coordinator.countRows(request, entity: entity)
@@ -141,7 +141,8 @@ extension ManagedObjectContext {
         var entries: [FetchEntry]
         if let parent {
             entries = try parent.performAndWait {
-                try parent.fetchEntriesForChild(base, entity: entity, idsOnly: idsOnly, objectIDResults: objectIDResults)
+                parent.childReadHook?()
+                return try parent.fetchEntriesForChild(base, entity: entity, idsOnly: idsOnly, objectIDResults: objectIDResults)
             }
         } else {
             guard let coordinator = persistentStoreCoordinator else {

@@ -78,6 +78,9 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// when the save was announced and when the merge finished, and the merged changes (for measurement).
     /// Told on this context's queue after a child's save was pushed into it (for measurement).
     package var childPushHook: (@Sendable () -> Void)?
+    /// Called on this context's queue when a child's fetch, count or fault reads through it (the workbench's
+    /// main-queue accounting).
+    package var childReadHook: (@Sendable () -> Void)?
     package var automaticMergeHook: (@Sendable (_ announcedAt: UInt64, _ finishedAt: UInt64, _ changes: ContextObjectIDChanges) -> Void)?
     /// The author recorded in persistent history for this context's saves.
     public var transactionAuthor: String?
@@ -490,7 +493,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     func rowForFault(_ id: ManagedObjectID) throws -> RowSnapshot? {
         if let parent {
-            return try parent.performAndWait { try parent.rowForChild(id) }
+            return try parent.performAndWait { parent.childReadHook?(); return try parent.rowForChild(id) }
         }
         guard let coordinator = persistentStoreCoordinator else { return nil }
         if id.isTemporaryID { return nil }
@@ -511,7 +514,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         let relationship = object.entity.toManyRelationships[index]
         let ids: Set<ManagedObjectID>
         if let parent {
-            ids = try parent.performAndWait { try parent.toManyForChild(object.objectID, index: index) }
+            ids = try parent.performAndWait { parent.childReadHook?(); return try parent.toManyForChild(object.objectID, index: index) }
         } else if object.objectID.isTemporaryID || persistentStoreCoordinator == nil {
             ids = []
         } else {
@@ -525,7 +528,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         if let object = registry[id] {
             return try object.relatedIDs(index)
         }
-        if let parent { return try parent.performAndWait { try parent.toManyForChild(id, index: index) } }
+        if let parent { return try parent.performAndWait { parent.childReadHook?(); return try parent.toManyForChild(id, index: index) } }
         guard !id.isTemporaryID, let coordinator = persistentStoreCoordinator else { return [] }
         return Set(try coordinator.relatedIDs(of: id, relationship: id.entity.toManyRelationships[index]))
     }

@@ -223,7 +223,11 @@ public struct TopologyBuilder {
         }
         // Issue 18 rule 24: a child's save pushed into the view context is main-queue work of its own kind.
         let main = self.main
-        stack.viewContext.performAndWait { stack.viewContext.childPushHook = { main.mark(.push) } }
+        stack.viewContext.performAndWait {
+            stack.viewContext.childPushHook = { main.mark(.push) }
+            // A child's fetch or fault through the view context is a fetch on the main queue (semantics §2.2).
+            stack.viewContext.childReadHook = { main.mark(.fetch) }
+        }
         for (_, coordinator) in stack.coordinators { coordinator.connectionPoolSize = scenario.stack.connectionPool }
         stack.makeWriter = { self.context(external, role: "writer") }
         stack.policies = resolvedPolicies

@@ -11,7 +11,8 @@ public enum MainBlockKind: String, CaseIterable, Sendable {
     case push
     /// The main-queue context's own save.
     case save
-    /// A fetch on the main queue (the viewer's controller).
+    /// A fetch on the main queue: the viewer's controller, or a child context's fetch or fault read through the
+    /// view context.
     case fetch
     /// A display frame reading the visible objects.
     case frame
