@@ -24,9 +24,10 @@ import Testing
     @Test("Nested contexts (§2.2): after the root saves, the middle and the child hold their objects under the permanent IDs")
     func descendantsTakeThePermanentIDs() throws {
         let stack = try TestStack()
+        let seededID = try stack.seed(1)[0]
         let (root, middle, child) = Self.chain(stack)
-        let (childItems, childTag, tempIDs, unpushed): ([Item], Tag, [ManagedObjectID], Item) = try child.performAndWait {
-            let items = (1...3).map { i -> Item in
+        let (childItems, childTag, tempIDs, unpushed, seeded): ([Item], Tag, [ManagedObjectID], Item, Item) = try child.performAndWait {
+            let items = (11...13).map { i -> Item in
                 let item = Item(context: child)
                 item.id = Int64(i)
                 item.name = "item \(i)"
@@ -35,10 +36,13 @@ import Testing
             let tag = Tag(context: child)
             tag.name = "t"
             items[0].tag = tag
+            // A row already in the store, now naming the new tag: clean after the push, it names it still.
+            let seeded = try #require(try child.existingObject(with: seededID) as? Item)
+            seeded.tag = tag
             try child.save()
             let later = Item(context: child)
-            later.id = 4
-            return (items, tag, items.map(\.objectID), later)
+            later.id = 14
+            return (items, tag, items.map(\.objectID), later, seeded)
         }
         let middleItems: [Item] = try middle.performAndWait {
             let items = try tempIDs.map { try #require(middle.registeredObject(for: $0) as? Item) }
@@ -68,6 +72,8 @@ import Testing
         }
         try child.performAndWait {
             #expect(childItems[0].tag === childTag)
+            #expect(seeded.tag === childTag)
+            #expect(childTag.items == [childItems[0], seeded])
             #expect(unpushed.objectID.isTemporaryID)
             #expect(child.registeredObject(for: unpushed.objectID) === unpushed)
             #expect(unpushed.isInserted)
@@ -77,7 +83,8 @@ import Testing
         try middle.performAndWait { try middle.save() }
         try root.performAndWait { try root.save() }
         child.performAndWait { #expect(!unpushed.objectID.isTemporaryID) }
-        #expect(try stack.sql("SELECT COUNT(*) FROM ZITEM") == [[.integer(4)]])
+        #expect(try stack.sql("SELECT COUNT(*) FROM ZITEM") == [[.integer(5)]])
+        #expect(try stack.sql("SELECT COUNT(*) FROM ZITEM WHERE ZTAG IS NOT NULL") == [[.integer(2)]])
     }
 
     // Semantics §2.2: the duplicate an ID left temporary would make. After the root saved, a new child of the

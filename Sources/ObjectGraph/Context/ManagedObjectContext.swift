@@ -192,7 +192,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     // MARK: Children
 
     /// A weak reference to a child context.
-    struct WeakContext: @unchecked Sendable {  // only a weak reference; the context itself is Sendable
+    struct WeakContext: @unchecked Sendable {  // read and written only inside the parent's `children` lock
         weak var context: ManagedObjectContext?
     }
 
@@ -872,9 +872,23 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         }
         // Unlike the saving root, a descendant holds clean objects that name the new rows: the ones it pushed up
         // (and is done with) and the ones it read from its parent's unsaved state. Only materialized objects of
-        // entities with relationships can name another object.
-        for object in liveRegistered() where !object.isFaultFlag && !object.entity.relationships.isEmpty {
-            Self.remapReferences(in: object, mapping, includingSnapshot: true)
+        // entities with a relationship to an entity of the new rows can name one (an import of records without
+        // groups walks its records, but looks at none of their values).
+        var targets: Set<String> = []
+        var lastEntity: ObjectIdentifier?
+        for id in mapping.keys where ObjectIdentifier(id.entity) != lastEntity {
+            lastEntity = ObjectIdentifier(id.entity)
+            targets.insert(id.entity.name)
+        }
+        var names: [ObjectIdentifier: Bool] = [:]
+        for object in liveRegistered() where !object.isFaultFlag {
+            let entity = object.entity
+            let canName = names[ObjectIdentifier(entity)] ?? {
+                let answer = entity.relationships.contains { targets.contains($0.destinationEntityName) }
+                names[ObjectIdentifier(entity)] = answer
+                return answer
+            }()
+            if canName { Self.remapReferences(in: object, mapping, includingSnapshot: true) }
         }
     }
 }
