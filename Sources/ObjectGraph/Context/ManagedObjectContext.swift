@@ -75,8 +75,9 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     }
     @exclusivity(unchecked) private var storedParent: ManagedObjectContext?
     /// The live child contexts, in the order they were given this parent. Weak: a parent never keeps a child
-    /// alive (the child holds its parent). Behind a lock, not the queue: a child is usually made and given its
-    /// parent on another thread than the parent's queue, while the parent may be saving.
+    /// alive (the child holds its parent); a context already has a weak reference's side table (observers capture
+    /// it weakly), so this one costs its retains nothing more. Behind a lock, not the queue: a child is usually
+    /// made and given its parent on another thread than the parent's queue, while the parent may be saving.
     private let children = Mutex<[WeakContext]>([])
     /// A name, carried in notifications and history.
     public var name: String?
