@@ -304,6 +304,9 @@ extension ManagedObjectContext {
         let updated = Self.keeping(updatedSet) { !$0.isDeletedFlag && !$0.isInsertedFlag }
         let deleted = Self.keeping(deletedSet) { !$0.isInsertedFlag }
         remapIDs(newIDs)
+        // Semantics §2.2: the descendants re-key their objects for these rows too; queued before the did-save
+        // below, so that their automatic merges of it find the permanent IDs.
+        propagatePermanentIDs(newIDs)
         for object in inserted {
             // The coordinator installed the new row with one reference for this object.
             if object.cacheReference != nil { coordinator.rowCache.release(object.objectID) }

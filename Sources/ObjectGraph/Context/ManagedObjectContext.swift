@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Deterministic counters of a context.
 public struct ContextCounters: Sendable, Equatable, Codable {
@@ -62,11 +63,22 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public var parent: ManagedObjectContext? {
         get { storedParent }
         set {
-            storedParent = newValue
             precondition(_coordinator == nil || newValue == nil, "a context has a coordinator or a parent, not both")
+            let old = storedParent
+            storedParent = newValue
+            guard old !== newValue else { return }
+            old?.forgetChild(self)
+            // Semantics §2.2: the parent learns of the child, so that a root save can give the child's objects
+            // their permanent IDs too (``propagatePermanentIDs(_:)``).
+            newValue?.noteChild(self)
         }
     }
     @exclusivity(unchecked) private var storedParent: ManagedObjectContext?
+    /// The live child contexts, in the order they were given this parent. Weak: a parent never keeps a child
+    /// alive (the child holds its parent); a context already has a weak reference's side table (observers capture
+    /// it weakly), so this one costs its retains nothing more. Behind a lock, not the queue: a child is usually
+    /// made and given its parent on another thread than the parent's queue, while the parent may be saving.
+    private let children = Mutex<[WeakContext]>([])
     /// A name, carried in notifications and history.
     public var name: String?
     /// Anything the app wants to keep with the context (`NSManagedObjectContext.userInfo`).
@@ -179,6 +191,46 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             preconditionFailure("the context has neither a coordinator nor a parent")
         }
         return coordinator.managedObjectModel
+    }
+
+    // MARK: Children
+
+    /// A weak reference to a child context.
+    struct WeakContext: @unchecked Sendable {  // read and written only inside the parent's `children` lock
+        weak var context: ManagedObjectContext?
+    }
+
+    private func noteChild(_ child: ManagedObjectContext) {
+        children.withLock { list in
+            // Children that went are dropped here, so the list stays as long as the live ones (an importer made
+            // per chunk and let go leaves nothing behind for long).
+            list.removeAll { $0.context == nil }
+            list.append(WeakContext(context: child))
+        }
+    }
+
+    private func forgetChild(_ child: ManagedObjectContext) {
+        children.withLock { list in list.removeAll { $0.context == nil || $0.context === child } }
+    }
+
+    /// The live children, in creation order (the order they were given this parent): never a set's or an
+    /// address's order.
+    func liveChildren() -> [ManagedObjectContext] {
+        children.withLock { list in list.compactMap(\.context) }
+    }
+
+    /// The live descendants, depth first in creation order (a child before its own children, and before its
+    /// younger siblings).
+    func liveDescendants() -> [ManagedObjectContext] {
+        var result: [ManagedObjectContext] = []
+        func walk(_ context: ManagedObjectContext) {
+            for child in context.liveChildren() {
+                result.append(child)
+                walk(child)
+            }
+        }
+        walk(self)
+        return result
     }
 
     // MARK: Queue
@@ -734,23 +786,113 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         }
         // Only objects with changes can point at a new object (pointing at it changed them).
         for object in [insertedSet, updatedSet, deletedSet].joined() {
-            for i in object.values.indices {
-                // Only temporary IDs are remapped: permanent ones need no lookup.
-                if case .objectID(let id) = object.values[i], id.isTemporaryID, let n = mapping[id] { object.values[i] = .objectID(n) }
-            }
-            // Pending inverse changes of unloaded to-manys name their members too (an insert given a permanent ID
-            // before the save).
-            if object.pendingToMany != nil {
-                for i in object.pendingToMany!.indices { object.pendingToMany![i].remap(mapping) }
-            }
-            for i in object.toMany.indices {
-                guard var state = object.toMany[i] else { continue }
-                if state.current.contains(where: { mapping[$0] != nil }) {
-                    state.current = Set(state.current.map { mapping[$0] ?? $0 })
-                    state.original = Set(state.original.map { mapping[$0] ?? $0 })
-                    object.toMany[i] = state
+            Self.remapReferences(in: object, mapping, includingSnapshot: false)
+        }
+    }
+
+    /// Replaces the temporary IDs `object` names (to-ones, loaded to-manys, pending inverse changes; with
+    /// `includingSnapshot`, its last saved values too) by their permanent ones.
+    private static func remapReferences(in object: ManagedObject, _ mapping: [ManagedObjectID: ManagedObjectID], includingSnapshot: Bool) {
+        for i in object.values.indices {
+            // Only temporary IDs are remapped: permanent ones need no lookup.
+            if case .objectID(let id) = object.values[i], id.isTemporaryID, let n = mapping[id] { object.values[i] = .objectID(n) }
+        }
+        if includingSnapshot, var original = object.original {
+            var changed = false
+            for i in original.values.indices {
+                if case .objectID(let id) = original.values[i], id.isTemporaryID, let n = mapping[id] {
+                    original.values[i] = .objectID(n)
+                    changed = true
                 }
             }
+            if changed { object.original = original }
+        }
+        // Pending inverse changes of unloaded to-manys name their members too (an insert given a permanent ID
+        // before the save).
+        if object.pendingToMany != nil {
+            for i in object.pendingToMany!.indices { object.pendingToMany![i].remap(mapping) }
+        }
+        for i in object.toMany.indices {
+            guard var state = object.toMany[i] else { continue }
+            let named = { (ids: Set<ManagedObjectID>) in ids.contains(where: { $0.isTemporaryID && mapping[$0] != nil }) }
+            if named(state.current) || (includingSnapshot && named(state.original)) {
+                state.current = Set(state.current.map { mapping[$0] ?? $0 })
+                state.original = Set(state.original.map { mapping[$0] ?? $0 })
+                object.toMany[i] = state
+            }
+        }
+    }
+
+    // MARK: Permanent IDs in descendants
+
+    /// Semantics §2.1 step 4, §2.2: a child save mints no permanent IDs; the root's save to the store does, and
+    /// then every descendant (child, grandchild, ...) re-keys the objects it holds for those rows (Core Data's
+    /// `_changeIDsForManagedObjects:toIDs:`). Otherwise a later push by permanent ID (an importer that fetched
+    /// the row from the store and updated it) would find nothing registered under that ID in its parent and
+    /// make a second object for the same row.
+    ///
+    /// Each descendant re-keys on its own queue, never with a synchronous hop: the root's save may run while a
+    /// descendant's queue waits for the root (a main-queue block inside `writer.performAndWait { try
+    /// writer.save() }`), and waiting for that queue here would deadlock. So the work is queued on the
+    /// descendant's queue, before this save's did-save is posted: a serial queue runs it ahead of every block
+    /// queued after it, so the automatic merge of this save, and any push or fetch that the same thread of
+    /// control asks for later (the next chunk's importer saving into the view), find the permanent IDs. When the
+    /// descendant runs on this very queue (two main-queue contexts), it re-keys in place: a block queued there
+    /// would only run after the current one, which may use the IDs right after the save.
+    ///
+    /// No objects-did-change is posted for an ID change (inferred: Core Data reports none, and the objects'
+    /// values are the same).
+    func propagatePermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
+        guard !mapping.isEmpty else { return }
+        for descendant in liveDescendants() {
+            if descendant.queue.isCurrent {
+                descendant.adoptPermanentIDs(mapping)
+            } else {
+                descendant.queue.async { [weak descendant] in descendant?.adoptPermanentIDs(mapping) }
+            }
+        }
+    }
+
+    /// Re-keys this context's objects for rows an ancestor's save just gave permanent IDs. Objects inserted here
+    /// and not yet pushed up are not in `mapping` and keep their temporary IDs.
+    func adoptPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
+        assertOnQueue()
+        guard registry.count > 0 else { return }
+        var moved: [ManagedObject] = []
+        // Each entry moves on its own (the result does not depend on the dictionary's order).
+        for (old, new) in mapping {
+            guard let object = registry.move(old, to: new) else { continue }
+            object.objectID = new
+            if retainsRegisteredObjects {
+                strongRegistered[old] = nil
+                strongRegistered[new] = object
+            }
+            if object.cacheReference == nil { moved.append(object) }
+        }
+        if !moved.isEmpty, let coordinator = persistentStoreCoordinator {
+            // As for an object made for a permanent ID (``object(with:)``): it holds its row in the row cache.
+            coordinator.rowCache.retain(moved.lazy.map(\.objectID))  // one lock for all
+            for object in moved { object.cacheReference = coordinator.rowCache }
+        }
+        // Unlike the saving root, a descendant holds clean objects that name the new rows: the ones it pushed up
+        // (and is done with) and the ones it read from its parent's unsaved state. Only materialized objects of
+        // entities with a relationship to an entity of the new rows can name one (an import of records without
+        // groups walks its records, but looks at none of their values).
+        var targets: Set<String> = []
+        var lastEntity: ObjectIdentifier?
+        for id in mapping.keys where ObjectIdentifier(id.entity) != lastEntity {
+            lastEntity = ObjectIdentifier(id.entity)
+            targets.insert(id.entity.name)
+        }
+        var names: [ObjectIdentifier: Bool] = [:]
+        for object in liveRegistered() where !object.isFaultFlag {
+            let entity = object.entity
+            let canName = names[ObjectIdentifier(entity)] ?? {
+                let answer = entity.relationships.contains { targets.contains($0.destinationEntityName) }
+                names[ObjectIdentifier(entity)] = answer
+                return answer
+            }()
+            if canName { Self.remapReferences(in: object, mapping, includingSnapshot: true) }
         }
     }
 }
