@@ -132,4 +132,18 @@ struct CostFidelityTests {
         #expect(noCycles <= 50, "nothing holds the saved records: \(noCycles)")
         #expect(resetting <= 50 + 5, "a reset per chunk: \(resetting)")
     }
+
+    @Test("Issue 18 rule 31: Docs/what-the-workbench-counts.md names every per-queue counter, every main-queue kind and every cost rule's confidence")
+    func countersAreDocumented() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let page = try String(contentsOf: root.appendingPathComponent("Docs/what-the-workbench-counts.md"), encoding: .utf8)
+        for name in QueueCounters.metricNames.sorted() { #expect(page.contains("`\(name)`"), "\(name) is not on the page") }
+        for kind in MainBlockKind.allCases { #expect(page.contains("`\(kind.rawValue)`"), "kind \(kind.rawValue) is not on the page") }
+        for label in ["source=rowCache", "source=store", "kind=select"] { #expect(page.contains(label)) }
+        // The report's confidence words are the page's.
+        for confidence in [CostRule.Confidence.documented, .secondHand, .inferred] {
+            #expect(page.lowercased().contains(confidence.rawValue.replacingOccurrences(of: " by Apple", with: "")), "\(confidence.rawValue)")
+        }
+        for rule in CostRule.catalog { #expect(!rule.statement.isEmpty && !rule.figures.isEmpty) }
+    }
 }
