@@ -19,6 +19,25 @@ struct CLITests {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory.file("out/\(scenario)").path)) ?? []).sorted()
     }
 
+    @Test("Issue 19 items 5 and 6, issue 18 rule 23 through the CLI: importer reset/saveEvery/groups and viewer request/frc keys run end to end, their figures in metrics.csv")
+    func newScenarioKeysEndToEnd() throws {
+        let ws = try Self.workspace()
+        let run = try bench(["run", "tiny.yaml", "--out", "out",
+                             "-p", "phases.run.importer.reset=never", "-p", "phases.run.importer.saveEvery=2", "-p", "phases.run.importer.groups=3",
+                             "-p", "phases.run.viewer.frc=batched", "-p", "phases.run.viewer.request.fetchBatchSize=10"], in: ws.url)
+        #expect(run.status == 0, "stdout: \(run.stdout)\nstderr: \(run.stderr)")
+        let folder = try #require(Self.runFolders(ws).first)
+        let csv = try String(contentsOf: ws.file("out/tiny/\(folder)/metrics.csv"), encoding: .utf8)
+        #expect(csv.contains(",importerRegisteredObjects,value,,"))
+        #expect(csv.contains(",frcObjects,value,,300,"))
+        #expect(csv.contains(",faultsFulfilled,count,\"queue=main,source=store\",0,"))
+        let resolved = try String(contentsOf: ws.file("out/tiny/\(folder)/scenario.resolved.yaml"), encoding: .utf8)
+        #expect(resolved.contains("saveEvery") && resolved.contains("frc"))
+        let bad = try bench(["validate", "tiny.yaml", "-p", "phases.run.importer.reset=sometimes"], in: ws.url)
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("phases.run.importer.reset"))
+    }
+
     @Test("run: exit 0, the report folder with every file, index.html, and the resolved scenario with the overrides")
     func runWritesReports() throws {
         let ws = try Self.workspace()

@@ -119,18 +119,29 @@ struct CostFidelityTests {
         #expect(core.costRules.contains("frc-limit-grows"))
     }
 
-    @Test("Issue 18 rule 1: an import that never resets keeps what records and their groups hold registered (its registry grows with the import); unreferenced objects leave after each save; a reset per chunk keeps it to a chunk")
+    @Test("Issue 18 rule 1, issue 19 items 5 and 6: an import that never resets keeps what records and their groups hold registered (its registry grows with the import); unreferenced objects leave after each save; a reset per save keeps it to a chunk")
     func importerRegistryGrowsWithoutReset() throws {
         func peak(_ overrides: [String]) throws -> Int {
             try #require(try Self.run(overrides).counters["importerRegisteredObjects"])
         }
-        // The run phase imports 200 records in chunks of 50: 100 new (linked 10 to a group), 100 updated.
-        let cycles = try peak(["phases.run.importer.reset=false", "phases.run.importer.groupSize=10"])
-        let noCycles = try peak(["phases.run.importer.reset=false"])
-        let resetting = try peak(["phases.run.importer.groupSize=10"])
-        #expect(cycles >= 100 + 10, "records and groups that hold each other stay: \(cycles)")
+        // The run phase imports 200 records in chunks of 50: 100 new (linked to one of 2 groups), 100 updated.
+        let cycles = try peak(["phases.run.importer.reset=never", "phases.run.importer.groups=2"])
+        let noCycles = try peak(["phases.run.importer.reset=never"])
+        let resetting = try peak(["phases.run.importer.groups=2"])
+        #expect(cycles >= 100 + 2, "records and groups that hold each other stay: \(cycles)")
         #expect(noCycles <= 50, "nothing holds the saved records: \(noCycles)")
-        #expect(resetting <= 50 + 5, "a reset per chunk: \(resetting)")
+        #expect(resetting <= 50 + 2, "a reset per save: \(resetting)")
+    }
+
+    @Test("Issue 19 item 5: saveEvery N saves every N chunks (and after the last); the rows are the same")
+    func saveEvery() throws {
+        let each = try Self.run([])
+        let everyTwo = try Self.run(["phases.run.importer.saveEvery=2"])
+        #expect(everyTwo.counters["rowsInserted"] == each.counters["rowsInserted"])
+        #expect(everyTwo.counters["rowsUpdated"] == each.counters["rowsUpdated"])
+        // The run phase's 4 chunks: 4 saves each, 2 saves every two (the editor's saves are the same in both).
+        #expect((each.counters["saves"] ?? 0) - (everyTwo.counters["saves"] ?? 0) == 2)
+        #expect(everyTwo.oracle.lostUpdates == 0)
     }
 
     @Test("Issue 18 rule 31: Docs/what-the-workbench-counts.md names every per-queue counter, every main-queue kind and every cost rule's confidence")

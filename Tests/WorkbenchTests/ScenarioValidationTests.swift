@@ -66,12 +66,43 @@ struct ScenarioValidationTests {
         #expect(message(yaml.replacingOccurrences(of: "window: 8", with: "window: 0")).contains("window"))
     }
 
+    @Test("Issue 19 items 5 and 6: an importer's reset, saveEvery and groups load; a save too big for this machine's memory, a bad reset or groups without a to-one relationship name the file, line and field")
+    func importerShapes() throws {
+        let yaml = Self.valid.replacingOccurrences(of: "{ objects: 100, chunkSize: 50 }", with: "{ objects: 100, chunkSize: 50, reset: never, saveEvery: 2, groups: 10 }")
+        let scenario = try #require(try ScenarioLoader.load(text: yaml, file: "i.yaml").variants.first)
+        guard case .importer(let i) = scenario.phases[0].actors[0] else { Issue.record("not an importer"); return }
+        #expect(i.reset == .never && i.saveEvery == 2 && i.groups == 10)
+        let plain = try #require(try ScenarioLoader.load(text: Self.valid, file: "p.yaml").variants.first)
+        guard case .importer(let d) = plain.phases[0].actors[0] else { Issue.record("not an importer"); return }
+        #expect(d.reset == .afterChunk && d.saveEvery == 1 && d.groups == 0)
+        #expect(message(yaml.replacingOccurrences(of: "reset: never", with: "reset: sometimes")).contains("phases.seed.importer.reset"))
+        // A whole import in one save is allowed while it fits in memory; past half of it, a clear error.
+        let huge = Self.valid.replacingOccurrences(of: "{ objects: 100, chunkSize: 50 }", with: "{ objects: 100000000, chunkSize: 100000000 }")
+        let memory = Double(ProcessInfo.processInfo.physicalMemory)
+        if 100_000_000 * 2048.0 > memory / 2 {
+            #expect(message(huge).contains("one save would hold 100000000 objects"))
+            #expect(message(huge).hasPrefix("bad.yaml:7:"))
+        }
+        let single = Self.valid.replacingOccurrences(of: "{ objects: 100, chunkSize: 50 }", with: "{ objects: 2000000, chunkSize: 2000000 }")
+        #expect(message(single) == "ok")
+        let noRelationship = """
+            name: g
+            model: { entities: [{ name: Thing, attributes: [{ name: id, type: integer64 }, { name: title, type: string }] }], entity: Thing, fields: [title], sortKey: id }
+            stack: { topology: ambar }
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 10, groups: 2 }
+            """
+        #expect(message(noRelationship).contains("has no to-one relationship"))
+    }
+
     @Test("an unknown key names its path and suggests the nearest key")
     func unknownKey() {
         #expect(message(Self.valid.replacingOccurrences(of: "name: valid", with: "nmae: valid")) ==
             "bad.yaml:1:1: nmae: unknown key; expected one of name, description, seed, mode, profile, model, stack, phases, thresholds, matrix, repeat (did you mean 'name'?)")
         #expect(message(Self.valid.replacingOccurrences(of: "chunkSize: 50", with: "chunksize: 50")) ==
-            "bad.yaml:7:35: phases.seed.importer.chunksize: unknown key; expected one of objects, chunkSize, updateFraction, distribution, parallel, rate, reset, groupSize (did you mean 'chunkSize'?)")
+            "bad.yaml:7:35: phases.seed.importer.chunksize: unknown key; expected one of objects, chunkSize, updateFraction, distribution, parallel, rate, reset, saveEvery, groups (did you mean 'chunkSize'?)")
         #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  mergePolicies: rollback")) ==
             "bad.yaml:4:3: stack.mergePolicies: unknown key; expected one of topology, mergePolicy, policies, singleCoordinator, viewStaleness, objectTrumpDeletedElsewhere, connectionPool, mergeRelease (did you mean 'mergePolicy'?)")
         #expect(message(Self.valid.replacingOccurrences(of: "- importer:", with: "- impoter:")) ==

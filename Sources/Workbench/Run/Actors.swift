@@ -76,11 +76,15 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
         let w = workload
         let chunks = (spec.objects + spec.chunkSize - 1) / spec.chunkSize
         let schedule = Schedule(rate: spec.rate, start: start)
-        // `reset: false`: one context for the whole import, never reset (issue 18 rule 1: what records and groups
-        // hold stays registered, and memory grows as in a Core Data import that never resets).
-        let longLived = spec.reset ? nil : w.stack.makeImporter()
-        let link = spec.groupSize > 0 ? w.entity.relationships.first { !$0.isToMany } : nil
-        var linked = 0
+        // `reset: never`: one context for the whole import, saved and never reset (issue 19 item 5; issue 18 rule
+        // 1: what records and groups hold stays registered, and memory grows as in a Core Data import that never
+        // resets). `afterChunk`: a fresh context for each save, reset after it.
+        var context: ManagedObjectContext? = nil
+        let groups = spec.groups > 0 ? ImportGroups(count: spec.groups, actor: name, entity: w.entity) : nil
+        // Changes made since the last save (`saveEvery` chunks share one save).
+        var pending: [(ManagedObject, [String: String])] = []
+        var pendingInserted = 0, pendingUpdated = 0, pendingObjects = 0
+        var pendingBegan: UInt64 = 0
         for k in 0..<chunks {
             let intended = schedule.intended(k)
             Clock.sleep(until: intended)
@@ -91,66 +95,120 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             let newKeys = w.allocateKeys(n - updateKeys.count)
             var valueRNG = rng
             rng = SeededGenerator(seed: rng.next())
-            let context = longLived ?? w.stack.makeImporter()
-            let began = Clock.now()
+            let current = context ?? w.stack.makeImporter()
+            context = current
+            if pending.isEmpty && pendingObjects == 0 { pendingBegan = Clock.now() }
+            let saves = (k + 1) % spec.saveEvery == 0 || k == chunks - 1
             var saved = false
             var intendedByID: [ManagedObjectID: [String: String]] = [:]
-            context.performAndWait {
+            current.performAndWait {
                 do {
-                    var touched: [(ManagedObject, [String: String])] = []
-                    for object in try w.fetchByKeys(updateKeys, in: context) {
+                    for object in try w.fetchByKeys(updateKeys, in: current) {
                         var intended: [String: String] = [:]
                         for (field, type) in w.fieldTypes {
                             let v = w.value(for: type, actor: name, op: k, rng: &valueRNG)
                             try object.setValue(v, forKey: field)
                             intended[field] = object.primitiveValue(forKey: field).description
                         }
-                        touched.append((object, intended))
+                        pending.append((object, intended))
                     }
                     if let newKeys {
-                        var group: ManagedObject?
+                        let groupObjects = try groups?.objects(in: current)
                         for key in newKeys {
-                            let object = try context.insertNewObject(forEntityName: w.entity.name)
+                            let object = try current.insertNewObject(forEntityName: w.entity.name)
                             try object.setValue(key, forKey: w.idKey)
                             for (field, type) in w.fieldTypes { try object.setValue(w.value(for: type, actor: name, op: k, rng: &valueRNG), forKey: field) }
-                            if let link {
-                                if group == nil || linked % spec.groupSize == 0 { group = try context.insertNewObject(forEntityName: link.destinationEntityName) }
-                                try object.setValue(group, forKey: link.name)
-                                linked += 1
+                            if let groups, let groupObjects {
+                                try object.setValue(groupObjects[Int(key % Int64(groups.count))], forKey: groups.relationship.name)
                             }
                         }
                     }
+                    pendingInserted += newKeys?.count ?? 0
+                    pendingUpdated += updateKeys.count
+                    pendingObjects += n
+                    guard saves else { return }
                     let pushStart = Clock.now()
-                    try w.saveCounting(context, role: "importer")
+                    try w.saveCounting(current, role: "importer")
                     saved = true
                     if w.stack.backgroundSaveIsMerge {
                         // Nested: the child's save is the merge into the view context (a push on the main queue).
                         w.recorder.mergeLatency.record(nanoseconds: Clock.now() - pushStart)
-                        for (object, values) in touched { intendedByID[object.objectID] = values }
+                        for (object, values) in pending { intendedByID[object.objectID] = values }
                     } else {
-                        w.recorder.record(w.events(touched, actor: name, role: "importer"))
+                        w.recorder.record(w.events(pending, actor: name, role: "importer"))
                     }
                 } catch {
                     w.recorder.note("\(name) chunk \(k): \(error)")
                 }
             }
+            w.recorder.add("operations")
+            guard saves else { continue }
             if saved {
                 do {
-                    try w.stack.afterBackgroundSave(context)
+                    try w.stack.afterBackgroundSave(current)
                     w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "importer"))
                 } catch { w.recorder.note("\(name) parent save: \(error)") }
-                w.recorder.rowsChanged(inserted: newKeys?.count ?? 0, updated: updateKeys.count)
+                w.recorder.rowsChanged(inserted: pendingInserted, updated: pendingUpdated)
             }
             let end = Clock.now()
-            w.recorder.saveLatency("importer").record(nanoseconds: end - (spec.rate == .unlimited ? began : intended))
-            w.recorder.imported(n, nanos: end - began)
-            w.recorder.add("operations")
-            context.performAndWait {
-                w.recorder.peak("importerRegisteredObjects", context.registeredObjectCount)
-                if spec.reset { context.reset() }
+            w.recorder.saveLatency("importer").record(nanoseconds: end - (spec.rate == .unlimited ? pendingBegan : intended))
+            w.recorder.imported(pendingObjects, nanos: end - pendingBegan)
+            pending = []
+            pendingInserted = 0; pendingUpdated = 0; pendingObjects = 0
+            current.performAndWait {
+                w.recorder.peak("importerRegisteredObjects", current.registeredObjectCount)
+                if spec.reset == .afterChunk {
+                    current.reset()
+                    groups?.forget()
+                }
             }
+            if spec.reset == .afterChunk { context = nil }
         }
     }
+}
+
+/// An importer's groups (issue 19 item 6): `count` objects of the destination of the entity's first to-one
+/// relationship, named after the actor, that new records are linked to by key (`key % count`). A context that
+/// lives for the whole import keeps them (and, through their to-many inverse, every record linked); a fresh
+/// context fetches them again, as faults whose to-many is not loaded.
+final class ImportGroups {
+    let count: Int
+    let relationship: RelationshipDescription
+    let names: [String]
+    private var objects: [ManagedObject]?
+
+    init?(count: Int, actor: String, entity: EntityDescription) {
+        guard let relationship = entity.relationships.first(where: { !$0.isToMany }) else { return nil }
+        self.count = count
+        self.relationship = relationship
+        names = (0..<count).map { "\(actor)-group\($0)" }
+    }
+
+    /// The groups in `context`, made the first time and fetched by name after a reset.
+    func objects(in context: ManagedObjectContext) throws -> [ManagedObject] {
+        if let objects { return objects }
+        let destination = relationship.destinationEntityName
+        let nameKey = "name"
+        var byName: [String: ManagedObject] = [:]
+        let hasName = context.model.entity(named: destination)?.attribute(named: nameKey) != nil
+        if hasName {
+            let request = FetchRequest(entityName: destination, predicate: .compare(nameKey, .in, names))
+            for object in try context.fetch(request) {
+                if case .string(let name) = object.primitiveValue(forKey: nameKey) { byName[name] = object }
+            }
+        }
+        let made = try names.map { name -> ManagedObject in
+            if let found = byName[name] { return found }
+            let group = try context.insertNewObject(forEntityName: destination)
+            if hasName { try group.setValue(name, forKey: nameKey) }
+            return group
+        }
+        objects = made
+        return made
+    }
+
+    /// After a reset: the objects belong to no context any more.
+    func forget() { objects = nil }
 }
 
 final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on its own thread

@@ -132,12 +132,13 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         public var parallel: Int
         /// Chunks per second, or unlimited.
         public var rate: Rate
-        /// Reset the importing context after each chunk (Ambar's way), or keep one context for every chunk and
-        /// never reset it.
-        public var reset: Bool = true
-        /// New records per group: each chunk's inserts are linked to new objects of the entity's to-one
-        /// relationship's destination (a record and its group hold each other), 0 for none.
-        public var groupSize: Int = 0
+        /// The importing context's lifetime (issue 19 item 5).
+        public var reset: ImportReset = .afterChunk
+        /// Chunks per save: the context saves after every `saveEvery` chunks and after the last.
+        public var saveEvery: Int = 1
+        /// Groups each new record is linked to, one of them by its key, through the entity's first to-one
+        /// relationship (a record and its group hold each other in a context that keeps them); 0 for none.
+        public var groups: Int = 0
     }
     public struct Viewer: Sendable, Codable, Equatable {
         /// Rows on screen: the default ``window`` and the importers' hot set.
@@ -210,4 +211,13 @@ public enum ControllerEvaluation: String, Sendable, Codable, CaseIterable {
     /// Not Core Data: merged faults evaluated in bulk queries and the results trimmed to the limit, to show what
     /// a smarter controller would save.
     case batched
+}
+
+/// How long an importer's context lives (workbench `importer.reset`).
+public enum ImportReset: String, Sendable, Codable, CaseIterable {
+    /// A fresh context for each save, reset after it (Ambar's way, and the default).
+    case afterChunk
+    /// One context for the actor's whole life, saved after every chunk (or `saveEvery`) and never reset: the
+    /// classic import that grows.
+    case never
 }

@@ -348,6 +348,9 @@ struct Reader {
     }
 
     /// The viewer's fetch request (issue 18 rule 23): every key it names must be in the scenario's entity.
+    /// What one imported object costs in memory until its save is done, for bounding a save by this machine.
+    static let bytesPerImportedObject = 2048.0
+
     func viewerRequest(_ node: Node, model: ModelSpec) throws -> ViewerRequest {
         _ = try keys(node, allowed: ["predicate", "sort", "sectionKey", "fetchLimit", "fetchBatchSize"])
         let file = model.entities ?? ScenarioLoader.workloadModel
@@ -461,24 +464,37 @@ struct Reader {
         }
         switch kind {
         case "importer":
-            _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "distribution", "parallel", "rate", "reset", "groupSize"])
-            let groupSize = try opt("groupSize", { try int($0, min: 0, max: 1_000_000) }, 0)
-            if groupSize > 0 {
+            _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "distribution", "parallel", "rate", "reset", "saveEvery", "groups"])
+            let groups = try opt("groups", { try int($0, min: 0, max: 1_000_000) }, 0)
+            if groups > 0 {
                 let file = model.entities ?? ScenarioLoader.workloadModel
                 let entity = file.entities.first { $0.name == model.entity }
                 guard entity?.relationships?.contains(where: { !($0.toMany ?? false) }) == true else {
-                    throw fail(child(settings, "groupSize")!, "\(model.entity) has no to-one relationship to link records to groups through")
+                    throw fail(child(settings, "groups")!, "\(model.entity) has no to-one relationship to link records to groups through")
                 }
             }
+            let objects = try opt("objects", { try int($0, min: 0, max: 100_000_000) }, 1000)
+            let chunkSize = try opt("chunkSize", { try int($0, min: 1, max: 100_000_000) }, 500)
+            let saveEvery = try opt("saveEvery", { try int($0, min: 1, max: 100_000_000) }, 1)
+            // One save holds its objects in memory until it is done: bound what one save carries by this machine's
+            // memory (about 2 KB an object, registry, snapshot and row cache together), not by a fixed number.
+            let perSave = min(objects, chunkSize.multipliedReportingOverflow(by: saveEvery).overflow ? Int.max : chunkSize * saveEvery)
+            let bytes = Double(perSave) * Self.bytesPerImportedObject
+            let budget = Double(ProcessInfo.processInfo.physicalMemory) / 2
+            if bytes > budget {
+                throw fail(child(settings, "chunkSize") ?? child(settings, "objects") ?? settings,
+                           "one save would hold \(perSave) objects, about \(Int(bytes / 1e9)) GB at 2 KB each: more than half of this machine's \(Int(Double(ProcessInfo.processInfo.physicalMemory) / 1e9)) GB (lower chunkSize or saveEvery)")
+            }
             var importer = ActorSpec.Importer(
-                objects: try opt("objects", { try int($0, min: 0, max: 100_000_000) }, 1000),
-                chunkSize: try opt("chunkSize", { try int($0, min: 1, max: 1_000_000) }, 500),
+                objects: objects,
+                chunkSize: chunkSize,
                 updateFraction: try opt("updateFraction", { try double($0, min: 0, max: 1) }, 0),
                 distribution: try opt("distribution", { try choice($0, Distribution.self) }, .uniform),
                 parallel: try opt("parallel", { try int($0, min: 1, max: 16) }, 1),
                 rate: try opt("rate", rate, .unlimited))
-            importer.reset = try opt("reset", bool, true)
-            importer.groupSize = groupSize
+            importer.reset = try opt("reset", { try choice($0, ImportReset.self) }, .afterChunk)
+            importer.saveEvery = saveEvery
+            importer.groups = groups
             return .importer(importer)
         case "viewer":
             _ = try keys(settings, allowed: ["visibleObjects", "readOnly", "frameRate", "window", "frc", "request"])
