@@ -157,4 +157,18 @@ struct CostFidelityTests {
         }
         for rule in CostRule.catalog { #expect(!rule.statement.isEmpty && !rule.figures.isEmpty) }
     }
+
+    @Test("Issue 19 item 11: each variant's resident memory is measured from its own start, after the previous variant's freed pages were returned")
+    func memoryFromTheVariantsOwnStart() throws {
+        guard MemoryProbe.isAvailable else { return }  // built without jemalloc (make tsan)
+        let first = try Self.run([])
+        let second = try Self.run([])
+        for r in [first, second] {
+            let start = try #require(r.value("memoryResident", "value", label: "start"), "the start is measured after a purge")
+            let growth = try #require(r.value("memoryResident", "peak", label: "growth"))
+            let peak = try #require(r.value("memoryResident", "peak"))
+            #expect(start > 0 && growth >= 0)
+            #expect(abs(start + growth - peak) < 1 || growth == 0)
+        }
+    }
 }

@@ -94,7 +94,7 @@ enum HTMLReport {
 
         html += "<h2>Merge latency percentiles</h2>\n<div class=\"card\">\(curveChart(results))</div>\n"
         let hostNote = results.contains { $0.mode == ExecutionMode.simulated.rawValue } ? " A host figure: this machine's allocator, not the device's, and not exact from run to run; the time axis is virtual." : ""
-        html += "<h2>Memory over time</h2>\n<p class=\"sub\">jemalloc allocated bytes (less thread caches) above each variant's first sample; variants run one after another in one process.\(hostNote)</p>\n<div class=\"card\">\(memoryChart(results))</div>\n"
+        html += "<h2>Memory over time</h2>\n<p class=\"sub\">jemalloc allocated bytes (less thread caches) above each variant's first sample. Variants run one after another in one process: each one is measured from its own start, after jemalloc returned the pages the previous variant freed (an arena purge); its resident memory at that start and its growth above it are <code>memoryResident.value[start]</code> and <code>memoryResident.peak[growth]</code> in metrics.csv (<code>memoryResident.peak</code> is the process's).\(hostNote)</p>\n<div class=\"card\">\(memoryChart(results))</div>\n"
 
         html += "<h2>Conflicts by layer and policy outcome</h2>\n<table><tr><th class=\"l\">variant</th><th class=\"l\">series</th><th>count</th></tr>\n"
         for r in results {

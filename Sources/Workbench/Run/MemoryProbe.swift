@@ -42,6 +42,14 @@ public enum MemoryProbe {
         return Reading(allocated: allocated.map { max(0, $0 - tcache) }, resident: read("stats.resident") ?? residentFromProc())
     }
 
+    /// Returns every arena's unused dirty pages to the system (jemalloc `arena.<all>.purge`), so that a variant's
+    /// resident memory starts from what is live, not from what the previous variant freed. False when jemalloc
+    /// does not answer.
+    @discardableResult
+    public static func purge() -> Bool {
+        "arena.4096.purge".withCString { mallctl($0, nil, nil, nil, 0) } == 0
+    }
+
     /// Bytes the calling thread has allocated and freed so far.
     public static func threadTotals() -> (allocated: Int64, freed: Int64)? {
         guard let a = read64("thread.allocated"), let f = read64("thread.deallocated") else { return nil }

@@ -113,6 +113,10 @@ public struct VariantRunner {
 
     func run(simulation: Scheduler?) throws -> VariantResult {
         let wallStart = DispatchTime.now().uptimeNanoseconds
+        // Issue 19 item 11: variants run one after another in one process; each one's memory is measured from its
+        // own start, once the previous variant's freed pages went back to the system.
+        let purged = MemoryProbe.purge()
+        let startReading = MemoryProbe.reading()
         let runStart = Clock.now()
         let directory = workDirectory.appendingPathComponent("variant-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -340,7 +344,13 @@ public struct VariantRunner {
             host.append(MetricRow("memoryAllocated", "peak", Double(max(0, max(peakAllocated, allocatedSeries.max()!) - start)), "bytes"))
             host.append(MetricRow("memoryAllocated", "value", Double(max(0, allocatedSeries.last! - start)), "bytes"))
         }
-        if let resident = readings.compactMap(\.resident).max() { host.append(MetricRow("memoryResident", "peak", Double(resident), "bytes")) }
+        if let resident = readings.compactMap(\.resident).max() {
+            host.append(MetricRow("memoryResident", "peak", Double(resident), "bytes"))
+            if let start = startReading.resident {
+                host.append(MetricRow("memoryResident", "value", Double(start), "bytes", label: purged ? "start" : "start:notPurged"))
+                host.append(MetricRow("memoryResident", "peak", Double(max(0, resident - start)), "bytes", label: "growth"))
+            }
+        }
         if threadAllocated > 0 {
             host.append(MetricRow("threadAllocated", "total", Double(threadAllocated), "bytes"))
             host.append(MetricRow("threadFreed", "total", Double(threadFreed), "bytes"))
