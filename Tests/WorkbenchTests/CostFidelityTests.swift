@@ -171,4 +171,63 @@ struct CostFidelityTests {
             #expect(abs(start + growth - peak) < 1 || growth == 0)
         }
     }
+
+    @Test("Issue 19 item 4: an entity with no integer id imports, is viewed and edited; values follow model.values (string lengths, number ranges)")
+    func entityWithoutAnIntegerID() throws {
+        let yaml = """
+            name: notes
+            model:
+              entities:
+                - { name: Note, attributes: [{ name: title, type: string }, { name: body, type: string }, { name: score, type: double, optional: false, defaultValue: 0 }, { name: stars, type: integer16, optional: false, defaultValue: 0 }, { name: tag, type: uuid }] }
+              entity: Note
+              fields: [title, score]
+              values: { title: { length: 12 }, body: { length: 200 }, score: { min: 1, max: 5 }, stars: { min: 0, max: 3 } }
+            stack: { topology: ambar }
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 100, chunkSize: 50 }
+              - name: run
+                duration: 300ms
+                actors:
+                  - viewer: { visibleObjects: 10 }
+                  - editor: { rate: 10/s, edits: 2 }
+                  - importer: { objects: 100, chunkSize: 50 }
+              - name: verify
+            """
+        let scenario = try #require(try ScenarioLoader.load(text: yaml, file: "notes.yaml").variants.first)
+        #expect(scenario.model.idKey == nil && scenario.model.sortKey == "title")
+        let r = try runVariant(scenario)
+        #expect(r.counters["rowsInserted"] == 200)
+        #expect(r.oracle.lostUpdates == 0)
+        #expect((r.counters["saves"] ?? 0) > 4, "the editor saved too")
+        // The importer's values follow their specs: every title 12 characters, every score in 1...5.
+        var w = ValueCheck(scenario: scenario)
+        for _ in 0..<50 {
+            let title = w.value("title", .string) as? String ?? ""
+            let body = w.value("body", .string) as? String ?? ""
+            let score = w.value("score", .double) as? Double ?? -1
+            let stars = w.value("stars", .integer16) as? Int16 ?? -1
+            #expect(title.count == 12 && body.count == 200)
+            #expect((1...5).contains(score) && (0...3).contains(stars))
+        }
+        // Actors that pick records by number are refused for such an entity, naming the actor.
+        let withWriter = yaml.replacingOccurrences(of: "- editor: { rate: 10/s, edits: 2 }", with: "- writer: { rate: 5/s }")
+        do {
+            _ = try ScenarioLoader.load(text: withWriter, file: "notes.yaml")
+            Issue.record("a writer was accepted")
+        } catch let error as ScenarioError {
+            #expect(error.description.contains("phases.run.writer") && error.description.contains("has none"))
+        }
+    }
+}
+
+/// Draws values the way the importer does, for checking `model.values` without a run.
+struct ValueCheck {
+    let scenario: Scenario
+    var rng = SeededGenerator(seed: 1)
+    init(scenario: Scenario) { self.scenario = scenario }
+    mutating func value(_ field: String, _ type: AttributeType) -> Any {
+        Workload.value(for: type, spec: scenario.model.values[field], actor: "check", op: 0, rng: &rng)
+    }
 }

@@ -116,8 +116,8 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                         let groupObjects = try groups?.objects(in: current)
                         for key in newKeys {
                             let object = try current.insertNewObject(forEntityName: w.entity.name)
-                            try object.setValue(key, forKey: w.idKey)
-                            for (field, type) in w.fieldTypes { try object.setValue(w.value(for: type, actor: name, op: k, rng: &valueRNG), forKey: field) }
+                            if let idKey = w.idKey { try object.setValue(key, forKey: idKey) }
+                            for (field, type) in w.importedFields { try object.setValue(w.value(for: type, field: field, actor: name, op: k, rng: &valueRNG), forKey: field) }
                             if let groups, let groupObjects {
                                 try object.setValue(groupObjects[Int(key % Int64(groups.count))], forKey: groups.relationship.name)
                             }
@@ -365,7 +365,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                     switch spec.kind {
                     case .insert:
                         guard let keys = w.allocateKeys(spec.size) else { return }
-                        let rows: [[String: Any]] = keys.map { [w.idKey: $0] }
+                        let rows: [[String: Any]] = keys.map { [w.idKey!: $0] }
                         var request = BatchInsertRequest(entityName: w.entity.name, objects: rows)
                         request.resultType = .objectIDs
                         changes.inserted = Set(try context.execute(request).objectIDs ?? [])
@@ -373,7 +373,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                     case .update:
                         let keys = rng.keys(spec.size, in: w.existingKeys, .uniform, hot: 0)
                         guard !keys.isEmpty, let (field, type) = w.fieldTypes.last else { return }
-                        var request = BatchUpdateRequest(entityName: w.entity.name, predicate: .in(w.idKey, keys.map { $0 as Any }),
+                        var request = BatchUpdateRequest(entityName: w.entity.name, predicate: .in(w.idKey!, keys.map { $0 as Any }),
                                                          propertiesToUpdate: [field: w.value(for: type, actor: name, op: k, rng: &rng)])
                         request.resultType = .objectIDs
                         changes.updated = Set(try context.execute(request).objectIDs ?? [])
@@ -382,7 +382,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                     case .delete:
                         let keys = rng.keys(spec.size, in: w.existingKeys, .uniform, hot: 0).filter { $0 > Int64(w.viewerCount) }
                         guard !keys.isEmpty else { return }
-                        var request = BatchDeleteRequest(fetchRequest: FetchRequest(entityName: w.entity.name, predicate: .in(w.idKey, keys.map { $0 as Any })))
+                        var request = BatchDeleteRequest(fetchRequest: FetchRequest(entityName: w.entity.name, predicate: .in(w.idKey!, keys.map { $0 as Any })))
                         request.resultType = .objectIDs
                         changes.deleted = Set(try context.execute(request).objectIDs ?? [])
                         w.markBatchTouched(keys)

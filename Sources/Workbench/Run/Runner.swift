@@ -262,7 +262,7 @@ public struct VariantRunner {
                 var fields: [String: String] = [:]
                 for (field, _) in workload.fieldTypes { fields[field] = object.primitiveValue(forKey: field).description }
                 finalRows[key] = (object.snapshotVersion, fields)
-                if case .integer(let id) = object.primitiveValue(forKey: workload.idKey) {
+                if let idKey = workload.idKey, case .integer(let id) = object.primitiveValue(forKey: idKey) {
                     idCounts[id, default: 0] += 1
                     keysByID[id, default: []].append(key)
                 }

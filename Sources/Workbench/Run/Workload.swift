@@ -67,7 +67,14 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         viewerCount = scenario.phases.flatMap(\.actors).compactMap { if case .viewer(let v) = $0 { return v.visibleObjects } else { return nil } }.max() ?? 20
     }
 
-    var idKey: String { scenario.model.idKey }
+    /// The integer id attribute; nil when the entity has none (the loader then refuses actors that need it).
+    var idKey: String? { scenario.model.idKey }
+    /// Attributes the importer sets on a new record: the edited fields, then those `model.values` names.
+    var importedFields: [(String, AttributeType)] {
+        fieldTypes + scenario.model.values.keys.sorted().filter { key in !fieldTypes.contains { $0.0 == key } }.compactMap { key in
+            entity.attribute(named: key).map { (key, $0.type) }
+        }
+    }
     var existingKeys: Int64 { maxKey.withLock { $0 } }
 
     /// Reserves `n` new unique ids.
@@ -88,8 +95,29 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
     func markBatchTouched<S: Sequence>(_ keys: S) where S.Element == Int64 { batchTouched.withLock { $0.formUnion(keys) } }
     var batchTouchedKeys: Set<Int64> { batchTouched.withLock { $0 } }
 
-    /// A deterministic value for a field, from the actor and its operation number.
-    func value(for type: AttributeType, actor: String, op: Int, rng: inout SeededGenerator) -> Any {
+    /// A deterministic value for a field, from the actor and its operation number; `model.values` shapes it.
+    func value(for type: AttributeType, field: String? = nil, actor: String, op: Int, rng: inout SeededGenerator) -> Any {
+        Self.value(for: type, spec: field.flatMap { scenario.model.values[$0] }, actor: actor, op: op, rng: &rng)
+    }
+
+    /// The value of ``value(for:field:actor:op:rng:)`` for a given spec.
+    static func value(for type: AttributeType, spec: ValueSpec?, actor: String, op: Int, rng: inout SeededGenerator) -> Any {
+        if let spec {
+            if let length = spec.length {
+                let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789 ")
+                return String((0..<length).map { _ in letters[Int.random(in: 0..<letters.count, using: &rng)] })
+            }
+            if let lo = spec.min, let hi = spec.max {
+                let x = lo == hi ? lo : Double.random(in: lo...hi, using: &rng)
+                switch type {
+                case .integer16: return Int16(x.rounded())
+                case .integer32: return Int32(x.rounded())
+                case .integer64: return Int64(x.rounded())
+                case .decimal: return Decimal(x)
+                default: return x
+                }
+            }
+        }
         switch type {
         case .string: return "\(actor)-\(op)-\(UInt16.random(in: 0...UInt16.max, using: &rng))"
         case .double, .float: return Double(Int.random(in: 0...1_000_000, using: &rng)) / 100
@@ -99,7 +127,10 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         case .integer64: return Int64(Int.random(in: 0...1_000_000, using: &rng))
         case .boolean: return Bool.random(using: &rng)
         case .date: return Date(timeIntervalSinceReferenceDate: Double(op))
-        case .uuid: return UUID()
+        case .uuid:
+            // From the seeded generator, not UUID(): the same run stores the same values.
+            let (a, b) = (rng.next(), rng.next())
+            return UUID(uuid: withUnsafeBytes(of: (a, b)) { raw in raw.load(as: uuid_t.self) })
         case .uri: return URL(string: "https://example.invalid/\(actor)/\(op)")!
         case .binaryData: return Data([UInt8(op & 0xff)])
         }
@@ -152,6 +183,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         for start in stride(from: 0, to: keys.count, by: 500) {
             let chunk = Array(keys[start..<min(start + 500, keys.count)])
             // Sorted, so each key gets the same generated value on every run.
+            let idKey = self.idKey!  // the loader refuses actors that pick records by number without one
             var request = FetchRequest(entityName: entity.name, predicate: .in(idKey, chunk.map { $0 as Any }), sortDescriptors: [ObjectSortDescriptor(idKey)])
             request.returnsObjectsAsFaults = false
             objects += try context.fetch(request)

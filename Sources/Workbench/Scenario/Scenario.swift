@@ -33,13 +33,33 @@ public struct ModelSpec: Sendable, Codable, Equatable {
     /// A shipped model's name (`workload`), or nil with inline entities.
     public var name: String?
     public var entities: ModelFile?
-    /// The entity actors import, view and edit (it needs a unique integer `idKey`).
+    /// The entity actors import, view and edit.
     public var entity: String
-    public var idKey: String
+    /// A unique integer attribute the workbench numbers records by (nil: the entity has none; then imports only
+    /// insert, and actors that pick records by number are refused).
+    public var idKey: String?
     /// Attributes editors and writers change (strings or numbers).
     public var fields: [String]
     /// Attribute the viewer sorts by.
     public var sortKey: String
+    /// How the importer generates values, by attribute (issue 19 item 4): string lengths, number ranges. Attributes
+    /// named here are set on every new record, beside `fields`.
+    public var values: [String: ValueSpec] = [:]
+}
+
+/// How values of one attribute are generated (workbench `model.values`).
+public struct ValueSpec: Sendable, Codable, Equatable {
+    /// Strings: this many characters.
+    public var length: Int?
+    /// Numbers: drawn uniformly from `min...max`.
+    public var min: Double?
+    public var max: Double?
+
+    public init(length: Int? = nil, min: Double? = nil, max: Double? = nil) {
+        self.length = length
+        self.min = min
+        self.max = max
+    }
 }
 
 /// How a scenario runs (Docs/simulation.md).

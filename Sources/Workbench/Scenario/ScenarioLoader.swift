@@ -309,7 +309,7 @@ struct Reader {
             guard s == "workload" else { throw fail(node, "expected a shipped model (workload) or a mapping with entities") }
             return spec
         }
-        _ = try keys(node, allowed: ["name", "entities", "entity", "idKey", "fields", "sortKey"])
+        _ = try keys(node, allowed: ["name", "entities", "entity", "idKey", "fields", "sortKey", "values"])
         if let n = child(node, "name") {
             let s = try string(n)
             guard s == "workload" else { throw fail(n, "expected a shipped model name (workload), found '\(s)'") }
@@ -329,25 +329,68 @@ struct Reader {
             }
         }
         if let n = child(node, "entity") { spec.entity = try string(n) }
-        if let n = child(node, "idKey") { spec.idKey = try string(n) }
-        if let n = child(node, "sortKey") { spec.sortKey = try string(n) }
-        if let n = child(node, "fields") { spec.fields = try list(n).map(string) }
         // The entity and keys must exist in the model.
         let file = spec.entities ?? ScenarioLoader.workloadModel
         guard let entity = file.entities.first(where: { $0.name == spec.entity }) else {
             throw fail(child(node, "entity") ?? node, "no entity named '\(spec.entity)' in the model")
         }
         let attributes = Dictionary((entity.attributes ?? []).map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
-        guard let idType = attributes[spec.idKey], [.integer16, .integer32, .integer64].contains(idType) else {
-            throw fail(child(node, "idKey") ?? node, "'\(spec.idKey)' must be an integer attribute of \(spec.entity)")
+        let integers: Set<AttributeType> = [.integer16, .integer32, .integer64]
+        // Issue 19 item 4: an entity need not have an integer id. Without `idKey`, `id` is used when it is an
+        // integer attribute; otherwise the records have no number.
+        if let n = child(node, "idKey") {
+            let key = try string(n)
+            guard let type = attributes[key], integers.contains(type) else {
+                throw fail(n, "'\(key)' must be an integer attribute of \(spec.entity)")
+            }
+            spec.idKey = key
+        } else {
+            spec.idKey = attributes["id"].map(integers.contains) == true ? "id" : nil
         }
-        for f in spec.fields + [spec.sortKey] where attributes[f] == nil {
+        if let n = child(node, "fields") {
+            spec.fields = try list(n).map(string)
+        } else if spec.entities != nil {
+            // An inline entity: editors change its string and number attributes (its id aside).
+            spec.fields = (entity.attributes ?? []).filter { $0.name != spec.idKey && [.string, .double, .float, .integer16, .integer32, .integer64].contains($0.type) }.map(\.name)
+        }
+        if let n = child(node, "sortKey") {
+            spec.sortKey = try string(n)
+        } else if spec.idKey == nil {
+            spec.sortKey = spec.fields.first ?? (entity.attributes?.first?.name ?? "")
+        }
+        for f in spec.fields where attributes[f] == nil {
             throw fail(child(node, "fields") ?? node, "'\(f)' is not an attribute of \(spec.entity)")
+        }
+        if attributes[spec.sortKey] == nil {
+            throw fail(child(node, "sortKey") ?? node, "'\(spec.sortKey)' is not an attribute of \(spec.entity) (the viewer sorts by it)")
+        }
+        if let n = child(node, "values") {
+            guard case .map(let pairs, _) = n.tree else { throw fail(n, "expected a mapping of attribute names to { length } or { min, max }") }
+            for pair in pairs {
+                let item = Node(tree: pair.value, path: "\(n.path).\(pair.key)")
+                guard let type = attributes[pair.key] else { throw fail(item, "'\(pair.key)' is not an attribute of \(spec.entity)") }
+                var value = ValueSpec()
+                switch type {
+                case .string:
+                    _ = try keys(item, allowed: ["length"], required: ["length"])
+                    value.length = try int(child(item, "length")!, min: 0, max: 1_000_000)
+                case .double, .float, .decimal, .integer16, .integer32, .integer64:
+                    _ = try keys(item, allowed: ["min", "max"], required: ["min", "max"])
+                    let lo = try double(child(item, "min")!), hi = try double(child(item, "max")!)
+                    guard lo.isFinite, hi.isFinite, lo <= hi else { throw fail(item, "expected finite min <= max, found \(lo)...\(hi)") }
+                    let limit: Double? = type == .integer16 ? Double(Int16.max) : type == .integer32 ? Double(Int32.max) : type == .integer64 ? 9e15 : nil
+                    if let limit, lo < -limit || hi > limit { throw fail(item, "\(pair.key) is \(type): the range must lie within ±\(Int64(limit))") }
+                    value.min = lo
+                    value.max = hi
+                default:
+                    throw fail(item, "values can be given for string and number attributes; \(pair.key) is \(type)")
+                }
+                spec.values[pair.key] = value
+            }
         }
         return spec
     }
 
-    /// The viewer's fetch request (issue 18 rule 23): every key it names must be in the scenario's entity.
     /// What one imported object costs in memory until its save is done, for bounding a save by this machine.
     static let bytesPerImportedObject = 2048.0
 
@@ -462,6 +505,11 @@ struct Reader {
         func opt<T>(_ key: String, _ read: (Node) throws -> T, _ fallback: T) throws -> T {
             try child(settings, key).map(read) ?? fallback
         }
+        // Issue 19 item 4: actors that pick records by number need the entity's integer id.
+        func needsID(_ what: String) throws {
+            guard model.idKey == nil else { return }
+            throw fail(body, "\(what) picks records by their integer id, and \(model.entity) has none (give the model an idKey)")
+        }
         switch kind {
         case "importer":
             _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "distribution", "parallel", "rate", "reset", "saveEvery", "groups"])
@@ -492,6 +540,7 @@ struct Reader {
                 distribution: try opt("distribution", { try choice($0, Distribution.self) }, .uniform),
                 parallel: try opt("parallel", { try int($0, min: 1, max: 16) }, 1),
                 rate: try opt("rate", rate, .unlimited))
+            if importer.updateFraction > 0 { try needsID("an importer with updateFraction") }
             importer.reset = try opt("reset", { try choice($0, ImportReset.self) }, .afterChunk)
             importer.saveEvery = saveEvery
             importer.groups = groups
@@ -513,14 +562,17 @@ struct Reader {
                                  saveViewContext: try opt("saveViewContext", bool, true)))
         case "temporary":
             _ = try keys(settings, allowed: ["rate", "edits", "save"])
+            try needsID("a temporary context")
             return .temporary(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", { try int($0, min: 1, max: 10_000) }, 1),
                                     save: try opt("save", bool, false)))
         case "writer":
             _ = try keys(settings, allowed: ["rate", "edits", "distribution"])
+            try needsID("a writer")
             return .writer(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", { try int($0, min: 1, max: 10_000) }, 1),
                                  distribution: try opt("distribution", { try choice($0, Distribution.self) }, .hotspot)))
         case "batch":
             _ = try keys(settings, allowed: ["kind", "rate", "size", "mergeBy"])
+            try needsID("a batch request")
             return .batch(.init(kind: try opt("kind", { try choice($0, ActorSpec.Batch.Kind.self) }, .update),
                                 rate: try opt("rate", rate, .perSecond(1)), size: try opt("size", { try int($0, min: 1, max: 1_000_000) }, 100),
                                 mergeBy: try opt("mergeBy", { try choice($0, ActorSpec.Batch.MergeBy.self) }, .ids)))
