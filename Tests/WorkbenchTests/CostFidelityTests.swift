@@ -220,6 +220,18 @@ struct CostFidelityTests {
             #expect(error.description.contains("phases.run.writer") && error.description.contains("has none"))
         }
     }
+
+    @Test("Issue 19 item 9: every variant, simulated or real, reports the main queue's whole busy time and its longest single block")
+    func mainQueueTotalsInBothModes() throws {
+        for mode in ["simulated", "real"] {
+            let r = try Self.run(["mode=\(mode)", "stack.topology=nested"])
+            let total = try #require(r.value("mainBusy", "total"), "\(mode)")
+            let stall = try #require(r.value("mainStall", "max"), "\(mode)")
+            #expect(total > 0 && stall > 0 && stall <= total + 1e-9, "\(mode): busy \(total) ms, stall \(stall) ms")
+            // The nested stack's pushes and parent saves are in it.
+            #expect((r.value("mainBusy", "total", label: "push") ?? 0) + (r.value("mainBusy", "total", label: "save") ?? 0) > 0, "\(mode)")
+        }
+    }
 }
 
 /// Draws values the way the importer does, for checking `model.values` without a run.

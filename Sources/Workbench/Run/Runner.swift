@@ -371,8 +371,10 @@ public struct VariantRunner {
             rows.append(MetricRow("mainBlocks", "count", Double(queue.blocks), "count"))
             rows.append(MetricRow("runTime", "value", runSeconds, "s"))
         } else {
-            // Real mode: the main queue's wall time over every block, to set beside a simulated run.
+            // Real mode: the main queue's wall time over every block, to set beside a simulated run, and its
+            // longest block of any kind (issue 19 item 9).
             rows.append(MetricRow("mainBusy", "total", Double(mainState.busyNanos) / 1e6, "ms"))
+            if let longest = main.stats.blocks.rows("mainStall").first(where: { $0.statistic == "max" }) { rows.append(longest) }
             for kind in MainBlockKind.allCases {
                 rows.append(MetricRow("mainBusy", "total", Double(mainState.busyByKind[kind.rawValue] ?? 0) / 1e6, "ms", label: kind.rawValue))
             }
