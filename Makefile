@@ -4,6 +4,7 @@
 #   make scenarios  every shipped scenario in Scenarios/
 #   make compare    merge policies × topologies side by side (Scenarios/policy-comparison.yaml)
 #   make capacity   chunk size × visible-set grid: where the main queue first misses a 60 Hz frame
+#   make published  the published Core Data measurements replayed (Scenarios/published/): ours beside each, and whether its direction holds
 #   make ci         the regression gate against Scenarios/baselines/ci.json (exact on deterministic counters)
 #   make baseline   record a new CI baseline
 #   make report     rebuild Reports/index.html
@@ -19,7 +20,7 @@ APT_PACKAGES := libsqlite3-dev libjemalloc-dev pkg-config sqlite3
 BENCH := .build/$(CONFIG)/ambar-bench
 DEFAULT_SCENARIOS := Scenarios/thousands-of-imports.yaml Scenarios/conflict-storm.yaml Scenarios/read-only-view.yaml
 
-.PHONY: run test scenarios compare capacity ci baseline report build deps bench-tool clean bench bench-quick crash-test fuzz tsan
+.PHONY: run test scenarios compare capacity published ci baseline report build deps bench-tool clean bench bench-quick crash-test fuzz tsan
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -44,6 +45,9 @@ scenarios: bench-tool
 
 compare: bench-tool
 	$(BENCH) run Scenarios/policy-comparison.yaml --progress
+
+published: bench-tool
+	$(BENCH) run Scenarios/published/*.yaml --progress
 
 capacity: bench-tool
 	$(BENCH) run Scenarios/capacity.yaml --progress

@@ -105,6 +105,7 @@ func report(_ outcomes: [Suite.Outcome]) -> Int32 {
             let p99 = r.value("mergeLatency", "p99").map { String(format: "%.2f ms", $0) } ?? "–"
             print("  \(r.variant) #\(r.repetition) [\(r.topology), view \(r.policies["view"] ?? "?")]: oracle \(r.oracle.verdict.rawValue); mergeLatency p99 \(p99); \(r.oracle.summary)")
         }
+        for line in outcome.published?.lines ?? [] { print("  \(line)") }
         for f in outcome.failures { print("FAILED: \(f)") }
         failed = failed || !outcome.failures.isEmpty
     }

@@ -46,6 +46,7 @@ enum HTMLReport {
         html += "<p><span class=\"verdict \(overall)\">\(overall.uppercased())</span> &nbsp; \(results.count) variant run(s), seed \(manifest.seed), \(escape(manifest.generatedAt))</p>\n"
 
         html += modeSection(results, manifest: manifest)
+        html += publishedSection(manifest.published)
 
         html += "<h2>Verdict and thresholds</h2>\n"
         let thresholdRows = results.flatMap { r in r.thresholds.map { (r, $0) } }
@@ -203,6 +204,27 @@ enum HTMLReport {
             html += "<td>\(r.value("frcObjects", "value").map(fmt) ?? "–") / \(r.value("frcObjects", "peak").map(fmt) ?? "–")</td></tr>\n"
         }
         return html + "</table></div>\n"
+    }
+
+    /// The publication a scenario replays: its result and source, ours beside it, and whether each direction holds.
+    static func publishedSection(_ p: PublishedComparison?) -> String {
+        guard let p else { return "" }
+        var html = "<h2>Published result</h2>\n<p>\(escape(p.result)) <span class=\"sub\">(\(escape(p.source)))</span></p>\n"
+        if let f = p.figure {
+            let ours = f.ours.map(fmt) ?? "–"
+            let ratio = f.ratio.map { String(format: "%.2f×", $0) } ?? "–"
+            html += "<table><tr><th class=\"l\">figure</th><th>published</th><th>ours</th><th>ours / published</th></tr>\n"
+            html += "<tr><td>\(escape(f.unit))</td><td>\(fmt(f.published))</td><td>\(ours)</td><td>\(ratio)</td></tr></table>\n"
+            if p.profileFittedToIt { html += "<p class=\"sub\">The cost profile was fitted to this result: the figure agreeing proves little; the directions still count.</p>\n" }
+        }
+        if !p.directions.isEmpty {
+            html += "<table><tr><th class=\"l\">direction the publication shows</th><th>larger side</th><th>smaller side</th><th class=\"l\">here</th></tr>\n"
+            for d in p.directions {
+                html += "<tr><td class=\"l\" style=\"white-space:normal\">\(escape(d.claim))</td><td>\(d.larger.map(fmt) ?? "–")</td><td>\(d.smaller.map(fmt) ?? "–")</td><td class=\"l \(d.holds ? "ok" : "bad")\">\(d.holds ? "holds" : "does not hold")</td></tr>\n"
+            }
+            html += "</table>\n"
+        }
+        return html
     }
 
     /// The Core Data behaviours the figures rest on, with their confidence (issue 18 rule 23).

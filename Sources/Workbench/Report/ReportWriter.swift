@@ -13,6 +13,8 @@ public struct Manifest: Sendable, Codable, Equatable {
     public var environment: [String: String]
     /// The cost profile of a simulated run (nil in real mode).
     public var profile: ProfileSummary? = nil
+    /// How the run compares with the publication the scenario replays (`published:`).
+    public var published: PublishedComparison? = nil
 }
 
 /// What a report says of the cost profile a simulated run used.

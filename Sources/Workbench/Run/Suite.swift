@@ -19,6 +19,8 @@ public struct Suite {
         public var results: [VariantResult]
         /// Threshold misses and oracle failures, for the exit code.
         public var failures: [String]
+        /// The comparison with a published result (a finding, not a failure: it changes no exit code).
+        public var published: PublishedComparison? = nil
     }
 
     /// Validates every file first (nothing runs on bad input), then runs each file's variants.
@@ -52,11 +54,12 @@ public struct Suite {
                 scenario: first.name, description: first.description, seed: first.seed, runID: runID,
                 generatedAt: ISO8601DateFormatter().string(from: Date()), resolvedScenario: file.resolvedYAML, overrides: options.overrides,
                 variants: results.count, environment: ReportWriter.environment(),
-                profile: first.mode == .simulated ? (try? CostProfile.load(first.profile)).map(ProfileSummary.init) : nil)
+                profile: first.mode == .simulated ? (try? CostProfile.load(first.profile)).map(ProfileSummary.init) : nil,
+                published: first.published.map { PublishedComparison.evaluate($0, results: results) })
             var events: [String: [WriteEvent]] = [:]
             for r in results { events["\(r.variant)#\(r.repetition)"] = r.events }
             let folder = try ReportWriter.write(results: results, manifest: manifest, events: events, reportsRoot: options.reportsRoot)
-            outcomes.append(Outcome(folder: folder, results: results, failures: failures(results)))
+            outcomes.append(Outcome(folder: folder, results: results, failures: failures(results), published: manifest.published))
         }
         return outcomes
     }
