@@ -142,6 +142,30 @@ struct CLITests {
         #expect(summary.split(separator: "\n").count == 3)
     }
 
+    // Issue 19 item 3 through the CLI: `viewer.scroll` and `viewer.frames` as keys of a scenario run by ambar-bench.
+    @Test("Issue 19 item 3: ambar-bench runs a scrolling viewer and a frames-only one; a data key beside frames: only is bad input naming the field")
+    func viewerScrollAndFramesKeys() throws {
+        let ws = try Self.workspace()
+        let sweep = try bench(["sweep", "tiny.yaml", "--vary", "phases.run.viewer.scroll=0,1000", "--out", "out"], in: ws.url)
+        #expect(sweep.status == 0, "stdout: \(sweep.stdout)\nstderr: \(sweep.stderr)")
+        let folder = "out/tiny/\(try #require(Self.runFolders(ws).first))"
+        let metrics = try String(contentsOf: ws.file("\(folder)/metrics.csv"), encoding: .utf8).split(separator: "\n")
+        func storeFaults(_ variant: String) -> Double? {
+            let prefix = "tiny,\(variant),1,faultsFulfilled,count,\"queue=main,source=rowCache\","
+            guard let line = metrics.first(where: { $0.hasPrefix(prefix) }) else { return nil }
+            let value: Substring? = line.dropFirst(prefix.count).split(separator: ",").first
+            return value.flatMap { Double(String($0)) }
+        }
+        let still = try #require(storeFaults("phases.run.viewer.scroll=0")), scrolled = try #require(storeFaults("phases.run.viewer.scroll=1000"))
+        #expect(scrolled > still, "main-queue faults from the row cache: still \(still), scrolling \(scrolled)")
+
+        let only = try bench(["run", "tiny.yaml", "--out", "only", "-p", "phases.run.viewer.frames=only"], in: ws.url)
+        #expect(only.status == 0, "stdout: \(only.stdout)\nstderr: \(only.stderr)")
+        let bad = try bench(["run", "tiny.yaml", "--out", "bad", "-p", "phases.run.viewer.frames=only", "-p", "phases.run.viewer.window=5"], in: ws.url)
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("phases.run.viewer.window: a viewer with 'frames: only' draws frames and reads no data"), "\(bad.stderr)")
+    }
+
     @Test("validate: exit 0 with the number of variant runs; -p applies")
     func validate() throws {
         let ws = try Self.workspace()

@@ -97,10 +97,34 @@ struct ScenarioValidationTests {
         #expect(message(noRelationship).contains("has no to-one relationship"))
     }
 
+    // Issue 19 item 3: `viewer.scroll` (rows per second) and `viewer.frames` (window or only) load; a bad value, or
+    // a data key beside `frames: only`, names the file, line and field.
+    @Test("Issue 19 item 3: the viewer's scroll and frames keys load; a bad one names the file, line and field")
+    func viewerScrollAndFrames() throws {
+        func viewer(_ settings: String) throws -> ActorSpec.Viewer {
+            let yaml = Self.valid + "\n  - name: run\n    duration: 1s\n    actors:\n      - viewer: \(settings)"
+            let scenario = try #require(try ScenarioLoader.load(text: yaml, file: "s.yaml").variants.first)
+            guard case .viewer(let v) = scenario.phases[1].actors[0] else { throw ScenarioError(file: "s.yaml", line: nil, column: nil, field: "", message: "not a viewer") }
+            return v
+        }
+        #expect(try viewer("{ window: 10, scroll: 600 }").scroll == 600)
+        #expect(try viewer("{ scroll: 12.5/s }").scroll == 12.5)
+        let still = try viewer("{ visibleObjects: 7 }")
+        #expect(still.scroll == 0 && still.frames == .window)
+        #expect(try viewer("{ frames: only, frameRate: 120 }").frames == .only)
+        let run = Self.valid + "\n  - name: run\n    duration: 1s\n    actors:\n      - viewer: "
+        #expect(message(run + "{ scroll: -5 }") == "bad.yaml:11:27: phases.run.viewer.scroll: rows per second must be from 0 to 1000000, found -5")
+        #expect(message(run + "{ scroll: fast }") == "bad.yaml:11:27: phases.run.viewer.scroll: expected rows per second (a number, or N/s), found 'fast'")
+        #expect(message(run + "{ frames: none }").hasPrefix("bad.yaml:11:27: phases.run.viewer.frames: expected one of window, only, found 'none'"))
+        #expect(message(run + "{ frames: only, window: 5 }") ==
+            "bad.yaml:11:41: phases.run.viewer.window: a viewer with 'frames: only' draws frames and reads no data: remove 'window' or set 'frames: window'")
+        #expect(message(run + "{ frames: only, scroll: 100 }").hasPrefix("bad.yaml:11:41: phases.run.viewer.scroll: a viewer with 'frames: only'"))
+    }
+
     @Test("an unknown key names its path and suggests the nearest key")
     func unknownKey() {
         #expect(message(Self.valid.replacingOccurrences(of: "name: valid", with: "nmae: valid")) ==
-            "bad.yaml:1:1: nmae: unknown key; expected one of name, description, seed, mode, profile, model, stack, phases, thresholds, matrix, repeat (did you mean 'name'?)")
+            "bad.yaml:1:1: nmae: unknown key; expected one of name, description, seed, mode, profile, model, stack, phases, thresholds, matrix, repeat, published (did you mean 'name'?)")
         #expect(message(Self.valid.replacingOccurrences(of: "chunkSize: 50", with: "chunksize: 50")) ==
             "bad.yaml:7:35: phases.seed.importer.chunksize: unknown key; expected one of objects, chunkSize, updateFraction, distribution, parallel, rate, reset, saveEvery, groups (did you mean 'chunkSize'?)")
         #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  mergePolicies: rollback")) ==

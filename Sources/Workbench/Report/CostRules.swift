@@ -60,7 +60,8 @@ public struct CostRule: Sendable, Equatable {
 
     /// The rules a variant's figures rest on, in catalog order.
     static func applying(to scenario: Scenario) -> [String] {
-        let viewers = scenario.phases.flatMap(\.actors).compactMap { if case .viewer(let v) = $0 { return v } else { return nil } }
+        // A frames-only viewer has no controller (issue 19 item 3).
+        let viewers = scenario.phases.flatMap(\.actors).compactMap { if case .viewer(let v) = $0, v.frames == .window { return v } else { return nil } }
         let children = scenario.stack.topology == .nested || scenario.phases.flatMap(\.actors).contains { if case .editor = $0 { return true } else { return false } }
         var ids: [String] = []
         if viewers.contains(where: { $0.frc == .coreData }) {

@@ -287,7 +287,8 @@ public struct VariantRunner {
         let viewCounters = view.performAndWait { view.counters }
         let coordinatorCounters = stack.coordinators.map { ($0.0, $0.1.counters) }
         // The controller's size (issue 18 rule 23): what it holds, not what a frame reads.
-        let controllerSize = viewer.map { v in view.performAndWait { (v.controller?.objectCount ?? 0, v.peakObjects) } }
+        // A frames-only viewer has no controller, so no size.
+        let controllerSize = viewer.flatMap { v in v.controller.map { c in view.performAndWait { (c.objectCount, v.peakObjects) } } }
         viewer = nil
         _ = stack
 
@@ -413,8 +414,11 @@ public struct VariantRunner {
 }
 
 /// The viewer (workbench.md `viewer`; issue 18 rule 23): a fetched results controller on the view context over
-/// `viewer.request` (by default every object of the entity, in batches of 20, as an app's list), whose first
-/// `window` objects every frame reads.
+/// `viewer.request` (by default every object of the entity, in batches of 20, as an app's list), whose window of
+/// `window` objects every frame reads. The window starts at the top and, with `scroll` (issue 19 item 3), moves
+/// down the results at that many rows per second of the run's clock (virtual in simulated mode), wrapping to the
+/// top after the last row, as a list scrolled over and over. With `frames: only` there is no controller: the
+/// frames run on the main queue and read nothing.
 final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {  // used on the main queue
     let spec: ActorSpec.Viewer
     let workload: Workload
@@ -422,10 +426,13 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
     var changes = 0
     /// The controller's largest size over the run.
     var peakObjects = 0
+    /// When the viewer started: scrolling measures its offset from here.
+    let started: UInt64
 
     init(spec: ActorSpec.Viewer, workload: Workload) {
         self.spec = spec
         self.workload = workload
+        started = Clock.now()
     }
 
     /// The controller's fetch request from the scenario's `viewer.request`.
@@ -443,6 +450,11 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
 
     static func start(_ spec: ActorSpec.Viewer, workload: Workload) throws -> ViewerState {
         let state = ViewerState(spec: spec, workload: workload)
+        // Issue 19 item 3: frames only, nothing fetched and nothing on screen.
+        guard spec.frames == .window else {
+            workload.visibleIDs = []
+            return state
+        }
         let view = workload.stack.viewContext
         let request = try fetchRequest(spec, workload: workload)
         try view.performAndWait {
@@ -459,15 +471,30 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
         return state
     }
 
-    /// The window: the controller's first `window` objects, in order.
-    func window(_ controller: FetchedResultsController) -> [ManagedObject] {
-        Array((controller.fetchedObjects ?? []).prefix(spec.window))
+    /// The window's first row: 0 for a still window; with `scroll`, ⌊scroll × seconds since the viewer
+    /// started⌋, wrapped to the results' size.
+    func offset(count: Int) -> Int {
+        guard spec.scroll > 0, count > 0 else { return 0 }
+        let seconds = Double(Clock.now() - started) / 1e9
+        return Int((spec.scroll * seconds).rounded(.down)) % count
     }
 
-    /// One frame: read every field of the window's objects (firing faults if a merge turned them into faults).
+    /// The window: `window` objects of the controller in order from the current offset (wrapping past the end).
+    func window(_ controller: FetchedResultsController) -> [ManagedObject] {
+        let objects = controller.fetchedObjects ?? []
+        guard objects.count > spec.window else { return objects }
+        let start = offset(count: objects.count)
+        return (0..<spec.window).map { objects[(start + $0) % objects.count] }
+    }
+
+    /// One frame: read every field of the window's objects (firing faults a merge left, and with `scroll` the
+    /// faults, and their batches' queries, of the rows the window reaches).
     func readFrame() {
         guard let controller else { return }
-        for object in window(controller) where !object.isDeleted {
+        let objects = window(controller)
+        // A scrolling window changes between merges: the editors edit what is on screen now.
+        if spec.scroll > 0 { workload.visibleIDs = objects.map(\.objectID) }
+        for object in objects where !object.isDeleted {
             for (field, _) in workload.fieldTypes { _ = try? object.checkedValue(forKey: field) }
         }
     }

@@ -173,6 +173,11 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         public var window: Int
         /// How the controller evaluates the changes merged into its context.
         public var frc: ControllerEvaluation
+        /// Rows per second the window moves through the controller's results, wrapping to the top at the end;
+        /// 0 for a still window (issue 19 item 3).
+        public var scroll: Double = 0
+        /// What a frame does: read the window, or nothing at all (a main queue that only draws frames).
+        public var frames: ViewerFrames = .window
     }
     public struct Editor: Sendable, Codable, Equatable {
         public var rate: Rate
@@ -223,6 +228,15 @@ public struct ViewerRequest: Sendable, Codable, Equatable {
     public var fetchBatchSize = 20
 
     public init() {}
+}
+
+/// What a viewer's frames do (workbench `viewer.frames`, issue 19 item 3).
+public enum ViewerFrames: String, Sendable, Codable, CaseIterable {
+    /// Each frame reads every field of the window's objects from the viewer's controller.
+    case window
+    /// Frames alone: a display-link timer on the main queue with no controller and no data, so a stall of the
+    /// main queue shows as missed frames and hitch time even with nothing on screen.
+    case only
 }
 
 /// How a viewer's controller treats changes merged into its context (workbench `viewer.frc`).

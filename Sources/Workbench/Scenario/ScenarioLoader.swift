@@ -443,6 +443,17 @@ struct Reader {
     /// What one imported object costs in memory until its save is done, for bounding a save by this machine.
     static let bytesPerImportedObject = 2048.0
 
+    /// A viewer's `scroll`: rows per second, as `600` or `600/s`.
+    func scrollRate(_ node: Node) throws -> Double {
+        let s = try scalar(node, "rows per second")
+        let number = s.hasSuffix("/s") ? String(s.dropLast(2)).trimmingCharacters(in: .whitespaces) : s
+        guard let v = Double(number.replacingOccurrences(of: "_", with: "")), v.isFinite else {
+            throw fail(node, "expected rows per second (a number, or N/s), found '\(s)'")
+        }
+        guard v >= 0, v <= 1_000_000 else { throw fail(node, "rows per second must be from 0 to 1000000, found \(s)") }
+        return v
+    }
+
     func viewerRequest(_ node: Node, model: ModelSpec) throws -> ViewerRequest {
         _ = try keys(node, allowed: ["predicate", "sort", "sectionKey", "fetchLimit", "fetchBatchSize"])
         let file = model.entities ?? ScenarioLoader.workloadModel
@@ -595,16 +606,24 @@ struct Reader {
             importer.groups = groups
             return .importer(importer)
         case "viewer":
-            _ = try keys(settings, allowed: ["visibleObjects", "readOnly", "frameRate", "window", "frc", "request"])
+            _ = try keys(settings, allowed: ["visibleObjects", "readOnly", "frameRate", "window", "frc", "request", "scroll", "frames"])
             let frameRate = try opt("frameRate", { try int($0) }, 60)
             guard frameRate == 60 || frameRate == 120 else { throw fail(child(settings, "frameRate")!, "expected 60 or 120, found \(frameRate)") }
             let visible = try opt("visibleObjects", { try int($0, min: 1, max: 100_000) }, 20)
-            return .viewer(.init(
+            var viewer = ActorSpec.Viewer(
                 visibleObjects: visible,
                 readOnly: try opt("readOnly", bool, false), frameRate: frameRate,
                 request: try child(settings, "request").map { try viewerRequest($0, model: model) } ?? ViewerRequest(),
                 window: try opt("window", { try int($0, min: 1, max: 100_000) }, visible),
-                frc: try opt("frc", { try choice($0, ControllerEvaluation.self) }, .coreData)))
+                frc: try opt("frc", { try choice($0, ControllerEvaluation.self) }, .coreData))
+            viewer.scroll = try opt("scroll", scrollRate, 0)
+            viewer.frames = try opt("frames", { try choice($0, ViewerFrames.self) }, .window)
+            // Issue 19 item 3: a frames-only viewer has no controller and reads nothing; a key about its data is a
+            // mistake, not something to ignore.
+            if viewer.frames == .only, let key = ["window", "scroll", "request", "frc"].first(where: { child(settings, $0) != nil }) {
+                throw fail(child(settings, key)!, "a viewer with 'frames: only' draws frames and reads no data: remove '\(key)' or set 'frames: window'")
+            }
+            return .viewer(viewer)
         case "editor":
             _ = try keys(settings, allowed: ["rate", "edits", "saveViewContext"])
             return .editor(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", { try int($0, min: 1, max: 10_000) }, 1),

@@ -37,10 +37,11 @@ public final class SimulatedMainThread: Sendable {
             var maxDepth = 0
             var hangs = 0
             var longTasks = 0
+            /// Hitch time in ms against a 60 Hz and a 120 Hz display (``hitchTime(intended:end:refresh:)``).
             var hitch60 = 0.0
             var hitch120 = 0.0
             var frames = 0
-            /// Display-link ticks skipped because the previous frame had not started (simulated mode).
+            /// Display-link ticks skipped because the previous frame had not started (both modes: ``displayTick``).
             var framesMissed = 0
             var framePending = false
             var busyNanos: UInt64 = 0
@@ -108,22 +109,51 @@ public final class SimulatedMainThread: Sendable {
     /// Waits for every block queued so far.
     public func drain() { queue.sync {} }
 
-    /// Simulated mode: a display link at `rate` Hz from `start` until `stop` says so. Ticks coalesce: a tick
-    /// whose previous frame block has not started yet is a missed frame and queues nothing (Docs/simulation.md).
+    /// Simulated mode: a display link at `rate` Hz from `start` until `stop` says so (``displayTick``).
     func scheduleFrames(on scheduler: Scheduler, rate: Int, from start: UInt64, until stop: @escaping @Sendable () -> Bool, work: @escaping @Sendable () -> Void) {
-        let stats = self.stats
-        let queue = self.queue
         scheduler.every(UInt64(1_000_000_000 / rate), from: start, name: "display-link", while: { !stop() }) { intended in
-            let missed = stats.state.withLock { s -> Bool in
-                if s.framePending { s.framesMissed += 1; return true }
-                s.framePending = true
-                return false
+            self.displayTick(intended: intended, rate: rate, work: work)
+        }
+    }
+
+    /// Real mode: a display link at `rate` Hz on a thread of its own until `stop` says so (``displayTick``). Ticks
+    /// stay on the grid of the first one; ticks the clock thread itself slept through (a loaded machine) are missed
+    /// frames only if a frame was pending then, and queue nothing.
+    func runFrames(rate: Int, until stop: @escaping @Sendable () -> Bool, work: @escaping @Sendable () -> Void) -> Thread {
+        let interval = UInt64(1_000_000_000 / rate)
+        let thread = Thread {
+            var tick = Clock.now()
+            while !stop() {
+                self.displayTick(intended: tick, rate: rate, work: work)
+                tick += interval
+                Clock.sleep(until: tick)
+                let now = Clock.now()
+                while now >= tick + interval {
+                    self.displayTick(intended: tick, rate: rate, mayQueue: false, work: work)
+                    tick += interval
+                }
             }
-            guard !missed else { return }
-            queue.async {
-                stats.state.withLock { $0.framePending = false }
-                self.frame(intended: intended, work: work)
-            }
+        }
+        thread.name = "frame-clock"
+        thread.start()
+        return thread
+    }
+
+    /// One display-link tick, the same in both modes (issue 19 item 10). Ticks coalesce as a display link's do: a
+    /// tick whose previous frame block has not started yet is a *missed frame* and queues nothing, so a block of
+    /// T ms delays the one frame behind it, which then carries the lateness once (not once per queued frame).
+    func displayTick(intended: UInt64, rate: Int, mayQueue: Bool = true, work: @escaping @Sendable () -> Void) {
+        let stats = self.stats
+        let queues = stats.state.withLock { s -> Bool in
+            if s.framePending { s.framesMissed += 1; return false }
+            if !mayQueue { return false }
+            s.framePending = true
+            return true
+        }
+        guard queues else { return }
+        queue.async {
+            stats.state.withLock { $0.framePending = false }
+            self.frame(intended: intended, work: work)
         }
     }
 
@@ -131,31 +161,23 @@ public final class SimulatedMainThread: Sendable {
         mark(.frame)
         work()
         let end = Clock.now()
-        let late = end > intended ? end - intended : 0
-        stats.frameLateness.record(nanoseconds: late)
+        stats.frameLateness.record(nanoseconds: end > intended ? end - intended : 0)
         stats.state.withLock { s in
             s.frames += 1
-            s.hitch60 += Double(late > 16_666_667 ? late - 16_666_667 : 0) / 1e6
-            s.hitch120 += Double(late > 8_333_333 ? late - 8_333_333 : 0) / 1e6
+            s.hitch60 += Self.hitchTime(intended: intended, end: end, refresh: 1_000_000_000 / 60)
+            s.hitch120 += Self.hitchTime(intended: intended, end: end, refresh: 1_000_000_000 / 120)
         }
     }
 
-    /// Runs a frame clock at `rate` Hz until `stop` says so; each frame runs `work` on the queue. A frame's
-    /// overrun past its budget (16.67 ms and 8.33 ms) counts into the hitch ratios, from its intended time.
-    func runFrames(rate: Int, until stop: @escaping @Sendable () -> Bool, work: @escaping @Sendable () -> Void) -> Thread {
-        let queue = self.queue
-        let interval = UInt64(1_000_000_000 / rate)
-        let thread = Thread {
-            var tick = Clock.now()
-            while !stop() {
-                let intended = tick
-                queue.async { self.frame(intended: intended, work: work) }
-                tick += interval
-                Clock.sleep(until: tick)
-            }
-        }
-        thread.name = "frame-clock"
-        thread.start()
-        return thread
+    /// A frame's hitch time in ms on a display refreshing every `refresh` ns, as Apple's hitch-time ratio counts it
+    /// (issue 19 item 10): a frame begun at its tick `intended` is due on screen at the next refresh
+    /// (`intended + refresh`, its deadline); one that ends later shows at the first refresh at or after its end,
+    /// and the refreshes between its deadline and that one are its hitch time. Ticks stay on the refresh grid, so
+    /// that is `ceil((end − deadline) / refresh)` refreshes. The ratio is the total over the run's seconds.
+    static func hitchTime(intended: UInt64, end: UInt64, refresh: UInt64) -> Double {
+        let deadline = intended + refresh
+        guard end > deadline else { return 0 }
+        let refreshes = (end - deadline + refresh - 1) / refresh
+        return Double(refreshes * refresh) / 1e6
     }
 }

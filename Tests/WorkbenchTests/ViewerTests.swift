@@ -1,0 +1,71 @@
+import Foundation
+import ObjectGraph
+import Testing
+@testable import Workbench
+
+/// Issue 19 item 3: what a viewer's frames read, end to end through the workbench on the tiny scenario (a 300 ms
+/// run phase over 400 records, simulated and exact).
+@Suite("Viewers: a scrolling window and a main queue that only draws frames (issue 19 item 3)")
+struct ViewerTests {
+    static func mainRows(_ r: VariantResult) -> Double { r.value("rowsFetched", "count", label: "queue=main") ?? -1 }
+    static func mainFaults(_ r: VariantResult) -> Double {
+        (r.value("faultsFulfilled", "count", label: "queue=main,source=rowCache") ?? 0) + (r.value("faultsFulfilled", "count", label: "queue=main,source=store") ?? 0)
+    }
+
+    // Issue 19 item 3: `viewer.scroll` moves the window through the controller's results at that many rows per
+    // second, faulting what it reaches; a still window reads the same rows every frame.
+    @Test("Issue 19 item 3: a scrolling window reads more of the controller's rows on the main queue than a still one, and more the faster it scrolls")
+    func scrollingReadsMoreRows() throws {
+        // The tiny scenario: 300 ms of imports and edits under a 10-row window over 400 records.
+        let still = try CostFidelityTests.run([])
+        let slow = try CostFidelityTests.run(["phases.run.viewer.scroll=100"])
+        let fast = try CostFidelityTests.run(["phases.run.viewer.scroll=1000"])
+        // 100 rows/s moves the window about 20 rows before the frames stop; 1000 rows/s passes most of the 400.
+        #expect(Self.mainFaults(slow) > Self.mainFaults(still), "faults on main: still \(Self.mainFaults(still)), scroll 100 \(Self.mainFaults(slow))")
+        #expect(Self.mainFaults(fast) > Self.mainFaults(slow), "faults on main: scroll 100 \(Self.mainFaults(slow)), scroll 1000 \(Self.mainFaults(fast))")
+        let frameTime = { (r: VariantResult) in r.value("mainBusy", "total", label: MainBlockKind.frame.rawValue) ?? 0 }
+        #expect(frameTime(fast) > frameTime(still))
+        // The controller holds the same results either way: scrolling changes what frames read, not its size.
+        #expect(fast.value("frcObjects", "value") == still.value("frcObjects", "value"))
+        // Deterministic in simulated mode.
+        let again = try CostFidelityTests.run(["phases.run.viewer.scroll=1000"])
+        #expect(Self.mainFaults(again) == Self.mainFaults(fast) && Self.mainRows(again) == Self.mainRows(fast))
+
+        // With nothing imported, every row a frame reads that is not already registered is the window's doing: a
+        // still window faults its 10 rows once, a scrolling one the rows it reaches, and at 1000 rows/s the
+        // batches it reaches bring rows from the store that a still window never reads.
+        let quiet = ["phases.run.importer.objects=0"]
+        let quietStill = try CostFidelityTests.run(quiet)
+        let quietSlow = try CostFidelityTests.run(quiet + ["phases.run.viewer.scroll=100"])
+        let quietFast = try CostFidelityTests.run(quiet + ["phases.run.viewer.scroll=1000"])
+        #expect(Self.mainFaults(quietStill) < Self.mainFaults(quietSlow) && Self.mainFaults(quietSlow) < Self.mainFaults(quietFast),
+                "faults on main: \(Self.mainFaults(quietStill)), \(Self.mainFaults(quietSlow)), \(Self.mainFaults(quietFast))")
+        #expect(Self.mainRows(quietFast) > Self.mainRows(quietStill), "rows fetched on main: still \(Self.mainRows(quietStill)), scroll 1000 \(Self.mainRows(quietFast))")
+    }
+
+    // Issue 19 item 3: `viewer.frames: only` is a main queue that only draws frames: no controller and no data,
+    // so a stall shows as missed frames and hitch time with nothing on screen.
+    @Test("Issue 19 item 3: a frames-only viewer draws frames and counts hitches with nothing fetched on the main queue")
+    func framesOnly() throws {
+        // A nested stack's chunks of 1,000 new records are pushed into and saved by the main-queue context: stalls
+        // of about 75 ms (the simulated default profile) that hold up the frames behind them. Inserts only, so
+        // the importer reads nothing through the view context either.
+        let overrides = ["stack.topology=nested", "phases.run.importer.objects=2000", "phases.run.importer.chunkSize=1000", "phases.run.importer.updateFraction=0"]
+        let r = try CostFidelityTests.run(overrides + ["phases.run.viewer.frames=only"])
+        #expect((r.value("frames", "value") ?? 0) > 0)
+        #expect(r.value("mainBusy", "total", label: MainBlockKind.fetch.rawValue) == 0)
+        #expect(Self.mainRows(r) == 0)
+        #expect(Self.mainFaults(r) == 0)
+        #expect(r.value("frcObjects", "value") == nil, "no controller")
+        #expect((r.value("mainBusy", "total", label: MainBlockKind.frame.rawValue) ?? -1) >= 0)
+        #expect((r.value("mainStall", "max") ?? 0) > 50)
+        #expect((r.value("framesMissed", "count") ?? 0) > 0, "the stall shows as missed frames")
+        #expect((r.value("hitchRatio", "value", label: "60Hz") ?? 0) > 0, "and as hitch time")
+        // The same stack with a window on screen does fetch on the main queue.
+        let drawn = try CostFidelityTests.run(overrides)
+        #expect(Self.mainRows(drawn) > 0)
+    }
+}
+
+
+
