@@ -123,9 +123,11 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                     let pushStart = Clock.now()
                     try w.saveCounting(context, role: "importer")
                     saved = true
-                    if w.stack.backgroundSaveIsMerge {
-                        // Nested: the child's save is the merge into the view context (a push on the main queue).
-                        w.recorder.mergeLatency.record(nanoseconds: Clock.now() - pushStart)
+                    if w.stack.committedContext != nil {
+                        // A push into a parent (nested, viewChildren, privateRoot): its rows are read where they are
+                        // committed, once `afterBackgroundSave` saved the parents.
+                        // Nested, viewChildren: the child's save is the merge into the view context (a main-queue push).
+                        if w.stack.backgroundSaveIsMerge { w.recorder.mergeLatency.record(nanoseconds: Clock.now() - pushStart) }
                         for (object, values) in touched { intendedByID[object.objectID] = values }
                     } else {
                         w.recorder.record(w.events(touched, actor: name, role: "importer"))
@@ -198,9 +200,13 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
                         }
                         intendedByID[id] = intendedValues
                     }
-                    try editor.save()  // into the view context: no conflicts here (semantics §1.7)
+                    try editor.save()  // into its parent: no conflicts here (semantics §1.7)
                 }
-                if spec.saveViewContext {
+                if spec.saveViewContext && !w.stack.editorsSaveThroughView {
+                    // privateRoot: the editor is a child of the private root, whose save reaches the store.
+                    try w.stack.afterBackgroundSave(editor)
+                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "view"))
+                } else if spec.saveViewContext {
                     let view = w.stack.viewContext
                     try view.performAndWait {
                         w.main.mark(.save)
@@ -336,7 +342,8 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             }
             let committed = Clock.now()
             w.recorder.saveLatency("batch").record(nanoseconds: committed - intended)
-            guard spec.mergeBy == .ids, !changes.isEmpty else { return }
+            // Issue 19 item 2: without a view context (headless) nothing merges.
+            guard spec.mergeBy == .ids, !changes.isEmpty, w.stack.topology.hasViewContext else { return }
             // Semantics §6: batch results reach contexts only by merging their IDs, with the call Apple recommends
             // for them, which refreshes updated objects past the row cache (§3.4, issue 18 rule 15).
             let view = w.stack.viewContext
