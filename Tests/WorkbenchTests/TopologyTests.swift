@@ -426,6 +426,36 @@ struct TopologyTests {
         #expect(tiny.events.contains { $0.actor.contains("editor") && $0.version >= 0 }, "the editor's saves reached the oracle")
     }
 
+    // Issue 19 item 1: where background saves are pushes, a temporary's save reaches the store when its parents
+    // save, and conflicts there are settled by the committing context's policy (semantics §1.7: a push meets none).
+    @Test("Issue 19 item 1: in viewChildren, privateRoot and nested, temporaries that save and a read-only view context are held to what reached the store; the oracle passes", arguments: ["viewChildren", "privateRoot", "nested"])
+    func pushedSavesHeldToTheCommittingContext(topology: String) throws {
+        let text = """
+            name: temporaries
+            seed: 11
+            stack:
+              topology: \(topology)
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 300, chunkSize: 150 }
+              - name: run
+                duration: 1s
+                actors:
+                  - viewer: { visibleObjects: 20, readOnly: true }
+                  - temporary: { rate: 20/s, edits: 3, save: true }
+                  - importer: { objects: 1000, chunkSize: 100, updateFraction: 0.5 }
+              - name: verify
+            """
+        let r = try Self.run(text)
+        #expect(r.oracle.verdict == .pass, "\(r.oracle.summary) \(r.oracle.findings.prefix(3))")
+        #expect(r.oracle.lostUpdates == 0 && r.oracle.storeMismatches == 0)
+        #expect(r.events.contains { $0.role == "temporary" && $0.intended != nil && $0.version >= 0 }, "the temporaries' saves reached the oracle")
+        #expect(r.events.filter { $0.role == "temporary" || $0.role == "importer" }.allSatisfy { $0.policy == "rollback" },
+                "the read-only view context's policy settled every pushed write")
+        #expect((r.value("readOnlySavesReachedStore", "count") ?? 0) > 0)
+    }
+
     // Issue 19 item 2: no view context: nothing runs on the main queue.
     @Test("Issue 19 item 2: a headless run does nothing on the main queue (mainBusy total 0), merges nothing, and the oracle passes")
     func headlessRun() throws {

@@ -257,6 +257,11 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
             guard !keys.isEmpty else { return }
             var valueRNG = SeededGenerator(seed: rng.next())
             let context = role == "writer" ? w.stack.makeWriter() : w.stack.makeTemporary()
+            // A temporary that is a child context (nested, viewChildren, privateRoot) saves into its parent: its
+            // save reaches the store once the parents save, and its rows are read where they are committed.
+            let pushes = role == "temporary" && w.stack.committedContext != nil
+            var intendedByID: [ManagedObjectID: [String: String]] = [:]
+            var saved = false
             context.performAndWait {
                 do {
                     var touched: [(ManagedObject, [String: String])] = []
@@ -272,7 +277,12 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
                         let hadChanges = context.hasChanges
                         try w.saveCounting(context, role: role)
                         if role == "temporary", hadChanges, w.stack.ambar == nil { w.recorder.add("readOnlySavesReachedStore") }
-                        w.recorder.record(w.events(touched, actor: name, role: role))
+                        if pushes {
+                            for (object, values) in touched { intendedByID[object.objectID] = values }
+                            saved = true
+                        } else {
+                            w.recorder.record(w.events(touched, actor: name, role: role))
+                        }
                     } else {
                         context.rollback()
                         w.recorder.add("temporaryDiscarded")
@@ -281,6 +291,12 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
                     w.recorder.note("\(name) op \(k): \(error)")
                 }
                 context.reset()
+            }
+            if saved {
+                do {
+                    try w.stack.afterBackgroundSave(context)
+                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: role))
+                } catch { w.recorder.note("\(name) parent save: \(error)") }
             }
             w.recorder.saveLatency(role).record(nanoseconds: Clock.now() - intended)
         }

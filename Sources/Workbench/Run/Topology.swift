@@ -1,6 +1,7 @@
 import Ambar
 import Foundation
 import ObjectGraph
+import Synchronization
 
 /// What an actor needs from a stack; each topology builds one (architecture.md "Workbench").
 public final class WorkbenchStack: @unchecked Sendable {  // closures are called from actor threads; contexts are queue-confined
@@ -26,12 +27,26 @@ public final class WorkbenchStack: @unchecked Sendable {  // closures are called
     /// Whether an editor is a child of the view context, whose save `saveViewContext` then saves (false where
     /// editors are children of a private root: their `saveViewContext` saves that root).
     var editorsSaveThroughView = true
+    /// Where background saves are pushes (nested, viewChildren, privateRoot): the merge policy, by name, of the
+    /// context whose save takes them to the store (the private writer, the view context, the root). Conflicts
+    /// are settled by that policy, not the pushing context's, so the oracle holds the pushed writes to it.
+    var committingPolicy: PolicyName?
     var policies: [String: String] = [:]
     var keepAlive: [AnyObject] = []
 
     init(topology: TopologyKind, viewContext: ManagedObjectContext) {
         self.topology = topology
         self.viewContext = viewContext
+    }
+}
+
+/// A merge policy's name, read by actors while the runner may switch it (a read-only viewer).
+final class PolicyName: Sendable {
+    private let value: Mutex<String>
+    init(_ name: String) { value = Mutex(name) }
+    var name: String {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
     }
 }
 
@@ -206,8 +221,12 @@ public struct TopologyBuilder {
                     }
                 }
             }
-            let viewPolicy = policy("view")
-            stack.setViewReadOnly = { readOnly in writer.performAndWait { writer.mergePolicy = readOnly ? .rollback : viewPolicy } }
+            let viewPolicy = policy("view"), committing = PolicyName(viewPolicy.type.name)
+            stack.committingPolicy = committing
+            stack.setViewReadOnly = { readOnly in
+                writer.performAndWait { writer.mergePolicy = readOnly ? .rollback : viewPolicy }
+                committing.name = readOnly ? MergePolicy.rollback.type.name : viewPolicy.type.name
+            }
         case .viewChildren:
             // Issue 19 item 1: Apple's container (the view context on the one coordinator) with every background
             // context a child of the view context. Semantics §2.2: a child's save is pushed into the view context
@@ -253,8 +272,12 @@ public struct TopologyBuilder {
                     }
                 }
             }
-            let viewPolicy = policy("view")
-            stack.setViewReadOnly = { readOnly in view.performAndWait { view.mergePolicy = readOnly ? .rollback : viewPolicy } }
+            let viewPolicy = policy("view"), committing = PolicyName(viewPolicy.type.name)
+            stack.committingPolicy = committing
+            stack.setViewReadOnly = { readOnly in
+                view.performAndWait { view.mergePolicy = readOnly ? .rollback : viewPolicy }
+                committing.name = readOnly ? MergePolicy.rollback.type.name : viewPolicy.type.name
+            }
         case .privateRoot:
             // Issue 19 item 1: the hybrid of CoreStore and DATAStack: a private root saving context on the
             // coordinator, the main-queue view context its child, and background contexts its other children.
@@ -293,8 +316,12 @@ public struct TopologyBuilder {
                     }
                 }
             }
-            let viewPolicy = policy("view")
-            stack.setViewReadOnly = { readOnly in root.performAndWait { root.mergePolicy = readOnly ? .rollback : viewPolicy } }
+            let viewPolicy = policy("view"), committing = PolicyName(viewPolicy.type.name)
+            stack.committingPolicy = committing
+            stack.setViewReadOnly = { readOnly in
+                root.performAndWait { root.mergePolicy = readOnly ? .rollback : viewPolicy }
+                committing.name = readOnly ? MergePolicy.rollback.type.name : viewPolicy.type.name
+            }
         case .headless:
             // Issue 19 item 2: a command-line import: no view context, nothing merges on a main queue. The stack's
             // `viewContext` is a private-queue context on the coordinator that nothing merges into and nothing is
