@@ -110,7 +110,7 @@ struct CLITests {
 
         let override = try bench(["run", "tiny.yaml", "--out", "out", "-p", "stack.topology=nested9"], in: ws.url)
         #expect(override.status == 2)
-        #expect(override.stderr.contains("stack.topology: expected one of ambar, ambar8, ambar7, container, nested, history, found 'nested9'"))
+        #expect(override.stderr.contains("stack.topology: expected one of ambar, ambar8, ambar7, container, nested, history, viewChildren, privateRoot, headless, found 'nested9'"))
 
         // An output directory that cannot be made (a file is in the way).
         try ws.write("blocked", "a file")
@@ -172,6 +172,23 @@ struct CLITests {
         let ok = try bench(["validate", "tiny.yaml", "-p", "matrix.stack.topology=[ambar, container]", "-p", "repeat=2"], in: ws.url)
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.stdout == "tiny.yaml: ok (4 variant run(s))\n")
+    }
+
+    @Test("Issue 19 items 1 and 2: run and validate the viewChildren, privateRoot and headless topologies from the command line")
+    func newTopologies() throws {
+        let ws = try Self.workspace()
+        let run = try bench(["run", "tiny.yaml", "--out", "out", "-p", "matrix.stack.topology=[viewChildren, privateRoot]", "-p", "phases.run.importer.objects=100"], in: ws.url)
+        #expect(run.status == 0, "stdout: \(run.stdout)\nstderr: \(run.stderr)")
+        #expect(run.stdout.contains("[viewChildren, view objectTrump]: oracle pass"))
+        #expect(run.stdout.contains("[privateRoot, view objectTrump]: oracle pass"))
+        // A viewer in a headless variant: bad input, at the viewer's line, before anything runs.
+        let refused = try bench(["validate", "tiny.yaml", "-p", "stack.topology=headless"], in: ws.url)
+        #expect(refused.status == 2)
+        #expect(refused.stderr.hasPrefix("error: tiny.yaml:14:9: phases.run.viewer: the `headless` topology has no view context"), "\(refused.stderr)")
+        try ws.write("headless.yaml", TopologyTests.importsOnly("headless", viewer: false))
+        let headless = try bench(["run", "headless.yaml", "--out", "out"], in: ws.url)
+        #expect(headless.status == 0, "stdout: \(headless.stdout)\nstderr: \(headless.stderr)")
+        #expect(headless.stdout.contains("[headless, view objectTrump]: oracle pass"))
     }
 
     @Test("baseline and check: a recorded baseline passes, a missing one is bad input, a changed counter fails naming it")

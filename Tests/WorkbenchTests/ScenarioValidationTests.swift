@@ -39,6 +39,24 @@ struct ScenarioValidationTests {
         #expect(scenario.phases[0].actors == [.importer(.init(objects: 100, chunkSize: 50, updateFraction: 0, distribution: .uniform, parallel: 1, rate: .unlimited))])
     }
 
+    // Issue 19 item 2: a stack without a view context has nothing for a viewer to show or an editor to be a child of.
+    @Test("Issue 19 item 2: a viewer or an editor in a headless scenario is refused at its file:line:column, naming the topology")
+    func headlessRefusesViewActors() throws {
+        let headless = Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: headless")
+        #expect(message(headless) == "ok")
+        let viewer = headless + "\n  - name: run\n    duration: 1s\n    actors:\n      - writer: { rate: 5/s }\n      - viewer: { visibleObjects: 7 }"
+        #expect(message(viewer) == "bad.yaml:12:9: phases.run.viewer: the `headless` topology has no view context (nothing to show): remove the viewer or choose a topology with a view context")
+        let editor = headless + "\n  - name: run\n    duration: 1s\n    actors:\n      - editor: { rate: 5/s }"
+        #expect(message(editor) == "bad.yaml:11:9: phases.run.editor: the `headless` topology has no view context (no context for an editor's child): remove the editor or choose a topology with a view context")
+        // Writers, temporaries and batches need no view context.
+        #expect(message(headless + "\n  - name: run\n    duration: 1s\n    actors:\n      - writer: {}\n      - temporary: { save: true }\n      - batch: {}") == "ok")
+        // Chosen from the command line or a matrix, the place is still the actor's in the file.
+        #expect(message(try Fixtures.text("tiny.yaml"), overrides: ["stack.topology=headless"]).hasPrefix("bad.yaml:14:9: phases.run.viewer: the `headless` topology has no view context"))
+        #expect(message(try Fixtures.text("tiny.yaml"), overrides: ["matrix.stack.topology=[ambar, headless]"]).hasPrefix("bad.yaml:14:9: phases.run.viewer: "))
+        // The other new topologies have a view context.
+        #expect(message(try Fixtures.text("tiny.yaml"), overrides: ["matrix.stack.topology=[viewChildren, privateRoot]"]) == "ok")
+    }
+
     @Test("Issue 18 rule 23: the viewer's request, window and controller option load; a bad one names the file, line and field")
     func viewerRequest() throws {
         let yaml = Self.valid + """
@@ -160,7 +178,7 @@ struct ScenarioValidationTests {
         #expect(message(Self.valid.replacingOccurrences(of: "name: valid", with: "name: my run")) ==
             "bad.yaml:1:7: name: a name uses letters, digits, '-' and '_' (it names the report folder)")
         #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar9")) ==
-            "bad.yaml:3:13: stack.topology: expected one of ambar, ambar8, ambar7, container, nested, history, found 'ambar9' (did you mean 'ambar'?)")
+            "bad.yaml:3:13: stack.topology: expected one of ambar, ambar8, ambar7, container, nested, history, viewChildren, privateRoot, headless, found 'ambar9' (did you mean 'ambar'?)")
         #expect(message(Self.valid + "\n  - name: seed") ==
             "bad.yaml:5:3: phases: two phases are named 'seed'")
         #expect(message("name: x\nstack:\n  topology: ambar\nphases:\n  - name: run\n    actors:\n      - viewer: {}\n") ==
@@ -222,9 +240,9 @@ struct ScenarioValidationTests {
         #expect(message(Self.valid, overrides: ["phases.seed.importer.chunkSize=0"]) ==
             "bad.yaml (-p phases.seed.importer.chunkSize=0): phases.seed.importer.chunkSize: must be at least 1, found 0")
         #expect(message(Self.valid + "\nmatrix:\n  stack.topology: [ambar, nosuch]") ==
-            "bad.yaml:9:27: stack.topology: expected one of ambar, ambar8, ambar7, container, nested, history, found 'nosuch'")
+            "bad.yaml:9:27: stack.topology: expected one of ambar, ambar8, ambar7, container, nested, history, viewChildren, privateRoot, headless, found 'nosuch'")
         #expect(message(Self.valid, overrides: ["matrix.stack.topology=[ambar, nosuch]"]) ==
-            "bad.yaml (-p matrix.stack.topology=[ambar, nosuch]): stack.topology: expected one of ambar, ambar8, ambar7, container, nested, history, found 'nosuch'")
+            "bad.yaml (-p matrix.stack.topology=[ambar, nosuch]): stack.topology: expected one of ambar, ambar8, ambar7, container, nested, history, viewChildren, privateRoot, headless, found 'nosuch'")
         #expect(message(Self.valid + "\nrepeat: 0") == "bad.yaml:8:9: repeat: must be at least 1, found 0")
     }
 

@@ -17,9 +17,11 @@ struct TopologyTests {
         let stack: WorkbenchStack
         let scenario: Scenario
 
-        init(_ overrides: [String]) throws {
+        /// - Parameter text: a scenario's YAML (the tiny scenario when nil).
+        init(_ overrides: [String], text: String? = nil) throws {
             directory = try TemporaryDirectory("workbench-topology")
-            scenario = try #require(try tinyScenario(overrides: overrides).variants.first)
+            let loaded = try text.map { try ScenarioLoader.load(text: $0, file: "scenario.yaml", overrides: overrides) } ?? tinyScenario(overrides: overrides)
+            scenario = try #require(loaded.variants.first)
             let model = try ManagedObjectModel(file: ScenarioLoader.workloadModel)
             stack = try TopologyBuilder(scenario: scenario, model: model, storeURL: directory.file("store.sqlite"), main: main, recorder: recorder).build()
         }
@@ -272,6 +274,211 @@ struct TopologyTests {
         #expect(all.stack.policies == ["view": "storeTrump", "importer": "storeTrump", "editor": "storeTrump", "temporary": "rollback", "writer": "storeTrump", "batch": "storeTrump"])
         #expect(Self.shape(all.stack.makeImporter()).policy == "storeTrump")
         #expect(Self.shape(all.stack.makeTemporary()).policy == "rollback")
+    }
+
+    // Issue 19 item 1: Apple's container with background contexts as children of the view context (semantics §2.2).
+    @Test("Issue 19 item 1: viewChildren: the view context on the one coordinator, importers, editors and temporaries its children")
+    func viewChildren() throws {
+        let built = try Built(["stack.topology=viewChildren"])
+        let stack = built.stack
+        #expect(built.coordinatorNames == ["viewChildren", "external"])
+        let coordinator = try #require(built.coordinator("viewChildren"))
+        let view = Self.shape(stack.viewContext)
+        #expect(view.coordinator === coordinator && view.parent == nil)
+        #expect(view.concurrency == .mainQueue && stack.viewContext.queue === built.main.queue)
+        #expect(view.automaticMerges)
+        for make in [stack.makeImporter, stack.makeTemporary] { #expect(Self.shape(make()).parent === stack.viewContext) }
+        #expect(Self.shape(try stack.makeEditor()).parent === stack.viewContext)
+        #expect(Self.shape(stack.makeBatch()).parent == nil)
+        // The child's save is the merge into the view context; the oracle reads committed rows off the main queue.
+        #expect(stack.backgroundSaveIsMerge && stack.editorsSaveThroughView)
+        let reader = try #require(stack.committedContext)
+        #expect(reader !== stack.viewContext && Self.shape(reader).concurrency == .privateQueue && Self.shape(reader).coordinator === coordinator)
+        try Self.expectBackgroundSaveReachesView(built)
+        // The push reached the store through the view context's own save.
+        #expect(try Self.storeTitles(built) == ["after"])
+        stack.setViewReadOnly(true)
+        #expect(Self.shape(stack.viewContext).policy == "rollback")
+    }
+
+    // Issue 19 item 1: CoreStore's and DATAStack's stack; semantics §3.3: a child with
+    // automaticallyMergesChangesFromParent merges its parent's saves.
+    @Test("Issue 19 item 1: privateRoot: a private root saving context, the view context and background contexts its children; the view merges the root's saves")
+    func privateRoot() throws {
+        let built = try Built(["stack.topology=privateRoot"])
+        let stack = built.stack
+        #expect(built.coordinatorNames == ["privateRoot", "external"])
+        let view = Self.shape(stack.viewContext)
+        let root = try #require(view.parent)
+        #expect(root.name == "rootSaving")
+        #expect(Self.shape(root).coordinator === built.coordinator("privateRoot") && Self.shape(root).concurrency == .privateQueue)
+        #expect(view.concurrency == .mainQueue && view.automaticMerges)
+        // Background contexts are the view context's siblings.
+        for make in [stack.makeImporter, stack.makeTemporary] { #expect(Self.shape(make()).parent === root) }
+        #expect(Self.shape(try stack.makeEditor()).parent === root)
+        #expect(Self.shape(stack.makeBatch()).parent == nil)
+        #expect(stack.committedContext === root && !stack.backgroundSaveIsMerge && !stack.editorsSaveThroughView)
+        try Self.expectBackgroundSaveReachesView(built)
+        #expect(try Self.storeTitles(built) == ["after"])
+        // The view learnt of both root saves by merges on the main queue, not by pushes.
+        #expect(built.recorder.mergeLatency.count >= 2)
+        stack.setViewReadOnly(true)
+        #expect(Self.shape(root).policy == "rollback")
+    }
+
+    // Issue 19 item 2: a command-line import, with no view context.
+    @Test("Issue 19 item 2: headless: background contexts on the coordinator, no main-queue context, no editor")
+    func headless() throws {
+        let built = try Built([], text: Self.importsOnly("headless", viewer: false))
+        let stack = built.stack
+        #expect(built.coordinatorNames == ["headless", "external"])
+        let coordinator = try #require(built.coordinator("headless"))
+        // The stand-in for the view context is a private-queue context nothing merges into.
+        let standIn = Self.shape(stack.viewContext)
+        #expect(standIn.concurrency == .privateQueue && !standIn.automaticMerges && standIn.coordinator === coordinator)
+        #expect(stack.viewContext.queue !== built.main.queue)
+        let importer = Self.shape(stack.makeImporter())
+        #expect(importer.coordinator === coordinator && importer.parent == nil)
+        #expect(throws: WorkbenchError.self) { try stack.makeEditor() }
+        let context = stack.makeImporter()
+        try context.performAndWait {
+            let record = try context.insertNewObject(forEntityName: "Record")
+            try record.setValue(Int64(1), forKey: "id")
+            try record.setValue("stored", forKey: "title")
+            try context.save()
+        }
+        try stack.afterBackgroundSave(context)
+        #expect(try Self.storeTitles(built) == ["stored"])
+        #expect(built.recorder.mergeLatency.count == 0)
+    }
+
+    /// 200 records seeded, then 200 more imported (half of each run chunk updating seeded ones), with or without a
+    /// viewer: imports alone, so every main-queue block is theirs or the viewer's.
+    static func importsOnly(_ topology: String, viewer: Bool) -> String {
+        """
+        name: imports
+        seed: 7
+        stack:
+          topology: \(topology)
+        phases:
+          - name: seed
+            actors:
+              - importer: { objects: 200, chunkSize: 100 }
+          - name: run
+            actors:
+        \(viewer ? "      - viewer: { visibleObjects: 10 }\n" : "")      - importer: { objects: 200, chunkSize: 50, updateFraction: 0.5 }
+          - name: verify
+        """
+    }
+
+    static func run(_ text: String, overrides: [String] = []) throws -> VariantResult {
+        try runVariant(try #require(try ScenarioLoader.load(text: text, file: "scenario.yaml", overrides: overrides).variants.first))
+    }
+
+    static func busy(_ r: VariantResult, _ kind: MainBlockKind) -> Double { r.value("mainBusy", "total", label: kind.rawValue) ?? -1 }
+
+    /// The oracle passed and had the importers' updates to check (not a vacuous pass).
+    static func expectOraclePassed(_ r: VariantResult, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(r.oracle.verdict == .pass, "\(r.oracle.summary) \(r.oracle.findings.prefix(3)) \(r.notes.prefix(3))", sourceLocation: sourceLocation)
+        #expect(r.oracle.lostUpdates == 0 && r.oracle.storeMismatches == 0 && r.oracle.staleReads == 0, sourceLocation: sourceLocation)
+        #expect(r.events.contains { $0.role == "importer" && $0.intended != nil && $0.version >= 0 }, "no importer update reached the oracle", sourceLocation: sourceLocation)
+        #expect(r.notes.isEmpty, "\(r.notes.prefix(3))", sourceLocation: sourceLocation)
+        #expect(r.value("rowsInserted", "value") == 300, sourceLocation: sourceLocation)
+    }
+
+    // Issue 19 item 1 (semantics §2.2): each chunk's save is a push into the view context on the main queue, and the
+    // view context's save of it to the store runs there too.
+    @Test("Issue 19 item 1: a viewChildren run pushes every import chunk into the view context and saves it on the main queue (mainBusy[push], mainBusy[save]); the oracle passes")
+    func viewChildrenRun() throws {
+        let r = try Self.run(Self.importsOnly("viewChildren", viewer: true))
+        #expect(r.topology == "viewChildren")
+        #expect(Self.busy(r, .push) > 0)
+        #expect(Self.busy(r, .save) > 0)
+        #expect(Self.busy(r, .merge) == 0, "every save is a child's push: nothing is merged")
+        #expect(r.counters["objectsMerged", default: 0] == 0)
+        // The chunks' pushes are the merges of this stack (mainBusy's percentiles count them).
+        #expect((r.value("mainBusy", "count") ?? 0) >= 6, "one push per chunk: 2 seed + 4 run chunks")
+        let total = try #require(r.value("mainBusy", "total"))
+        let sum = MainBlockKind.allCases.map { Self.busy(r, $0) }.reduce(0, +)
+        #expect(abs(sum - total) < 1e-6 * max(1, total))
+        Self.expectOraclePassed(r)
+        // The tiny scenario's editor (a child of the view context, saving it) too.
+        let tiny = try runVariant(try #require(try tinyScenario(overrides: ["stack.topology=viewChildren"]).variants.first))
+        #expect(tiny.oracle.verdict == .pass, "\(tiny.oracle.summary) \(tiny.oracle.findings.prefix(3))")
+        #expect(tiny.events.contains { $0.actor.contains("editor") && $0.version >= 0 }, "the editor's saves reached the oracle")
+    }
+
+    // Issue 19 item 1 (semantics §3.3): the background contexts push into the private root off the main queue; the
+    // view context learns of each root save by a merge on the main queue.
+    @Test("Issue 19 item 1: a privateRoot run merges each root save into the view context on the main queue (mainBusy[merge]); imports push nothing there; the oracle passes")
+    func privateRootRun() throws {
+        let r = try Self.run(Self.importsOnly("privateRoot", viewer: true))
+        #expect(r.topology == "privateRoot")
+        #expect(Self.busy(r, .merge) > 0)
+        #expect(Self.busy(r, .push) == 0, "imports push into the private root, not the view context")
+        #expect(Self.busy(r, .save) == 0, "the root saves on its own queue")
+        #expect(r.counters["objectsMerged", default: 0] > 0)
+        #expect((r.value("mergeLatency", "count") ?? 0) >= 6, "one merge per root save: 2 seed + 4 run chunks")
+        Self.expectOraclePassed(r)
+        // The tiny scenario's editor is a child of the root too: its saveViewContext saves the root.
+        let tiny = try runVariant(try #require(try tinyScenario(overrides: ["stack.topology=privateRoot"]).variants.first))
+        #expect(tiny.oracle.verdict == .pass, "\(tiny.oracle.summary) \(tiny.oracle.findings.prefix(3))")
+        #expect(tiny.events.contains { $0.actor.contains("editor") && $0.version >= 0 }, "the editor's saves reached the oracle")
+    }
+
+    // Issue 19 item 1: where background saves are pushes, a temporary's save reaches the store when its parents
+    // save, and conflicts there are settled by the committing context's policy (semantics §1.7: a push meets none).
+    @Test("Issue 19 item 1: in viewChildren, privateRoot and nested, temporaries that save and a read-only view context are held to what reached the store; the oracle passes", arguments: ["viewChildren", "privateRoot", "nested"])
+    func pushedSavesHeldToTheCommittingContext(topology: String) throws {
+        let text = """
+            name: temporaries
+            seed: 11
+            stack:
+              topology: \(topology)
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 300, chunkSize: 150 }
+              - name: run
+                duration: 1s
+                actors:
+                  - viewer: { visibleObjects: 20, readOnly: true }
+                  - temporary: { rate: 20/s, edits: 3, save: true }
+                  - importer: { objects: 1000, chunkSize: 100, updateFraction: 0.5 }
+              - name: verify
+            """
+        let r = try Self.run(text)
+        #expect(r.oracle.verdict == .pass, "\(r.oracle.summary) \(r.oracle.findings.prefix(3))")
+        #expect(r.oracle.lostUpdates == 0 && r.oracle.storeMismatches == 0)
+        #expect(r.events.contains { $0.role == "temporary" && $0.intended != nil && $0.version >= 0 }, "the temporaries' saves reached the oracle")
+        #expect(r.events.filter { $0.role == "temporary" || $0.role == "importer" }.allSatisfy { $0.policy == "rollback" },
+                "the read-only view context's policy settled every pushed write")
+        #expect((r.value("readOnlySavesReachedStore", "count") ?? 0) > 0)
+    }
+
+    // Issue 19 item 2: no view context: nothing runs on the main queue.
+    @Test("Issue 19 item 2: a headless run does nothing on the main queue (mainBusy total 0), merges nothing, and the oracle passes")
+    func headlessRun() throws {
+        let r = try Self.run(Self.importsOnly("headless", viewer: false))
+        #expect(r.topology == "headless")
+        #expect(r.value("mainBusy", "total") == 0)
+        #expect(r.value("mainBlocks", "count") == 0)
+        #expect(r.value("mainStall", "max") == 0)
+        #expect(r.counters["merges"] == 0 && r.counters["objectsMerged", default: 0] == 0)
+        #expect((r.value("mergeLatency", "count") ?? 0) == 0)
+        #expect(r.value("objectsRegistered", "count", label: "queue=main") == 0)
+        Self.expectOraclePassed(r)
+        // A batch update with mergeBy ids (the default) has no view context to merge into.
+        let batch = try Self.run(Self.importsOnly("headless", viewer: false).replacingOccurrences(of: "  - name: verify", with: """
+              - name: batch
+                duration: 300ms
+                actors:
+                  - batch: { kind: update, rate: 10/s, size: 20 }
+              - name: verify
+            """))
+        #expect(batch.value("mainBusy", "total") == 0)
+        #expect((batch.value("rowsUpdated", "value") ?? 0) > 100)
+        #expect(batch.oracle.verdict != .fail)
     }
 
     /// The titles in the store, read through a fresh coordinator.

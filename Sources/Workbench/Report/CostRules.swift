@@ -62,7 +62,7 @@ public struct CostRule: Sendable, Equatable {
     static func applying(to scenario: Scenario) -> [String] {
         // A frames-only viewer has no controller (issue 19 item 3).
         let viewers = scenario.phases.flatMap(\.actors).compactMap { if case .viewer(let v) = $0, v.frames == .window { return v } else { return nil } }
-        let children = scenario.stack.topology == .nested || scenario.phases.flatMap(\.actors).contains { if case .editor = $0 { return true } else { return false } }
+        let children = [.nested, .viewChildren].contains(scenario.stack.topology) || scenario.phases.flatMap(\.actors).contains { if case .editor = $0 { return true } else { return false } }
         var ids: [String] = []
         if viewers.contains(where: { $0.frc == .coreData }) {
             ids += ["frc-evaluates-each-insert", "frc-store-trip-per-insert"]
@@ -70,7 +70,8 @@ public struct CostRule: Sendable, Equatable {
         }
         if viewers.contains(where: { $0.frc == .batched }) { ids.append("frc-batched-option") }
         if viewers.contains(where: { $0.request.fetchBatchSize > 0 }) { ids.append("frc-fetch-batches") }
-        if scenario.stack.topology != .nested { ids.append("merge-refreshes-registered") }
+        // Imports reach the view context by a push (nested, viewChildren) or nowhere (headless): no merge.
+        if ![.nested, .viewChildren, .headless].contains(scenario.stack.topology) { ids.append("merge-refreshes-registered") }
         if children { ids.append("child-save-on-parent-queue") }
         if scenario.mode == .simulated {
             ids.append(scenario.stack.connectionPool > 1 ? "connection-pool" : "serialized-coordinator")

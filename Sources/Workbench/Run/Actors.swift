@@ -130,9 +130,11 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                     let pushStart = Clock.now()
                     try w.saveCounting(current, role: "importer")
                     saved = true
-                    if w.stack.backgroundSaveIsMerge {
-                        // Nested: the child's save is the merge into the view context (a push on the main queue).
-                        w.recorder.mergeLatency.record(nanoseconds: Clock.now() - pushStart)
+                    if w.stack.committedContext != nil {
+                        // A push into a parent (nested, viewChildren, privateRoot): its rows are read where they are
+                        // committed, once `afterBackgroundSave` saved the parents.
+                        // Nested, viewChildren: the child's save is the merge into the view context (a main-queue push).
+                        if w.stack.backgroundSaveIsMerge { w.recorder.mergeLatency.record(nanoseconds: Clock.now() - pushStart) }
                         for (object, values) in pending { intendedByID[object.objectID] = values }
                     } else {
                         w.recorder.record(w.events(pending, actor: name, role: "importer"))
@@ -256,9 +258,13 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
                         }
                         intendedByID[id] = intendedValues
                     }
-                    try editor.save()  // into the view context: no conflicts here (semantics §1.7)
+                    try editor.save()  // into its parent: no conflicts here (semantics §1.7)
                 }
-                if spec.saveViewContext {
+                if spec.saveViewContext && !w.stack.editorsSaveThroughView {
+                    // privateRoot: the editor is a child of the private root, whose save reaches the store.
+                    try w.stack.afterBackgroundSave(editor)
+                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "view"))
+                } else if spec.saveViewContext {
                     let view = w.stack.viewContext
                     try view.performAndWait {
                         w.main.mark(.save)
@@ -309,6 +315,11 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
             guard !keys.isEmpty else { return }
             var valueRNG = SeededGenerator(seed: rng.next())
             let context = role == "writer" ? w.stack.makeWriter() : w.stack.makeTemporary()
+            // A temporary that is a child context (nested, viewChildren, privateRoot) saves into its parent: its
+            // save reaches the store once the parents save, and its rows are read where they are committed.
+            let pushes = role == "temporary" && w.stack.committedContext != nil
+            var intendedByID: [ManagedObjectID: [String: String]] = [:]
+            var saved = false
             context.performAndWait {
                 do {
                     var touched: [(ManagedObject, [String: String])] = []
@@ -324,7 +335,12 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
                         let hadChanges = context.hasChanges
                         try w.saveCounting(context, role: role)
                         if role == "temporary", hadChanges, w.stack.ambar == nil { w.recorder.add("readOnlySavesReachedStore") }
-                        w.recorder.record(w.events(touched, actor: name, role: role))
+                        if pushes {
+                            for (object, values) in touched { intendedByID[object.objectID] = values }
+                            saved = true
+                        } else {
+                            w.recorder.record(w.events(touched, actor: name, role: role))
+                        }
                     } else {
                         context.rollback()
                         w.recorder.add("temporaryDiscarded")
@@ -333,6 +349,12 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
                     w.recorder.note("\(name) op \(k): \(error)")
                 }
                 context.reset()
+            }
+            if saved {
+                do {
+                    try w.stack.afterBackgroundSave(context)
+                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: role))
+                } catch { w.recorder.note("\(name) parent save: \(error)") }
             }
             w.recorder.saveLatency(role).record(nanoseconds: Clock.now() - intended)
         }
@@ -394,7 +416,8 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             }
             let committed = Clock.now()
             w.recorder.saveLatency("batch").record(nanoseconds: committed - intended)
-            guard spec.mergeBy == .ids, !changes.isEmpty else { return }
+            // Issue 19 item 2: without a view context (headless) nothing merges.
+            guard spec.mergeBy == .ids, !changes.isEmpty, w.stack.topology.hasViewContext else { return }
             // Semantics §6: batch results reach contexts only by merging their IDs, with the call Apple recommends
             // for them, which refreshes updated objects past the row cache (§3.4, issue 18 rule 15).
             let view = w.stack.viewContext

@@ -131,6 +131,8 @@ public struct VariantRunner {
         let storeURL = directory.appendingPathComponent("store.sqlite")
         let stack = try TopologyBuilder(scenario: scenario, model: model, storeURL: storeURL, main: main, recorder: recorder).build()
         let workload = Workload(scenario: scenario, stack: stack, recorder: recorder, main: main, model: model)
+        // Issue 19 item 2: a stack without a view context queues nothing on the main queue; the harness does not either.
+        func drainMain() { if stack.topology.hasViewContext { main.drain() } }
         let samples = Mutex<[TimeSample]>([])
         let currentPhase = Mutex("setup")
         let stopSampling = Atomic<Bool>(false)
@@ -235,14 +237,14 @@ public struct VariantRunner {
             frameThread.map { _ in while running.load(ordering: .relaxed) > 0 { usleep(1000) } }
             // Let the frame clock see the end, then let queued merges finish.
             Clock.sleep(until: Clock.now() + 20_000_000)
-            main.drain()
+            drainMain()
             sample()
             if let a = MemoryProbe.reading().allocated { peakAllocated = max(peakAllocated, a) }
         }
         currentPhase.withLock { $0 = "verify" }
-        main.drain()
+        drainMain()
         Clock.sleep(until: Clock.now() + 50_000_000)
-        main.drain()
+        drainMain()
         stopSampling.store(true, ordering: .relaxed)
         (threadAllocated, threadFreed) = threadTotals.withLock { $0 }
 

@@ -1,6 +1,7 @@
 import Ambar
 import Foundation
 import ObjectGraph
+import Synchronization
 
 /// What an actor needs from a stack; each topology builds one (architecture.md "Workbench").
 public final class WorkbenchStack: @unchecked Sendable {  // closures are called from actor threads; contexts are queue-confined
@@ -23,12 +24,29 @@ public final class WorkbenchStack: @unchecked Sendable {  // closures are called
     var committedContext: ManagedObjectContext?
     /// Whether a background context's save is itself the merge into the view context (nested: the push).
     var backgroundSaveIsMerge = false
+    /// Whether an editor is a child of the view context, whose save `saveViewContext` then saves (false where
+    /// editors are children of a private root: their `saveViewContext` saves that root).
+    var editorsSaveThroughView = true
+    /// Where background saves are pushes (nested, viewChildren, privateRoot): the merge policy, by name, of the
+    /// context whose save takes them to the store (the private writer, the view context, the root). Conflicts
+    /// are settled by that policy, not the pushing context's, so the oracle holds the pushed writes to it.
+    var committingPolicy: PolicyName?
     var policies: [String: String] = [:]
     var keepAlive: [AnyObject] = []
 
     init(topology: TopologyKind, viewContext: ManagedObjectContext) {
         self.topology = topology
         self.viewContext = viewContext
+    }
+}
+
+/// A merge policy's name, read by actors while the runner may switch it (a read-only viewer).
+final class PolicyName: Sendable {
+    private let value: Mutex<String>
+    init(_ name: String) { value = Mutex(name) }
+    var name: String {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
     }
 }
 
@@ -46,7 +64,7 @@ public struct TopologyBuilder {
         switch topology {
         case .ambar, .ambar8, .ambar7:
             return ["view": "storeTrump", "importer": "objectTrump", "editor": "objectTrump", "temporary": "rollback", "writer": "objectTrump", "batch": "objectTrump"]
-        case .container, .nested, .history:
+        case .container, .nested, .history, .viewChildren, .privateRoot, .headless:
             return ["view": "objectTrump", "importer": "objectTrump", "editor": "objectTrump", "temporary": "rollback", "writer": "objectTrump", "batch": "objectTrump"]
         }
     }
@@ -83,6 +101,16 @@ public struct TopologyBuilder {
         c.name = role
         c.transactionAuthor = author ?? role
         return c
+    }
+
+    /// The view context's automatic merge (semantics §3.3), counted as main-queue merge work.
+    var automaticMergeHook: @Sendable (UInt64, UInt64, ContextObjectIDChanges) -> Void {
+        let recorder = self.recorder, main = self.main
+        return { announced, finished, changes in
+            main.mark(.merge)
+            recorder.mergeLatency.record(nanoseconds: finished &- announced)
+            recorder.add("objectsMerged", changes.inserted.count + changes.updated.count + changes.deleted.count)
+        }
     }
 
     func child(of parent: ManagedObjectContext, role: String) -> ManagedObjectContext {
@@ -146,12 +174,7 @@ public struct TopologyBuilder {
             view.mergePolicy = policy("view")
             view.name = "view"
             view.transactionAuthor = "view"
-            let recorder = self.recorder, main = self.main
-            view.automaticMergeHook = { announced, finished, changes in
-                main.mark(.merge)
-                recorder.mergeLatency.record(nanoseconds: finished &- announced)
-                recorder.add("objectsMerged", changes.inserted.count + changes.updated.count + changes.deleted.count)
-            }
+            view.automaticMergeHook = automaticMergeHook
             view.automaticallyMergesChangesFromParent = true
             stack = WorkbenchStack(topology: kind, viewContext: view)
             stack.coordinators = [("container", coordinator), ("external", external)]
@@ -198,8 +221,121 @@ public struct TopologyBuilder {
                     }
                 }
             }
-            let viewPolicy = policy("view")
-            stack.setViewReadOnly = { readOnly in writer.performAndWait { writer.mergePolicy = readOnly ? .rollback : viewPolicy } }
+            let viewPolicy = policy("view"), committing = PolicyName(viewPolicy.type.name)
+            stack.committingPolicy = committing
+            stack.setViewReadOnly = { readOnly in
+                writer.performAndWait { writer.mergePolicy = readOnly ? .rollback : viewPolicy }
+                committing.name = readOnly ? MergePolicy.rollback.type.name : viewPolicy.type.name
+            }
+        case .viewChildren:
+            // Issue 19 item 1: Apple's container (the view context on the one coordinator) with every background
+            // context a child of the view context. Semantics §2.2: a child's save is pushed into the view context
+            // on the main queue, and only the view context's own save, also on the main queue, reaches the store.
+            let coordinator = try self.coordinator("viewChildren")
+            let view = ManagedObjectContext(concurrencyType: .mainQueue, queue: main.queue)
+            view.persistentStoreCoordinator = coordinator
+            view.mergePolicy = policy("view")
+            view.name = "view"
+            view.transactionAuthor = "view"
+            // As the container's view context it merges saves of root contexts on its coordinator (semantics §3.3);
+            // here every context that saves is its child, so it merges none (batch results come by their IDs).
+            view.automaticMergeHook = automaticMergeHook
+            view.automaticallyMergesChangesFromParent = true
+            let main = self.main
+            main.countPushesAsMerges()
+            stack = WorkbenchStack(topology: kind, viewContext: view)
+            // The oracle reads the committed rows through a private context of its own: reading them in the view
+            // context would put the harness's reads on the main queue.
+            let reader = context(coordinator, role: "view")
+            reader.name = "committedReader"
+            stack.committedContext = reader
+            stack.backgroundSaveIsMerge = true
+            stack.coordinators = [("viewChildren", coordinator), ("external", external)]
+            stack.makeImporter = { self.child(of: view, role: "importer") }
+            stack.makeEditor = { self.child(of: view, role: "editor") }
+            stack.makeTemporary = { self.child(of: view, role: "temporary") }
+            // Batch requests cannot run in a child: a context on the coordinator.
+            stack.makeBatch = { self.context(coordinator, role: "batch") }
+            // The importer saves the view context after each chunk (as `nested` saves its parents): the view
+            // context's save meets the store, so only it can fail on a conflict; its changes then stay in the view.
+            let recorder = self.recorder
+            stack.afterBackgroundSave = { saved in
+                guard saved !== view else { return }  // an editor's `saveViewContext` saved it already
+                try view.performAndWait {
+                    main.mark(.save)
+                    do { try view.save() } catch let error as ObjectGraphError {
+                        recorder.saveFailed(role: "view", code: error.code.rawValue)
+                        if error.code == .merge || error.code == .constraintMerge {
+                            recorder.conflictOutcome("view:failed", max(1, error.conflictList.count + error.constraintConflictList.count))
+                        }
+                        throw error
+                    }
+                }
+            }
+            let viewPolicy = policy("view"), committing = PolicyName(viewPolicy.type.name)
+            stack.committingPolicy = committing
+            stack.setViewReadOnly = { readOnly in
+                view.performAndWait { view.mergePolicy = readOnly ? .rollback : viewPolicy }
+                committing.name = readOnly ? MergePolicy.rollback.type.name : viewPolicy.type.name
+            }
+        case .privateRoot:
+            // Issue 19 item 1: the hybrid of CoreStore and DATAStack: a private root saving context on the
+            // coordinator, the main-queue view context its child, and background contexts its other children.
+            // Their saves push into the root on the root's queue; the root saves to the store there. Semantics
+            // §3.3: a child context with automaticallyMergesChangesFromParent merges its parent's saves on its own
+            // queue, so the view context learns of each root save by a merge on the main queue (what CoreStore and
+            // DATAStack do by hand with mergeChanges(fromContextDidSave:), §3.1).
+            let coordinator = try self.coordinator("privateRoot")
+            let root = context(coordinator, role: "view")
+            root.name = "rootSaving"
+            let view = ManagedObjectContext(concurrencyType: .mainQueue, queue: main.queue)
+            view.parent = root
+            view.mergePolicy = policy("view")
+            view.name = "view"
+            view.automaticMergeHook = automaticMergeHook
+            view.automaticallyMergesChangesFromParent = true
+            stack = WorkbenchStack(topology: kind, viewContext: view)
+            stack.keepAlive = [root]
+            stack.committedContext = root
+            stack.editorsSaveThroughView = false
+            stack.coordinators = [("privateRoot", coordinator), ("external", external)]
+            stack.makeImporter = { self.child(of: root, role: "importer") }
+            stack.makeEditor = { self.child(of: root, role: "editor") }
+            stack.makeTemporary = { self.child(of: root, role: "temporary") }
+            stack.makeBatch = { self.context(coordinator, role: "batch") }
+            // Only the root's save meets the store, so only it can fail on a conflict (its changes stay in it).
+            let recorder = self.recorder
+            stack.afterBackgroundSave = { _ in
+                try root.performAndWait {
+                    do { try root.save() } catch let error as ObjectGraphError {
+                        recorder.saveFailed(role: "rootSaving", code: error.code.rawValue)
+                        if error.code == .merge || error.code == .constraintMerge {
+                            recorder.conflictOutcome("rootSaving:failed", max(1, error.conflictList.count + error.constraintConflictList.count))
+                        }
+                        throw error
+                    }
+                }
+            }
+            let viewPolicy = policy("view"), committing = PolicyName(viewPolicy.type.name)
+            stack.committingPolicy = committing
+            stack.setViewReadOnly = { readOnly in
+                root.performAndWait { root.mergePolicy = readOnly ? .rollback : viewPolicy }
+                committing.name = readOnly ? MergePolicy.rollback.type.name : viewPolicy.type.name
+            }
+        case .headless:
+            // Issue 19 item 2: a command-line import: no view context, nothing merges on a main queue. The stack's
+            // `viewContext` is a private-queue context on the coordinator that nothing merges into and nothing is
+            // a child of (the loader refuses viewers and editors), so the harness's own reads (the oracle's) stay
+            // off the main queue.
+            let coordinator = try self.coordinator("headless")
+            let standIn = context(coordinator, role: "view")
+            standIn.name = "noView"
+            stack = WorkbenchStack(topology: kind, viewContext: standIn)
+            stack.coordinators = [("headless", coordinator), ("external", external)]
+            stack.makeImporter = { self.context(coordinator, role: "importer") }
+            stack.makeEditor = { throw WorkbenchError(.badInput, "the headless topology has no view context for an editor's child") }
+            stack.makeTemporary = { self.context(coordinator, role: "temporary") }
+            stack.makeBatch = { self.context(coordinator, role: "batch") }
         case .history:
             let writerCoordinator = try coordinator("writer", history: true)
             let mainCoordinator = try coordinator("main", history: true, remote: true)
@@ -223,11 +359,11 @@ public struct TopologyBuilder {
         }
         // Issue 18 rule 24: a child's save pushed into the view context is main-queue work of its own kind.
         let main = self.main
-        stack.viewContext.performAndWait {
+        if kind.hasViewContext { stack.viewContext.performAndWait {
             stack.viewContext.childPushHook = { main.mark(.push) }
             // A child's fetch or fault through the view context is a fetch on the main queue (semantics §2.2).
             stack.viewContext.childReadHook = { main.mark(.fetch) }
-        }
+        } }
         for (_, coordinator) in stack.coordinators { coordinator.connectionPoolSize = scenario.stack.connectionPool }
         stack.makeWriter = { self.context(external, role: "writer") }
         stack.policies = resolvedPolicies

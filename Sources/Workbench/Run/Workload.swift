@@ -137,8 +137,8 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
     }
 
     /// Write events for objects after a committed save: committed values are the saved snapshot.
-    func events(_ objects: [(ManagedObject, [String: String])], actor: String, role: String) -> [WriteEvent] {
-        let policy = stack.policies[role] ?? "error"
+    func events(_ objects: [(ManagedObject, [String: String])], actor: String, role: String, policy: String? = nil) -> [WriteEvent] {
+        let policy = policy ?? stack.policies[role] ?? "error"
         let now = Clock.now()
         let step = Scheduler.currentStep
         var result: [WriteEvent] = []
@@ -173,7 +173,9 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
                 let object = root.object(with: id)
                 return (try? object.materialize()) == nil ? nil : (object, values)
             }
-            return events(objects, actor: actor, role: role)
+            // The policy that settled conflicts at the store is the committing context's (semantics §1.7: a push
+            // meets none).
+            return events(objects, actor: actor, role: role, policy: stack.committingPolicy?.name)
         }
     }
 

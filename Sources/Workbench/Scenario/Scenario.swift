@@ -80,6 +80,16 @@ extension Scenario {
 /// The stack topologies (workbench.md): each a small type behind ``Topology``.
 public enum TopologyKind: String, Sendable, Codable, CaseIterable {
     case ambar, ambar8, ambar7, container, nested, history
+    /// Issue 19 item 1: Apple's container with background contexts as children of the view context.
+    case viewChildren
+    /// Issue 19 item 1: a private root saving context, the view context and background contexts its children
+    /// (CoreStore's and DATAStack's shape).
+    case privateRoot
+    /// Issue 19 item 2: no view context at all (a command-line import).
+    case headless
+
+    /// Whether the stack has a main-queue view context (a viewer or an editor needs one).
+    public var hasViewContext: Bool { self != .headless }
 }
 
 public struct StackSpec: Sendable, Codable, Equatable {

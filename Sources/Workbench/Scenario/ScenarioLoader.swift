@@ -293,6 +293,7 @@ struct Reader {
         guard !phaseNodes.isEmpty else { throw fail(phasesNode, "a scenario needs at least one phase") }
         var phases: [Phase] = []
         for node in phaseNodes { phases.append(try phase(node, model: model)) }
+        try refuseViewActors(phaseNodes, topology: stack.topology)
         let names = phases.map(\.name)
         if let duplicate = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
             throw fail(phasesNode, "two phases are named '\(duplicate)'")
@@ -530,6 +531,21 @@ struct Reader {
         }
         if let n = child(node, "mergeRelease") { spec.mergeRelease = try choice(n, AmbarMergeRelease.self) }
         return spec
+    }
+
+    /// Issue 19 item 2: a stack without a view context (`headless`) has nothing for a viewer to show and no
+    /// context for an editor to be a child of: each is refused where it is written.
+    func refuseViewActors(_ phaseNodes: [Node], topology: TopologyKind) throws {
+        guard !topology.hasViewContext else { return }
+        for node in phaseNodes {
+            guard let actors = child(node, "actors"), let name = try child(node, "name").map(string) else { continue }
+            for item in try list(actors) {
+                guard case .map(let pairs, _) = item.tree, let pair = pairs.first, ["viewer", "editor"].contains(pair.key) else { continue }
+                let why = pair.key == "viewer" ? "nothing to show" : "no context for an editor's child"
+                throw ScenarioError(file: file, line: pair.position?.line, column: pair.position?.column, field: "phases.\(name).\(pair.key)",
+                                    message: "the `\(topology.rawValue)` topology has no view context (\(why)): remove the \(pair.key) or choose a topology with a view context")
+            }
+        }
     }
 
     func phase(_ node: Node, model: ModelSpec) throws -> Phase {
