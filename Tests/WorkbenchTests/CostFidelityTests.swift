@@ -243,3 +243,31 @@ struct ValueCheck {
         Workload.value(for: type, spec: scenario.model.values[field], actor: "check", op: 0, rng: &rng)
     }
 }
+
+extension CostFidelityTests {
+    @Test("Issue 19 item 7: merge none skips every merge; notifyAndRefetch skips them and refetches once the import ends; didSave merges each save")
+    func mergeModes() throws {
+        for topology in ["ambar", "container", "privateRoot", "history"] {
+            let merged = try Self.run(["stack.topology=\(topology)"])
+            let none = try Self.run(["stack.topology=\(topology)", "stack.merge=none"])
+            let refetch = try Self.run(["stack.topology=\(topology)", "stack.merge=notifyAndRefetch"])
+            #expect((merged.value("mainBusy", "total", label: "merge") ?? 0) > 0, "\(topology)")
+            #expect(none.value("mainBusy", "total", label: "merge") == 0, "\(topology): no merge")
+            #expect(refetch.value("mainBusy", "total", label: "merge") == 0, "\(topology): no merge")
+            #expect(refetch.counters["refetches"] == 1, "\(topology): one refetch when the viewer's import phase ends")
+            #expect(refetch.oracle.staleReads == 0, "\(topology): the refetch shows the store's values")
+            #expect((refetch.value("mainBusy", "total", label: "fetch") ?? 0) > (none.value("mainBusy", "total", label: "fetch") ?? 0), "\(topology)")
+            #expect(none.counters["refetches"] == nil)
+            // The refetched controller lists every record; without it the view still lists what it first fetched.
+            #expect(refetch.value("frcObjects", "value") == 300, "\(topology)")
+            #expect((none.value("frcObjects", "value") ?? 0) < 300, "\(topology)")
+        }
+        // Stacks whose background saves are pushes have no merge to change.
+        do {
+            _ = try tinyScenario(overrides: ["stack.topology=nested", "stack.merge=none"])
+            Issue.record("nested accepted merge: none")
+        } catch let error as ScenarioError {
+            #expect(error.description.contains("has no merge to change"))
+        }
+    }
+}

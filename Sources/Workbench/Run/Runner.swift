@@ -238,6 +238,12 @@ public struct VariantRunner {
             // Let the frame clock see the end, then let queued merges finish.
             Clock.sleep(until: Clock.now() + 20_000_000)
             drainMain()
+            // Issue 19 item 7: with `merge: notifyAndRefetch` the view learns of the import when it ends, and its
+            // controller fetches again (in batches).
+            if scenario.stack.merge == .notifyAndRefetch, let viewer, phase.actors.contains(where: { if case .importer = $0 { return true } else { return false } }) {
+                main.queue.async { viewer.refetch() }
+                drainMain()
+            }
             sample()
             if let a = MemoryProbe.reading().allocated { peakAllocated = max(peakAllocated, a) }
         }
@@ -500,6 +506,21 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
             for (field, _) in workload.fieldTypes { _ = try? object.checkedValue(forKey: field) }
         }
     }
+
+    /// The controller fetches again (`merge: notifyAndRefetch`), on the main queue.
+    func refetch() {
+        guard let controller else { return }
+        workload.main.mark(.fetch)
+        let t0 = Clock.now()
+        // What apps do: drop the stale objects, then fetch again (a fetch reads the store's rows).
+        view.reset()
+        try? controller.performFetch()
+        workload.recorder.fetchLatency.record(nanoseconds: Clock.now() - t0)
+        workload.recorder.add("refetches")
+        noteContents(controller)
+    }
+
+    private var view: ManagedObjectContext { workload.stack.viewContext }
 
     func controllerDidChangeContent(_ controller: FetchedResultsController) {
         changes += 1

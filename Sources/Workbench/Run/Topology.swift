@@ -365,6 +365,16 @@ public struct TopologyBuilder {
             stack.viewContext.childReadHook = { main.mark(.fetch) }
         } }
         for (_, coordinator) in stack.coordinators { coordinator.connectionPoolSize = scenario.stack.connectionPool }
+        // Issue 19 item 7: the view context learns of background saves only when the scenario says so.
+        if scenario.stack.merge != .didSave {
+            if let ambar = stack.ambar {
+                ambar.shouldMergeIncomingSavedObjects = false
+            } else {
+                let view = stack.viewContext
+                view.performAndWait { view.automaticallyMergesChangesFromParent = false }
+            }
+            stack.keepAlive.removeAll { $0 is HistoryConsumer }
+        }
         stack.makeWriter = { self.context(external, role: "writer") }
         stack.policies = resolvedPolicies
         return stack

@@ -109,6 +109,8 @@ public struct StackSpec: Sendable, Codable, Equatable {
     public var connectionPool: Int = PersistentStoreCoordinator.defaultConnectionPoolSize
     /// Ambar topologies: where each smart merge's ID sets are freed (nil: Core Data's place, the merging queue).
     public var mergeRelease: AmbarMergeRelease? = nil
+    /// How the view context learns of background saves (issue 19 item 7).
+    public var merge: MergeMode = .didSave
 }
 
 public struct Phase: Sendable, Codable, Equatable {
@@ -266,4 +268,15 @@ public enum ImportReset: String, Sendable, Codable, CaseIterable {
     /// One context for the actor's whole life, saved after every chunk (or `saveEvery`) and never reset: the
     /// classic import that grows.
     case never
+}
+
+/// How the view context learns of background saves (workbench `stack.merge`).
+public enum MergeMode: String, Sendable, Codable, CaseIterable {
+    /// Each save is merged as it lands (the topology's own way: did-save, Ambar's smart merge, history).
+    case didSave
+    /// No merge: the view context keeps what it loaded (it goes stale).
+    case none
+    /// No merge while importing; when an import phase ends, the view's controller fetches again (in batches),
+    /// the fix apps adopt for very large imports.
+    case notifyAndRefetch
 }

@@ -507,7 +507,7 @@ struct Reader {
     }
 
     func stackSpec(_ node: Node) throws -> StackSpec {
-        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere", "connectionPool", "mergeRelease"], required: ["topology"])
+        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere", "connectionPool", "mergeRelease", "merge"], required: ["topology"])
         var spec = StackSpec(topology: try choice(child(node, "topology")!, TopologyKind.self), mergePolicy: nil, policies: [:],
                              singleCoordinator: false, viewStaleness: nil, objectTrumpDeletedElsewhere: "delete",
                              connectionPool: PersistentStoreCoordinator.defaultConnectionPoolSize)
@@ -524,6 +524,13 @@ struct Reader {
         if let n = child(node, "singleCoordinator") { spec.singleCoordinator = try bool(n) }
         if let n = child(node, "viewStaleness") { spec.viewStaleness = try double(n) }
         if let n = child(node, "connectionPool") { spec.connectionPool = try int(n, min: 1, max: 64) }
+        if let n = child(node, "merge") {
+            spec.merge = try choice(n, MergeMode.self)
+            // Pushes from children are not merges: nothing to skip in stacks whose background saves are pushes.
+            if spec.merge != .didSave, [.nested, .viewChildren, .headless].contains(spec.topology) {
+                throw fail(n, "the `\(spec.topology.rawValue)` topology has no merge to change (its background saves are pushes, or nothing is shown): remove merge or choose another topology")
+            }
+        }
         if let n = child(node, "objectTrumpDeletedElsewhere") {
             let s = try string(n)
             guard ["delete", "resurrect"].contains(s) else { throw fail(n, "expected delete or resurrect, found '\(s)'") }
