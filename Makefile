@@ -5,6 +5,7 @@
 #   make compare    merge policies × topologies side by side (Scenarios/policy-comparison.yaml)
 #   make capacity   chunk size × visible-set grid: where the main queue first misses a 60 Hz frame
 #   make published  the published Core Data measurements replayed (Scenarios/published/): ours beside each, and whether its direction holds
+#   make example    builds and runs Docs/examples/custom-policy: an app's own merge policy and model through the workbench as a library
 #   make ci         the regression gate against Scenarios/baselines/ci.json (exact on deterministic counters)
 #   make baseline   record a new CI baseline
 #   make report     rebuild Reports/index.html
@@ -20,7 +21,7 @@ APT_PACKAGES := libsqlite3-dev libjemalloc-dev pkg-config sqlite3
 BENCH := .build/$(CONFIG)/ambar-bench
 DEFAULT_SCENARIOS := Scenarios/thousands-of-imports.yaml Scenarios/conflict-storm.yaml Scenarios/read-only-view.yaml
 
-.PHONY: run test scenarios compare capacity published ci baseline report build deps bench-tool clean bench bench-quick crash-test fuzz tsan
+.PHONY: run test scenarios compare capacity published example ci baseline report build deps bench-tool clean bench bench-quick crash-test fuzz tsan
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -45,6 +46,9 @@ scenarios: bench-tool
 
 compare: bench-tool
 	$(BENCH) run Scenarios/policy-comparison.yaml --progress
+
+example: deps
+	cd Docs/examples/custom-policy && $(SWIFT) build && $$($(SWIFT) build --show-bin-path)/custom-policy
 
 published: bench-tool
 	$(BENCH) run Scenarios/published/*.yaml --progress

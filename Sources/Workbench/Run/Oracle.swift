@@ -48,7 +48,7 @@ enum Oracle {
             }
             // Discarded writes (version -1) only count as losses; they wrote nothing to order.
             for e in keyEvents where e.version < 0 {
-                if ["storeTrump", "rollback"].contains(e.policy) {
+                if Registry.promisesLosses(e.policy) {
                     promised += 1
                     add(.init(kind: "promisedLoss", key: key, field: e.field, detail: "\(e.actor) wrote \(e.intended ?? ""); its \(e.policy) save discarded it", step: e.step))
                 } else {
@@ -89,7 +89,7 @@ enum Oracle {
                         } else if e.committed != intended {
                             // The save committed, yet its own write is not what it committed: its policy chose
                             // the store's value (StoreTrump, Rollback) or it is a bug.
-                            if ["storeTrump", "rollback"].contains(e.policy) {
+                            if Registry.promisesLosses(e.policy) {
                                 promised += 1
                                 add(.init(kind: "promisedLoss", key: key, field: field, detail: "\(e.actor) wrote \(intended); its \(e.policy) save kept \(e.committed)"))
                             } else {
@@ -101,7 +101,7 @@ enum Oracle {
                         writer = e
                     } else if let exp = expected, e.committed != exp, let w = writer {
                         // A later save that did not write this field changed it.
-                        if e.policy == "overwrite" {
+                        if Registry.policy(named: e.policy)?.type == .overwrite {
                             promised += 1
                             add(.init(kind: "promisedLoss", key: key, field: field, detail: "\(w.actor)'s \(exp) overwritten by \(e.actor)'s overwrite save with \(e.committed)"))
                         } else {

@@ -73,9 +73,9 @@ public struct TopologyBuilder {
         var names = Self.defaultPolicies(scenario.stack.topology)
         if let view = scenario.stack.mergePolicy { names["view"] = view }
         names.merge(scenario.stack.policies) { _, new in new }
-        let type = MergePolicy.named(names[role] ?? "error")!.type
         let rule: MergePolicy.DeletedElsewhereRule = scenario.stack.objectTrumpDeletedElsewhere == "resurrect" ? .resurrect : .delete
-        return MergePolicy(type: type, deletedElsewhere: rule)
+        // A built-in policy, or one a package registered (issue 19 item 8); the loader checked the name.
+        return Registry.policy(named: names[role] ?? "error", deletedElsewhere: rule) ?? MergePolicy(type: .error, deletedElsewhere: rule)
     }
 
     var resolvedPolicies: [String: String] {

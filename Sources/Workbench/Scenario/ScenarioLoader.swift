@@ -195,8 +195,9 @@ struct Reader {
 
     func policy(_ node: Node) throws -> String {
         let s = try scalar(node, "a merge policy")
-        guard MergePolicy.named(s) != nil else {
-            throw fail(node, "expected a merge policy (error, storeTrump, objectTrump, overwrite, rollback), found '\(s)'\(Self.suggestion(s, ["error", "storeTrump", "objectTrump", "overwrite", "rollback"]))")
+        guard Registry.isPolicy(s) else {
+            let names = Registry.policyNames
+            throw fail(node, "expected a merge policy (\(names.joined(separator: ", "))), found '\(s)'\(Self.suggestion(s, names))")
         }
         return s
     }
@@ -309,26 +310,42 @@ struct Reader {
         var spec = ModelSpec(name: "workload", entities: nil, entity: "Record", idKey: "id", fields: ["title", "value"], sortKey: "id")
         guard let node else { return spec }
         if case .scalar(let s, _) = node.tree {
-            guard s == "workload" else { throw fail(node, "expected a shipped model (workload) or a mapping with entities") }
-            return spec
-        }
-        _ = try keys(node, allowed: ["name", "entities", "entity", "idKey", "fields", "sortKey", "values"])
-        if let n = child(node, "name") {
-            let s = try string(n)
-            guard s == "workload" else { throw fail(n, "expected a shipped model name (workload), found '\(s)'") }
-        }
-        if let e = child(node, "entities") {
-            spec.name = nil
-            let json = try jsonObject(e)
-            do {
-                let data = try JSONSerialization.data(withJSONObject: ["entities": json])
-                let file = try JSONDecoder().decode(ModelFile.self, from: data)
-                _ = try ManagedObjectModel(file: file)
-                spec.entities = file
-            } catch let error as ModelError {
-                throw fail(e, error.description)
-            } catch let error as DecodingError {
-                throw fail(e, "not a model: \(ModelFileDecodingDescription.describe(error))")
+            if s == "workload" { return spec }
+            // A model a package registered under a name (issue 19 item 8): its first entity, the defaults below.
+            guard let registered = Registry.model(named: s), let first = registered.entities.first else {
+                throw fail(node, "expected a model name (\(Registry.modelNames.joined(separator: ", "))) or a mapping with entities")
+            }
+            spec.name = s
+            spec.entities = registered
+            spec.entity = first.name
+            spec.fields = []
+        } else {
+            _ = try keys(node, allowed: ["name", "entities", "entity", "idKey", "fields", "sortKey", "values"])
+            if let n = child(node, "name") {
+                let s = try string(n)
+                if s != "workload" {
+                    guard let registered = Registry.model(named: s), let first = registered.entities.first else {
+                        throw fail(n, "expected a model name (\(Registry.modelNames.joined(separator: ", "))), found '\(s)'")
+                    }
+                    spec.name = s
+                    spec.entities = registered
+                    spec.entity = first.name
+                    spec.fields = []
+                }
+            }
+            if let e = child(node, "entities") {
+                spec.name = nil
+                let json = try jsonObject(e)
+                do {
+                    let data = try JSONSerialization.data(withJSONObject: ["entities": json])
+                    let file = try JSONDecoder().decode(ModelFile.self, from: data)
+                    _ = try ManagedObjectModel(file: file)
+                    spec.entities = file
+                } catch let error as ModelError {
+                    throw fail(e, error.description)
+                } catch let error as DecodingError {
+                    throw fail(e, "not a model: \(ModelFileDecodingDescription.describe(error))")
+                }
             }
         }
         if let n = child(node, "entity") { spec.entity = try string(n) }
@@ -353,6 +370,7 @@ struct Reader {
         if let n = child(node, "fields") {
             spec.fields = try list(n).map(string)
         } else if spec.entities != nil {
+            // An inline or registered entity: editors change its string and number attributes (its id aside).
             // An inline entity: editors change its string and number attributes (its id aside).
             spec.fields = (entity.attributes ?? []).filter { $0.name != spec.idKey && [.string, .double, .float, .integer16, .integer32, .integer64].contains($0.type) }.map(\.name)
         }

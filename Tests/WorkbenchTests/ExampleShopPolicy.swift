@@ -1,0 +1,1 @@
+../../Docs/examples/custom-policy/Sources/CustomPolicy/ShopPolicy.swift
