@@ -271,3 +271,38 @@ extension CostFidelityTests {
         }
     }
 }
+
+extension CostFidelityTests {
+    static let threeTiers = """
+        name: tiers
+        model:
+          entities:
+            - { name: Root, attributes: [{ name: name, type: string }], relationships: [{ name: groups, destination: Folder, inverse: root, toMany: true }] }
+            - { name: Folder, attributes: [{ name: name, type: string }], relationships: [{ name: root, destination: Root, inverse: groups }, { name: items, destination: Item, inverse: folder, toMany: true }] }
+            - { name: Item, attributes: [{ name: id, type: integer64, optional: false, defaultValue: 0 }, { name: title, type: string }], relationships: [{ name: folder, destination: Folder, inverse: items }] }
+          entity: Item
+        stack: { topology: ambar }
+        phases:
+          - name: run
+            actors:
+              - importer: { objects: 1000, chunkSize: 100, groups: 10, groupParents: 1, reset: never }
+          - name: verify
+        """
+
+    @Test("Issue 19 item 6: a 1 → 10 → 1,000 graph (root, folders, items) built by the importer stays registered without a reset, and leaves with one")
+    func threeTierGraph() throws {
+        let kept = try runVariant(try #require(try ScenarioLoader.load(text: Self.threeTiers, file: "tiers.yaml").variants.first))
+        #expect(kept.counters["rowsInserted"] == 1000)
+        #expect(kept.counters["importerRegisteredObjects"] == 1000 + 10 + 1)
+        let reset = try runVariant(try #require(try ScenarioLoader.load(text: Self.threeTiers.replacingOccurrences(of: "reset: never", with: "reset: afterChunk"), file: "tiers.yaml").variants.first))
+        // At most a chunk: the first one makes the folders and the root, whose new to-manys hold that chunk until the reset.
+        #expect((reset.counters["importerRegisteredObjects"] ?? 0) <= 100 + 10 + 1)
+        // groupParents needs a to-one above the groups.
+        do {
+            _ = try tinyScenario(overrides: ["phases.run.importer.groups=2", "phases.run.importer.groupParents=1"])
+            Issue.record("Group has no to-one above it, yet groupParents was accepted")
+        } catch let error as ScenarioError {
+            #expect(error.description.contains("groupParents needs groups"))
+        }
+    }
+}

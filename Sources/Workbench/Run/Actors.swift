@@ -80,7 +80,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
         // 1: what records and groups hold stays registered, and memory grows as in a Core Data import that never
         // resets). `afterChunk`: a fresh context for each save, reset after it.
         var context: ManagedObjectContext? = nil
-        let groups = spec.groups > 0 ? ImportGroups(count: spec.groups, actor: name, entity: w.entity) : nil
+        let groups = spec.groups > 0 ? ImportGroups(count: spec.groups, parents: spec.groupParents, actor: name, entity: w.entity) : nil
         // Changes made since the last save (`saveEvery` chunks share one save).
         var pending: [(ManagedObject, [String: String])] = []
         var pendingInserted = 0, pendingUpdated = 0, pendingObjects = 0
@@ -170,43 +170,63 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
 }
 
 /// An importer's groups (issue 19 item 6): `count` objects of the destination of the entity's first to-one
-/// relationship, named after the actor, that new records are linked to by key (`key % count`). A context that
-/// lives for the whole import keeps them (and, through their to-many inverse, every record linked); a fresh
-/// context fetches them again, as faults whose to-many is not loaded.
+/// relationship, named after the actor, that new records are linked to by key (`key % count`); with `parents`,
+/// the groups hang in turn under that many objects of the group entity's own to-one destination (the classic
+/// 1 → 1,000 → 1,000,000 graph). A context that lives for the whole import keeps them (and, through their to-many
+/// inverses, every record linked); a fresh context fetches them again, as faults whose to-manys are not loaded.
 final class ImportGroups {
     let count: Int
     let relationship: RelationshipDescription
     let names: [String]
+    /// The groups' own to-one link and the names of its objects (no parents: nil).
+    let parentLink: (relationship: RelationshipDescription, names: [String])?
     private var objects: [ManagedObject]?
 
-    init?(count: Int, actor: String, entity: EntityDescription) {
+    init?(count: Int, parents: Int, actor: String, entity: EntityDescription) {
         guard let relationship = entity.relationships.first(where: { !$0.isToMany }) else { return nil }
         self.count = count
         self.relationship = relationship
         names = (0..<count).map { "\(actor)-group\($0)" }
+        if parents > 0, let groupEntity = entity.model?.entity(named: relationship.destinationEntityName),
+           let up = groupEntity.relationships.first(where: { !$0.isToMany && $0.name != relationship.inverseName }) {
+            parentLink = (up, (0..<parents).map { "\(actor)-parent\($0)" })
+        } else {
+            parentLink = nil
+        }
     }
 
     /// The groups in `context`, made the first time and fetched by name after a reset.
     func objects(in context: ManagedObjectContext) throws -> [ManagedObject] {
         if let objects { return objects }
-        let destination = relationship.destinationEntityName
+        let made = try Self.named(names, of: relationship.destinationEntityName, in: context)
+        if let parentLink {
+            let parents = try Self.named(parentLink.names, of: parentLink.relationship.destinationEntityName, in: context)
+            for (i, group) in made.enumerated() where group.isInserted {
+                try group.setValue(parents[i % parents.count], forKey: parentLink.relationship.name)
+            }
+        }
+        objects = made
+        return made
+    }
+
+    /// Objects of `entityName` with these names (a `name` attribute, when the entity has one), fetched, or made
+    /// when missing.
+    private static func named(_ names: [String], of entityName: String, in context: ManagedObjectContext) throws -> [ManagedObject] {
         let nameKey = "name"
         var byName: [String: ManagedObject] = [:]
-        let hasName = context.model.entity(named: destination)?.attribute(named: nameKey) != nil
+        let hasName = context.model.entity(named: entityName)?.attribute(named: nameKey) != nil
         if hasName {
-            let request = FetchRequest(entityName: destination, predicate: .compare(nameKey, .in, names))
+            let request = FetchRequest(entityName: entityName, predicate: .compare(nameKey, .in, names))
             for object in try context.fetch(request) {
                 if case .string(let name) = object.primitiveValue(forKey: nameKey) { byName[name] = object }
             }
         }
-        let made = try names.map { name -> ManagedObject in
+        return try names.map { name -> ManagedObject in
             if let found = byName[name] { return found }
-            let group = try context.insertNewObject(forEntityName: destination)
-            if hasName { try group.setValue(name, forKey: nameKey) }
-            return group
+            let object = try context.insertNewObject(forEntityName: entityName)
+            if hasName { try object.setValue(name, forKey: nameKey) }
+            return object
         }
-        objects = made
-        return made
     }
 
     /// After a reset: the objects belong to no context any more.

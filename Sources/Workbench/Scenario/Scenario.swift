@@ -173,6 +173,9 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         /// Groups each new record is linked to, one of them by its key, through the entity's first to-one
         /// relationship (a record and its group hold each other in a context that keeps them); 0 for none.
         public var groups: Int = 0
+        /// Objects the groups hang under in turn, through the group entity's own to-one relationship (the third tier
+        /// of the classic 1 → 1,000 → 1,000,000 import); 0 for none.
+        public var groupParents: Int = 0
     }
     public struct Viewer: Sendable, Codable, Equatable {
         /// Rows on screen: the default ``window`` and the importers' hot set.

@@ -613,7 +613,7 @@ struct Reader {
         }
         switch kind {
         case "importer":
-            _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "distribution", "parallel", "rate", "reset", "saveEvery", "groups"])
+            _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "distribution", "parallel", "rate", "reset", "saveEvery", "groups", "groupParents"])
             let groups = try opt("groups", { try int($0, min: 0, max: 1_000_000) }, 0)
             if groups > 0 {
                 let file = model.entities ?? ScenarioLoader.workloadModel
@@ -645,6 +645,16 @@ struct Reader {
             importer.reset = try opt("reset", { try choice($0, ImportReset.self) }, .afterChunk)
             importer.saveEvery = saveEvery
             importer.groups = groups
+            importer.groupParents = try opt("groupParents", { try int($0, min: 0, max: 1_000_000) }, 0)
+            if importer.groupParents > 0 {
+                let file = model.entities ?? ScenarioLoader.workloadModel
+                let entity = file.entities.first { $0.name == model.entity }
+                let link = entity?.relationships?.first { !($0.toMany ?? false) }
+                let groupEntity = file.entities.first { $0.name == link?.destination }
+                guard groups > 0, groupEntity?.relationships?.contains(where: { !($0.toMany ?? false) && $0.name != link?.inverse }) == true else {
+                    throw fail(child(settings, "groupParents")!, "groupParents needs groups, and a to-one relationship from \(link?.destination ?? "the group entity") to hang them under")
+                }
+            }
             return .importer(importer)
         case "viewer":
             _ = try keys(settings, allowed: ["visibleObjects", "readOnly", "frameRate", "window", "frc", "request", "scroll", "frames"])
