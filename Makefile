@@ -48,7 +48,7 @@ compare: bench-tool
 	$(BENCH) run Scenarios/policy-comparison.yaml --progress
 
 example: deps
-	cd Docs/examples/custom-policy && $(SWIFT) build && $$($(SWIFT) build --show-bin-path)/custom-policy
+	cd Docs/examples/custom-policy && $(SWIFT) build && AMBAR_PROFILE_PATH=$(CURDIR)/Profiles $$($(SWIFT) build --show-bin-path)/custom-policy
 
 published: bench-tool
 	$(BENCH) run Scenarios/published/*.yaml --progress
