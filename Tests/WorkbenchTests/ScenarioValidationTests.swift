@@ -200,10 +200,13 @@ struct ScenarioValidationTests {
 
     @Test("a misspelt merge policy is refused with the nearest name")
     func misspeltPolicy() {
-        #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  mergePolicy: storeTrmp")) ==
-            "bad.yaml:4:16: stack.mergePolicy: expected a merge policy (error, storeTrump, objectTrump, overwrite, rollback), found 'storeTrmp' (did you mean 'storeTrump'?)")
-        #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  policies: { editor: ObjectTrump }")) ==
-            "bad.yaml:4:23: stack.policies.editor: expected a merge policy (error, storeTrump, objectTrump, overwrite, rollback), found 'ObjectTrump' (did you mean 'objectTrump'?)")
+        // Policies another test registered (issue 19 item 8) may follow the built-in names in the list.
+        let a = message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  mergePolicy: storeTrmp"))
+        #expect(a.hasPrefix("bad.yaml:4:16: stack.mergePolicy: expected a merge policy (error, storeTrump, objectTrump, overwrite, rollback"))
+        #expect(a.hasSuffix("found 'storeTrmp' (did you mean 'storeTrump'?)"))
+        let b = message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  policies: { editor: ObjectTrump }"))
+        #expect(b.hasPrefix("bad.yaml:4:23: stack.policies.editor: expected a merge policy (error, storeTrump, objectTrump, overwrite, rollback"))
+        #expect(b.hasSuffix("found 'ObjectTrump' (did you mean 'objectTrump'?)"))
     }
 
     @Test("broken YAML names the line and column")
