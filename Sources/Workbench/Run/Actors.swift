@@ -453,6 +453,18 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
 }
 
 extension RunRecorder {
+    /// Saves `context`, the one whose save meets the store in a stack of parents: a failure counts under `role`
+    /// (its changes stay in the context, as in an app that logs the error) and is rethrown.
+    func saveCountingFailure(_ context: ManagedObjectContext, role: String) throws {
+        do { try context.save() } catch let error as ObjectGraphError {
+            saveFailed(role: role, code: error.code.rawValue)
+            if error.code == .merge || error.code == .constraintMerge {
+                conflictOutcome("\(role):failed", max(1, error.conflictList.count + error.constraintConflictList.count))
+            }
+            throw error
+        }
+    }
+
     func rowsChanged(inserted: Int = 0, updated: Int = 0, deleted: Int = 0) {
         state.withLock {
             $0.counters["rowsInserted", default: 0] += inserted

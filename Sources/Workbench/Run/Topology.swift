@@ -212,13 +212,7 @@ public struct TopologyBuilder {
                     try view.save()
                 }
                 try writer.performAndWait {
-                    do { try writer.save() } catch let error as ObjectGraphError {
-                        recorder.saveFailed(role: "privateWriter", code: error.code.rawValue)
-                        if error.code == .merge || error.code == .constraintMerge {
-                            recorder.conflictOutcome("privateWriter:failed", max(1, error.conflictList.count + error.constraintConflictList.count))
-                        }
-                        throw error
-                    }
+                    try recorder.saveCountingFailure(writer, role: "privateWriter")
                 }
             }
             let viewPolicy = policy("view"), committing = PolicyName(viewPolicy.type.name)
@@ -263,13 +257,7 @@ public struct TopologyBuilder {
                 guard saved !== view else { return }  // an editor's `saveViewContext` saved it already
                 try view.performAndWait {
                     main.mark(.save)
-                    do { try view.save() } catch let error as ObjectGraphError {
-                        recorder.saveFailed(role: "view", code: error.code.rawValue)
-                        if error.code == .merge || error.code == .constraintMerge {
-                            recorder.conflictOutcome("view:failed", max(1, error.conflictList.count + error.constraintConflictList.count))
-                        }
-                        throw error
-                    }
+                    try recorder.saveCountingFailure(view, role: "view")
                 }
             }
             let viewPolicy = policy("view"), committing = PolicyName(viewPolicy.type.name)
@@ -307,13 +295,7 @@ public struct TopologyBuilder {
             let recorder = self.recorder
             stack.afterBackgroundSave = { _ in
                 try root.performAndWait {
-                    do { try root.save() } catch let error as ObjectGraphError {
-                        recorder.saveFailed(role: "rootSaving", code: error.code.rawValue)
-                        if error.code == .merge || error.code == .constraintMerge {
-                            recorder.conflictOutcome("rootSaving:failed", max(1, error.conflictList.count + error.constraintConflictList.count))
-                        }
-                        throw error
-                    }
+                    try recorder.saveCountingFailure(root, role: "rootSaving")
                 }
             }
             let viewPolicy = policy("view"), committing = PolicyName(viewPolicy.type.name)

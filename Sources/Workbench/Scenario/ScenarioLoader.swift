@@ -306,32 +306,29 @@ struct Reader {
             thresholds: thresholds, variantParameters: parameters, repetition: repetition, repetitions: repetitions, published: published)
     }
 
+    /// A model a package registered under `name` (issue 19 item 8): its first entity, fields from its attributes.
+    func useRegisteredModel(_ name: String, at node: Node, in spec: inout ModelSpec) throws {
+        guard let registered = Registry.model(named: name), let first = registered.entities.first else {
+            throw fail(node, "expected a model name (\(Registry.modelNames.joined(separator: ", "))) or a mapping with entities, found '\(name)'")
+        }
+        spec.name = name
+        spec.entities = registered
+        spec.entity = first.name
+        spec.fields = []
+    }
+
     func modelSpec(_ node: Node?) throws -> ModelSpec {
         var spec = ModelSpec(name: "workload", entities: nil, entity: "Record", idKey: "id", fields: ["title", "value"], sortKey: "id")
         guard let node else { return spec }
         if case .scalar(let s, _) = node.tree {
             if s == "workload" { return spec }
             // A model a package registered under a name (issue 19 item 8): its first entity, the defaults below.
-            guard let registered = Registry.model(named: s), let first = registered.entities.first else {
-                throw fail(node, "expected a model name (\(Registry.modelNames.joined(separator: ", "))) or a mapping with entities")
-            }
-            spec.name = s
-            spec.entities = registered
-            spec.entity = first.name
-            spec.fields = []
+            try useRegisteredModel(s, at: node, in: &spec)
         } else {
             _ = try keys(node, allowed: ["name", "entities", "entity", "idKey", "fields", "sortKey", "values"])
             if let n = child(node, "name") {
                 let s = try string(n)
-                if s != "workload" {
-                    guard let registered = Registry.model(named: s), let first = registered.entities.first else {
-                        throw fail(n, "expected a model name (\(Registry.modelNames.joined(separator: ", "))), found '\(s)'")
-                    }
-                    spec.name = s
-                    spec.entities = registered
-                    spec.entity = first.name
-                    spec.fields = []
-                }
+                if s != "workload" { try useRegisteredModel(s, at: n, in: &spec) }
             }
             if let e = child(node, "entities") {
                 spec.name = nil
