@@ -78,6 +78,17 @@ public struct TopologyBuilder {
         return Registry.policy(named: names[role] ?? "error", deletedElsewhere: rule) ?? MergePolicy(type: .error, deletedElsewhere: rule)
     }
 
+    /// In a stack of parents the view's policy settles conflicts where the save meets the store: `committing` takes
+    /// Rollback while the view is read-only, and the events name the policy that settled their conflicts.
+    func readOnlyThroughCommittingContext(_ committing: ManagedObjectContext, of stack: WorkbenchStack) {
+        let viewPolicy = policy("view"), name = PolicyName(viewPolicy.type.name)
+        stack.committingPolicy = name
+        stack.setViewReadOnly = { readOnly in
+            committing.performAndWait { committing.mergePolicy = readOnly ? .rollback : viewPolicy }
+            name.name = readOnly ? MergePolicy.rollback.type.name : viewPolicy.type.name
+        }
+    }
+
     var resolvedPolicies: [String: String] {
         var names = Self.defaultPolicies(scenario.stack.topology)
         if let view = scenario.stack.mergePolicy { names["view"] = view }
@@ -215,12 +226,7 @@ public struct TopologyBuilder {
                     try recorder.saveCountingFailure(writer, role: "privateWriter")
                 }
             }
-            let viewPolicy = policy("view"), committing = PolicyName(viewPolicy.type.name)
-            stack.committingPolicy = committing
-            stack.setViewReadOnly = { readOnly in
-                writer.performAndWait { writer.mergePolicy = readOnly ? .rollback : viewPolicy }
-                committing.name = readOnly ? MergePolicy.rollback.type.name : viewPolicy.type.name
-            }
+            readOnlyThroughCommittingContext(writer, of: stack)
         case .viewChildren:
             // Issue 19 item 1: Apple's container (the view context on the one coordinator) with every background
             // context a child of the view context. Semantics §2.2: a child's save is pushed into the view context
@@ -260,12 +266,7 @@ public struct TopologyBuilder {
                     try recorder.saveCountingFailure(view, role: "view")
                 }
             }
-            let viewPolicy = policy("view"), committing = PolicyName(viewPolicy.type.name)
-            stack.committingPolicy = committing
-            stack.setViewReadOnly = { readOnly in
-                view.performAndWait { view.mergePolicy = readOnly ? .rollback : viewPolicy }
-                committing.name = readOnly ? MergePolicy.rollback.type.name : viewPolicy.type.name
-            }
+            readOnlyThroughCommittingContext(view, of: stack)
         case .privateRoot:
             // Issue 19 item 1: the hybrid of CoreStore and DATAStack: a private root saving context on the
             // coordinator, the main-queue view context its child, and background contexts its other children.
@@ -298,12 +299,7 @@ public struct TopologyBuilder {
                     try recorder.saveCountingFailure(root, role: "rootSaving")
                 }
             }
-            let viewPolicy = policy("view"), committing = PolicyName(viewPolicy.type.name)
-            stack.committingPolicy = committing
-            stack.setViewReadOnly = { readOnly in
-                root.performAndWait { root.mergePolicy = readOnly ? .rollback : viewPolicy }
-                committing.name = readOnly ? MergePolicy.rollback.type.name : viewPolicy.type.name
-            }
+            readOnlyThroughCommittingContext(root, of: stack)
         case .headless:
             // Issue 19 item 2: a command-line import: no view context, nothing merges on a main queue. The stack's
             // `viewContext` is a private-queue context on the coordinator that nothing merges into and nothing is
