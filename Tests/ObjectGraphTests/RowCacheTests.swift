@@ -25,8 +25,11 @@ import Testing
 
     /// Saves `count` new items (two of them priced under 5) from a background context on the stack's coordinator
     /// and resets that context right after the save, as the workbench's importer does.
-    static func saveAndReset(_ stack: TestStack) throws {
+    /// Returns a recorder of that context's did-save alone (other tests save in parallel).
+    @discardableResult
+    static func saveAndReset(_ stack: TestStack) throws -> NotificationRecorder {
         let background = stack.context(name: "importer")
+        let saves = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: background)
         try background.performAndWait {
             for i in 1...Int64(count) {
                 let item = Item(context: background)
@@ -37,6 +40,7 @@ import Testing
             try background.save()
             background.reset()
         }
+        return saves
     }
 
     @Test("Issue 18 rule 23 (row cache): a shared-coordinator merge of N inserts fulfils N faults from the row cache, none from the store, after the saver's reset (§5, §2.3)")
@@ -46,8 +50,7 @@ import Testing
         let recorder = FRCRecorder()
         var frc: FetchedResultsController? = try Self.controller(on: view, recorder: recorder)
         let baseline = stack.coordinator.counters.rowCacheEntries
-        var saves: NotificationRecorder? = NotificationRecorder(ManagedObjectContext.didSaveNotification)
-        try Self.saveAndReset(stack)
+        var saves: NotificationRecorder? = try Self.saveAndReset(stack)
         var note: Notification? = try #require(saves?.notes.first)
         // The reset let go of the saver's references; the notification still holds the rows.
         #expect(stack.coordinator.counters.rowCacheEntries - baseline == Self.count)
@@ -119,8 +122,7 @@ import Testing
         let view = stack.context(viewCoordinator, name: "view")
         let recorder = FRCRecorder()
         let frc = try Self.controller(on: view, recorder: recorder)
-        let saves = NotificationRecorder(ManagedObjectContext.didSaveNotification)
-        try Self.saveAndReset(stack)
+        let saves = try Self.saveAndReset(stack)
         let note = try #require(saves.notes.first)
         // The saving coordinator holds the rows for the notification; the view's coordinator never had them.
         #expect(stack.coordinator.counters.rowCacheEntries >= Self.count)
