@@ -255,7 +255,14 @@ struct List: ParsableCommand {
 
     func run() throws {
         try guarded {
-            let files = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".yaml") }.sorted()
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+                throw WorkbenchError(.badInput, "\(folder): no such folder")
+            }
+            let files: [String]
+            do { files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".yaml") }.sorted() } catch {
+                throw WorkbenchError(.badInput, "\(folder): cannot list the folder (\(error.localizedDescription))")
+            }
             for f in files {
                 let path = "\(folder)/\(f)"
                 do {

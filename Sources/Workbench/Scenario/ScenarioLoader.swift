@@ -15,11 +15,36 @@ public enum ScenarioLoader {
     /// Loads, overrides, expands and validates a scenario file.
     /// - Throws: ``ScenarioError`` naming file, line, column and key path.
     public static func load(file: String, overrides: [String] = []) throws -> Loaded {
-        let text: String
-        do { text = try String(contentsOfFile: file, encoding: .utf8) } catch {
-            throw ScenarioError(file: file, field: "", message: "cannot read the scenario file (\(error.localizedDescription))")
+        try load(text: try readScenarioText(file), file: file, overrides: overrides)
+    }
+
+    /// The largest scenario file read (issue 20 item 3): scenarios are small; a bigger file is refused unread.
+    public static let maximumFileBytes = 1 << 20
+
+    /// A scenario file's text, or an error that says what the path is instead (a folder, a device, a missing or
+    /// unreadable file, binary data, a file too big to be a scenario).
+    static func readScenarioText(_ file: String) throws -> String {
+        func refuse(_ message: String) -> ScenarioError { ScenarioError(file: file, field: "", message: message) }
+        let attributes: [FileAttributeKey: Any]
+        do { attributes = try FileManager.default.attributesOfItem(atPath: (file as NSString).resolvingSymlinksInPath) } catch {
+            throw refuse(FileManager.default.fileExists(atPath: file) ? "cannot read the scenario file (\(error.localizedDescription))" : "no such file")
         }
-        return try load(text: text, file: file, overrides: overrides)
+        switch attributes[.type] as? FileAttributeType {
+        case .typeRegular?: break
+        case .typeDirectory?: throw refuse("is a folder, not a scenario file (give a .yaml file; `ambar-bench list FOLDER` lists a folder's)")
+        case .typeSymbolicLink?: throw refuse("is a symbolic link that leads nowhere readable (a loop, or a missing target)")
+        default: throw refuse("is not a regular file (a device, a pipe or a socket): give a .yaml file")
+        }
+        if let size = (attributes[.size] as? NSNumber)?.intValue, size > maximumFileBytes {
+            throw refuse("is \(size) bytes: a scenario file is at most \(maximumFileBytes) bytes (1 MiB)")
+        }
+        guard FileManager.default.isReadableFile(atPath: file), let data = FileManager.default.contents(atPath: file) else {
+            throw refuse("cannot be read (permission denied)")
+        }
+        guard let text = String(data: data, encoding: .utf8), !text.contains("\0") else {
+            throw refuse("is not UTF-8 text (a binary file?): a scenario is a YAML text file")
+        }
+        return text
     }
 
     public static func load(text: String, file: String, overrides: [String] = []) throws -> Loaded {

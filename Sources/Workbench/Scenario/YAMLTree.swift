@@ -29,6 +29,11 @@ indirect enum YAMLTree: Equatable {
     }
 
     static func parse(_ text: String, file: String) throws -> YAMLTree {
+        // Issue 20 item 2: aliases are not supported, and composing nested ones expands them exponentially (a
+        // 650-byte file grew past 5 GB): refuse them before YAML is composed.
+        if let place = firstAlias(in: text) {
+            throw ScenarioError(file: file, line: place.line, column: place.column, field: "", message: "YAML aliases (*name) are not supported in scenarios: write the value out")
+        }
         let node: Node?
         do { node = try Yams.compose(yaml: text) } catch let error as YamlError {
             throw Self.describe(error, text: text, file: file)
@@ -37,6 +42,38 @@ indirect enum YAMLTree: Equatable {
         }
         guard let node else { throw ScenarioError(file: file, line: 1, column: 1, field: "", message: "the file is empty") }
         return try convert(node, file: file)
+    }
+
+    /// Where the first alias (`*name` as a value) stands, outside quoted strings and comments.
+    static func firstAlias(in text: String) -> (line: Int, column: Int)? {
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var quote: Character?
+            var previous: Character = " "
+            // The last character before this one that is not a space: an alias starts a value, so it follows a
+            // key's colon, a sequence dash, a bracket, a brace, a comma, or nothing.
+            var lastSignificant: Character?
+            var column = 0
+            var chars = line.makeIterator()
+            while let c = chars.next() {
+                column += 1
+                if let q = quote {
+                    if c == q { quote = nil }
+                } else if c == "\"" || c == "'" {
+                    quote = c
+                } else if c == "#" && (previous == " " || column == 1) {
+                    break
+                } else if c == "*", previous == " " || lastSignificant == nil || "[{,".contains(previous),
+                          lastSignificant.map({ ":-[{,".contains($0) }) ?? true {
+                    var rest = chars
+                    if let next = rest.next(), next.isLetter || next.isNumber || next == "_" || next == "-" {
+                        return (index + 1, column)
+                    }
+                }
+                if c != " " { lastSignificant = c }
+                previous = c
+            }
+        }
+        return nil
     }
 
     private static func describe(_ error: YamlError, text: String, file: String) -> ScenarioError {

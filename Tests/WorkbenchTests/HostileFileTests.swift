@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+@testable import Workbench
+
+/// Files that are not what they claim (issue 20 items 2, 3 and 4): each is refused with a message that says what
+/// the path is, before anything runs, and a 650-byte alias bomb costs nothing.
+@Suite("Hostile scenario files (issue 20 items 2-4)")
+struct HostileFileTests {
+    func message(_ path: String) -> String {
+        do {
+            _ = try ScenarioLoader.load(file: path)
+            return "ok"
+        } catch let error as ScenarioError {
+            return error.description
+        } catch {
+            return "unexpected \(error)"
+        }
+    }
+
+    @Test("Issue 20 item 2: nested YAML aliases (a billion laughs) are refused before they are expanded, naming the line")
+    func aliasBomb() throws {
+        var lines = ["name: x", "stack: {topology: ambar}", "phases: [{name: seed}]", "l0: &l0 [x,x,x,x,x,x,x,x,x,x]"]
+        for i in 1..<12 { lines.append("l\(i): &l\(i) [" + Array(repeating: "*l\(i - 1)", count: 10).joined(separator: ",") + "]") }
+        let started = Date()
+        do {
+            _ = try ScenarioLoader.load(text: lines.joined(separator: "\n"), file: "laughs.yaml")
+            Issue.record("an alias bomb was accepted")
+        } catch let error as ScenarioError {
+            #expect(error.description == "laughs.yaml:5:10: YAML aliases (*name) are not supported in scenarios: write the value out")
+        }
+        #expect(Date().timeIntervalSince(started) < 5)
+        // A `*` inside a value is not an alias: a predicate, a quoted string, a comment.
+        #expect(YAMLTree.firstAlias(in: "predicate: name LIKE *foo*\nx: \"*y\"\n# *z\nrate: 2 * 3") == nil)
+        #expect(YAMLTree.firstAlias(in: "a: [1, *b]")?.column == 8)
+        #expect(YAMLTree.firstAlias(in: "- *b")?.column == 3)
+    }
+
+    @Test("Issue 20 items 3 and 4: a folder, a device, a missing file, a symlink loop, binary data and a huge file each get a message that says so")
+    func notScenarioFiles() throws {
+        let dir = try TemporaryDirectory("hostile")
+        try FileManager.default.createDirectory(at: dir.file("folder.yaml"), withIntermediateDirectories: true)
+        try dir.write("binary.yaml", "name: x\n\u{0}\u{1}")
+        try Data([0xff, 0xfe, 0x00, 0x80]).write(to: dir.file("latin.yaml"))
+        try FileManager.default.createSymbolicLink(atPath: dir.file("loop1.yaml").path, withDestinationPath: dir.file("loop2.yaml").path)
+        try FileManager.default.createSymbolicLink(atPath: dir.file("loop2.yaml").path, withDestinationPath: dir.file("loop1.yaml").path)
+        try Data(count: ScenarioLoader.maximumFileBytes + 1).write(to: dir.file("huge.yaml"))
+        #expect(message(dir.file("folder.yaml").path).hasSuffix("is a folder, not a scenario file (give a .yaml file; `ambar-bench list FOLDER` lists a folder's)"))
+        #expect(message("/dev/zero") == "/dev/zero: is not a regular file (a device, a pipe or a socket): give a .yaml file")
+        #expect(message(dir.file("missing.yaml").path).hasSuffix("missing.yaml: no such file"))
+        #expect(message(dir.file("loop1.yaml").path).contains("symbolic link that leads nowhere readable"))
+        #expect(message(dir.file("binary.yaml").path).hasSuffix("is not UTF-8 text (a binary file?): a scenario is a YAML text file"))
+        #expect(message(dir.file("latin.yaml").path).hasSuffix("is not UTF-8 text (a binary file?): a scenario is a YAML text file"))
+        #expect(message(dir.file("huge.yaml").path).contains("a scenario file is at most 1048576 bytes"))
+    }
+
+    @Test("Issue 20 item 4: list on a missing folder exits 2 and says so; a bad file in a folder is reported and the others listed")
+    func listFolders() throws {
+        let ws = try CLITests.workspace()
+        let missing = try bench(["list", "no-such-folder"], in: ws.url)
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("no-such-folder: no such folder"))
+        try ws.write("bad.yaml", "a: [*b]\n")
+        let listed = try bench(["list", "."], in: ws.url)
+        #expect(listed.status == 0)
+        #expect(listed.stdout.contains("./bad.yaml\tinvalid:"))
+        #expect(listed.stdout.contains("./tiny.yaml\t1 variant(s)"))
+    }
+}
