@@ -144,7 +144,7 @@ struct CLITests {
 
         let missing = try bench(["run", "missing.yaml", "--out", "out"], in: ws.url)
         #expect(missing.status == 2)
-        #expect(missing.stderr.hasPrefix("error: missing.yaml: cannot read the scenario file"))
+        #expect(missing.stderr.hasPrefix("error: missing.yaml: no such file"))
 
         let override = try bench(["run", "tiny.yaml", "--out", "out", "-p", "stack.topology=nested9"], in: ws.url)
         #expect(override.status == 2)

@@ -230,7 +230,7 @@ struct ScenarioValidationTests {
         do {
             _ = try ScenarioLoader.load(file: path)
         } catch let error as ScenarioError {
-            #expect(error.description.hasPrefix("\(path): cannot read the scenario file"))
+            #expect(error.description == "\(path): no such file")
             #expect(error.line == nil)
         }
     }
