@@ -65,4 +65,26 @@ struct HostileFileTests {
         #expect(listed.stdout.contains("./bad.yaml\tinvalid:"))
         #expect(listed.stdout.contains("./tiny.yaml\t1 variant(s)"))
     }
+
+    @Test("Issue 20 item 3: a misspelt actor in -p suggests the phase's actors and names the override; phases[1] is accepted as phases.1; an unknown attribute type lists the valid ones")
+    func clearerMessages() throws {
+        func message(overrides: [String], text: String? = nil) -> String {
+            do {
+                _ = try ScenarioLoader.load(text: text ?? (try Fixtures.text("tiny.yaml")), file: "tiny.yaml", overrides: overrides)
+                return "ok"
+            } catch let error as ScenarioError {
+                return error.description
+            } catch {
+                return "unexpected \(error)"
+            }
+        }
+        #expect(message(overrides: ["phases.run.viewr.visibleObjects=3"]) ==
+            "tiny.yaml (-p phases.run.viewr.visibleObjects=3): phases[1].viewr: unknown key; a phase has name, kind, duration and actors, and this one's actors are viewer, editor, importer (did you mean 'viewer'?)")
+        #expect(message(overrides: ["phases[1].duration=2s"]) == "ok")
+        let loaded = try ScenarioLoader.load(text: try Fixtures.text("tiny.yaml"), file: "tiny.yaml", overrides: ["phases[1].duration=2s"])
+        #expect(loaded.variants.first?.phases[1].duration == 2)
+        #expect(message(overrides: ["matrix.x.y=[1]"]).hasPrefix("tiny.yaml (-p matrix.x.y=[1]): x: unknown key"))
+        let badType = "name: t\nmodel: { entities: [{ name: A, attributes: [{ name: id, type: int64 }] }], entity: A }\nstack: {topology: ambar}\nphases: [{name: seed}]\n"
+        #expect(message(overrides: [], text: badType).hasSuffix("an attribute's type is one of integer16, integer32, integer64, double, float, decimal, string, boolean, date, binaryData, uuid, uri"))
+    }
 }

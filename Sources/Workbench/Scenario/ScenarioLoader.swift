@@ -58,7 +58,9 @@ public enum ScenarioLoader {
             }
             let key = String(override[..<eq]), value = String(override[override.index(after: eq)...])
             // A matrix key is itself a key path: `matrix.stack.topology=[a, b]` sets matrix["stack.topology"].
-            let path = key.hasPrefix("matrix.") ? ["matrix", String(key.dropFirst("matrix.".count))] : normalize(key).split(separator: ".").map(String.init)
+            // Error messages write list items as `phases[1]`; `-p` accepts that as well as `phases.1`.
+            let dotted = key.replacingOccurrences(of: "[", with: ".").replacingOccurrences(of: "]", with: "")
+            let path = dotted.hasPrefix("matrix.") ? ["matrix", String(dotted.dropFirst("matrix.".count))] : normalize(dotted).split(separator: ".").map(String.init)
             guard let updated = tree.setting(path, to: parseOverrideValue(value)) else {
                 throw ScenarioError(file: "-p \(override)", field: key, message: "no such key path in \(file)")
             }
@@ -79,9 +81,13 @@ public enum ScenarioLoader {
         } catch var error as ScenarioError where error.line == nil {
             // A value from the command line has no place in the file: name the override instead.
             let field = error.field
+            // The override the error is about: its key path, or one whose path holds the unknown key.
+            let fieldLeaf = field.split(separator: ".").last.map { String($0.prefix { $0 != "[" }) } ?? field
             if let override = overrides.first(where: { o in
                 let key = normalize(String(o.prefix { $0 != "=" }))
                 return key == field || key == "matrix.\(field)"
+            }) ?? overrides.first(where: { o in
+                String(o.prefix { $0 != "=" }).replacingOccurrences(of: "[", with: ".").replacingOccurrences(of: "]", with: "").split(separator: ".").contains { String($0) == fieldLeaf }
             }) {
                 error.file += " (-p \(override))"
             }
@@ -596,6 +602,21 @@ struct Reader {
     }
 
     func phase(_ node: Node, model: ModelSpec) throws -> Phase {
+        // Issue 20 item 3: `-p phases.run.viewr.visibleObjects` names an actor of the phase: suggest the phase's
+        // actors, not its own keys.
+        if case .map(let pairs, _) = node.tree, let unknown = pairs.first(where: { !["name", "kind", "duration", "actors"].contains($0.key) }) {
+            let actorKinds = (try? child(node, "actors").map(list))??.compactMap { item -> String? in
+                guard case .map(let p, _) = item.tree, p.count == 1 else { return nil }
+                return p[0].key
+            } ?? []
+            if !actorKinds.isEmpty {
+                let candidates = actorKinds + ["name", "kind", "duration", "actors"]
+                let nearest = candidates.min { Self.distance($0, unknown.key) < Self.distance($1, unknown.key) }.map { " (did you mean '\($0)'?)" } ?? ""
+                throw ScenarioError(file: file, line: unknown.position?.line, column: unknown.position?.column,
+                                    field: node.path.isEmpty ? unknown.key : "\(node.path).\(unknown.key)",
+                                    message: "unknown key; a phase has name, kind, duration and actors, and this one's actors are \(actorKinds.joined(separator: ", "))\(nearest)")
+            }
+        }
         _ = try keys(node, allowed: ["name", "kind", "duration", "actors"], required: ["name"])
         let name = try string(child(node, "name")!)
         var kind = Phase.Kind(rawValue: name) ?? .run
@@ -769,6 +790,10 @@ enum ModelFileDecodingDescription {
     static func describe(_ error: DecodingError) -> String {
         switch error {
         case .keyNotFound(let key, let ctx): return "missing key '\(key.stringValue)' at \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
+        case .dataCorrupted(let ctx) where ctx.codingPath.last?.stringValue == "type":
+            // Issue 20 item 3: name the valid attribute types.
+            let types = AttributeType.allCases.map(\.rawValue).joined(separator: ", ")
+            return "\(ctx.debugDescription) at \(ctx.codingPath.map(\.stringValue).joined(separator: ".")); an attribute's type is one of \(types)"
         case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx), .dataCorrupted(let ctx):
             return "\(ctx.debugDescription) at \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
         @unknown default: return "\(error)"
