@@ -283,6 +283,10 @@ struct Report: ParsableCommand {
 
     func run() throws {
         try guarded {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: out, isDirectory: &isFolder), isFolder.boolValue else {
+                throw WorkbenchError(.badInput, "\(out): no such folder (give the folder that holds the run folders, Reports by default)")
+            }
             try ReportWriter.writeIndex(reportsRoot: URL(fileURLWithPath: out, isDirectory: true))
             print("index: \(out)/index.html")
             return 0

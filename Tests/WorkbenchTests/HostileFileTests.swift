@@ -87,4 +87,30 @@ struct HostileFileTests {
         let badType = "name: t\nmodel: { entities: [{ name: A, attributes: [{ name: id, type: int64 }] }], entity: A }\nstack: {topology: ambar}\nphases: [{name: seed}]\n"
         #expect(message(overrides: [], text: badType).hasSuffix("an attribute's type is one of integer16, integer32, integer64, double, float, decimal, string, boolean, date, binaryData, uuid, uri"))
     }
+
+    @Test("Issue 20 item 4: merge refuses the same shard twice and shards of different runs; report --out on a missing folder exits 2")
+    func mergeAndReportRefuseWhatIsNotOneRun() throws {
+        let ws = try CLITests.workspace()
+        let matrix = ["-p", "matrix.stack.topology=[ambar, container]"]
+        #expect(try bench(["run", "tiny.yaml", "--out", "a", "--shard", "1/2"] + matrix, in: ws.url).status == 0)
+        #expect(try bench(["run", "tiny.yaml", "--out", "b", "--shard", "2/2"] + matrix, in: ws.url).status == 0)
+        #expect(try bench(["run", "tiny.yaml", "--out", "c", "--shard", "2/2", "-p", "seed=8"] + matrix, in: ws.url).status == 0)
+        func folder(_ root: String) throws -> String {
+            let runs = try FileManager.default.contentsOfDirectory(atPath: ws.file("\(root)/tiny").path).filter { !$0.hasPrefix(".") }
+            return "\(root)/tiny/\(try #require(runs.first))"
+        }
+        let (a, b, c) = (try folder("a"), try folder("b"), try folder("c"))
+        let good = try bench(["merge", a, b, "--out", "merged"], in: ws.url)
+        #expect(good.status == 0, "\(good.stderr)")
+        let twice = try bench(["merge", a, a, "--out", "merged"], in: ws.url)
+        #expect(twice.status == 2)
+        #expect(twice.stderr.contains("already in an earlier folder"))
+        let mixed = try bench(["merge", a, c, "--out", "merged"], in: ws.url)
+        #expect(mixed.status == 2)
+        #expect(mixed.stderr.contains("with another scenario file, overrides or seed"))
+        let report = try bench(["report", "--out", "no/such/folder"], in: ws.url)
+        #expect(report.status == 2)
+        #expect(report.stderr.contains("no/such/folder: no such folder"))
+        #expect(!FileManager.default.fileExists(atPath: ws.file("no").path))
+    }
 }

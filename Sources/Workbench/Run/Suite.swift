@@ -110,6 +110,13 @@ public struct Suite {
             if let existing = manifest, existing.scenario != m.scenario {
                 throw WorkbenchError(.badInput, "\(folder.path) is a run of \(m.scenario), not \(existing.scenario)")
             }
+            // Issue 20 item 4: shards of one run only: the same scenario text, overrides and seed, each variant once.
+            if let existing = manifest, existing.resolvedScenario != m.resolvedScenario || existing.overrides != m.overrides || existing.seed != m.seed {
+                throw WorkbenchError(.badInput, "\(folder.path) ran \(m.scenario) with another scenario file, overrides or seed (seed \(m.seed), not \(existing.seed)): shards to merge come from one command")
+            }
+            if let twice = part.first(where: { r in results.contains { $0.variant == r.variant && $0.repetition == r.repetition } }) {
+                throw WorkbenchError(.badInput, "\(folder.path) repeats \(twice.variant) #\(twice.repetition), already in an earlier folder (the same shard given twice?)")
+            }
             manifest = manifest ?? m
             results += part
             if let lines = try? String(contentsOf: folder.appendingPathComponent("events.jsonl"), encoding: .utf8) {
