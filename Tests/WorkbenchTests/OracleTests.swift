@@ -102,6 +102,9 @@ struct OracleTests {
                                  duplicates: [], readOnlySaves: 0, batchTouched: [1])
         #expect(batch.verdict == .unknown)
         #expect(batch.lostUpdates == 0)
+        // Issue 20 item 9: an UNKNOWN verdict says why, and how many.
+        #expect(batch.summary.hasSuffix("; 1 record(s) could not be checked: 1 changed by batch requests, outside the object graph"))
+        #expect(batch.findings.map(\.kind) == ["unknown"])
 
         // Core Data lets a conflict-free save of a Rollback context through: reported, not a failure.
         let readOnly = Oracle.check(events: [], finalRows: [:], viewValues: [:], duplicates: [], readOnlySaves: 2, batchTouched: [])

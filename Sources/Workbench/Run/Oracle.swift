@@ -38,12 +38,16 @@ enum Oracle {
                       duplicates: [Int64], readOnlySaves: Int, batchTouched: Set<Int64>) -> OracleReport {
         var findings: [OracleReport.Finding] = []
         var lost = 0, promised = 0, mismatches = 0, unknown = 0
+        // Issue 20 item 9: why a record could not be checked.
+        var unknownBatch = 0, unknownNewer = 0
         func add(_ f: OracleReport.Finding) { if findings.count < 200 { findings.append(f) } }
         let byKey = Dictionary(grouping: events, by: \.key)
         // Sorted: findings are capped, so the order decides which are kept (never a dictionary's order).
         for (key, keyEvents) in byKey.sorted(by: { $0.key < $1.key }) {
             if batchTouched.contains(key) {
                 unknown += 1
+                unknownBatch += 1
+                add(.init(kind: "unknown", key: key, field: "", detail: "a batch request changed this record outside the object graph: no save recorded its values"))
                 continue
             }
             // Discarded writes (version -1) only count as losses; they wrote nothing to order.
@@ -74,6 +78,8 @@ enum Oracle {
                     add(.init(kind: "storeMismatch", key: key, field: "", detail: "store row at version \(row.version), older than the saved version \(last.version)"))
                 } else {
                     unknown += 1
+                    unknownNewer += 1
+                    add(.init(kind: "unknown", key: key, field: "", detail: "the store row is at version \(row.version), newer than any recorded save (\(last.version)): a write the workbench did not record"))
                 }
             }
             for field in Set(ordered.map(\.field)).sorted() {
@@ -127,7 +133,13 @@ enum Oracle {
             add(.init(kind: "readOnlySave", key: 0, field: "", detail: "\(readOnlySaves) save(s) from a \"read-only\" (rollback) context reached the store, as in Core Data"))
         }
         let verdict: OracleReport.Verdict = (lost > 0 || mismatches > 0 || !duplicates.isEmpty) ? .fail : (unknown > 0 ? .unknown : .pass)
-        let summary = "\(lost) lost update(s), \(promised) loss(es) the policy promises, \(stale) stale value(s), \(duplicates.count) duplicate(s), \(mismatches) store mismatch(es), \(readOnlySaves) read-only save(s) reached the store"
+        var summary = "\(lost) lost update(s), \(promised) loss(es) the policy promises, \(stale) stale value(s), \(duplicates.count) duplicate(s), \(mismatches) store mismatch(es), \(readOnlySaves) read-only save(s) reached the store"
+        if unknown > 0 {
+            var reasons: [String] = []
+            if unknownBatch > 0 { reasons.append("\(unknownBatch) changed by batch requests, outside the object graph") }
+            if unknownNewer > 0 { reasons.append("\(unknownNewer) stored at a newer version than any recorded save") }
+            summary += "; \(unknown) record(s) could not be checked: " + reasons.joined(separator: ", ")
+        }
         return OracleReport(verdict: verdict, lostUpdates: lost, promisedLosses: promised, staleReads: stale, readOnlySavesReachedStore: readOnlySaves,
                             duplicates: duplicates.count, storeMismatches: mismatches, unknown: unknown,
                             findings: findings.sorted { ($0.kind, $0.key, $0.field) < ($1.kind, $1.key, $1.field) }, summary: summary)
