@@ -113,4 +113,29 @@ struct HostileFileTests {
         #expect(report.stderr.contains("no/such/folder: no such folder"))
         #expect(!FileManager.default.fileExists(atPath: ws.file("no").path))
     }
+
+    @Test("Issue 20 item 7: the next run removes what a killed run left (its temporary store folder and its report's staging folder), never a live run's")
+    func leftoversOfKilledRunsAreRemoved() throws {
+        let fm = FileManager.default
+        let reports = try TemporaryDirectory("leftovers")
+        let dead: Int32 = 2_147_483_000  // no such process
+        let mine = getpid()
+        let deadWork = fm.temporaryDirectory.appendingPathComponent("ambar-bench-\(dead)-\(UUID().uuidString)")
+        let liveWork = fm.temporaryDirectory.appendingPathComponent("ambar-bench-\(mine)-\(UUID().uuidString)")
+        for url in [deadWork, liveWork] { try fm.createDirectory(at: url, withIntermediateDirectories: true) }
+        defer { try? fm.removeItem(at: liveWork) }
+        let deadStaging = reports.file("tiny/.20260101-000000.partial"), liveStaging = reports.file("tiny/.20260101-000001.partial")
+        for (url, pid) in [(deadStaging, dead), (liveStaging, mine)] {
+            try fm.createDirectory(at: url, withIntermediateDirectories: true)
+            try Data("\(pid)\n".utf8).write(to: url.appendingPathComponent(".owner"))
+        }
+        Suite.cleanLeftovers(reportsRoot: reports.url)  // (another test's run may clean the temporary folder first)
+        #expect(!fm.fileExists(atPath: deadWork.path) && !fm.fileExists(atPath: deadStaging.path))
+        #expect(fm.fileExists(atPath: liveWork.path) && fm.fileExists(atPath: liveStaging.path))
+        // A finished run folder keeps no owner file.
+        let ws = try CLITests.workspace()
+        #expect(try bench(["run", "tiny.yaml", "--out", "out"], in: ws.url).status == 0)
+        let run = try #require(CLITests.runFolders(ws).first)
+        #expect(!fm.fileExists(atPath: ws.file("out/tiny/\(run)/.owner").path))
+    }
 }

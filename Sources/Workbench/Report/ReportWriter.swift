@@ -120,9 +120,12 @@ public enum ReportWriter {
         let staging = folder.appendingPathComponent(".\(manifest.runID).partial", isDirectory: true)
         do {
             try fm.createDirectory(at: staging, withIntermediateDirectories: true)
+            // Whose staging folder this is: a later run removes it once this process is gone (issue 20 item 7).
+            try Data("\(getpid())\n".utf8).write(to: staging.appendingPathComponent(".owner"))
             for (name, data) in try files(results: results, manifest: manifest, events: events) {
                 try data.write(to: staging.appendingPathComponent(name))
             }
+            try fm.removeItem(at: staging.appendingPathComponent(".owner"))
             try fm.moveItem(at: staging, to: final)
         } catch {
             try? fm.removeItem(at: staging)

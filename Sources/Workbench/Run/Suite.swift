@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs scenario files and writes their reports: the work behind `ambar-bench run`, `sweep` and `check`.
 public struct Suite {
@@ -27,6 +30,8 @@ public struct Suite {
     public static func run(files: [String], options: Options) throws -> [Outcome] {
         let loaded = try files.map { try ScenarioLoader.load(file: $0, overrides: options.overrides) }
         try checkWritable(options.reportsRoot)
+        let cleaned = cleanLeftovers(reportsRoot: options.reportsRoot)
+        if cleaned > 0 { options.progress?("removed \(cleaned) folder(s) left by interrupted runs") }
         var outcomes: [Outcome] = []
         let traceWriter = try options.trace.map(TraceWriter.init(url:))
         let runID = options.runID ?? Self.newRunID(shard: options.shard)
@@ -34,7 +39,7 @@ public struct Suite {
             var variants = file.variants
             if let (i, n) = options.shard { variants = variants.enumerated().filter { $0.offset % n == i - 1 }.map(\.element) }
             guard !variants.isEmpty else { continue }
-            let work = FileManager.default.temporaryDirectory.appendingPathComponent("ambar-bench-\(UUID().uuidString)", isDirectory: true)
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("ambar-bench-\(getpid())-\(UUID().uuidString)", isDirectory: true)
             defer { try? FileManager.default.removeItem(at: work) }
             var results: [VariantResult] = []
             let started = Date()
@@ -82,6 +87,34 @@ public struct Suite {
         var id = f.string(from: Date())
         if let (i, n) = shard { id += "-shard\(i)of\(n)" }
         return id
+    }
+
+    /// Issue 20 item 7: what a killed run left behind: its temporary store folders (`ambar-bench-<pid>-…`) and its
+    /// report's staging folder (`.<run>.partial`, owned by the pid in its `.owner` file), once that process is gone.
+    /// Returns how many folders it removed.
+    @discardableResult
+    public static func cleanLeftovers(reportsRoot: URL) -> Int {
+        let fm = FileManager.default
+        var removed = 0
+        func alive(_ pid: Int32) -> Bool { pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) }
+        let temporary = fm.temporaryDirectory
+        for name in (try? fm.contentsOfDirectory(atPath: temporary.path)) ?? [] where name.hasPrefix("ambar-bench-") {
+            let parts = name.split(separator: "-")
+            guard parts.count > 3, let pid = Int32(parts[2]), !alive(pid) else { continue }
+            if (try? fm.removeItem(at: temporary.appendingPathComponent(name))) != nil { removed += 1 }
+        }
+        for scenario in (try? fm.contentsOfDirectory(atPath: reportsRoot.path)) ?? [] where !scenario.hasPrefix(".") {
+            let dir = reportsRoot.appendingPathComponent(scenario)
+            for name in (try? fm.contentsOfDirectory(atPath: dir.path)) ?? [] where name.hasPrefix(".") && name.hasSuffix(".partial") {
+                let staging = dir.appendingPathComponent(name)
+                let owner = (try? String(contentsOf: staging.appendingPathComponent(".owner"), encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                let age = ((try? fm.attributesOfItem(atPath: staging.path)[.modificationDate]) as? Date).map { Date().timeIntervalSince($0) } ?? 0
+                // An owner that is gone, or (older runs wrote no owner) a staging folder an hour old.
+                let abandoned = owner.map { !alive($0) } ?? (age > 3600)
+                if abandoned, (try? fm.removeItem(at: staging)) != nil { removed += 1 }
+            }
+        }
+        return removed
     }
 
     static func checkWritable(_ root: URL) throws {
