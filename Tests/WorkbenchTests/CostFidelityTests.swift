@@ -306,3 +306,16 @@ extension CostFidelityTests {
         }
     }
 }
+
+extension CostFidelityTests {
+    @Test("Issue 20 item 5: a phase's duration caps it: an importer starts no chunk after it (the save it began is finished)")
+    func durationCapsThePhase() throws {
+        // 200 records in chunks of 50 would take well over 1 ms of virtual time.
+        let capped = try Self.run(["phases.run.duration=1ms", "phases.run.importer.chunkSize=50"])
+        #expect((capped.counters["rowsInserted"] ?? 0) + (capped.counters["rowsUpdated"] ?? 0) < 200 + 200)
+        #expect(capped.counters["importerStoppedByDuration"] == 1)
+        let whole = try Self.run([])
+        #expect(whole.counters["importerStoppedByDuration"] == nil)
+        #expect(capped.oracle.lostUpdates == 0)
+    }
+}

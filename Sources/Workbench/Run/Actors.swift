@@ -86,6 +86,11 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
         var pendingInserted = 0, pendingUpdated = 0, pendingObjects = 0
         var pendingBegan: UInt64 = 0
         for k in 0..<chunks {
+            // Issue 20 item 5: a phase's duration caps it: no new chunk starts after it (a save begun is finished).
+            if duration != nil, pending.isEmpty, pendingObjects == 0, !keepGoing() {
+                w.recorder.add("importerStoppedByDuration")
+                break
+            }
             let intended = schedule.intended(k)
             Clock.sleep(until: intended)
             let n = min(spec.chunkSize, spec.objects - k * spec.chunkSize)
