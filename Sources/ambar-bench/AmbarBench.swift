@@ -93,7 +93,19 @@ struct CommonOptions: ParsableArguments {
             o.shard = (parts[0], parts[1])
         }
         if isTerminal || progress { o.progress = { stderr($0) } }
+        installStopHandlers()
         return o
+    }
+}
+
+/// Ctrl-C or SIGTERM during a run: finish the variant in progress, write the report of what finished (marked
+/// interrupted) and exit 130 (issue 20 item 6). A second signal ends the process at once.
+func installStopHandlers() {
+    for sig in [SIGINT, SIGTERM] {
+        signal(sig) { received in
+            Suite.stopRequested.store(true, ordering: .relaxed)
+            signal(received, SIG_DFL)
+        }
     }
 }
 
@@ -108,6 +120,10 @@ func report(_ outcomes: [Suite.Outcome]) -> Int32 {
         for line in outcome.published?.lines ?? [] { print("  \(line)") }
         for f in outcome.failures { print("FAILED: \(f)") }
         failed = failed || !outcome.failures.isEmpty
+    }
+    if outcomes.contains(where: \.interrupted) {
+        stderr("interrupted: the report holds the variants that finished")
+        return 130
     }
     return failed ? 1 : 0
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Workbench
 
@@ -137,5 +138,30 @@ struct HostileFileTests {
         #expect(try bench(["run", "tiny.yaml", "--out", "out"], in: ws.url).status == 0)
         let run = try #require(CLITests.runFolders(ws).first)
         #expect(!fm.fileExists(atPath: ws.file("out/tiny/\(run)/.owner").path))
+    }
+
+    @Test("Issue 20 item 6: a run stopped between variants (Ctrl-C) keeps every finished variant in a whole report marked interrupted")
+    func interruptedRunKeepsWhatFinished() throws {
+        let reports = try TemporaryDirectory("interrupted")
+        let file = reports.file("tiny.yaml")
+        try Fixtures.text("tiny.yaml").write(to: file, atomically: true, encoding: .utf8)
+        var options = Suite.Options()
+        options.reportsRoot = reports.file("Reports")
+        options.overrides = ["matrix.stack.topology=[ambar, container, nested]"]
+        let started = Mutex(0)
+        options.progress = { line in if line.contains(": variant ") { started.withLock { $0 += 1 } } }
+        // Stop once the first variant has started: it finishes, the second never starts.
+        options.shouldStop = { started.withLock { $0 } >= 1 }
+        let outcomes = try Suite.run(files: [file.path], options: options)
+        let outcome = try #require(outcomes.first)
+        #expect(outcome.interrupted && outcome.results.count == 1)
+        #expect(outcome.failures.contains { $0.contains("interrupted (a signal) after 1 of 3 variant run(s)") })
+        let manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: outcome.folder.appendingPathComponent("manifest.json")))
+        #expect(manifest.interrupted == "interrupted (a signal) after 1 of 3 variant run(s)" && manifest.variants == 1)
+        let saved = try JSONDecoder().decode([VariantResult].self, from: Data(contentsOf: outcome.folder.appendingPathComponent("results.json")))
+        #expect(saved.map(\.variant) == ["stack.topology=ambar"])
+        #expect(try String(contentsOf: outcome.folder.appendingPathComponent("report.html"), encoding: .utf8).contains("Not every variant ran"))
+        // No staging folder is left behind.
+        #expect(!(try FileManager.default.contentsOfDirectory(atPath: reports.file("Reports/tiny").path)).contains { $0.hasSuffix(".partial") })
     }
 }

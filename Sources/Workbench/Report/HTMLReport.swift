@@ -45,6 +45,9 @@ enum HTMLReport {
         html += "<h1>\(escape(title))</h1>\n<p class=\"sub\">\(escape(manifest.description))</p>\n"
         html += "<p><span class=\"verdict \(overall)\">\(overall.uppercased())</span> &nbsp; \(results.count) variant run(s), seed \(manifest.seed), \(escape(manifest.generatedAt))</p>\n"
 
+        if let interrupted = manifest.interrupted {
+            html += "<p class=\"bad\">Not every variant ran: \(escape(interrupted)). This report holds the \(results.count) variant run(s) that finished.</p>\n"
+        }
         html += modeSection(results, manifest: manifest)
         html += publishedSection(manifest.published)
 

@@ -15,6 +15,8 @@ public struct Manifest: Sendable, Codable, Equatable {
     public var profile: ProfileSummary? = nil
     /// How the run compares with the publication the scenario replays (`published:`).
     public var published: PublishedComparison? = nil
+    /// Stopped before every variant ran (Ctrl-C, SIGTERM, or a failure): the report holds the variants finished.
+    public var interrupted: String? = nil
 }
 
 /// What a report says of the cost profile a simulated run used.
@@ -106,33 +108,76 @@ public enum ReportWriter {
 
     /// Writes a run's folder; returns it.
     public static func write(results: [VariantResult], manifest: Manifest, events: [String: [WriteEvent]], reportsRoot: URL) throws -> URL {
-        let fm = FileManager.default
-        let folder = reportsRoot.appendingPathComponent(manifest.scenario, isDirectory: true)
-        // Run ids are to the second: a second run within it gets `-2`, `-3`, … rather than replacing the first.
-        var manifest = manifest
-        let base = manifest.runID
-        var n = 2
-        while fm.fileExists(atPath: folder.appendingPathComponent(manifest.runID).path) || fm.fileExists(atPath: folder.appendingPathComponent(".\(manifest.runID).partial").path) {
-            manifest.runID = "\(base)-\(n)"
-            n += 1
-        }
-        let final = folder.appendingPathComponent(manifest.runID, isDirectory: true)
-        let staging = folder.appendingPathComponent(".\(manifest.runID).partial", isDirectory: true)
+        let folder = try RunFolder(manifest: manifest, reportsRoot: reportsRoot)
         do {
-            try fm.createDirectory(at: staging, withIntermediateDirectories: true)
-            // Whose staging folder this is: a later run removes it once this process is gone (issue 20 item 7).
-            try Data("\(getpid())\n".utf8).write(to: staging.appendingPathComponent(".owner"))
-            for (name, data) in try files(results: results, manifest: manifest, events: events) {
-                try data.write(to: staging.appendingPathComponent(name))
-            }
-            try fm.removeItem(at: staging.appendingPathComponent(".owner"))
-            try fm.moveItem(at: staging, to: final)
+            try folder.write(results: results, manifest: manifest, events: events)
+            return try folder.finish()
         } catch {
-            try? fm.removeItem(at: staging)
-            throw WorkbenchError(.badInput, "cannot write the report to \(final.path): \(error.localizedDescription)")
+            folder.discard()
+            throw error
         }
-        try writeIndex(reportsRoot: reportsRoot)
-        return final
+    }
+
+    /// A run folder written as the run goes (issue 20 item 6): a hidden staging folder that always holds a whole
+    /// report of the variants finished so far, moved into place when the run ends (or is interrupted).
+    public final class RunFolder {
+        public let final: URL
+        let staging: URL
+        let reportsRoot: URL
+        /// The run id, made unique among the scenario's runs.
+        public let runID: String
+
+        public init(manifest: Manifest, reportsRoot: URL) throws {
+            let fm = FileManager.default
+            let folder = reportsRoot.appendingPathComponent(manifest.scenario, isDirectory: true)
+            // Run ids are to the second: a second run within it gets `-2`, `-3`, … rather than replacing the first.
+            var runID = manifest.runID
+            var n = 2
+            while fm.fileExists(atPath: folder.appendingPathComponent(runID).path) || fm.fileExists(atPath: folder.appendingPathComponent(".\(runID).partial").path) {
+                runID = "\(manifest.runID)-\(n)"
+                n += 1
+            }
+            self.runID = runID
+            self.reportsRoot = reportsRoot
+            final = folder.appendingPathComponent(runID, isDirectory: true)
+            staging = folder.appendingPathComponent(".\(runID).partial", isDirectory: true)
+            do {
+                try fm.createDirectory(at: staging, withIntermediateDirectories: true)
+                // Whose staging folder this is: a later run removes it once this process is gone (issue 20 item 7).
+                try Data("\(getpid())\n".utf8).write(to: staging.appendingPathComponent(".owner"))
+            } catch {
+                throw WorkbenchError(.badInput, "cannot write the report to \(final.path): \(error.localizedDescription)")
+            }
+        }
+
+        /// Replaces the staging folder's files with a whole report of `results`.
+        public func write(results: [VariantResult], manifest: Manifest, events: [String: [WriteEvent]]) throws {
+            var manifest = manifest
+            manifest.runID = runID
+            do {
+                for (name, data) in try ReportWriter.files(results: results, manifest: manifest, events: events) {
+                    try data.write(to: staging.appendingPathComponent(name), options: .atomic)
+                }
+            } catch {
+                throw WorkbenchError(.internalFailure, "cannot write the report to \(staging.path): \(error.localizedDescription) (\(results.count) variant(s) finished; what was written is in that folder)")
+            }
+        }
+
+        /// Moves the report into place and updates the index; returns the run folder.
+        public func finish() throws -> URL {
+            let fm = FileManager.default
+            do {
+                try? fm.removeItem(at: staging.appendingPathComponent(".owner"))
+                try fm.moveItem(at: staging, to: final)
+            } catch {
+                throw WorkbenchError(.internalFailure, "cannot move the report to \(final.path): \(error.localizedDescription) (it is in \(staging.path))")
+            }
+            try ReportWriter.writeIndex(reportsRoot: reportsRoot)
+            return final
+        }
+
+        /// Removes the staging folder (nothing was written that is worth keeping).
+        public func discard() { try? FileManager.default.removeItem(at: staging) }
     }
 
     /// `Reports/index.html`: every run, newest first.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,6 +15,8 @@ public struct Suite {
         public var runID: String?
         /// Where to write the trace of every simulated variant (JSON Lines).
         public var trace: URL?
+        /// Asked before each variant: true stops the run there, keeping what finished (default: a signal came).
+        public var shouldStop: @Sendable () -> Bool = { Suite.stopRequested.load(ordering: .relaxed) }
         public init() {}
     }
 
@@ -24,7 +27,13 @@ public struct Suite {
         public var failures: [String]
         /// The comparison with a published result (a finding, not a failure: it changes no exit code).
         public var published: PublishedComparison? = nil
+        /// The run was stopped by a signal before every variant ran.
+        public var interrupted = false
     }
+
+    /// Set by SIGINT / SIGTERM (`ambar-bench` installs the handler): the run stops after the variant in progress and
+    /// writes what finished, marked interrupted.
+    public static let stopRequested = Atomic<Bool>(false)
 
     /// Validates every file first (nothing runs on bad input), then runs each file's variants.
     public static func run(files: [String], options: Options) throws -> [Outcome] {
@@ -43,7 +52,29 @@ public struct Suite {
             defer { try? FileManager.default.removeItem(at: work) }
             var results: [VariantResult] = []
             let started = Date()
+            let first = variants[0]
+            func manifest(_ results: [VariantResult], interrupted: String? = nil) -> Manifest {
+                Manifest(
+                    scenario: first.name, description: first.description, seed: first.seed, runID: runID,
+                    generatedAt: ISO8601DateFormatter().string(from: Date()), resolvedScenario: file.resolvedYAML, overrides: options.overrides,
+                    variants: results.count, environment: ReportWriter.environment(),
+                    profile: first.mode == .simulated ? (try? CostProfile.load(first.profile)).map(ProfileSummary.init) : nil,
+                    published: first.published.map { PublishedComparison.evaluate($0, results: results) }, interrupted: interrupted)
+            }
+            func events(_ results: [VariantResult]) -> [String: [WriteEvent]] {
+                var events: [String: [WriteEvent]] = [:]
+                for r in results { events["\(r.variant)#\(r.repetition)"] = r.events }
+                return events
+            }
+            // Issue 20 item 6: the run folder is written as each variant finishes, so a failure or an interruption
+            // keeps every finished variant.
+            let runFolder = try ReportWriter.RunFolder(manifest: manifest([]), reportsRoot: options.reportsRoot)
+            var stoppedBy: String?
             for (n, variant) in variants.enumerated() {
+                if options.shouldStop() {
+                    stoppedBy = "interrupted (a signal) after \(n) of \(variants.count) variant run(s)"
+                    break
+                }
                 let elapsed = Date().timeIntervalSince(started)
                 let eta = n == 0 ? "" : String(format: ", ETA %.0fs", elapsed / Double(n) * Double(variants.count - n))
                 options.progress?("\(variant.name): variant \(n + 1)/\(variants.count) \(variant.variantName) #\(variant.repetition) (elapsed \(Int(elapsed))s\(eta))")
@@ -52,19 +83,29 @@ public struct Suite {
                 if let traceWriter { tracer = { traceWriter.record($0) } }
                 let progress = options.progress
                 let runner = VariantRunner(scenario: variant, workDirectory: work, progress: { line in progress?("  \(line)") }, tracer: tracer)
-                results.append(try runner.run())
+                do {
+                    results.append(try runner.run())
+                } catch {
+                    // Keep what finished, then report the failure (after work began: not the input's fault).
+                    if !results.isEmpty {
+                        try? runFolder.write(results: results, manifest: manifest(results, interrupted: "failed at variant \(n + 1) of \(variants.count): \(error)"), events: events(results))
+                        _ = try? runFolder.finish()
+                    } else {
+                        runFolder.discard()
+                    }
+                    if let error = error as? WorkbenchError, error.kind == .badInput { throw error }
+                    throw WorkbenchError(.internalFailure, "\(variant.name) \(variant.variantName): \(error)\(results.isEmpty ? "" : " (\(results.count) finished variant(s) kept in \(runFolder.final.path))")")
+                }
+                if n + 1 < variants.count { try runFolder.write(results: results, manifest: manifest(results, interrupted: "in progress: \(n + 1) of \(variants.count) variant run(s)"), events: events(results)) }
             }
-            let first = variants[0]
-            let manifest = Manifest(
-                scenario: first.name, description: first.description, seed: first.seed, runID: runID,
-                generatedAt: ISO8601DateFormatter().string(from: Date()), resolvedScenario: file.resolvedYAML, overrides: options.overrides,
-                variants: results.count, environment: ReportWriter.environment(),
-                profile: first.mode == .simulated ? (try? CostProfile.load(first.profile)).map(ProfileSummary.init) : nil,
-                published: first.published.map { PublishedComparison.evaluate($0, results: results) })
-            var events: [String: [WriteEvent]] = [:]
-            for r in results { events["\(r.variant)#\(r.repetition)"] = r.events }
-            let folder = try ReportWriter.write(results: results, manifest: manifest, events: events, reportsRoot: options.reportsRoot)
-            outcomes.append(Outcome(folder: folder, results: results, failures: failures(results), published: manifest.published))
+            let final = manifest(results, interrupted: stoppedBy)
+            try runFolder.write(results: results, manifest: final, events: events(results))
+            let folder = try runFolder.finish()
+            var outcomeFailures = failures(results)
+            if let stoppedBy { outcomeFailures.append("\(first.name): \(stoppedBy); the report holds the variants that finished") }
+            outcomes.append(Outcome(folder: folder, results: results, failures: outcomeFailures, published: final.published, interrupted: stoppedBy != nil))
+            if stoppedBy != nil { break }
+
         }
         return outcomes
     }
