@@ -4,12 +4,13 @@ import ObjectGraph
 import Workbench
 
 /// `ambar-bench`: a thin shell over Workbench. Exit codes: 0 ok, 1 a threshold, baseline or oracle check
-/// failed, 2 bad input, 3 internal failure.
+/// failed, 2 bad input, 3 internal or I/O failure after work began, 130 interrupted (Ctrl-C, SIGTERM).
 @main
 struct AmbarBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ambar-bench",
         abstract: "Replays Core Data stack workloads against the Ambar stack and other topologies, and reports what happened.",
+        discussion: "Exit codes: 0 ok, 1 a threshold, baseline or oracle check failed, 2 bad input (nothing ran), 3 an internal or I/O failure after work began, 130 interrupted (the report keeps every finished variant).",
         subcommands: [Run.self, Replay.self, Calibrate.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self],
         defaultSubcommand: Run.self)
 
