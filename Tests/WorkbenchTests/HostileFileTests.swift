@@ -164,4 +164,18 @@ struct HostileFileTests {
         // No staging folder is left behind.
         #expect(!(try FileManager.default.contentsOfDirectory(atPath: reports.file("Reports/tiny").path)).contains { $0.hasSuffix(".partial") })
     }
+
+    @Test("Issue 20 item 10: the merge-latency curve draws no percentile its sample count cannot support")
+    func curveDrawsOnlySupportedPercentiles() throws {
+        var r = VariantResult(scenario: "s", variant: "v", parameters: [:], repetition: 1, topology: "ambar", policies: [:], seed: 1,
+                              metrics: [MetricRow("mergeLatency", "count", 10, "count")], counters: [:], timeseries: [],
+                              mergeCurve: [[0, 1], [50, 2], [90, 3], [99, 4], [99.9, 5]], oracle: OracleReport(verdict: .pass, lostUpdates: 0, promisedLosses: 0, staleReads: 0,
+                                  readOnlySavesReachedStore: 0, duplicates: 0, storeMismatches: 0, unknown: 0, findings: [], summary: ""),
+                              thresholds: [], notes: [], wallSeconds: 0)
+        let ten = HTMLReport.curveChart([r])
+        // With 10 samples: p0, p50 and p90 (one sample beyond it); not p99 or p99.9.
+        #expect(ten.components(separatedBy: "points=\"").last?.split(separator: "\"").first?.split(separator: " ").count == 3)
+        r.metrics = [MetricRow("mergeLatency", "count", 10_000, "count")]
+        #expect(HTMLReport.curveChart([r]).components(separatedBy: "points=\"").last?.split(separator: "\"").first?.split(separator: " ").count == 5)
+    }
 }

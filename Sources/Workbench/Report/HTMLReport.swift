@@ -70,14 +70,19 @@ enum HTMLReport {
         html += "</table>\n"
         if !failedThresholds.isEmpty { html += "<p class=\"bad\">\(failedThresholds.count) threshold(s) missed.</p>\n" }
 
-        html += "<h2>Variants side by side</h2>\n<div class=\"scroll\"><table><tr>"
-        let columns = CSVOutput.summaryColumns.filter { !["scenario", "repetition"].contains($0.0) }
-        for (name, _) in columns { html += "<th class=\"\(name == "variant" ? "l" : "w")\">\(header(name))</th>" }
-        html += "</tr>\n"
-        for r in results {
-            html += "<tr>" + columns.map { "<td>\(escape($0.1(r)))</td>" }.joined() + "</tr>\n"
+        // Issue 20 item 10: a figure a row and a variant a column, six variants a table, so that every column fits
+        // the page (no scrolling, nothing hidden).
+        html += "<h2>Variants side by side</h2>\n"
+        let columns = CSVOutput.summaryColumns.filter { !["scenario", "repetition", "variant"].contains($0.0) }
+        for start in stride(from: 0, to: results.count, by: 6) {
+            let group = Array(results[start..<min(start + 6, results.count)])
+            html += "<table style=\"table-layout:fixed\"><tr><th class=\"l\" style=\"width:170px\">figure</th>"
+            html += group.map { "<th class=\"w\" style=\"word-break:break-all\">\(escape(label($0)))</th>" }.joined() + "</tr>\n"
+            for (name, value) in columns {
+                html += "<tr><td class=\"l\">\(header(name))</td>" + group.map { "<td>\(escape(value($0)))</td>" }.joined() + "</tr>\n"
+            }
+            html += "</table>\n"
         }
-        html += "</table></div>\n"
 
         html += "<h2>Metrics</h2>\n<div class=\"grid\">\n"
         let bars: [(String, String, String, String)] = [
@@ -332,7 +337,11 @@ enum HTMLReport {
     /// Percentile (x, as -log10(1 - p/100) so the tail spreads out) against milliseconds.
     static func curveChart(_ results: [VariantResult]) -> String {
         let w = 760.0, h = 240.0, left = 62.0, bottom = 24.0
-        let curves = results.map { $0.mergeCurve.filter { $0.count == 2 } }
+        // Issue 20 item 10: a percentile needs enough samples: p is drawn only where (1 - p/100) × n ≥ 1.
+        let curves = results.map { r in
+            let n = r.value("mergeLatency", "count") ?? 0
+            return r.mergeCurve.filter { $0.count == 2 && (1 - $0[0] / 100) * n >= 1 - 1e-9 }
+        }
         let maxMs = max(curves.flatMap { $0.map { $0[1] } }.max() ?? 1, 0.001)
         func x(_ p: Double) -> Double { left + (w - left - 10) * min(4, -log10(max(1e-4, 1 - p / 100))) / 4 }
         func y(_ ms: Double) -> Double { (h - bottom) - (h - bottom - 10) * ms / maxMs }
