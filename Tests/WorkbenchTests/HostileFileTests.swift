@@ -178,4 +178,18 @@ struct HostileFileTests {
         r.metrics = [MetricRow("mergeLatency", "count", 10_000, "count")]
         #expect(HTMLReport.curveChart([r]).components(separatedBy: "points=\"").last?.split(separator: "\"").first?.split(separator: " ").count == 5)
     }
+
+    @Test("Issue 20 item 15: a sweep's threshold with fails: false reports the variants past it without failing the run")
+    func reportingThresholdDoesNotFail() throws {
+        let ws = try CLITests.workspace()
+        try ws.write("knee.yaml", try Fixtures.text("tiny.yaml") + "\nthresholds:\n  - { metric: mainBusy, statistic: total, max: 0.001, fails: false }\n")
+        let knee = try bench(["run", "knee.yaml", "--out", "out"], in: ws.url)
+        #expect(knee.status == 0, "\(knee.stdout)")
+        #expect(!knee.stdout.contains("FAILED"))
+        let folder = try #require(CLITests.runFolders(ws).first)
+        let html = try String(contentsOf: ws.file("out/tiny/\(folder)/report.html"), encoding: .utf8)
+        #expect(html.contains("past (a finding)"))
+        try ws.write("strict.yaml", try Fixtures.text("tiny.yaml") + "\nthresholds:\n  - { metric: mainBusy, statistic: total, max: 0.001 }\n")
+        #expect(try bench(["run", "strict.yaml", "--out", "out2"], in: ws.url).status == 1)
+    }
 }

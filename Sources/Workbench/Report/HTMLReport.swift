@@ -41,7 +41,7 @@ enum HTMLReport {
         </style></head><body>
         """
         let overall = overallVerdict(results)
-        let failedThresholds = results.flatMap(\.thresholds).filter { !$0.passed }
+        let failedThresholds = results.flatMap(\.thresholds).filter { !$0.passed && $0.fails }
         html += "<h1>\(escape(title))</h1>\n<p class=\"sub\">\(escape(manifest.description))</p>\n"
         html += "<p><span class=\"verdict \(overall)\">\(overall.uppercased())</span> &nbsp; \(results.count) variant run(s), seed \(manifest.seed), \(escape(manifest.generatedAt))</p>\n"
 
@@ -59,7 +59,7 @@ enum HTMLReport {
             html += "<table><tr><th class=\"l\">variant</th><th class=\"l\">metric</th><th>statistic</th><th>limit</th><th>value</th><th>result</th></tr>\n"
             for (r, t) in thresholdRows {
                 let sign = t.polarity == "lowerIsBetter" ? "≤" : "≥"
-                html += "<tr><td>\(escape(label(r)))</td><td class=\"l\">\(escape(t.metric))</td><td>\(escape(t.statistic))</td><td>\(sign) \(fmt(t.limit))</td><td>\(t.value.map(fmt) ?? "–")</td><td class=\"\(t.passed ? "ok" : "bad")\">\(t.passed ? "met" : "missed")</td></tr>\n"
+                html += "<tr><td>\(escape(label(r)))</td><td class=\"l\">\(escape(t.metric))</td><td>\(escape(t.statistic))</td><td>\(sign) \(fmt(t.limit))</td><td>\(t.value.map(fmt) ?? "–")</td><td class=\"\(t.passed ? "ok" : (t.fails ? "bad" : ""))\">\(t.passed ? "met" : (t.fails ? "missed" : "past (a finding)"))</td></tr>\n"
             }
             html += "</table>\n"
         }
@@ -299,7 +299,7 @@ enum HTMLReport {
     }
 
     static func overallVerdict(_ results: [VariantResult]) -> String {
-        if results.contains(where: { $0.oracle.verdict == .fail || $0.thresholds.contains { !$0.passed } }) { return "fail" }
+        if results.contains(where: { $0.oracle.verdict == .fail || $0.thresholds.contains { !$0.passed && $0.fails } }) { return "fail" }
         if results.contains(where: { $0.oracle.verdict == .unknown }) { return "unknown" }
         return "pass"
     }

@@ -64,6 +64,24 @@ public struct ThresholdOutcome: Sendable, Codable, Equatable {
     public var polarity: String
     public var value: Double?
     public var passed: Bool
+    /// Whether missing it fails the run (false: a finding a sweep reports).
+    public var fails: Bool = true
+
+    public init(metric: String, statistic: String, limit: Double, polarity: String, value: Double?, passed: Bool, fails: Bool = true) {
+        (self.metric, self.statistic, self.limit, self.polarity, self.value, self.passed, self.fails) = (metric, statistic, limit, polarity, value, passed, fails)
+    }
+
+    // Results written before `fails` existed read as failing thresholds, as they were.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        metric = try c.decode(String.self, forKey: .metric)
+        statistic = try c.decode(String.self, forKey: .statistic)
+        limit = try c.decode(Double.self, forKey: .limit)
+        polarity = try c.decode(String.self, forKey: .polarity)
+        value = try c.decodeIfPresent(Double.self, forKey: .value)
+        passed = try c.decode(Bool.self, forKey: .passed)
+        fails = try c.decodeIfPresent(Bool.self, forKey: .fails) ?? true
+    }
 }
 
 /// Runs one variant end to end (architecture.md "Workbench: one scenario run").
@@ -415,7 +433,7 @@ public struct VariantRunner {
         result.thresholds = scenario.thresholds.map { t in
             let value = result.metrics.first { $0.metric == t.metric && $0.statistic == t.statistic }?.value
             let passed = value.map { t.polarity == .lowerIsBetter ? $0 <= t.limit : $0 >= t.limit } ?? false
-            return ThresholdOutcome(metric: t.metric, statistic: t.statistic, limit: t.limit, polarity: t.polarity.rawValue, value: value, passed: passed)
+            return ThresholdOutcome(metric: t.metric, statistic: t.statistic, limit: t.limit, polarity: t.polarity.rawValue, value: value, passed: passed, fails: t.fails)
         }
         return result
     }

@@ -113,7 +113,7 @@ public struct Suite {
     static func failures(_ results: [VariantResult]) -> [String] {
         var failures: [String] = []
         for r in results {
-            for t in r.thresholds where !t.passed {
+            for t in r.thresholds where !t.passed && t.fails {
                 failures.append("\(r.scenario) \(r.variant) #\(r.repetition): threshold \(t.metric).\(t.statistic) = \(t.value.map { String($0) } ?? "missing") (limit \(t.limit))")
             }
             if r.oracle.verdict == .fail { failures.append("\(r.scenario) \(r.variant) #\(r.repetition): oracle: \(r.oracle.summary)") }

@@ -227,6 +227,9 @@ public struct Threshold: Sendable, Codable, Equatable {
     public var polarity: Polarity
     /// Absolute limit (ms for latencies, counts, ratios).
     public var limit: Double
+    /// False for a limit a sweep reports against (where a capacity sweep's knee is): missing it is a finding,
+    /// not a failure (issue 20 item 15).
+    public var fails: Bool = true
 }
 
 /// The viewer's fetch request (workbench `viewer.request`): the controller's size follows it, not the window.

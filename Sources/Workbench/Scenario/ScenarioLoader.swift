@@ -747,7 +747,7 @@ struct Reader {
     }
 
     func threshold(_ node: Node) throws -> Threshold {
-        _ = try keys(node, allowed: ["metric", "statistic", "polarity", "max", "min"], required: ["metric"])
+        _ = try keys(node, allowed: ["metric", "statistic", "polarity", "max", "min", "fails"], required: ["metric"])
         let metric = try string(child(node, "metric")!)
         guard MetricCatalog.names.contains(metric) else {
             throw fail(child(node, "metric")!, "unknown metric '\(metric)'; expected one of \(MetricCatalog.names.sorted().joined(separator: ", "))")
@@ -772,7 +772,9 @@ struct Reader {
         } else {
             limit = try double(limitNode)
         }
-        return Threshold(metric: metric, statistic: statistic, polarity: polarity, limit: limit)
+        var threshold = Threshold(metric: metric, statistic: statistic, polarity: polarity, limit: limit)
+        if let n = child(node, "fails") { threshold.fails = try bool(n) }
+        return threshold
     }
 }
 
