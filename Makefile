@@ -39,7 +39,7 @@ run: bench-tool
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --disable-xctest  # every test is Swift Testing: XCTest would only print "Executed 0 tests"
 
 scenarios: bench-tool
 	$(BENCH) run Scenarios/*.yaml --progress
