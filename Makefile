@@ -37,9 +37,10 @@ bench-tool: deps
 run: bench-tool
 	$(BENCH) run $(DEFAULT_SCENARIOS) --progress
 
+# Every test is Swift Testing: XCTest would only print that it ran none.
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --disable-xctest  # every test is Swift Testing: XCTest would only print "Executed 0 tests"
+	$(SWIFT) test --skip-build --disable-xctest
 
 scenarios: bench-tool
 	$(BENCH) run Scenarios/*.yaml --progress
