@@ -230,6 +230,14 @@ struct Check: ParsableCommand {
             let problems = base.compare(outcomes.flatMap(\.results))
             for p in problems { print("BASELINE: \(p)") }
             if problems.isEmpty { print(base.entries.contains { $0.exact != nil } ? "baseline \(baseline): every deterministic counter matches; every exact metric matches (simulated)" : "baseline \(baseline): every deterministic counter matches; timings within \(base.timingTolerance)×") } else { code = 1 }
+            // For a CI system: JUnit XML and a Markdown summary (also appended to GitHub's step summary when set).
+            let gate = try GateReport.write(baseline: base, problems: problems, to: options.reportsRoot.appendingPathComponent("ci-gate"), commit: GateReport.currentCommit())
+            print("gate: \(gate.junit.path), \(gate.summary.path)")
+            if let step = ProcessInfo.processInfo.environment["GITHUB_STEP_SUMMARY"], let handle = FileHandle(forWritingAtPath: step) {
+                handle.seekToEndOfFile()
+                handle.write(try Data(contentsOf: gate.summary))
+                handle.closeFile()
+            }
             return code
         }
     }

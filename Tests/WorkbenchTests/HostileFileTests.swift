@@ -192,4 +192,28 @@ struct HostileFileTests {
         try ws.write("strict.yaml", try Fixtures.text("tiny.yaml") + "\nthresholds:\n  - { metric: mainBusy, statistic: total, max: 0.001 }\n")
         #expect(try bench(["run", "strict.yaml", "--out", "out2"], in: ws.url).status == 1)
     }
+
+    @Test("Issue 20 item 19: the CI gate writes JUnit XML (a test case per baseline variant) and a Markdown summary of what regressed")
+    func gateWritesJUnitAndSummary() throws {
+        let ws = try CLITests.workspace()
+        #expect(try bench(["baseline", "tiny", "tiny.yaml", "--out", "out"], in: ws.url).status == 0)
+        let pass = try bench(["check", "--baseline", "tiny", "--out", "out"], in: ws.url)
+        #expect(pass.status == 0)
+        #expect(pass.stdout.contains("gate: "))
+        let junit = try String(contentsOf: ws.file("out/ci-gate/junit.xml"), encoding: .utf8)
+        #expect(junit.contains("<testcase classname=\"tiny\" name=\"default #1\"/>") && junit.contains("failures=\"0\""))
+        let summary = try String(contentsOf: ws.file("out/ci-gate/summary.md"), encoding: .utf8)
+        #expect(summary.contains("Every figure of 1 variant(s) matches the baseline"))
+        // A planted regression: one more row inserted than the run gives.
+        var baseline = try JSONDecoder().decode(Baseline.self, from: Data(contentsOf: ws.file("Scenarios/baselines/tiny.json")))
+        baseline.entries[0].counters["rowsInserted"] = 301
+        baseline.name = "tiny-altered"
+        try ReportWriter.encoder().encode(baseline).write(to: ws.file("Scenarios/baselines/tiny-altered.json"))
+        let fail = try bench(["check", "--baseline", "tiny-altered", "--out", "out"], in: ws.url)
+        #expect(fail.status == 1)
+        let failedJUnit = try String(contentsOf: ws.file("out/ci-gate/junit.xml"), encoding: .utf8)
+        #expect(failedJUnit.contains("failures=\"1\"") && failedJUnit.contains("counter rowsInserted is 300, baseline 301"))
+        let failedSummary = try String(contentsOf: ws.file("out/ci-gate/summary.md"), encoding: .utf8)
+        #expect(failedSummary.contains("**1 of 1 variant(s) regressed.**") && failedSummary.contains("- counter rowsInserted is 300, baseline 301"))
+    }
 }
