@@ -772,18 +772,28 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         for object in temporary { object.cacheReference = coordinator.rowCache }
     }
 
-    /// Replaces temporary IDs by permanent ones in the registry and in every registered object's values.
-    func remapIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
-        guard !mapping.isEmpty else { return }
+    /// Moves each registered object of `mapping` to its new ID (one lookup to take it out, one to put it back);
+    /// returns the objects moved.
+    @discardableResult
+    private func moveRegistrations(_ mapping: [ManagedObjectID: ManagedObjectID]) -> [ManagedObject] {
+        var moved: [ManagedObject] = []
+        moved.reserveCapacity(mapping.count)
         for (old, new) in mapping {
-            // The entry moves to the new key (one lookup to take it out, one to put it back).
             guard let object = registry.move(old, to: new) else { continue }
             object.objectID = new
             if retainsRegisteredObjects {
                 strongRegistered[old] = nil
                 strongRegistered[new] = object
             }
+            moved.append(object)
         }
+        return moved
+    }
+
+    /// Replaces temporary IDs by permanent ones in the registry and in every registered object's values.
+    func remapIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
+        guard !mapping.isEmpty else { return }
+        moveRegistrations(mapping)
         // Only objects with changes can point at a new object (pointing at it changed them).
         for object in [insertedSet, updatedSet, deletedSet].joined() {
             Self.remapReferences(in: object, mapping, includingSnapshot: false)
@@ -858,17 +868,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     func adoptPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
         assertOnQueue()
         guard registry.count > 0 else { return }
-        var moved: [ManagedObject] = []
         // Each entry moves on its own (the result does not depend on the dictionary's order).
-        for (old, new) in mapping {
-            guard let object = registry.move(old, to: new) else { continue }
-            object.objectID = new
-            if retainsRegisteredObjects {
-                strongRegistered[old] = nil
-                strongRegistered[new] = object
-            }
-            if object.cacheReference == nil { moved.append(object) }
-        }
+        let moved = moveRegistrations(mapping).filter { $0.cacheReference == nil }
         if !moved.isEmpty, let coordinator = persistentStoreCoordinator {
             // As for an object made for a permanent ID (``object(with:)``): it holds its row in the row cache.
             coordinator.rowCache.retain(moved.lazy.map(\.objectID))  // one lock for all

@@ -40,6 +40,15 @@ enum Oracle {
         var lost = 0, promised = 0, mismatches = 0, unknown = 0
         // Issue 20 item 9: why a record could not be checked.
         var unknownBatch = 0, unknownNewer = 0
+        // Each policy's promises, decided once per name (a registered policy is made by its package's closure).
+        var promises: [String: (losses: Bool, overwrites: Bool)] = [:]
+        func promise(_ name: String) -> (losses: Bool, overwrites: Bool) {
+            if let known = promises[name] { return known }
+            let type = Registry.policy(named: name)?.type
+            let p = (losses: Registry.promisesLosses(name), overwrites: type == .overwrite)
+            promises[name] = p
+            return p
+        }
         func add(_ f: OracleReport.Finding) { if findings.count < 200 { findings.append(f) } }
         let byKey = Dictionary(grouping: events, by: \.key)
         // Sorted: findings are capped, so the order decides which are kept (never a dictionary's order).
@@ -52,7 +61,7 @@ enum Oracle {
             }
             // Discarded writes (version -1) only count as losses; they wrote nothing to order.
             for e in keyEvents where e.version < 0 {
-                if Registry.promisesLosses(e.policy) {
+                if promise(e.policy).losses {
                     promised += 1
                     add(.init(kind: "promisedLoss", key: key, field: e.field, detail: "\(e.actor) wrote \(e.intended ?? ""); its \(e.policy) save discarded it", step: e.step))
                 } else {
@@ -95,7 +104,7 @@ enum Oracle {
                         } else if e.committed != intended {
                             // The save committed, yet its own write is not what it committed: its policy chose
                             // the store's value (StoreTrump, Rollback) or it is a bug.
-                            if Registry.promisesLosses(e.policy) {
+                            if promise(e.policy).losses {
                                 promised += 1
                                 add(.init(kind: "promisedLoss", key: key, field: field, detail: "\(e.actor) wrote \(intended); its \(e.policy) save kept \(e.committed)"))
                             } else {
@@ -107,7 +116,7 @@ enum Oracle {
                         writer = e
                     } else if let exp = expected, e.committed != exp, let w = writer {
                         // A later save that did not write this field changed it.
-                        if Registry.policy(named: e.policy)?.type == .overwrite {
+                        if promise(e.policy).overwrites {
                             promised += 1
                             add(.init(kind: "promisedLoss", key: key, field: field, detail: "\(w.actor)'s \(exp) overwritten by \(e.actor)'s overwrite save with \(e.committed)"))
                         } else {

@@ -78,6 +78,16 @@ public struct TopologyBuilder {
         return Registry.policy(named: names[role] ?? "error", deletedElsewhere: rule) ?? MergePolicy(type: .error, deletedElsewhere: rule)
     }
 
+    /// The main-queue view context on `coordinator`, with the view's policy, named and authored "view".
+    func mainQueueView(on coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+        let view = ManagedObjectContext(concurrencyType: .mainQueue, queue: main.queue)
+        view.persistentStoreCoordinator = coordinator
+        view.mergePolicy = policy("view")
+        view.name = "view"
+        view.transactionAuthor = "view"
+        return view
+    }
+
     /// In a stack of parents the view's policy settles conflicts where the save meets the store: `committing` takes
     /// Rollback while the view is read-only, and the events name the policy that settled their conflicts.
     func readOnlyThroughCommittingContext(_ committing: ManagedObjectContext, of stack: WorkbenchStack) {
@@ -180,11 +190,7 @@ public struct TopologyBuilder {
             }
         case .container:
             let coordinator = try self.coordinator("container")
-            let view = ManagedObjectContext(concurrencyType: .mainQueue, queue: main.queue)
-            view.persistentStoreCoordinator = coordinator
-            view.mergePolicy = policy("view")
-            view.name = "view"
-            view.transactionAuthor = "view"
+            let view = mainQueueView(on: coordinator)
             view.automaticMergeHook = automaticMergeHook
             view.automaticallyMergesChangesFromParent = true
             stack = WorkbenchStack(topology: kind, viewContext: view)
@@ -232,11 +238,7 @@ public struct TopologyBuilder {
             // context a child of the view context. Semantics §2.2: a child's save is pushed into the view context
             // on the main queue, and only the view context's own save, also on the main queue, reaches the store.
             let coordinator = try self.coordinator("viewChildren")
-            let view = ManagedObjectContext(concurrencyType: .mainQueue, queue: main.queue)
-            view.persistentStoreCoordinator = coordinator
-            view.mergePolicy = policy("view")
-            view.name = "view"
-            view.transactionAuthor = "view"
+            let view = mainQueueView(on: coordinator)
             // As the container's view context it merges saves of root contexts on its coordinator (semantics §3.3);
             // here every context that saves is its child, so it merges none (batch results come by their IDs).
             view.automaticMergeHook = automaticMergeHook
@@ -317,11 +319,7 @@ public struct TopologyBuilder {
         case .history:
             let writerCoordinator = try coordinator("writer", history: true)
             let mainCoordinator = try coordinator("main", history: true, remote: true)
-            let view = ManagedObjectContext(concurrencyType: .mainQueue, queue: main.queue)
-            view.persistentStoreCoordinator = mainCoordinator
-            view.mergePolicy = policy("view")
-            view.name = "view"
-            view.transactionAuthor = "view"
+            let view = mainQueueView(on: mainCoordinator)
             // Semantics §2.4: a history consumer sharing the file with another coordinator needs staleness 0.
             view.stalenessInterval = scenario.stack.viewStaleness ?? 0
             stack = WorkbenchStack(topology: kind, viewContext: view)
