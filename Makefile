@@ -2,7 +2,8 @@
 #   make run        the default scenarios on an embedded SQLite store; prints where the report is (release build)
 #   make test       the whole test suite (installs what it needs on a fresh machine)
 #   make scenarios  every shipped scenario in Scenarios/
-#   make compare    merge policies × topologies side by side (Scenarios/policy-comparison.yaml)
+#   make compare    merge policies × topologies side by side (Scenarios/policy-comparison.yaml, 3 seeds), ranked; fails when Docs/choosing-a-merge-policy.md no longer matches
+#   make guide      runs the comparison and rewrites the measured part of Docs/choosing-a-merge-policy.md
 #   make capacity   chunk size × visible-set grid: where the main queue first misses a 60 Hz frame
 #   make published  the published Core Data measurements replayed (Scenarios/published/): ours beside each, and whether its direction holds
 #   make example    builds and runs Docs/examples/custom-policy: an app's own merge policy and model through the workbench as a library
@@ -21,7 +22,7 @@ APT_PACKAGES := libsqlite3-dev libjemalloc-dev pkg-config sqlite3
 BENCH := .build/$(CONFIG)/ambar-bench
 DEFAULT_SCENARIOS := Scenarios/thousands-of-imports.yaml Scenarios/conflict-storm.yaml Scenarios/read-only-view.yaml
 
-.PHONY: run test scenarios compare capacity published example ci baseline report build deps bench-tool clean bench bench-quick crash-test fuzz tsan
+.PHONY: run test scenarios compare guide capacity published example ci baseline report build deps bench-tool clean bench bench-quick crash-test fuzz tsan
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -47,6 +48,11 @@ scenarios: bench-tool
 
 compare: bench-tool
 	$(BENCH) run Scenarios/policy-comparison.yaml --progress
+	$(BENCH) guide --check
+
+guide: bench-tool
+	$(BENCH) run Scenarios/policy-comparison.yaml --progress
+	$(BENCH) guide
 
 example: deps
 	cd Docs/examples/custom-policy && $(SWIFT) build && AMBAR_PROFILE_PATH=$(CURDIR)/Profiles $$($(SWIFT) build --show-bin-path)/custom-policy

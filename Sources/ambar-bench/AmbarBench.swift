@@ -11,7 +11,7 @@ struct AmbarBench: ParsableCommand {
         commandName: "ambar-bench",
         abstract: "Replays Core Data stack workloads against the Ambar stack and other topologies, and reports what happened.",
         discussion: "Exit codes: 0 ok, 1 a threshold, baseline or oracle check failed, 2 bad input (nothing ran), 3 an internal or I/O failure after work began, 130 interrupted (the report keeps every finished variant).",
-        subcommands: [Run.self, Replay.self, Calibrate.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self],
+        subcommands: [Run.self, Replay.self, Calibrate.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self, Guide.self],
         defaultSubcommand: Run.self)
 
     /// ArgumentParser's own main, except that a command-line mistake is bad input: exit code 2 (workbench.md),
@@ -119,6 +119,11 @@ func report(_ outcomes: [Suite.Outcome]) -> Int32 {
             print("  \(r.variant) #\(r.repetition) [\(r.topology), view \(r.policies["view"] ?? "?")]: oracle \(r.oracle.verdict.rawValue); mergeLatency p99 \(p99); \(r.oracle.summary)")
         }
         for line in outcome.published?.lines ?? [] { print("  \(line)") }
+        if let ranking = outcome.ranking, ranking.entries.count > 1 {
+            print("ranking (objective: \(ranking.objectiveText)\(ranking.repetitions > 1 ? "; medians of \(ranking.repetitions) repetitions" : "")):")
+            for e in ranking.entries { print("  \(e.place). \(e.sentence)") }
+            for f in ranking.flags { print("  note: \(f.text)") }
+        }
         for f in outcome.failures { print("FAILED: \(f)") }
         failed = failed || !outcome.failures.isEmpty
     }
@@ -256,6 +261,31 @@ struct RecordBaseline: ParsableCommand {
             try base.save(root: URL(fileURLWithPath: "Scenarios/baselines"))
             print("baseline \(name): \(base.entries.count) variant(s) recorded in Scenarios/baselines/\(name).json")
             return report(outcomes)
+        }
+    }
+}
+
+struct Guide: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write the measured part of Docs/choosing-a-merge-policy.md from a run of Scenarios/policy-comparison.yaml.",
+        discussion: "Without a folder, the newest run of policy-comparison under --out. With --check, nothing is written: exit 1 when the page differs from the run (make compare does this), 0 when it matches.")
+    @Argument(help: "A run folder of policy-comparison.") var folder: String?
+    @Option(name: .long, help: "The page whose generated part is written.") var page = "Docs/choosing-a-merge-policy.md"
+    @Option(name: .long, help: "Where reports are.") var out = "Reports"
+    @Flag(name: .long, help: "Compare only: exit 1 when the page differs from the run.") var check = false
+
+    func run() throws {
+        try guarded {
+            let run = try folder.map { URL(fileURLWithPath: $0, isDirectory: true) }
+                ?? PolicyGuide.newestRun(of: "policy-comparison", reportsRoot: URL(fileURLWithPath: out, isDirectory: true))
+            switch try PolicyGuide.update(page: URL(fileURLWithPath: page), runFolder: run, check: check) {
+            case .written: print("\(page): measured part written from \(run.path)")
+            case .unchanged: print("\(page): matches \(run.path)")
+            case let .differs(line, pageLine, runLine):
+                print("\(page) differs from \(run.path) at line \(line) of its generated part:\n  page: \(pageLine)\n  run:  \(runLine)\nrun `make guide` to rewrite it (and say in the commit which figures moved and why)")
+                return 1
+            }
+            return 0
         }
     }
 }

@@ -88,7 +88,7 @@ struct CLITests {
         #expect(run.stdout.contains("default #1 [ambar, view storeTrump]: oracle pass"))
         #expect(run.stderr == "")  // not a terminal: no progress
         let files = try FileManager.default.contentsOfDirectory(atPath: ws.file(folder).path).sorted()
-        #expect(files == ["events.jsonl", "manifest.json", "metrics.csv", "report.html", "results.json", "scenario.resolved.yaml", "summary.csv", "timeseries.csv"])
+        #expect(files == ["events.jsonl", "manifest.json", "metrics.csv", "ranking.csv", "report.html", "results.json", "scenario.resolved.yaml", "summary.csv", "timeseries.csv"])
         #expect(FileManager.default.fileExists(atPath: ws.file("out/index.html").path))
         #expect(try String(contentsOf: ws.file("\(folder)/scenario.resolved.yaml"), encoding: .utf8).contains("objects: 100"))
         let manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: ws.file("\(folder)/manifest.json")))

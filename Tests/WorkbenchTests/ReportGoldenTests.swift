@@ -67,7 +67,7 @@ struct ReportGoldenTests {
         try ReportWriter.files(results: results, manifest: manifest, events: events).mapValues { String(decoding: $0, as: UTF8.self) }
     }
 
-    @Test("each output file matches its golden file", arguments: ["metrics.csv", "summary.csv", "timeseries.csv", "events.jsonl", "report.html"])
+    @Test("each output file matches its golden file", arguments: ["metrics.csv", "summary.csv", "timeseries.csv", "events.jsonl", "report.html", "ranking.csv"])
     func golden(_ name: String) throws {
         let files = try Self.files()
         let text = try #require(files[name])
@@ -79,7 +79,7 @@ struct ReportGoldenTests {
         let a = try ReportWriter.files(results: Self.results, manifest: Self.manifest, events: Self.events)
         let b = try ReportWriter.files(results: Self.results, manifest: Self.manifest, events: Self.events)
         #expect(a == b)
-        #expect(Set(a.keys) == ["metrics.csv", "summary.csv", "timeseries.csv", "events.jsonl", "manifest.json", "results.json", "report.html", "scenario.resolved.yaml"])
+        #expect(Set(a.keys) == ["metrics.csv", "summary.csv", "ranking.csv", "timeseries.csv", "events.jsonl", "manifest.json", "results.json", "report.html", "scenario.resolved.yaml"])
     }
 
     @Test("CSV columns and quoting: the header, and a comma or quote in a value survives a round trip")
@@ -118,7 +118,7 @@ struct ReportGoldenTests {
         #expect(folder.path == root.url.appendingPathComponent("golden/20260101-000000").path)
         #expect(root.tree() == [
             "golden", "golden/20260101-000000", "golden/20260101-000000/events.jsonl", "golden/20260101-000000/manifest.json",
-            "golden/20260101-000000/metrics.csv", "golden/20260101-000000/report.html", "golden/20260101-000000/results.json",
+            "golden/20260101-000000/metrics.csv", "golden/20260101-000000/ranking.csv", "golden/20260101-000000/report.html", "golden/20260101-000000/results.json",
             "golden/20260101-000000/scenario.resolved.yaml", "golden/20260101-000000/summary.csv", "golden/20260101-000000/timeseries.csv",
             "index.html",
         ])

@@ -48,6 +48,7 @@ enum HTMLReport {
         if let interrupted = manifest.interrupted {
             html += "<p class=\"bad\">Not every variant ran: \(escape(interrupted)). This report holds the \(results.count) variant run(s) that finished.</p>\n"
         }
+        html += rankingSection(manifest.ranking(results))
         html += modeSection(results, manifest: manifest)
         html += publishedSection(manifest.published)
 
@@ -296,6 +297,25 @@ enum HTMLReport {
             if c == "." { out += "<wbr>" }
         }
         return out
+    }
+
+    /// Issue 20 item 8: the report opens with the variants ranked by the scenario's objective, a sentence each,
+    /// and flags every variant that lost acknowledged writes, promised or not.
+    static func rankingSection(_ ranking: Ranking) -> String {
+        guard !ranking.entries.isEmpty else { return "" }
+        var html = "<h2>Which variant is best for this scenario</h2>\n"
+        let basis = ranking.repetitions > 1
+            ? "medians of \(ranking.repetitions) repetitions (ranges in brackets); a variant ranks above another only when it is ahead in every repetition"
+            : "one run per variant; run with --repeat N to see which places hold across seeds"
+        html += "<p class=\"sub\">Objective: \(escape(ranking.objectiveText)) (the scenario's <code>objective:</code>; Docs/scenarios.md). Ranked on \(basis).</p>\n<ol>\n"
+        for e in ranking.entries { html += "<li value=\"\(e.place)\">\(escape(e.sentence))</li>\n" }
+        html += "</ol>\n"
+        if !ranking.flags.isEmpty {
+            html += "<p><b>Losses to know about</b> (the oracle's count of acknowledged writes that did not survive):</p>\n<ul>\n"
+            for f in ranking.flags { html += "<li class=\"bad\">\(escape(f.text))</li>\n" }
+            html += "</ul>\n"
+        }
+        return html
     }
 
     static func overallVerdict(_ results: [VariantResult]) -> String {

@@ -17,6 +17,13 @@ public struct Manifest: Sendable, Codable, Equatable {
     public var published: PublishedComparison? = nil
     /// Stopped before every variant ran (Ctrl-C, SIGTERM, or a failure): the report holds the variants finished.
     public var interrupted: String? = nil
+    /// The scenario's objective (nil in folders written before it existed: the default applies).
+    public var objective: [ObjectiveCriterion]? = nil
+
+    /// The variants ranked by the scenario's objective (issue 20 item 8).
+    public func ranking(_ results: [VariantResult]) -> Ranking {
+        Ranking.make(results, objective: objective ?? ObjectiveCriterion.defaultObjective)
+    }
 }
 
 /// What a report says of the cost profile a simulated run used.
@@ -87,6 +94,7 @@ public enum ReportWriter {
         files["metrics.csv"] = Data(try CSVOutput.metrics(results).utf8)
         files["summary.csv"] = Data(try CSVOutput.summary(results).utf8)
         files["timeseries.csv"] = Data(try CSVOutput.timeseries(results).utf8)
+        files["ranking.csv"] = Data(try manifest.ranking(results).csv().utf8)
         if results.contains(where: { $0.repetition > 1 }) { files["repeats.csv"] = Data(try CSVOutput.repeats(results).utf8) }
         let lineEncoder = JSONEncoder()
         lineEncoder.outputFormatting = [.sortedKeys]

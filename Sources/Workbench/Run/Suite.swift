@@ -29,6 +29,8 @@ public struct Suite {
         public var published: PublishedComparison? = nil
         /// The run was stopped by a signal before every variant ran.
         public var interrupted = false
+        /// The variants by the scenario's objective.
+        public var ranking: Ranking? = nil
     }
 
     /// Set by SIGINT / SIGTERM (`ambar-bench` installs the handler): the run stops after the variant in progress and
@@ -59,7 +61,8 @@ public struct Suite {
                     generatedAt: ISO8601DateFormatter().string(from: Date()), resolvedScenario: file.resolvedYAML, overrides: options.overrides,
                     variants: results.count, environment: ReportWriter.environment(),
                     profile: first.mode == .simulated ? (try? CostProfile.load(first.profile)).map(ProfileSummary.init) : nil,
-                    published: first.published.map { PublishedComparison.evaluate($0, results: results) }, interrupted: interrupted)
+                    published: first.published.map { PublishedComparison.evaluate($0, results: results) }, interrupted: interrupted,
+                    objective: first.objective)
             }
             func events(_ results: [VariantResult]) -> [String: [WriteEvent]] {
                 var events: [String: [WriteEvent]] = [:]
@@ -103,7 +106,8 @@ public struct Suite {
             let folder = try runFolder.finish()
             var outcomeFailures = failures(results)
             if let stoppedBy { outcomeFailures.append("\(first.name): \(stoppedBy); the report holds the variants that finished") }
-            outcomes.append(Outcome(folder: folder, results: results, failures: outcomeFailures, published: final.published, interrupted: stoppedBy != nil))
+            outcomes.append(Outcome(folder: folder, results: results, failures: outcomeFailures, published: final.published, interrupted: stoppedBy != nil,
+                                    ranking: final.ranking(results)))
             if stoppedBy != nil { break }
 
         }

@@ -15,6 +15,8 @@ public struct Scenario: Sendable, Codable, Equatable {
     public var stack: StackSpec
     public var phases: [Phase]
     public var thresholds: [Threshold]
+    /// What "best" means for this scenario's report: criteria compared in order (`objective:`, issue 20 item 8).
+    public var objective: [ObjectiveCriterion] = ObjectiveCriterion.defaultObjective
     /// Parameters this variant was given by `matrix:` (key path → value), for labels.
     public var variantParameters: [String: String]
     /// Which repetition (1-based) this is.
@@ -221,7 +223,7 @@ public enum ActorSpec: Sendable, Codable, Equatable {
 
 /// A limit on a metric (workbench.md `thresholds:`).
 public struct Threshold: Sendable, Codable, Equatable {
-    public enum Polarity: String, Sendable, Codable { case lowerIsBetter, higherIsBetter }
+    public enum Polarity: String, Sendable, Codable, CaseIterable { case lowerIsBetter, higherIsBetter }
     public var metric: String
     public var statistic: String
     public var polarity: Polarity

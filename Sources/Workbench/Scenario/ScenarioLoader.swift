@@ -301,7 +301,7 @@ struct Reader {
 
     func scenario(_ tree: YAMLTree, parameters: [String: String], repetition: Int, repetitions: Int) throws -> Scenario {
         let root = Node(tree: tree, path: "")
-        _ = try keys(root, allowed: ["name", "description", "seed", "mode", "profile", "model", "stack", "phases", "thresholds", "matrix", "repeat", "published"], required: ["name", "stack", "phases"])
+        _ = try keys(root, allowed: ["name", "description", "seed", "mode", "profile", "model", "stack", "phases", "thresholds", "objective", "matrix", "repeat", "published"], required: ["name", "stack", "phases"])
         let name = try string(child(root, "name")!)
         guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
             throw fail(child(root, "name")!, "a name uses letters, digits, '-' and '_' (it names the report folder)")
@@ -332,9 +332,15 @@ struct Reader {
         }
         let thresholds = try child(root, "thresholds").map { try list($0).map(threshold) } ?? []
         let published = try child(root, "published").map(publishedResult)
-        return Scenario(
+        var scenario = Scenario(
             name: name, description: description, seed: seed, mode: mode, profile: profile, model: model, stack: stack, phases: phases,
             thresholds: thresholds, variantParameters: parameters, repetition: repetition, repetitions: repetitions, published: published)
+        if let node = child(root, "objective") {
+            let items = try list(node)
+            guard !items.isEmpty else { throw fail(node, "an objective lists at least one metric (or leave it out for the default)") }
+            scenario.objective = try items.map(objectiveCriterion)
+        }
+        return scenario
     }
 
     /// A model a package registered under `name` (issue 19 item 8): its first entity, fields from its attributes.
@@ -744,6 +750,30 @@ struct Reader {
             throw ScenarioError(file: file, line: pairs[0].position?.line, column: pairs[0].position?.column, field: "\(phasePath).\(kind)",
                                 message: "unknown actor; expected one of \(allowed.joined(separator: ", ")) (did you mean '\(suggestion)'?)")
         }
+    }
+
+    /// One `objective:` item: a metric name, or `{metric, statistic, label, polarity}` (issue 20 item 8).
+    func objectiveCriterion(_ node: Node) throws -> ObjectiveCriterion {
+        func metricName(_ n: Node) throws -> String {
+            let metric = try string(n)
+            guard MetricCatalog.names.contains(metric) else {
+                throw fail(n, "unknown metric '\(metric)'; expected one of \(MetricCatalog.names.sorted().joined(separator: ", "))")
+            }
+            return metric
+        }
+        if case .scalar = node.tree { return ObjectiveCriterion(try metricName(node)) }
+        _ = try keys(node, allowed: ["metric", "statistic", "label", "polarity"], required: ["metric"])
+        var criterion = ObjectiveCriterion(try metricName(child(node, "metric")!))
+        if let n = child(node, "statistic") {
+            let statistic = try string(n)
+            guard MetricCatalog.statistics.contains(statistic) else {
+                throw fail(n, "unknown statistic '\(statistic)'; expected one of \(MetricCatalog.statistics.joined(separator: ", "))")
+            }
+            criterion.statistic = statistic
+        }
+        if let n = child(node, "label") { criterion.label = try string(n) }
+        if let n = child(node, "polarity") { criterion.polarity = try choice(n, Threshold.Polarity.self) }
+        return criterion
     }
 
     func threshold(_ node: Node) throws -> Threshold {

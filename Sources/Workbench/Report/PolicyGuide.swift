@@ -1,0 +1,210 @@
+import Foundation
+
+/// The measured part of `Docs/choosing-a-merge-policy.md` (issue 20 item 13), generated from a run of
+/// `Scenarios/policy-comparison.yaml` so that the page says what the shipped scenario and seed produce: a table of
+/// medians and ranges over the repetitions, the ranking by the scenario's objective (a place only where it holds in
+/// every repetition), and statements computed from the same figures. Everything between the two markers is this
+/// generator's; the rest of the page is prose that quotes no measured figure.
+public enum PolicyGuide {
+    public static let beginMarker = "<!-- BEGIN GENERATED: `make guide` writes this part from Scenarios/policy-comparison.yaml; `make compare` fails when it differs. Do not edit by hand. -->"
+    public static let endMarker = "<!-- END GENERATED -->"
+
+    struct Column: Sendable {
+        var title: String
+        var unit: String
+        var value: @Sendable (VariantResult) -> Double?
+    }
+
+    static let columns: [Column] = [
+        Column(title: "merge p50 ms", unit: "ms") { $0.value("mergeLatency", "p50") },
+        Column(title: "merge p99 ms", unit: "ms") { $0.value("mergeLatency", "p99") },
+        Column(title: "mainBusy p99 ms", unit: "ms") { $0.value("mainBusy", "p99") },
+        Column(title: "conflicts", unit: "") { r in r.metrics.filter { $0.metric == "conflicts" && $0.label.hasPrefix("layer:") }.reduce(0) { $0 + $1.value } },
+        Column(title: "save failures", unit: "") { $0.value("saveFailures", "count") },
+        Column(title: "lost updates", unit: "") { Double($0.oracle.lostUpdates) },
+        Column(title: "losses the policy promises", unit: "") { Double($0.oracle.promisedLosses) },
+        Column(title: "stale values", unit: "") { Double($0.oracle.staleReads) },
+    ]
+
+    /// A variant's repetitions, in the order the variants ran.
+    struct Variant {
+        var topology: String
+        var policy: String
+        var runs: [VariantResult]
+    }
+
+    static func variants(_ results: [VariantResult]) -> [Variant] {
+        var order: [String] = []
+        var byName: [String: [VariantResult]] = [:]
+        for r in results {
+            if byName[r.variant] == nil { order.append(r.variant) }
+            byName[r.variant, default: []].append(r)
+        }
+        return order.map { name in
+            let runs = byName[name]!.sorted { $0.repetition < $1.repetition }
+            return Variant(topology: runs[0].topology, policy: runs[0].policies["view"] ?? "", runs: runs)
+        }
+    }
+
+    /// "0.41 (0.38–0.47)" or "12" when every repetition agrees.
+    static func cell(_ values: [Double], unit: String) -> String {
+        guard !values.isEmpty else { return "–" }
+        let s = values.sorted()
+        let median = s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+        func f(_ v: Double) -> String { unit == "ms" ? String(format: "%.3f", v) : Ranking.format(v, unit: "") }
+        return s.first! == s.last! ? f(median) : "\(f(median)) (\(f(s.first!))–\(f(s.last!)))"
+    }
+
+    /// One table row per variant: `| topology | policy | oracle | … |`.
+    public static func tableRows(_ results: [VariantResult]) -> [String] {
+        variants(results).map { v in
+            let verdicts = Dictionary(grouping: v.runs.map(\.oracle.verdict.rawValue), by: { $0 })
+            let oracle = verdicts.count == 1 ? verdicts.keys.first! : verdicts.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value.count)" }.joined(separator: ", ")
+            let cells = columns.map { c in cell(v.runs.compactMap(c.value), unit: c.unit) }
+            return "| \(v.topology) | \(v.policy) | \(oracle) | " + cells.joined(separator: " | ") + " |"
+        }
+    }
+
+    static var tableHeader: [String] {
+        ["| topology | policy (all contexts) | oracle | " + columns.map(\.title).joined(separator: " | ") + " |",
+         "|---|---|---|" + String(repeating: "---|", count: columns.count)]
+    }
+
+    /// The generated part, markers included.
+    public static func render(_ results: [VariantResult], manifest: Manifest) -> String {
+        let all = variants(results)
+        let repetitions = all.map(\.runs.count).min() ?? 0
+        let seeds = results.map(\.seed)
+        var lines = [beginMarker, ""]
+        lines.append("Scenario `\(manifest.scenario)`, \(all.count) variants × \(repetitions) repetitions (seeds \(seeds.min() ?? 0)–\(seeds.max() ?? 0)), simulated mode on the `\(manifest.profile?.name ?? "?")` cost profile: the same figures on any machine. A cell is the median over the repetitions, with the range in brackets when they differ.")
+        lines.append("")
+        lines += tableHeader + tableRows(results)
+        lines.append("")
+        let ranking = manifest.ranking(results)
+        lines.append("### Ranking by the scenario's objective")
+        lines.append("")
+        lines.append("Objective: \(ranking.objectiveText). A variant takes a place of its own only when it is ahead of the one below it in every repetition; otherwise they share the place.")
+        lines.append("")
+        // Bullets, not a numbered list: Markdown renumbers a list, which would hide the shared places.
+        for e in ranking.entries { lines.append("- \(e.sentence)") }
+        lines.append("")
+        lines.append("### What the figures say")
+        lines.append("")
+        lines += statements(all)
+        lines.append("")
+        lines.append(endMarker)
+        return lines.joined(separator: "\n")
+    }
+
+    /// Statements computed from the figures, so that the text cannot contradict the table.
+    static func statements(_ all: [Variant]) -> [String] {
+        var out: [String] = []
+        func range(_ values: [Int]) -> String {
+            let lo = values.min() ?? 0, hi = values.max() ?? 0
+            return lo == hi ? "\(lo)" : "\(lo)–\(hi)"
+        }
+        let failing = all.filter { $0.runs.contains { $0.oracle.verdict != .pass } }
+        out.append(failing.isEmpty
+            ? "- The oracle passes every variant in every repetition: nothing acknowledged was lost that the saving context's policy does not promise to lose."
+            : "- The oracle does not pass \(failing.map { "\($0.policy) / \($0.topology)" }.joined(separator: ", ")) in every repetition: see the report for its findings.")
+        var policies: [String] = []
+        for v in all where !policies.contains(v.policy) { policies.append(v.policy) }
+        var topologies: [String] = []
+        for v in all where !topologies.contains(v.topology) { topologies.append(v.topology) }
+        for policy in policies {
+            let runs = all.filter { $0.policy == policy }.flatMap(\.runs)
+            let failures = runs.map { Int($0.value("saveFailures", "count") ?? 0) }
+            let promised = runs.map(\.oracle.promisedLosses), stale = runs.map(\.oracle.staleReads), lost = runs.map(\.oracle.lostUpdates)
+            out.append("- `\(policy)`, over every topology and repetition: \(range(failures)) failed save(s) per run, \(range(lost)) lost update(s), \(range(promised)) loss(es) the policy promises, \(range(stale)) stale value(s) on screen at the end.")
+        }
+        // Which policy gives up the most acknowledged writes, per topology and repetition.
+        var most: [String: Int] = [:]
+        var cases = 0
+        for topology in topologies {
+            let group = all.filter { $0.topology == topology }
+            let n = group.map(\.runs.count).min() ?? 0
+            for k in 0..<n {
+                let values = group.map { ($0.policy, $0.runs[k].oracle.promisedLosses + $0.runs[k].oracle.lostUpdates) }
+                guard let top = values.map(\.1).max(), top > 0 else { continue }
+                cases += 1
+                for (policy, value) in values where value == top { most[policy, default: 0] += 1 }
+            }
+        }
+        if cases > 0 {
+            let ranked = most.sorted { ($1.value, $0.key) < ($0.value, $1.key) }
+            out.append("- Most acknowledged writes given up (lost or promised), per topology and repetition: " + ranked.map { "`\($0.key)` in \($0.value) of \(cases)" }.joined(separator: ", ") + " (ties count for each).")
+        }
+        // Merge latency by topology: the medians' range over the policies.
+        for topology in topologies {
+            let medians = all.filter { $0.topology == topology }.compactMap { v -> Double? in
+                let s = v.runs.compactMap { $0.value("mergeLatency", "p99") }.sorted()
+                return s.isEmpty ? nil : s[s.count / 2]
+            }
+            guard let lo = medians.min(), let hi = medians.max() else { continue }
+            let span = lo == hi ? String(format: "%.3f ms under every policy", lo) : String(format: "%.3f–%.3f ms across the policies", lo, hi)
+            out.append("- `\(topology)`: merge p99 (median of the repetitions) \(span).")
+        }
+        return out
+    }
+
+    /// `page` with its generated part replaced by `generated` (or appended when it has none).
+    public static func replacing(in page: String, with generated: String) -> String {
+        guard let begin = page.range(of: beginMarker), let end = page.range(of: endMarker, range: begin.upperBound..<page.endIndex) else {
+            return page + (page.hasSuffix("\n") ? "" : "\n") + "\n" + generated + "\n"
+        }
+        return String(page[..<begin.lowerBound]) + generated + String(page[end.upperBound...])
+    }
+
+    /// The generated part of `page`, markers included, if it has one.
+    public static func generatedPart(of page: String) -> String? {
+        guard let begin = page.range(of: beginMarker), let end = page.range(of: endMarker, range: begin.upperBound..<page.endIndex) else { return nil }
+        return String(page[begin.lowerBound..<end.upperBound])
+    }
+}
+
+extension PolicyGuide {
+    /// What `ambar-bench guide` did.
+    public enum Outcome: Equatable, Sendable {
+        case written
+        case unchanged
+        /// `--check` found the page's generated part different: the first differing line of each.
+        case differs(line: Int, page: String, run: String)
+    }
+
+    /// Writes (or, with `check`, compares) the generated part of `page` from the run in `runFolder`.
+    public static func update(page: URL, runFolder: URL, check: Bool) throws -> Outcome {
+        guard let data = try? Data(contentsOf: runFolder.appendingPathComponent("results.json")),
+              let results = try? JSONDecoder().decode([VariantResult].self, from: data),
+              let manifest = try? JSONDecoder().decode(Manifest.self, from: Data(contentsOf: runFolder.appendingPathComponent("manifest.json"))) else {
+            throw WorkbenchError(.badInput, "\(runFolder.path) is not a run folder (results.json and manifest.json)")
+        }
+        if let interrupted = manifest.interrupted {
+            throw WorkbenchError(.badInput, "\(runFolder.path) is not a whole run (\(interrupted)): run the scenario to the end first")
+        }
+        guard let text = try? String(contentsOf: page, encoding: .utf8) else {
+            throw WorkbenchError(.badInput, "\(page.path): cannot read the page")
+        }
+        let generated = render(results, manifest: manifest)
+        if check {
+            let current = generatedPart(of: text) ?? ""
+            if current == generated { return .unchanged }
+            let a = current.components(separatedBy: "\n"), b = generated.components(separatedBy: "\n")
+            let line = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(a.count, b.count)
+            return .differs(line: line + 1, page: line < a.count ? a[line] : "<end>", run: line < b.count ? b[line] : "<end>")
+        }
+        let updated = replacing(in: text, with: generated)
+        if updated == text { return .unchanged }
+        try Data(updated.utf8).write(to: page, options: .atomic)
+        return .written
+    }
+
+    /// The newest whole run of `scenario` under `reportsRoot`.
+    public static func newestRun(of scenario: String, reportsRoot: URL) throws -> URL {
+        let folder = reportsRoot.appendingPathComponent(scenario, isDirectory: true)
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        guard let newest = names.last else {
+            throw WorkbenchError(.badInput, "no run of \(scenario) under \(reportsRoot.path): run `ambar-bench run Scenarios/\(scenario).yaml` first")
+        }
+        return folder.appendingPathComponent(newest, isDirectory: true)
+    }
+}
