@@ -61,6 +61,18 @@ extension ManagedObjectContext {
         return result
     }
 
+    /// Core Data's `fetch(_:)`, whose elements follow `request.resultType` (issue 21 item 10): managed objects,
+    /// object IDs, dictionaries, or for `.count` a one-element array holding the number of matches, as
+    /// `NSCountResultType` returns it.
+    public func fetchResults(_ request: FetchRequest) throws -> [Any] {
+        switch request.resultType {
+        case .managedObject: return try fetch(request)
+        case .managedObjectID: return try fetchObjectIDs(request)
+        case .dictionary: return try fetchDictionaries(request)
+        case .count: return [try count(for: request)]
+        }
+    }
+
     /// Fetches object IDs only (`managedObjectIDResultType`).
     public func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
         assertOnQueue()

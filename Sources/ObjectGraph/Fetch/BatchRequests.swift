@@ -46,6 +46,56 @@ public struct BatchInsertRequest: @unchecked Sendable {  // rows are plain value
         }
         self.objects = rows
     }
+
+    /// A request whose rows come from a handler that fills a managed object, called until it returns true
+    /// (`init(entity:managedObjectHandler:)`). Each call gets a new object of the entity's class that belongs to
+    /// no context (so no context sees it and nothing is validated); its stored attribute values become the row,
+    /// defaults included, and relationships are not stored, as with dictionaries (issue 21 item 10; a new object
+    /// per call is inferred, Apple does not say).
+    public init(entity: EntityDescription, managedObjectHandler: (ManagedObject) -> Bool) {
+        self.entityName = entity.name
+        var rows: [[String: Any]] = []
+        while true {
+            let object = entity.managedObjectClass.init(entity: entity, insertInto: nil)
+            object.prepareForInsert()
+            if managedObjectHandler(object) { break }
+            var row: [String: Any] = [:]
+            for case .attribute(let a) in entity.slots {
+                row[a.name] = object.value(forKey: a.name) ?? NSNull()
+            }
+            rows.append(row)
+        }
+        self.objects = rows
+    }
+}
+
+/// Which kind of request a request is (`NSPersistentStoreRequestType`, issue 21 item 10), with Core Data's raw values.
+public enum PersistentStoreRequestType: Int, Sendable {
+    case fetchRequestType = 1
+    case saveRequestType = 2
+    case batchInsertRequestType = 5
+    case batchUpdateRequestType = 6
+    case batchDeleteRequestType = 7
+}
+
+extension FetchRequest {
+    /// `.fetchRequestType`.
+    public var requestType: PersistentStoreRequestType { .fetchRequestType }
+}
+
+extension BatchInsertRequest {
+    /// `.batchInsertRequestType`.
+    public var requestType: PersistentStoreRequestType { .batchInsertRequestType }
+}
+
+extension BatchUpdateRequest {
+    /// `.batchUpdateRequestType`.
+    public var requestType: PersistentStoreRequestType { .batchUpdateRequestType }
+}
+
+extension BatchDeleteRequest {
+    /// `.batchDeleteRequestType`.
+    public var requestType: PersistentStoreRequestType { .batchDeleteRequestType }
 }
 
 /// Updates rows in SQL without loading them (`NSBatchUpdateRequest`, semantics §6): bumps `Z_OPT`, so later
