@@ -139,7 +139,9 @@ func report(_ outcomes: [Suite.Outcome], reportsRoot: URL? = nil) -> Int32 {
 }
 
 struct Run: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run scenario files and write reports.")
+    static let configuration = CommandConfiguration(
+        abstract: "Run scenario files and write reports.",
+        discussion: "The scenario format: Docs/scenarios.md. What a run writes (Reports/<scenario>/<run>/, Reports/index.html), its metrics and exit codes: Docs/workbench.md.")
     @Argument(help: "Scenario files.") var files: [String]
     @OptionGroup var common: CommonOptions
     @Option(name: .long, help: "Compare against a named baseline after running.") var baseline: String?
