@@ -68,7 +68,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WorkbenchTests",
-            dependencies: ["Workbench", "Ambar", "ObjectGraph"],
+            dependencies: ["Workbench", "Ambar", "ObjectGraph", .product(name: "Yams", package: "Yams")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

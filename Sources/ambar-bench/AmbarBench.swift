@@ -10,11 +10,15 @@ struct AmbarBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ambar-bench",
         abstract: "Replays Core Data stack workloads against the Ambar stack and other topologies, and reports what happened.",
-        discussion: "Exit codes: 0 ok, 1 a threshold, baseline or oracle check failed, 2 bad input (nothing ran), 3 an internal or I/O failure after work began, 130 interrupted (the report keeps every finished variant).",
+        discussion: """
+            Exit codes: 0 ok, 1 a threshold, baseline or oracle check failed, 2 bad input (nothing ran), 3 an internal or I/O failure after work began, 130 interrupted (the report keeps every finished variant).
+
+            Documentation, in the repository: Docs/scenarios.md (the scenario format), Docs/workbench.md (metrics, reports, the command line, exit codes, and sweeps sharded over a CI matrix: Docs/examples/capacity-matrix.yml), Docs/what-the-workbench-counts.md (what each counter stands for in Core Data), Docs/simulation.md (simulated mode), Docs/coredata-behaviour.md (the Core Data behaviour we reproduce, and how sure we are of it), Docs/choosing-a-merge-policy.md (the policies compared; `guide` writes its measured part).
+            """,
         subcommands: [Run.self, Replay.self, Calibrate.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self, Guide.self],
         defaultSubcommand: Run.self)
 
-    /// ArgumentParser's own main, except that a command-line mistake is bad input: exit code 2 (workbench.md),
+    /// ArgumentParser's own main, except that a command-line mistake is bad input: exit code 2 (Docs/workbench.md),
     /// not sysexits' 64.
     static func main() {
         do {
@@ -110,7 +114,9 @@ func installStopHandlers() {
     }
 }
 
-func report(_ outcomes: [Suite.Outcome]) -> Int32 {
+/// Prints where each run's report is, one line per variant and the failures; then, when `reportsRoot` is
+/// given, where `index.html` (every run) is (issue 20 item 14: `make run` says where to look).
+func report(_ outcomes: [Suite.Outcome], reportsRoot: URL? = nil) -> Int32 {
     var failed = false
     for outcome in outcomes {
         print("report: \(outcome.folder.path)/report.html")
@@ -127,6 +133,9 @@ func report(_ outcomes: [Suite.Outcome]) -> Int32 {
         for f in outcome.failures { print("FAILED: \(f)") }
         failed = failed || !outcome.failures.isEmpty
     }
+    if let reportsRoot, !outcomes.isEmpty {
+        print("index: \(reportsRoot.appendingPathComponent("index.html").path)")
+    }
     if outcomes.contains(where: \.interrupted) {
         stderr("interrupted: the report holds the variants that finished")
         return 130
@@ -135,16 +144,19 @@ func report(_ outcomes: [Suite.Outcome]) -> Int32 {
 }
 
 struct Run: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run scenario files and write reports.")
+    static let configuration = CommandConfiguration(
+        abstract: "Run scenario files and write reports.",
+        discussion: "The scenario format: Docs/scenarios.md. What a run writes (Reports/<scenario>/<run>/, Reports/index.html), its metrics and exit codes: Docs/workbench.md.")
     @Argument(help: "Scenario files.") var files: [String]
     @OptionGroup var common: CommonOptions
     @Option(name: .long, help: "Compare against a named baseline after running.") var baseline: String?
-    @Option(name: .long, help: "Run every n-th variant: i/n.") var shard: String?
+    @Option(name: .long, help: "Run every n-th variant: i/n (the i-th of n shards; `ambar-bench merge` combines the shards' run folders into one report: Docs/workbench.md \"When one machine is not enough\", Docs/examples/capacity-matrix.yml).") var shard: String?
 
     func run() throws {
         try guarded {
-            let outcomes = try Suite.run(files: files, options: try common.suiteOptions(shard: shard))
-            var code = report(outcomes)
+            let options = try common.suiteOptions(shard: shard)
+            let outcomes = try Suite.run(files: files, options: options)
+            var code = report(outcomes, reportsRoot: options.reportsRoot)
             if let baseline {
                 let problems = try Baseline.load(name: baseline, root: URL(fileURLWithPath: "Scenarios/baselines")).compare(outcomes.flatMap(\.results))
                 for p in problems { print("BASELINE: \(p)") }
@@ -215,7 +227,7 @@ struct Sweep: ParsableCommand {
                 matrix.append("matrix.\(v[..<eq])=[\(v[v.index(after: eq)...])]")
             }
             options.overrides += matrix
-            return report(try Suite.run(files: [file], options: options))
+            return report(try Suite.run(files: [file], options: options), reportsRoot: options.reportsRoot)
         }
     }
 }
@@ -231,7 +243,7 @@ struct Check: ParsableCommand {
             var options = try common.suiteOptions()
             options.overrides = base.overrides + common.overrides
             let outcomes = try Suite.run(files: base.files, options: options)
-            var code = report(outcomes)
+            var code = report(outcomes, reportsRoot: options.reportsRoot)
             let problems = base.compare(outcomes.flatMap(\.results))
             for p in problems { print("BASELINE: \(p)") }
             if problems.isEmpty { print(base.entries.contains { $0.exact != nil } ? "baseline \(baseline): every deterministic counter matches; every exact metric matches (simulated)" : "baseline \(baseline): every deterministic counter matches; timings within \(base.timingTolerance)×") } else { code = 1 }
@@ -291,14 +303,18 @@ struct Guide: ParsableCommand {
 }
 
 struct Merge: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Combine --shard run folders into one report.")
+    static let configuration = CommandConfiguration(
+        abstract: "Combine --shard run folders into one report.",
+        discussion: "Give the run folders of every shard of one command (the same scenario file, overrides and seed; each shard once). Docs/workbench.md \"When one machine is not enough\" runs the shards as the jobs of a CI matrix: Docs/examples/capacity-matrix.yml.")
     @Argument var folders: [String]
     @Option(name: .long) var out: String = "Reports"
 
     func run() throws {
         try guarded {
-            let folder = try Suite.merge(folders: folders.map { URL(fileURLWithPath: $0, isDirectory: true) }, reportsRoot: URL(fileURLWithPath: out, isDirectory: true))
+            let root = URL(fileURLWithPath: out, isDirectory: true)
+            let folder = try Suite.merge(folders: folders.map { URL(fileURLWithPath: $0, isDirectory: true) }, reportsRoot: root)
             print("report: \(folder.path)/report.html")
+            print("index: \(root.appendingPathComponent("index.html").path)")
             return 0
         }
     }
