@@ -152,6 +152,8 @@ extension PropertyValue {
         switch value {
         case nil: self = .null
         case let v as PropertyValue: self = v
+        // A history token compares by its transaction number (`token > %@` in a history fetch, issue 21 item 5).
+        case let v as PersistentHistoryToken: self = .integer(v.transactionNumber)
         case let v as Bool: self = .bool(v)
         case let v as Int: self = .integer(Int64(v))
         case let v as Int64: self = .integer(v)

@@ -63,17 +63,53 @@ public struct PersistentHistoryTransaction: Sendable, Hashable {
     }
 }
 
+/// What a history request returns (`NSPersistentHistoryResultType`, Core Data's raw values).
+public enum PersistentHistoryResultType: Int, Sendable {
+    case statusOnly = 0
+    /// The changed objects' IDs, each once, in the order of their first change (inferred: Apple says "object IDs").
+    case objectIDs = 1
+    case count = 2
+    /// Transactions with `changes == nil`.
+    case transactionsOnly = 3
+    /// The changes, flattened, in transaction order.
+    case changesOnly = 4
+    /// Transactions with their changes (Core Data's default).
+    case transactionsAndChanges = 5
+}
+
+/// A fetch over the history's own entities (`fetchHistory(withFetch:)`, issue 21 item 5): a predicate on the
+/// Transaction entity (`author`, `contextName`, `timestamp`, `transactionNumber`, `token`, `storeID`, `bundleID`,
+/// `processID`) or on the Change entity (`changeID`, `changeType`, `changedObjectID`, `changedEntity` (the entity
+/// name), `updatedProperties`, and `transaction.<key>`). Sort descriptors are refused, as Core Data raises on them
+/// (semantics §3.6, recorded on macOS second-hand).
+public struct PersistentHistoryFetchRequest: Sendable {
+    public enum Entity: String, Sendable { case transaction = "Transaction", change = "Change" }
+    public var entity: Entity
+    public var predicate: ObjectPredicate?
+    public var sortDescriptors: [ObjectSortDescriptor] = []
+    /// At most this many results (0: no limit): transactions, or changes for a Change fetch.
+    public var fetchLimit = 0
+
+    public init(entity: Entity, predicate: ObjectPredicate? = nil) {
+        self.entity = entity
+        self.predicate = predicate
+    }
+}
+
 /// Which history to fetch (`NSPersistentHistoryChangeRequest`).
 public struct PersistentHistoryRequest: Sendable {
     enum Start: Sendable {
         case token(PersistentHistoryToken?)
         case date(Date)
+        case fetch(PersistentHistoryFetchRequest)
     }
     let start: Start
     /// Keep only transactions for which this returns true (for example other authors').
     public var filter: (@Sendable (PersistentHistoryTransaction) -> Bool)?
-    /// Transactions without their changes.
+    /// Transactions without their changes (the same as `resultType = .transactionsOnly`).
     public var transactionsOnly = false
+    /// What ``PersistentStoreCoordinator/execute(_:)`` returns (default `.transactionsAndChanges`, Core Data's).
+    public var resultType: PersistentHistoryResultType = .transactionsAndChanges
 
     /// Transactions after `token`, excluding the token's own (semantics §3.6); nil means all.
     public static func fetchHistory(after token: PersistentHistoryToken?) -> PersistentHistoryRequest {
@@ -83,6 +119,82 @@ public struct PersistentHistoryRequest: Sendable {
     /// Transactions at or after `date`.
     public static func fetchHistory(after date: Date) -> PersistentHistoryRequest {
         PersistentHistoryRequest(start: .date(date))
+    }
+
+    /// The transactions, or for a Change fetch the changes, that `fetchRequest`'s predicate matches.
+    public static func fetchHistory(withFetch fetchRequest: PersistentHistoryFetchRequest) -> PersistentHistoryRequest {
+        PersistentHistoryRequest(start: .fetch(fetchRequest))
+    }
+}
+
+/// The result of a history request (`NSPersistentHistoryResult`); which fields are set follows the result type.
+public struct PersistentHistoryResult: Sendable {
+    public var status = true
+    public var count: Int?
+    public var objectIDs: [ManagedObjectID]?
+    public var transactions: [PersistentHistoryTransaction]?
+    public var changes: [PersistentHistoryChange]?
+}
+
+/// A transaction as a predicate sees it (the Transaction entity).
+struct HistoryTransactionSubject: PredicateSubject {
+    let transaction: PersistentHistoryTransaction
+    var selfValue: PropertyValue { .integer(transaction.transactionNumber) }
+    func resolve(keyPath: [Substring]) throws -> KeyPathValue {
+        guard keyPath.count == 1 else { throw unknownKey(keyPath.joined(separator: "."), entity: "Transaction") }
+        switch keyPath[0] {
+        case "author": return .single(transaction.author.map { .string($0) } ?? .null)
+        case "contextName": return .single(transaction.contextName.map { .string($0) } ?? .null)
+        case "timestamp": return .single(.date(transaction.timestamp))
+        case "transactionNumber", "token": return .single(.integer(transaction.transactionNumber))
+        case "storeID": return .single(.string(transaction.storeIdentifier))
+        case "bundleID": return .single(.string(transaction.bundleID))
+        case "processID": return .single(.string(transaction.processID))
+        default: throw unknownKey(String(keyPath[0]), entity: "Transaction")
+        }
+    }
+}
+
+/// A change as a predicate sees it (the Change entity), with its transaction behind `transaction.`.
+struct HistoryChangeSubject: PredicateSubject {
+    let change: PersistentHistoryChange
+    let transaction: PersistentHistoryTransaction
+    var selfValue: PropertyValue { .integer(change.changeID) }
+    func resolve(keyPath: [Substring]) throws -> KeyPathValue {
+        if keyPath.first == "transaction", keyPath.count > 1 {
+            return try HistoryTransactionSubject(transaction: transaction).resolve(keyPath: Array(keyPath.dropFirst()))
+        }
+        guard keyPath.count == 1 else { throw unknownKey(keyPath.joined(separator: "."), entity: "Change") }
+        switch keyPath[0] {
+        case "changeID": return .single(.integer(change.changeID))
+        case "changeType": return .single(.integer(Int64(change.changeType.rawValue)))
+        case "changedObjectID": return .single(.objectID(change.changedObjectID))
+        case "changedEntity": return .single(.string(change.changedObjectID.entity.name))
+        case "updatedProperties": return .many((change.updatedProperties ?? []).sorted().map { .string($0) })
+        default: throw unknownKey(String(keyPath[0]), entity: "Change")
+        }
+    }
+}
+
+private func unknownKey(_ key: String, entity: String) -> ObjectGraphError {
+    ObjectGraphError(.invalidFetchRequest, "the history's \(entity) entity has no key \(key)", entity: entity, property: key)
+}
+
+extension ObjectPredicate.Node {
+    /// The constants compared with a `token` key path (to check that none has expired).
+    var tokenConstants: [Int64] {
+        switch self {
+        case .constant: return []
+        case .comparison(let c):
+            guard case .keyPath(let path) = c.left, path == "token" || path.hasSuffix(".token") else { return [] }
+            switch c.right {
+            case .constant(.integer(let n)): return [n]
+            case .list(let values): return values.compactMap { if case .integer(let n) = $0 { return n } else { return nil } }
+            default: return []
+            }
+        case .and(let nodes), .or(let nodes): return nodes.flatMap(\.tokenConstants)
+        case .not(let node): return node.tokenConstants
+        }
     }
 }
 
@@ -98,16 +210,82 @@ extension PersistentStoreCoordinator {
         try readStore { try $0.currentHistoryToken() }
     }
 
-    /// Fetches history transactions in order (sorting is not offered: Core Data raises on it, §3.6).
+    /// Fetches history transactions in order (sorting is not offered: Core Data raises on it, §3.6). For a Change
+    /// fetch, the transactions holding a matching change, with only those changes.
     public func fetchHistory(_ request: PersistentHistoryRequest) throws -> [PersistentHistoryTransaction] {
         var transactions: [PersistentHistoryTransaction]
         switch request.start {
         case .token(let token): transactions = try readStore { try $0.history(after: token?.transactionNumber, since: nil) }
         case .date(let date): transactions = try readStore { try $0.history(after: nil, since: date) }
+        case .fetch(let fetch): transactions = try matching(fetch)
         }
         if let filter = request.filter { transactions = transactions.filter(filter) }
-        if request.transactionsOnly { transactions = transactions.map { var t = $0; t.changes = nil; return t } }
+        if request.transactionsOnly || request.resultType == .transactionsOnly { transactions = transactions.map { var t = $0; t.changes = nil; return t } }
         return transactions
+    }
+
+    /// Runs a history request and returns what its result type asks for (issue 21 item 5).
+    public func execute(_ request: PersistentHistoryRequest) throws -> PersistentHistoryResult {
+        var all = request
+        all.transactionsOnly = false
+        all.resultType = .transactionsAndChanges
+        let transactions = try fetchHistory(all)
+        let changeFetch: Bool
+        if case .fetch(let fetch) = request.start, fetch.entity == .change { changeFetch = true } else { changeFetch = false }
+        let changes = transactions.flatMap { $0.changes ?? [] }
+        var result = PersistentHistoryResult()
+        switch request.transactionsOnly ? .transactionsOnly : request.resultType {
+        case .statusOnly: break
+        case .count: result.count = changeFetch ? changes.count : transactions.count
+        case .objectIDs:
+            var seen = Set<ManagedObjectID>()
+            result.objectIDs = changes.map(\.changedObjectID).filter { seen.insert($0).inserted }
+        case .transactionsOnly: result.transactions = transactions.map { var t = $0; t.changes = nil; return t }
+        case .changesOnly: result.changes = changes
+        case .transactionsAndChanges:
+            // A Change fetch returns changes rather than transactions (semantics §3.6, recorded second-hand).
+            if changeFetch { result.changes = changes } else { result.transactions = transactions }
+        }
+        return result
+    }
+
+    /// The transactions a history fetch request matches, evaluated in memory over the whole history (Core Data runs
+    /// it in SQL; the rows read here are every transaction's, a cost Core Data does not pay).
+    private func matching(_ fetch: PersistentHistoryFetchRequest) throws -> [PersistentHistoryTransaction] {
+        guard fetch.sortDescriptors.isEmpty else {
+            throw ObjectGraphError(.invalidFetchRequest, "a history fetch takes no sort descriptors: history comes in transaction order (Core Data raises on them, semantics §3.6)", entity: fetch.entity.rawValue)
+        }
+        // An expired token in the predicate fails the fetch as `fetchHistory(after:)` with it does (134301).
+        for number in (fetch.predicate?.node.tokenConstants ?? []).sorted() {
+            try readStore { try $0.checkHistoryNotExpired(after: number) }
+        }
+        let history = try readStore { try $0.history(after: nil, since: nil) }
+        var out: [PersistentHistoryTransaction] = []
+        var matched = 0
+        for transaction in history {
+            if fetch.fetchLimit > 0, matched >= fetch.fetchLimit { break }
+            switch fetch.entity {
+            case .transaction:
+                if try fetch.predicate?.evaluate(subject: HistoryTransactionSubject(transaction: transaction)) ?? true {
+                    out.append(transaction)
+                    matched += 1
+                }
+            case .change:
+                var kept: [PersistentHistoryChange] = []
+                for change in transaction.changes ?? [] where fetch.fetchLimit == 0 || matched < fetch.fetchLimit {
+                    if try fetch.predicate?.evaluate(subject: HistoryChangeSubject(change: change, transaction: transaction)) ?? true {
+                        kept.append(change)
+                        matched += 1
+                    }
+                }
+                if !kept.isEmpty {
+                    var t = transaction
+                    t.changes = kept
+                    out.append(t)
+                }
+            }
+        }
+        return out
     }
 
     /// Deletes transactions strictly older than `token`'s; the token's own transaction survives (§3.6).
@@ -120,5 +298,17 @@ extension PersistentStoreCoordinator {
     @discardableResult
     public func deleteHistory(before date: Date) throws -> Int {
         try withStore { try $0.deleteHistory(before: nil, before: date) }
+    }
+}
+
+extension ManagedObjectContext {
+    /// Runs a history request through the context's coordinator (`execute(_:)` with an
+    /// `NSPersistentHistoryChangeRequest`).
+    public func execute(_ request: PersistentHistoryRequest) throws -> PersistentHistoryResult {
+        assertOnQueue()
+        guard let coordinator = persistentStoreCoordinator else {
+            throw ObjectGraphError(.persistentStoreOperation, "the context has no coordinator")
+        }
+        return try coordinator.execute(request)
     }
 }

@@ -143,6 +143,8 @@ package protocol PersistentStore: AnyObject {
     func history(after number: Int64?, since date: Date?) throws -> [PersistentHistoryTransaction]
     func deleteHistory(before number: Int64?, before date: Date?) throws -> Int
     func currentHistoryToken() throws -> PersistentHistoryToken?
+    /// Throws 134301 when history after transaction `number` was purged (issue 18 rule 17).
+    func checkHistoryNotExpired(after number: Int64) throws
     /// Batch requests (SQLite only, semantics §6).
     func batchInsert(_ entity: EntityDescription, rows: [[PropertyValue]], upsert: BatchUpsertRule, author: String?, contextName: String?) throws -> [ManagedObjectID]
     func batchUpdate(_ ids: [ManagedObjectID], values: [Int: PropertyValue], author: String?, contextName: String?) throws -> Int
@@ -170,6 +172,7 @@ extension PersistentStore {
     func history(after number: Int64?, since date: Date?) throws -> [PersistentHistoryTransaction] { throw sqliteOnly("persistent history") }
     func deleteHistory(before number: Int64?, before date: Date?) throws -> Int { throw sqliteOnly("persistent history") }
     func currentHistoryToken() throws -> PersistentHistoryToken? { nil }
+    func checkHistoryNotExpired(after number: Int64) throws { throw sqliteOnly("persistent history") }
     func batchInsert(_ entity: EntityDescription, rows: [[PropertyValue]], upsert: BatchUpsertRule, author: String?, contextName: String?) throws -> [ManagedObjectID] {
         throw sqliteOnly("a batch insert")
     }

@@ -139,6 +139,13 @@ extension SQLiteStore {
         }
     }
 
+    func checkHistoryNotExpired(after number: Int64) throws {
+        guard historyTracking else {
+            throw ObjectGraphError(.persistentStoreOperation, "persistent history tracking is off for this store", storePath: url?.path)
+        }
+        try runReading { try checkNotExpired(after: number) }
+    }
+
     // Tombstone values as tagged text, so they come back with their types.
     static func encodeTombstone(_ values: [String: PropertyValue]) -> String {
         var parts: [String: String] = [:]
