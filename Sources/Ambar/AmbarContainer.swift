@@ -153,11 +153,16 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
     ///   - storeURL: the store file, or a directory for `<name>.sqlite`; default ``defaultDirectoryURL()``.
     ///   - storeOptions: merged over the defaults (WAL, `synchronous=NORMAL`).
     ///   - options: coordinator count, merge filter, strict read-only.
+    ///   - storeDescription: Core Data's way of saying all of the store's settings at once (issue 21 item 9): when
+    ///     given, its type, URL, options and migration flags replace `storeType`, `storeURL` and `storeOptions`,
+    ///     and both coordinators add the store with it (synchronously: the container is usable when `init` returns).
     /// - Throws: ``AmbarError`` when the model cannot be found, or the store's ``ObjectGraphError``.
     public init(
         storeType: StoreType = .sqlite, modelName: String? = nil, model: ManagedObjectModel? = nil, storeURL: URL? = nil,
-        storeOptions: StoreOptions = StoreOptions(), options: Options = Options()
+        storeOptions: StoreOptions = StoreOptions(), options: Options = Options(), storeDescription: PersistentStoreDescription? = nil
     ) throws {
+        let storeType = storeDescription.map { $0.type == .sqlite ? StoreType.sqlite : .inMemory } ?? storeType
+        let storeURL = storeDescription?.url ?? storeURL
         let resolvedModel = try model ?? Self.loadModel(named: modelName)
         managedObjectModel = resolvedModel
         self.storeType = storeType
@@ -176,11 +181,16 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
                 self.storeURL = given
             }
         }
+        var description = storeDescription ?? PersistentStoreDescription()
+        if storeDescription == nil { description.storeOptions = storeOptions }
+        description.type = storeType == .sqlite ? .sqlite : .inMemory
+        description.url = self.storeURL
+        description.shouldAddStoreAsynchronously = false
         mainCoordinator = PersistentStoreCoordinator(managedObjectModel: resolvedModel, name: "main")
-        try mainCoordinator.addPersistentStore(type: storeType == .sqlite ? .sqlite : .inMemory, at: self.storeURL, options: storeOptions)
+        try mainCoordinator.addPersistentStore(with: description)
         if storeType == .sqlite && !options.singleCoordinator {
             writerCoordinator = PersistentStoreCoordinator(managedObjectModel: resolvedModel, name: "writer")
-            try writerCoordinator.addPersistentStore(type: .sqlite, at: self.storeURL, options: storeOptions)
+            try writerCoordinator.addPersistentStore(with: description)
         } else {
             writerCoordinator = mainCoordinator
         }

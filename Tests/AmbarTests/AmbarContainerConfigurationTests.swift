@@ -132,4 +132,25 @@ import Testing
         #expect(history.map(\.contextName) == ["importer", "temporary"])
         #expect(try container.writerCoordinator.currentPersistentHistoryToken() == history.last?.token)
     }
+
+    // Issue 21 item 9: a store description sets the container's store: its URL, type and options reach both
+    // coordinators, as with the separate parameters.
+    @Test("Issue 21 item 9: AmbarContainer accepts a store description for both coordinators")
+    func storeDescriptionReachesBothCoordinators() throws {
+        let root = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        var description = PersistentStoreDescription(url: root.appendingPathComponent("described.sqlite"))
+        description.setOption(true, forKey: PersistentStoreDescription.persistentHistoryTrackingKey)
+        description.shouldAddStoreAsynchronously = true  // the container still adds synchronously: usable on return
+        let container = try AmbarContainer(model: makeShopModel(), options: Self.options, storeDescription: description)
+        #expect(container.storeURL?.lastPathComponent == "described.sqlite")
+        let importer = container.importerContext()
+        try importer.performAndWait {
+            let p = Product(context: importer)
+            p.id = 1
+            try importer.save()
+        }
+        #expect(try container.mainCoordinator.currentPersistentHistoryToken() != nil)
+        #expect(try container.writerCoordinator.fetchHistory(.fetchHistory(after: nil as PersistentHistoryToken?)).count == 1)
+    }
 }
