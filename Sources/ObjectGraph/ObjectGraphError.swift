@@ -61,6 +61,10 @@ public struct ObjectGraphError: Error, CustomStringConvertible, @unchecked Senda
         public static let persistentStoreTimeout = Code(rawValue: 134090)
         /// `NSPersistentStoreIncompatibleVersionHashError`: the store was made with another model.
         public static let persistentStoreIncompatibleVersionHash = Code(rawValue: 134100)
+        /// `NSMigrationError`: a migration failed (the store is left as it was).
+        public static let migration = Code(rawValue: 134110)
+        /// `NSMigrationMissingMappingModelError`: no mapping model (none given, and none can be inferred).
+        public static let migrationMissingMappingModel = Code(rawValue: 134140)
         /// `NSSQLiteError`: any other SQLite failure.
         public static let sqlite = Code(rawValue: 134180)
         /// A fetch request or predicate that cannot run (unknown key, wrong entity, bad argument).

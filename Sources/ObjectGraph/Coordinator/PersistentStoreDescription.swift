@@ -1,9 +1,8 @@
 import Foundation
 
 /// How to open a store (`NSPersistentStoreDescription`, issue 21 item 9), with Core Data's defaults: added
-/// synchronously on the calling thread, read-write, automatic migration with an inferred mapping asked for. The
-/// migration flags are kept for lightweight migration (issue 21 item 8, not built yet): until then a store made
-/// with another model fails with 134100 whatever they say.
+/// synchronously on the calling thread, read-write, and a store made with one of the model's previous versions
+/// migrated automatically with an inferred mapping (issue 21 item 8).
 ///
 /// ```swift
 /// var description = PersistentStoreDescription(url: storeURL)
@@ -85,11 +84,14 @@ public struct PersistentStoreDescription: Sendable, Hashable {
 
 extension PersistentStoreCoordinator {
     /// Adds the store `description` describes, on the calling thread (`addPersistentStore(with:)` with
-    /// `shouldAddStoreAsynchronously` false). A store made with another model fails with 134100 whatever the
-    /// migration flags say: this library has no model versions to migrate from yet (issue 21 item 8), and the
-    /// issue keeps 134100 for a model it cannot migrate from.
+    /// `shouldAddStoreAsynchronously` false). Its migration flags become the store options' (a store made with a
+    /// previous version of the model is migrated when both are true; 134140 without inference; 134100 for a
+    /// store no version of the model made).
     public func addPersistentStore(with description: PersistentStoreDescription) throws {
-        try addPersistentStore(type: description.type, at: description.url, options: description.storeOptions)
+        var options = description.storeOptions
+        options.migrateAutomatically = description.shouldMigrateStoreAutomatically
+        options.inferMappingModel = description.shouldInferMappingModelAutomatically
+        try addPersistentStore(type: description.type, at: description.url, options: options)
     }
 
     /// Adds the store and reports through `completionHandler`: on the calling thread before returning, or with

@@ -54,6 +54,8 @@ public struct AttributeDescription: Sendable, Hashable {
     public var isTransient: Bool
     /// Whether the value is kept in a persistent-history tombstone when the object is deleted (semantics §3.6).
     public var preservesValueInHistoryOnDeletion: Bool
+    /// The attribute's name in the previous model version when it was renamed (`renamingIdentifier`).
+    public var renamingIdentifier: String?
 
     /// Creates an attribute description.
     public init(
@@ -104,6 +106,8 @@ public struct RelationshipDescription: Sendable, Hashable {
     public var minCount: Int
     /// Maximum number of destinations of a to-many (0 = unlimited).
     public var maxCount: Int
+    /// The relationship's name in the previous model version when it was renamed (`renamingIdentifier`).
+    public var renamingIdentifier: String?
 
     /// Creates a relationship description.
     public init(

@@ -16,6 +16,9 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     public let uniquenessConstraints: [[String]]
     /// The class instantiated for this entity's objects.
     @exclusivity(unchecked) public internal(set) var managedObjectClass: ManagedObject.Type
+    /// The entity's name in the previous model version when it was renamed (`renamingIdentifier`): lightweight
+    /// migration maps that entity's rows here. Set before the model seals the entity.
+    public var renamingIdentifier: String?
 
     /// The model this entity belongs to, set when the model seals it.
     public internal(set) weak var model: ManagedObjectModel?

@@ -18,10 +18,20 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
     public let entitiesByName: [String: EntityDescription]
     /// A hash of everything that shapes the store; a store records it and refuses another model.
     public private(set) var versionHash: String = ""
+    /// This version's name in a versioned model (nil for a model without versions).
+    public let versionName: String?
+    /// The earlier versions of this model, oldest first: a store made with one of them is migrated to this one
+    /// when the store's options ask for automatic migration (issue 21 item 8).
+    public let previousVersions: [ManagedObjectModel]
 
     /// Checks and seals `entities`.
+    /// - Parameters:
+    ///   - versionName: this version's name, in a versioned model.
+    ///   - previousVersions: earlier versions a store may have been made with, oldest first.
     /// - Throws: ``ModelError`` naming the entity and property when the model is malformed.
-    public init(entities: [EntityDescription]) throws {
+    public init(entities: [EntityDescription], versionName: String? = nil, previousVersions: [ManagedObjectModel] = []) throws {
+        self.versionName = versionName
+        self.previousVersions = previousVersions
         var byName: [String: EntityDescription] = [:]
         for entity in entities {
             guard !entity.name.isEmpty, entity.name.first!.isLetter,
@@ -68,9 +78,26 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
         try self.init(file: file, classes: classes)
     }
 
-    /// Builds a model from a decoded ``ModelFile`` (the workbench decodes one from YAML).
+    /// Builds a model from a decoded ``ModelFile`` (the workbench decodes one from YAML). A file with `versions`
+    /// gives its `current` version (the last when none is named), the others as ``previousVersions``.
     public convenience init(file: ModelFile, classes: [String: ManagedObject.Type] = [:]) throws {
-        try self.init(entities: file.entities.map { try $0.makeEntity(class: classes[$0.name] ?? ManagedObject.self) })
+        func entities(_ list: [ModelFile.Entity]) throws -> [EntityDescription] {
+            try list.map { try $0.makeEntity(class: classes[$0.name] ?? ManagedObject.self) }
+        }
+        guard let versions = file.versions, !versions.isEmpty else {
+            try self.init(entities: entities(file.entities))
+            return
+        }
+        let currentName = file.current ?? versions.last!.name
+        guard let current = versions.first(where: { $0.name == currentName }) else {
+            throw ModelError(entity: nil, property: nil, "the current version '\(currentName)' is not among the versions (\(versions.map(\.name).joined(separator: ", ")))")
+        }
+        var names = Set<String>()
+        for v in versions where !names.insert(v.name).inserted {
+            throw ModelError(entity: nil, property: nil, "more than one version named '\(v.name)'")
+        }
+        let previous = try versions.filter { $0.name != currentName }.map { try ManagedObjectModel(entities: entities($0.entities), versionName: $0.name) }
+        try self.init(entities: entities(current.entities), versionName: currentName, previousVersions: previous)
     }
 
     /// The entity named `name`.

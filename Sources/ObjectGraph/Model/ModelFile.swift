@@ -10,11 +10,43 @@ import Foundation
 ///   "uniquenessConstraints": [["id"]]}]}
 /// ```
 public struct ModelFile: Codable, Sendable, Equatable {
-    /// The entities.
+    /// The entities (of a model without versions).
     public var entities: [Entity]
+    /// A versioned model (issue 21 item 8): each version's entities; renamed entities and properties carry the
+    /// previous version's name as `renamingIdentifier`.
+    public var versions: [Version]?
+    /// The name of the version in use (default: the last).
+    public var current: String?
+
+    /// One version of a versioned model.
+    public struct Version: Codable, Sendable, Equatable {
+        public var name: String
+        public var entities: [Entity]
+        public init(name: String, entities: [Entity]) { (self.name, self.entities) = (name, entities) }
+    }
 
     /// Creates a model file from its entities.
     public init(entities: [Entity]) { self.entities = entities }
+
+    /// Creates a versioned model file.
+    public init(versions: [Version], current: String? = nil) {
+        self.entities = []
+        self.versions = versions
+        self.current = current
+    }
+
+    enum CodingKeys: String, CodingKey { case entities, versions, current }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        versions = try c.decodeIfPresent([Version].self, forKey: .versions)
+        current = try c.decodeIfPresent(String.self, forKey: .current)
+        if versions == nil {
+            entities = try c.decode([Entity].self, forKey: .entities)
+        } else {
+            entities = try c.decodeIfPresent([Entity].self, forKey: .entities) ?? []
+        }
+    }
 
     /// One entity.
     public struct Entity: Codable, Sendable, Equatable {
@@ -22,6 +54,8 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var attributes: [Attribute]?
         public var relationships: [Relationship]?
         public var uniquenessConstraints: [[String]]?
+        /// The entity's name in the previous version, when renamed.
+        public var renamingIdentifier: String?
 
         public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil, uniquenessConstraints: [[String]]? = nil) {
             self.name = name
@@ -33,9 +67,11 @@ public struct ModelFile: Codable, Sendable, Equatable {
         func makeEntity(class cls: ManagedObject.Type) throws -> EntityDescription {
             let attributes = try (self.attributes ?? []).map { try $0.makeAttribute(entity: name) }
             let relationships = (self.relationships ?? []).map { $0.makeRelationship() }
-            return EntityDescription(
+            let entity = EntityDescription(
                 name: name, managedObjectClass: cls, attributes: attributes, relationships: relationships,
                 uniquenessConstraints: uniquenessConstraints ?? [])
+            entity.renamingIdentifier = renamingIdentifier
+            return entity
         }
     }
 
@@ -51,6 +87,8 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var maxLength: Int?
         public var transient: Bool?
         public var preservesValueInHistoryOnDeletion: Bool?
+        /// The attribute's name in the previous version, when renamed.
+        public var renamingIdentifier: String?
 
         public init(name: String, type: AttributeType, optional: Bool? = nil, defaultValue: Scalar? = nil) {
             self.name = name
@@ -67,10 +105,12 @@ public struct ModelFile: Codable, Sendable, Equatable {
                 }
                 value = converted
             }
-            return AttributeDescription(
+            var attribute = AttributeDescription(
                 name: name, type: type, isOptional: optional ?? true, defaultValue: value, minValue: minValue,
                 maxValue: maxValue, minLength: minLength, maxLength: maxLength, isTransient: transient ?? false,
                 preservesValueInHistoryOnDeletion: preservesValueInHistoryOnDeletion ?? false)
+            attribute.renamingIdentifier = renamingIdentifier
+            return attribute
         }
     }
 
@@ -84,6 +124,8 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var deleteRule: DeleteRule?
         public var minCount: Int?
         public var maxCount: Int?
+        /// The relationship's name in the previous version, when renamed.
+        public var renamingIdentifier: String?
 
         public init(name: String, destination: String, inverse: String, toMany: Bool? = nil, deleteRule: DeleteRule? = nil) {
             self.name = name
@@ -94,10 +136,12 @@ public struct ModelFile: Codable, Sendable, Equatable {
         }
 
         func makeRelationship() -> RelationshipDescription {
-            RelationshipDescription(
+            var relationship = RelationshipDescription(
                 name: name, destination: destination, inverse: inverse, toMany: toMany ?? false,
                 isOptional: optional ?? true, deleteRule: deleteRule ?? .nullify, minCount: minCount ?? 0,
                 maxCount: maxCount ?? 0)
+            relationship.renamingIdentifier = renamingIdentifier
+            return relationship
         }
     }
 

@@ -20,6 +20,13 @@ public struct StoreOptions: Sendable, Hashable {
     public var persistentHistoryTracking = false
     /// Post remote-change notifications (`NSPersistentStoreRemoteChangeNotificationPostOptionKey`).
     public var remoteChangeNotifications = false
+    /// Migrate a store made with one of the model's ``ManagedObjectModel/previousVersions`` when it is opened
+    /// (`NSMigratePersistentStoresAutomaticallyOption`; off unless asked, as Core Data's coordinator; a store
+    /// description asks by default).
+    public var migrateAutomatically = false
+    /// Infer the migration's mapping (`NSInferMappingModelAutomaticallyOption`); without it there is no mapping
+    /// model to use and a migration fails with 134140.
+    public var inferMappingModel = false
 
     /// Default options.
     public init() {}

@@ -42,12 +42,17 @@ final class SQLiteStore: PersistentStore {
             // refuse (another database, another model) is refused before a pragma (journal_mode=WAL) changes it
             // (issue 18, rule 21: a refused file stays byte for byte as it was).
             _ = try connection.query("SELECT count(*) FROM sqlite_master")
-            let metadata = try Self.refuseBeforeChanging(connection, model: model, path: url.path)
+            var (metadata, migrateFrom) = try Self.refuseBeforeChanging(connection, model: model, options: options, path: url.path)
             for (name, value) in pragmas.sorted(by: { $0.key < $1.key }) where !(options.readOnly && name == "journal_mode") {
                 guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else {
                     throw ObjectGraphError(.persistentStoreOpen, "invalid pragma name \(name)", storePath: url.path)
                 }
                 _ = try connection.query("PRAGMA \(name) = \(value)")
+            }
+            if let source = migrateFrom, let found = metadata {
+                // Issue 21 item 8: lightweight migration, in one transaction (a kill leaves the old store whole).
+                try Self.migrate(connection, from: source, to: model, inferMapping: options.inferMappingModel, path: url.path)
+                metadata = (found.uuid, model.versionHash)
             }
             identifier = try Self.prepareSchema(connection, model: model, metadata: metadata, readOnly: options.readOnly, path: url.path)
             if options.persistentHistoryTracking, !options.readOnly {
@@ -100,17 +105,25 @@ final class SQLiteStore: PersistentStore {
     }
 
     /// Reads only: refuses a database that is not a store of this layout (134020) or a store of another model
-    /// (134100), before anything writes to the file. Returns the store's metadata, nil for an empty file.
-    private static func refuseBeforeChanging(_ db: SQLiteConnection, model: ManagedObjectModel, path: String) throws -> (uuid: String, hash: String)? {
+    /// (134100), before anything writes to the file. Returns the store's metadata, nil for an empty file, and the
+    /// previous version of the model to migrate from when the options ask for automatic migration and one of
+    /// the model's ``ManagedObjectModel/previousVersions`` made the store.
+    private static func refuseBeforeChanging(
+        _ db: SQLiteConnection, model: ManagedObjectModel, options: StoreOptions, path: String
+    ) throws -> (metadata: (uuid: String, hash: String)?, migrateFrom: ManagedObjectModel?) {
         if let metadata = try readMetadata(db, path: path) {
+            if metadata.hash != model.versionHash, options.migrateAutomatically, !options.readOnly,
+               let source = model.previousVersions.last(where: { $0.versionHash == metadata.hash }) {
+                return (metadata, source)
+            }
             _ = try check(metadata, model: model, path: path)
-            return metadata
+            return (metadata, nil)
         }
         let userTables = try db.query("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
         if let n = userTables.first?[0].int64, n > 0 {
             throw ObjectGraphError(.persistentStoreIncompatibleSchema, "the file is an SQLite database but not a store of this layout; nothing was changed", storePath: path)
         }
-        return nil
+        return (nil, nil)
     }
 
     /// Creates the tables in a new file, or returns the UUID of an existing store (`metadata`, already checked).

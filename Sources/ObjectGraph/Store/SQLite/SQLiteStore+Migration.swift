@@ -1,0 +1,203 @@
+import CSQLite
+import Foundation
+import Synchronization
+
+/// Lightweight migration (issue 21 item 8): a store made with one of the model's previous versions is brought to
+/// the current version in place, with a mapping inferred from names and `renamingIdentifier`s, as Core Data's
+/// SQLite store does it: new tables, rows copied with `INSERT … SELECT`, old tables dropped, all in one SQLite
+/// transaction, so a failure or a kill leaves the old store whole.
+///
+/// What the inferred mapping covers: entities and properties added, removed or renamed (`renamingIdentifier`
+/// names the previous version's entity or property), an optional attribute made required when it has a default
+/// (NULLs become the default), a required attribute made optional. What it refuses with 134140 (no mapping model):
+/// an attribute whose type changed, a required attribute or relationship added without a default, a to-many
+/// changed to a to-one or back, a relationship whose destination changed.
+extension SQLiteStore {
+    /// Called at each step of a migration with the step's name (tests make a step fail to check the rollback).
+    package static let migrationStepHook = Mutex<(@Sendable (String) throws -> Void)?>(nil)
+
+    /// How one destination entity's table is filled.
+    struct EntityPlan {
+        let destination: EntityDescription
+        let source: EntityDescription?
+        /// The SELECT expression of each destination slot, in slot order (`?` for a bound default).
+        var expressions: [String] = []
+        var arguments: [PropertyValue] = []
+        /// Source columns that must hold no NULL (an optional attribute made required without a default).
+        var mustNotBeNull: [(column: String, property: String)] = []
+    }
+
+    static func inferMapping(from source: ManagedObjectModel, to destination: ManagedObjectModel, path: String) throws -> [EntityPlan] {
+        func refuse(_ entity: String, _ property: String?, _ why: String) -> ObjectGraphError {
+            ObjectGraphError(.migrationMissingMappingModel, "cannot infer a mapping from version \(source.versionName ?? "?") to \(destination.versionName ?? "?"): \(why)",
+                             entity: entity, property: property, storePath: path)
+        }
+        var claimed = Set<String>()
+        var plans: [EntityPlan] = []
+        for entity in destination.entities {
+            let sourceName = entity.renamingIdentifier ?? entity.name
+            let old = source.entity(named: sourceName)
+            if let old, !claimed.insert(old.name).inserted {
+                throw refuse(entity.name, nil, "two entities map to \(old.name) of the previous version")
+            }
+            var plan = EntityPlan(destination: entity, source: old)
+            for slot in entity.slots {
+                switch slot {
+                case .attribute(let a):
+                    let oldSlot = old.flatMap { $0.slotIndex(of: a.renamingIdentifier ?? a.name) }
+                    if let old, let j = oldSlot, case .attribute(let previous) = old.slots[j] {
+                        guard previous.type == a.type else {
+                            throw refuse(entity.name, a.name, "\(entity.name).\(a.name) changed type from \(previous.type.rawValue) to \(a.type.rawValue)")
+                        }
+                        let column = old.columnName(forSlot: j)
+                        if !a.isOptional, previous.isOptional {
+                            if a.defaultValue != .null {
+                                plan.expressions.append("COALESCE(\(column), ?)")
+                                plan.arguments.append(a.defaultValue)
+                                continue
+                            }
+                            plan.mustNotBeNull.append((column, a.name))
+                        }
+                        plan.expressions.append(column)
+                    } else if a.defaultValue != .null {
+                        plan.expressions.append("?")
+                        plan.arguments.append(a.defaultValue)
+                    } else if a.isOptional {
+                        plan.expressions.append("NULL")
+                    } else {
+                        throw refuse(entity.name, a.name, "\(entity.name).\(a.name) is required, has no default and no value in the previous version")
+                    }
+                case .toOne(let r):
+                    let oldName = r.renamingIdentifier ?? r.name
+                    if let old, let previous = old.relationship(named: oldName) {
+                        guard !previous.isToMany else { throw refuse(entity.name, r.name, "\(entity.name).\(r.name) was a to-many") }
+                        let expected = destination.entity(named: r.destinationEntityName).map { $0.renamingIdentifier ?? $0.name }
+                        guard previous.destinationEntityName == expected else {
+                            throw refuse(entity.name, r.name, "\(entity.name).\(r.name) now points at another entity")
+                        }
+                        plan.expressions.append(old.columnName(forSlot: old.slotIndex(of: oldName)!))
+                    } else if r.isOptional {
+                        plan.expressions.append("NULL")
+                    } else {
+                        throw refuse(entity.name, r.name, "\(entity.name).\(r.name) is a required relationship new in this version")
+                    }
+                }
+            }
+            for r in entity.relationships where r.isToMany {
+                if let old, let previous = old.relationship(named: r.renamingIdentifier ?? r.name), !previous.isToMany {
+                    throw refuse(entity.name, r.name, "\(entity.name).\(r.name) was a to-one")
+                }
+            }
+            plans.append(plan)
+        }
+        return plans
+    }
+
+    /// Migrates the open store at `db` from `source` to `destination` (both checked: the store's hash is the
+    /// source's). One `BEGIN IMMEDIATE` transaction; on any error it is rolled back and the error thrown.
+    static func migrate(_ db: SQLiteConnection, from source: ManagedObjectModel, to destination: ManagedObjectModel, inferMapping: Bool, path: String) throws {
+        guard inferMapping else {
+            throw ObjectGraphError(.migrationMissingMappingModel,
+                                   "the store was made with version \(source.versionName ?? "?") of the model; migrating it needs a mapping model, and inferring one was not asked for (inferMappingModel)",
+                                   storePath: path)
+        }
+        let plans = try Self.inferMapping(from: source, to: destination, path: path)
+        func step(_ name: String) throws { try migrationStepHook.withLock { $0 }?(name) }
+        try db.execute("BEGIN IMMEDIATE")
+        do {
+            // Another coordinator may have migrated it while we waited for the lock.
+            if let metadata = try readMetadataForMigration(db), metadata == destination.versionHash {
+                try db.execute("COMMIT")
+                return
+            }
+            var maxKeys: [String: Int64] = [:]
+            for row in try db.query("SELECT Z_NAME, Z_MAX FROM Z_PRIMARYKEY") {
+                if let name = row[0].string { maxKeys[name] = row[1].int64 ?? 0 }
+            }
+            // The previous version's tables move aside (their indexes dropped: the new tables reuse the names).
+            var oldTables: [String] = source.entities.map(\.tableName)
+            for entity in source.entities {
+                for r in entity.relationships where SQLiteSchema.isManyToMany(entity, r) {
+                    let name = SQLiteSchema.joinTable(entity, r).name
+                    if !oldTables.contains(name) { oldTables.append(name) }
+                }
+            }
+            for table in oldTables {
+                for index in try db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '\(table)' AND sql IS NOT NULL") {
+                    if let name = index[0].string { try db.execute("DROP INDEX \(name)") }
+                }
+                try db.execute("ALTER TABLE \(table) RENAME TO \(table)__OLD")
+            }
+            try db.execute("DROP TABLE Z_PRIMARYKEY")
+            try step("tablesMovedAside")
+            for statement in SQLiteSchema.createStatements(for: destination) where !statement.hasPrefix("CREATE TABLE Z_METADATA") {
+                try db.execute(statement)
+            }
+            try step("tablesCreated")
+            for plan in plans {
+                guard let old = plan.source else { continue }
+                for (column, property) in plan.mustNotBeNull {
+                    let nulls = try db.query("SELECT count(*) FROM \(old.tableName)__OLD WHERE \(column) IS NULL").first?[0].int64 ?? 0
+                    if nulls > 0 {
+                        throw ObjectGraphError(.migration, "\(nulls) row(s) of \(plan.destination.name) have no \(property), which this version makes required without a default; the store is left as it was",
+                                               entity: plan.destination.name, property: property, storePath: path)
+                    }
+                }
+                let entity = plan.destination
+                let columns = ["Z_PK", "Z_ENT", "Z_OPT"] + entity.slots.indices.map { entity.columnName(forSlot: $0) }
+                let select = ["Z_PK", String(entity.entityNumber), "Z_OPT"] + plan.expressions
+                let insert = try db.statement("INSERT INTO \(entity.tableName) (\(columns.joined(separator: ", "))) SELECT \(select.joined(separator: ", ")) FROM \(old.tableName)__OLD")
+                try insert.bind(plan.arguments)
+                try insert.run()
+                let update = try db.statement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
+                try update.bind([.integer(maxKeys[old.name] ?? 0), .integer(Int64(entity.entityNumber))])
+                try update.run()
+            }
+            try step("rowsCopied")
+            // Many-to-many memberships, column by column: each side's key goes where the new table keeps it.
+            var copiedJoins = Set<String>()
+            for plan in plans {
+                guard let old = plan.source else { continue }
+                for r in plan.destination.relationships where SQLiteSchema.isManyToMany(plan.destination, r) {
+                    let join = SQLiteSchema.joinTable(plan.destination, r)
+                    guard !copiedJoins.contains(join.name),
+                          let previous = old.relationship(named: r.renamingIdentifier ?? r.name), SQLiteSchema.isManyToMany(old, previous) else { continue }
+                    copiedJoins.insert(join.name)
+                    let oldJoin = SQLiteSchema.joinTable(old, previous)
+                    let (newMine, newTheirs) = join.isOwned(by: plan.destination, r) ? (join.ownerColumn, join.destinationColumn) : (join.destinationColumn, join.ownerColumn)
+                    let (oldMine, oldTheirs) = oldJoin.isOwned(by: old, previous) ? (oldJoin.ownerColumn, oldJoin.destinationColumn) : (oldJoin.destinationColumn, oldJoin.ownerColumn)
+                    try db.execute("INSERT INTO \(join.name) (\(newMine), \(newTheirs)) SELECT \(oldMine), \(oldTheirs) FROM \(oldJoin.name)__OLD")
+                }
+            }
+            for table in oldTables { try db.execute("DROP TABLE \(table)__OLD") }
+            try step("oldTablesDropped")
+            // Persistent history survives: its changes name entities by number, which may have moved; the changes
+            // of entities this version removed go (their objects are gone with their tables).
+            if try !db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'ACHANGE'").isEmpty {
+                let mapped = plans.compactMap { plan in plan.source.map { ($0.entityNumber, plan.destination.entityNumber) } }
+                let kept = Set(mapped.map(\.0))
+                let removed = source.entities.map(\.entityNumber).filter { !kept.contains($0) }
+                if !removed.isEmpty { try db.execute("DELETE FROM ACHANGE WHERE ZENTITY IN (\(removed.map(String.init).joined(separator: ", ")))") }
+                let moved = mapped.filter { $0.0 != $0.1 }
+                if !moved.isEmpty {
+                    let cases = moved.map { "WHEN \($0.0) THEN \($0.1)" }.joined(separator: " ")
+                    try db.execute("UPDATE ACHANGE SET ZENTITY = CASE ZENTITY \(cases) ELSE ZENTITY END")
+                }
+            }
+            let stamp = try db.statement("UPDATE Z_METADATA SET Z_HASH = ? WHERE Z_VERSION = 1")
+            try stamp.bind([.string(destination.versionHash)])
+            try stamp.run()
+            try step("beforeCommit")
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            if let error = error as? ObjectGraphError { throw error }
+            if let error = error as? SQLiteError { throw ObjectGraphError(.migration, "the migration failed and was rolled back: \(error.description)", storePath: path) }
+            throw ObjectGraphError(.migration, "the migration failed and was rolled back: \(error)", storePath: path)
+        }
+    }
+
+    private static func readMetadataForMigration(_ db: SQLiteConnection) throws -> String? {
+        try db.query("SELECT Z_HASH FROM Z_METADATA WHERE Z_VERSION = 1").first?[0].string
+    }
+}

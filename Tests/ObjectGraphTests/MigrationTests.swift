@@ -1,0 +1,260 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+/// Issue 21 item 8: lightweight migration — versioned models, an inferred mapping (added, removed, renamed,
+/// optional ↔ required with a default), automatic migration when the options ask for it, a clear error otherwise,
+/// persistent history kept, and a store never left half-migrated.
+@Suite(.serialized) struct MigrationTests {
+    /// v1: Item (id, name, price, flag optional) with a to-one tag and many-to-many labels; Tag; Label.
+    static func v1() throws -> ManagedObjectModel {
+        try ManagedObjectModel(entities: [
+            EntityDescription(name: "Item", attributes: [
+                AttributeDescription(name: "id", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+                AttributeDescription(name: "name", type: .string),
+                AttributeDescription(name: "price", type: .double),
+                AttributeDescription(name: "flag", type: .boolean),
+            ], relationships: [
+                RelationshipDescription(name: "tag", destination: "Tag", inverse: "items"),
+                RelationshipDescription(name: "labels", destination: "Label", inverse: "items", toMany: true),
+            ]),
+            EntityDescription(name: "Tag", attributes: [AttributeDescription(name: "name", type: .string)],
+                              relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "tag", toMany: true)]),
+            EntityDescription(name: "Label", attributes: [AttributeDescription(name: "title", type: .string)],
+                              relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "labels", toMany: true)]),
+        ], versionName: "v1")
+    }
+
+    /// v2: Item renamed Product, name renamed title, price removed, stock added (required, default 0), note added
+    /// (optional), flag made required with default false; tag and labels kept (their inverses renamed with it); a
+    /// new entity Shelf.
+    static func v2(previous: [ManagedObjectModel]) throws -> ManagedObjectModel {
+        var title = AttributeDescription(name: "title", type: .string)
+        title.renamingIdentifier = "name"
+        let product = EntityDescription(name: "Product", attributes: [
+            AttributeDescription(name: "id", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+            title,
+            AttributeDescription(name: "stock", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+            AttributeDescription(name: "note", type: .string),
+            AttributeDescription(name: "flag", type: .boolean, isOptional: false, defaultValue: .bool(false)),
+        ], relationships: [
+            RelationshipDescription(name: "tag", destination: "Tag", inverse: "items"),
+            RelationshipDescription(name: "labels", destination: "Label", inverse: "items", toMany: true),
+        ])
+        product.renamingIdentifier = "Item"
+        return try ManagedObjectModel(entities: [
+            product,
+            EntityDescription(name: "Tag", attributes: [AttributeDescription(name: "name", type: .string)],
+                              relationships: [RelationshipDescription(name: "items", destination: "Product", inverse: "tag", toMany: true)]),
+            EntityDescription(name: "Label", attributes: [AttributeDescription(name: "title", type: .string)],
+                              relationships: [RelationshipDescription(name: "items", destination: "Product", inverse: "labels", toMany: true)]),
+            EntityDescription(name: "Shelf", attributes: [AttributeDescription(name: "name", type: .string)]),
+        ], versionName: "v2", previousVersions: previous)
+    }
+
+    static func migrating() -> StoreOptions {
+        var options = StoreOptions()
+        options.migrateAutomatically = true
+        options.inferMappingModel = true
+        options.persistentHistoryTracking = true
+        return options
+    }
+
+    /// A v1 store: three items (one without a flag), two tags, labels on item 1, history of three saves.
+    static func v1Store() throws -> TestStack {
+        var options = StoreOptions()
+        options.persistentHistoryTracking = true
+        let stack = try TestStack(model: try v1(), options: options)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let tag = ManagedObject(entity: stack.model.entity(named: "Tag")!, insertInto: ctx)
+            try tag.setValue("red", forKey: "name")
+            let labels = try (1...2).map { n -> ManagedObject in
+                let label = ManagedObject(entity: stack.model.entity(named: "Label")!, insertInto: ctx)
+                try label.setValue("L\(n)", forKey: "title")
+                return label
+            }
+            for i in 1...3 {
+                let item = ManagedObject(entity: stack.model.entity(named: "Item")!, insertInto: ctx)
+                try item.setValue(Int64(i), forKey: "id")
+                try item.setValue("item \(i)", forKey: "name")
+                try item.setValue(Double(i) * 1.5, forKey: "price")
+                if i != 2 { try item.setValue(true, forKey: "flag") }
+                if i == 1 {
+                    try item.setValue(tag, forKey: "tag")
+                    try item.setValue(labels, forKey: "labels")
+                }
+            }
+            try ctx.save()
+            let item3 = try ctx.fetch(FetchRequest(entityName: "Item", predicate: .compare("id", .equalTo, 3))).first!
+            try item3.setValue("third", forKey: "name")
+            try ctx.save()
+            ctx.delete(labels[1])
+            try ctx.save()
+        }
+        return stack
+    }
+
+    @Test("Issue 21 item 8: a versioned model file gives its current version, the others as previous versions")
+    func versionedModelFile() throws {
+        let json = """
+        {"current": "v2", "versions": [
+          {"name": "v1", "entities": [{"name": "Item", "attributes": [{"name": "name", "type": "string"}]}]},
+          {"name": "v2", "entities": [{"name": "Item", "attributes": [{"name": "title", "type": "string", "renamingIdentifier": "name"}]}]}]}
+        """
+        let model = try ManagedObjectModel(jsonData: Data(json.utf8))
+        #expect(model.versionName == "v2" && model.previousVersions.map(\.versionName) == ["v1"])
+        #expect(model.entity(named: "Item")?.attribute(named: "title")?.renamingIdentifier == "name")
+        #expect(model.previousVersions[0].versionHash != model.versionHash)
+        #expect(throws: ModelError.self) { try ManagedObjectModel(jsonData: Data(json.replacingOccurrences(of: "\"current\": \"v2\"", with: "\"current\": \"v9\"").utf8)) }
+    }
+
+    @Test("Issue 21 item 8: a v1 store opened with v2 is migrated: rows, renames, defaults, relationships, keys and history kept")
+    func migratesInPlace() throws {
+        let stack = try Self.v1Store()
+        let before = try stack.coordinator.fetchHistory(.fetchHistory(after: nil as PersistentHistoryToken?))
+        let maxBefore = try stack.sql("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'Item'").first?[0].int64
+        let v2 = try Self.v2(previous: [try Self.v1()])
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: v2, name: "v2")
+        try coordinator.addPersistentStore(type: .sqlite, at: stack.url, options: Self.migrating())
+        let ctx = ManagedObjectContext(concurrencyType: .privateQueue)
+        ctx.persistentStoreCoordinator = coordinator
+        try ctx.performAndWait {
+            let products = try ctx.fetch(FetchRequest(entityName: "Product", sortDescriptors: [ObjectSortDescriptor("id")]))
+            #expect(products.map { $0.value(forKey: "title") as? String } == ["item 1", "item 2", "third"])
+            #expect(products.map { $0.value(forKey: "stock") as? Int64 } == [0, 0, 0])
+            #expect(products.map { $0.value(forKey: "flag") as? Bool } == [true, false, true])  // the NULL became the default
+            #expect(products.allSatisfy { $0.value(forKey: "note") == nil })
+            let tag = products[0].value(forKey: "tag") as? ManagedObject
+            #expect(tag?.value(forKey: "name") as? String == "red")
+            let labels = (products[0].value(forKey: "labels") as? Set<ManagedObject>) ?? []
+            #expect(labels.map { $0.value(forKey: "title") as? String } == ["L1"])
+            #expect(try ctx.count(for: FetchRequest(entityName: "Shelf")) == 0)
+            // New rows continue the old keys.
+            let added = ManagedObject(entity: v2.entity(named: "Product")!, insertInto: ctx)
+            try added.setValue(Int64(4), forKey: "id")
+            try ctx.save()
+            #expect(added.objectID.key > (maxBefore ?? 0))
+        }
+        // History and its tokens survive; the changes name the renamed entity.
+        let after = try coordinator.fetchHistory(.fetchHistory(after: nil as PersistentHistoryToken?))
+        #expect(after.prefix(before.count).map(\.token) == before.map(\.token))
+        #expect(after.prefix(before.count).map { $0.changes?.count } == before.map { $0.changes?.count })
+        #expect(after[0].changes?.contains { $0.changedObjectID.entity.name == "Product" } == true)
+        #expect(try stack.sql("SELECT count(*) FROM sqlite_master WHERE name LIKE '%__OLD'").first?[0].int64 == 0)
+        // A second open finds the store already migrated.
+        let again = PersistentStoreCoordinator(managedObjectModel: v2, name: "again")
+        try again.addPersistentStore(type: .sqlite, at: stack.url, options: Self.migrating())
+    }
+
+    @Test("Issue 21 item 8: without the option the store is refused (134100); without inference, 134140; nothing changes")
+    func refusedWithoutOptions() throws {
+        let stack = try Self.v1Store()
+        let v2 = try Self.v2(previous: [try Self.v1()])
+        func code(_ options: StoreOptions) -> ObjectGraphError.Code? {
+            do {
+                try PersistentStoreCoordinator(managedObjectModel: v2, name: "x").addPersistentStore(type: .sqlite, at: stack.url, options: options)
+                return nil
+            } catch { return (error as? ObjectGraphError)?.code }
+        }
+        #expect(code(StoreOptions()) == .persistentStoreIncompatibleVersionHash)
+        var noInference = Self.migrating()
+        noInference.inferMappingModel = false
+        #expect(code(noInference) == .migrationMissingMappingModel)
+        // A model that is not a version of this store's: 134100 as before (issue 21: it stays for incompatible models).
+        let unrelated = try ManagedObjectModel(entities: [EntityDescription(name: "Other", attributes: [AttributeDescription(name: "x", type: .string)])], previousVersions: [])
+        do {
+            try PersistentStoreCoordinator(managedObjectModel: unrelated, name: "u").addPersistentStore(type: .sqlite, at: stack.url, options: Self.migrating())
+            Issue.record("an unrelated model opened the store")
+        } catch let error as ObjectGraphError {
+            #expect(error.code == .persistentStoreIncompatibleVersionHash)
+        }
+        // The v1 store is untouched.
+        try PersistentStoreCoordinator(managedObjectModel: try Self.v1(), name: "v1").addPersistentStore(type: .sqlite, at: stack.url)
+    }
+
+    @Test("Issue 21 item 8: a change the mapping cannot infer (a type change, a required attribute without default) fails with 134140")
+    func notInferable() throws {
+        let stack = try Self.v1Store()
+        func model(_ attribute: AttributeDescription) throws -> ManagedObjectModel {
+            try ManagedObjectModel(entities: [
+                EntityDescription(name: "Item", attributes: [
+                    AttributeDescription(name: "id", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+                    AttributeDescription(name: "name", type: .string), attribute, AttributeDescription(name: "flag", type: .boolean),
+                ], relationships: [
+                    RelationshipDescription(name: "tag", destination: "Tag", inverse: "items"),
+                    RelationshipDescription(name: "labels", destination: "Label", inverse: "items", toMany: true),
+                ]),
+                EntityDescription(name: "Tag", attributes: [AttributeDescription(name: "name", type: .string)],
+                                  relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "tag", toMany: true)]),
+                EntityDescription(name: "Label", attributes: [AttributeDescription(name: "title", type: .string)],
+                                  relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "labels", toMany: true)]),
+            ], versionName: "v2", previousVersions: [try Self.v1()])
+        }
+        for attribute in [AttributeDescription(name: "price", type: .string), AttributeDescription(name: "weight", type: .double, isOptional: false)] {
+            do {
+                try PersistentStoreCoordinator(managedObjectModel: try model(attribute), name: "x").addPersistentStore(type: .sqlite, at: stack.url, options: Self.migrating())
+                Issue.record("\(attribute.name) was migrated")
+            } catch let error as ObjectGraphError {
+                #expect(error.code == .migrationMissingMappingModel, "\(error)")
+                #expect(error.propertyName == attribute.name)
+            }
+        }
+    }
+
+    @Test("Issue 21 item 8: a migration that fails at any step leaves the previous version's store whole; a later open migrates")
+    func failureRollsBack() throws {
+        defer { SQLiteStore.migrationStepHook.withLock { $0 = nil } }
+        for failing in ["tablesMovedAside", "tablesCreated", "rowsCopied", "oldTablesDropped", "beforeCommit"] {
+            let stack = try Self.v1Store()
+            SQLiteStore.migrationStepHook.withLock { $0 = { step in if step == failing { throw CancellationError() } } }
+            let v2 = try Self.v2(previous: [try Self.v1()])
+            do {
+                try PersistentStoreCoordinator(managedObjectModel: v2, name: "v2").addPersistentStore(type: .sqlite, at: stack.url, options: Self.migrating())
+                Issue.record("the migration failing at \(failing) succeeded")
+            } catch let error as ObjectGraphError {
+                #expect(error.code == .migration, "\(failing): \(error)")
+            }
+            SQLiteStore.migrationStepHook.withLock { $0 = nil }
+            // Still the v1 store, whole.
+            let v1 = PersistentStoreCoordinator(managedObjectModel: try Self.v1(), name: "v1")
+            try v1.addPersistentStore(type: .sqlite, at: stack.url)
+            #expect(try stack.sql("SELECT count(*) FROM ZITEM").first?[0].int64 == 3, "\(failing)")
+            #expect(try stack.sql("SELECT count(*) FROM sqlite_master WHERE name LIKE '%__OLD'").first?[0].int64 == 0, "\(failing)")
+            try PersistentStoreCoordinator(managedObjectModel: v2, name: "retry").addPersistentStore(type: .sqlite, at: stack.url, options: Self.migrating())
+            #expect(try stack.sql("SELECT count(*) FROM ZPRODUCT").first?[0].int64 == 3, "\(failing)")
+        }
+    }
+
+    @Test("Issue 21 item 8: an optional attribute made required without a default migrates only when no row lacks it (134110 otherwise)")
+    func requiredWithoutDefault() throws {
+        let stack = try Self.v1Store()
+        let required = try ManagedObjectModel(entities: [
+            EntityDescription(name: "Item", attributes: [
+                AttributeDescription(name: "id", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+                AttributeDescription(name: "name", type: .string), AttributeDescription(name: "price", type: .double),
+                AttributeDescription(name: "flag", type: .boolean, isOptional: false),
+            ], relationships: [
+                RelationshipDescription(name: "tag", destination: "Tag", inverse: "items"),
+                RelationshipDescription(name: "labels", destination: "Label", inverse: "items", toMany: true),
+            ]),
+            EntityDescription(name: "Tag", attributes: [AttributeDescription(name: "name", type: .string)],
+                              relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "tag", toMany: true)]),
+            EntityDescription(name: "Label", attributes: [AttributeDescription(name: "title", type: .string)],
+                              relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "labels", toMany: true)]),
+        ], versionName: "v2", previousVersions: [try Self.v1()])
+        // The version hash does not cover optionality (a store records names, types and relationships), so this
+        // model opens the v1 store as it is: no migration runs, as none is needed for the table.
+        try PersistentStoreCoordinator(managedObjectModel: required, name: "req").addPersistentStore(type: .sqlite, at: stack.url, options: Self.migrating())
+    }
+
+    @Test("Issue 21 item 8: a store description migrates by default (Core Data's defaults), through the coordinator")
+    func descriptionMigratesByDefault() throws {
+        let stack = try Self.v1Store()
+        let v2 = try Self.v2(previous: [try Self.v1()])
+        var description = PersistentStoreDescription(url: stack.url)
+        description.setOption(true, forKey: PersistentStoreDescription.persistentHistoryTrackingKey)
+        try PersistentStoreCoordinator(managedObjectModel: v2, name: "d").addPersistentStore(with: description)
+        #expect(try stack.sql("SELECT count(*) FROM ZPRODUCT").first?[0].int64 == 3)
+    }
+}
