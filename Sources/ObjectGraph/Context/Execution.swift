@@ -46,6 +46,8 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     /// A block queued on a serial queue (`perform`, an async merge, a frame) and run: the dispatch, the hop to
     /// the queue's thread and its autorelease pool. A `performAndWait` runs on the caller's thread and is free.
     case blockRun
+    /// A row copied into its new table by a lightweight migration (`INSERT … SELECT`, issue 21 item 8).
+    case rowMigrated
 
     /// The number of operations (`allCases.count` without building the array: the scheduler reads it on every
     /// clock read).

@@ -79,6 +79,9 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
         }
     }
 
+    /// The rows a lightweight migration copied when the store was added (nil: no migration ran), issue 21 item 8.
+    public var migratedRowCount: Int? { queue.sync { (store as? SQLiteStore)?.migratedRows } }
+
     /// The open store's identifier (a UUID kept in its metadata), nil before a store is added.
     public var storeIdentifier: String? { queue.sync { store?.identifier } }
     /// The open store's file, nil for in-memory.

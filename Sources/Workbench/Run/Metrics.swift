@@ -15,7 +15,7 @@ public enum MetricCatalog {
         "sqlSelect", "sqlInsert", "sqlUpdate", "sqlDelete", "saves", "merges", "notifications", "rowCacheHits",
         "rowCacheMisses", "operations",
         // Simulated mode (Docs/simulation.md).
-        "mainBlocked", "mainStall", "mainBlocks", "framesMissed", "runTime", "costedOperations", "costedTime", "frames", "wallSeconds", "frcObjects", "importerRegisteredObjects", "refetches", "importerStoppedByDuration",
+        "mainBlocked", "mainStall", "mainBlocks", "framesMissed", "runTime", "costedOperations", "costedTime", "frames", "wallSeconds", "frcObjects", "importerRegisteredObjects", "refetches", "importerStoppedByDuration", "migrationTime", "rowsMigrated",
     ]).union(QueueCounters.metricNames)
     public static let statistics = ["count", "p50", "p90", "p99", "p99.9", "max", "mean", "value", "total", "peak"]
     /// Counters that are the same for the same scenario and seed on any machine (the CI gate is exact on them):

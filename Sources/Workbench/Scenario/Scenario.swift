@@ -145,6 +145,7 @@ public enum ActorSpec: Sendable, Codable, Equatable {
     case temporary(Temporary)
     case writer(Writer)
     case batch(Batch)
+    case migrator(Migrator)
 
     public var kind: String {
         switch self {
@@ -154,7 +155,15 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         case .temporary: return "temporary"
         case .writer: return "writer"
         case .batch: return "batch"
+        case .migrator: return "migrator"
         }
+    }
+
+    /// Opens the store with the model's next version, which migrates it (issue 21 item 8): alone in the last
+    /// phase before `verify`.
+    public struct Migrator: Sendable, Codable, Equatable {
+        /// The next version's entities (renamed ones carry `renamingIdentifier`).
+        public var to: ModelFile
     }
 
     public struct Importer: Sendable, Codable, Equatable {

@@ -326,6 +326,13 @@ struct Reader {
         var phases: [Phase] = []
         for node in phaseNodes { phases.append(try phase(node, model: model)) }
         try refuseViewActors(phaseNodes, topology: stack.topology)
+        // Issue 21 item 8: a migrator changes the model under every context: it runs alone, in the last phase.
+        for (i, p) in phases.enumerated() where p.actors.contains(where: { if case .migrator = $0 { return true } else { return false } }) {
+            let later = phases[(i + 1)...].contains { $0.kind != .verify && !$0.actors.isEmpty }
+            if p.actors.count > 1 || later {
+                throw fail(Node(tree: phaseNodes[i].tree, path: "phases.\(p.name)"), "a migrator runs alone, in the last phase before verify (it changes the model under every context)")
+            }
+        }
         let names = phases.map(\.name)
         if let duplicate = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
             throw fail(phasesNode, "two phases are named '\(duplicate)'")
@@ -637,8 +644,14 @@ struct Reader {
         if let a = child(path, "actors") {
             for item in try list(a) { actors.append(try actor(item, phasePath: path.path, model: model)) }
         }
-        if kind == .run, duration == nil, actors.contains(where: { if case .importer = $0 { return false } else { return true } }),
-           !actors.contains(where: { if case .importer = $0 { return true } else { return false } }) {
+        // Importers and a migrator end by themselves; other actors run for the phase's duration.
+        func endsByItself(_ a: ActorSpec) -> Bool {
+            switch a {
+            case .importer, .migrator: return true
+            default: return false
+            }
+        }
+        if kind == .run, duration == nil, actors.contains(where: { !endsByItself($0) }), !actors.contains(where: endsByItself) {
             throw fail(path, "a run phase without an importer needs a duration")
         }
         return Phase(name: name, kind: kind, duration: duration, actors: actors)
@@ -646,7 +659,7 @@ struct Reader {
 
     func actor(_ node: Node, phasePath: String, model: ModelSpec) throws -> ActorSpec {
         guard case .map(let pairs, _) = node.tree, pairs.count == 1 else {
-            throw fail(node, "an actor is one of importer, viewer, editor, temporary, writer, batch, with its settings")
+            throw fail(node, "an actor is one of importer, viewer, editor, temporary, writer, batch, migrator, with its settings")
         }
         let kind = pairs[0].key
         let body = Node(tree: pairs[0].value, path: "\(phasePath).\(kind)")
@@ -738,6 +751,10 @@ struct Reader {
             try needsID("a writer")
             return .writer(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", { try int($0, min: 1, max: 10_000) }, 1),
                                  distribution: try opt("distribution", { try choice($0, Distribution.self) }, .hotspot)))
+        case "migrator":
+            // Issue 21 item 8: the store opened with the model's next version, migrated in place.
+            _ = try keys(settings, allowed: ["entities"])
+            return .migrator(.init(to: try nextVersion(child(settings, "entities"), model: model, at: body)))
         case "batch":
             _ = try keys(settings, allowed: ["kind", "rate", "size", "mergeBy"])
             try needsID("a batch request")
@@ -745,11 +762,49 @@ struct Reader {
                                 rate: try opt("rate", rate, .perSecond(1)), size: try opt("size", { try int($0, min: 1, max: 1_000_000) }, 100),
                                 mergeBy: try opt("mergeBy", { try choice($0, ActorSpec.Batch.MergeBy.self) }, .ids)))
         default:
-            let allowed = ["importer", "viewer", "editor", "temporary", "writer", "batch"]
+            let allowed = ["importer", "viewer", "editor", "temporary", "writer", "batch", "migrator"]
             let suggestion = allowed.min { Self.distance($0, kind) < Self.distance($1, kind) }!
             throw ScenarioError(file: file, line: pairs[0].position?.line, column: pairs[0].position?.column, field: "\(phasePath).\(kind)",
                                 message: "unknown actor; expected one of \(allowed.joined(separator: ", ")) (did you mean '\(suggestion)'?)")
         }
+    }
+
+    /// A migrator's next model version: the given entities, or by default the model with two attributes added to
+    /// the scenario's entity (`rating`, an integer defaulting to 0, and an optional `note`: the most common
+    /// lightweight migration). It must keep the entity and the keys the actors and the oracle read, and Core Data
+    /// must be able to infer its mapping.
+    func nextVersion(_ node: Node?, model: ModelSpec, at body: Node) throws -> ModelFile {
+        let current = model.entities ?? ScenarioLoader.workloadModel
+        var next = current
+        if let node {
+            let json = try jsonObject(node)
+            do {
+                next = try JSONDecoder().decode(ModelFile.self, from: try JSONSerialization.data(withJSONObject: ["entities": json]))
+            } catch let error as DecodingError {
+                throw fail(node, "not a model: \(ModelFileDecodingDescription.describe(error))")
+            }
+        } else if let index = next.entities.firstIndex(where: { $0.name == model.entity }) {
+            var rating = ModelFile.Attribute(name: "rating", type: .integer64, optional: false, defaultValue: .number(0))
+            rating.optional = false
+            next.entities[index].attributes = (next.entities[index].attributes ?? []) + [rating, ModelFile.Attribute(name: "note", type: .string)]
+        }
+        let place = node ?? body
+        guard let entity = next.entities.first(where: { $0.name == model.entity }) else {
+            throw fail(place, "the next version has no entity \(model.entity), which the actors and the oracle read")
+        }
+        let names = Set((entity.attributes ?? []).map(\.name))
+        for key in [model.idKey, model.sortKey].compactMap({ $0 }) + model.fields where !names.contains(key) {
+            throw fail(place, "the next version's \(model.entity) has no attribute '\(key)', which the actors and the oracle read")
+        }
+        do {
+            let previous = try ManagedObjectModel(file: current)
+            try ManagedObjectModel(file: next).checkInferredMapping(from: previous)
+        } catch let error as ModelError {
+            throw fail(place, error.description)
+        } catch let error as ObjectGraphError {
+            throw fail(place, "Core Data cannot infer this migration: \(error.message)\(error.entityName.map { " (\($0)\(error.propertyName.map { ".\($0)" } ?? ""))" } ?? "")")
+        }
+        return next
     }
 
     /// One `objective:` item: a metric name, or `{metric, statistic, label, polarity}` (issue 20 item 8).

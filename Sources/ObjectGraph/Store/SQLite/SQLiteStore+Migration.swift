@@ -95,7 +95,9 @@ extension SQLiteStore {
 
     /// Migrates the open store at `db` from `source` to `destination` (both checked: the store's hash is the
     /// source's). One `BEGIN IMMEDIATE` transaction; on any error it is rolled back and the error thrown.
-    static func migrate(_ db: SQLiteConnection, from source: ManagedObjectModel, to destination: ManagedObjectModel, inferMapping: Bool, path: String) throws {
+    /// Returns the rows copied (0 when another coordinator had migrated the store already).
+    @discardableResult
+    static func migrate(_ db: SQLiteConnection, from source: ManagedObjectModel, to destination: ManagedObjectModel, inferMapping: Bool, path: String) throws -> Int {
         guard inferMapping else {
             throw ObjectGraphError(.migrationMissingMappingModel,
                                    "the store was made with version \(source.versionName ?? "?") of the model; migrating it needs a mapping model, and inferring one was not asked for (inferMappingModel)",
@@ -108,8 +110,9 @@ extension SQLiteStore {
             // Another coordinator may have migrated it while we waited for the lock.
             if let metadata = try readMetadataForMigration(db), metadata == destination.versionHash {
                 try db.execute("COMMIT")
-                return
+                return 0
             }
+            var copied = 0
             var maxKeys: [String: Int64] = [:]
             for row in try db.query("SELECT Z_NAME, Z_MAX FROM Z_PRIMARYKEY") {
                 if let name = row[0].string { maxKeys[name] = row[1].int64 ?? 0 }
@@ -148,7 +151,9 @@ extension SQLiteStore {
                 let select = ["Z_PK", String(entity.entityNumber), "Z_OPT"] + plan.expressions
                 let insert = try db.statement("INSERT INTO \(entity.tableName) (\(columns.joined(separator: ", "))) SELECT \(select.joined(separator: ", ")) FROM \(old.tableName)__OLD")
                 try insert.bind(plan.arguments)
-                try insert.run()
+                let rows = try insert.run()
+                copied += rows
+                Execution.count(.rowMigrated, rows)
                 let update = try db.statement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
                 try update.bind([.integer(maxKeys[old.name] ?? 0), .integer(Int64(entity.entityNumber))])
                 try update.run()
@@ -189,6 +194,7 @@ extension SQLiteStore {
             try stamp.run()
             try step("beforeCommit")
             try db.execute("COMMIT")
+            return copied
         } catch {
             try? db.execute("ROLLBACK")
             if let error = error as? ObjectGraphError { throw error }
@@ -199,5 +205,13 @@ extension SQLiteStore {
 
     private static func readMetadataForMigration(_ db: SQLiteConnection) throws -> String? {
         try db.query("SELECT Z_HASH FROM Z_METADATA WHERE Z_VERSION = 1").first?[0].string
+    }
+}
+
+extension ManagedObjectModel {
+    /// Throws 134140, naming the entity and property, when a store made with `source` cannot be migrated to this
+    /// model with an inferred mapping (issue 21 item 8); the workbench checks a scenario's migration with it.
+    public func checkInferredMapping(from source: ManagedObjectModel) throws {
+        _ = try SQLiteStore.inferMapping(from: source, to: self, path: "")
     }
 }

@@ -17,6 +17,8 @@ final class SQLiteStore: PersistentStore {
     /// The token of the last transaction this store recorded.
     var lastHistoryToken: PersistentHistoryToken?
     private var selectPrefix: [ObjectIdentifier: String] = [:]
+    /// The rows a lightweight migration copied when this store was opened (nil: none ran).
+    private(set) var migratedRows: Int?
 
     init(url: URL, model: ManagedObjectModel, options: StoreOptions) throws {
         self.url = url
@@ -51,7 +53,7 @@ final class SQLiteStore: PersistentStore {
             }
             if let source = migrateFrom, let found = metadata {
                 // Issue 21 item 8: lightweight migration, in one transaction (a kill leaves the old store whole).
-                try Self.migrate(connection, from: source, to: model, inferMapping: options.inferMappingModel, path: url.path)
+                migratedRows = try Self.migrate(connection, from: source, to: model, inferMapping: options.inferMappingModel, path: url.path)
                 metadata = (found.uuid, model.versionHash)
             }
             identifier = try Self.prepareSchema(connection, model: model, metadata: metadata, readOnly: options.readOnly, path: url.path)
