@@ -36,6 +36,10 @@ extension ManagedObjectContext {
         updated.forEachUnretained { $0.willSave() }
         deleted.forEachUnretained { $0.willSave() }
         processPendingChanges()
+        // Issue 21 item 3: the event's changes (willSave's included) are registered; what the save does next
+        // (conflict resolution, snapshots) is not undoable.
+        undoCaptureSuppressed += 1
+        defer { undoCaptureSuppressed -= 1 }
         try validateChanges()
         if let parent {
             try pushToParent(parent)
@@ -442,6 +446,9 @@ extension ManagedObjectContext {
         let updateChanges = updated.map(change)
         let deleteIDs = deleted.map(\.objectID)
         try parent.performAndWait {
+            // Issue 21 item 3: a child's save is not an undoable change of the parent (inferred).
+            parent.undoCaptureSuppressed += 1
+            defer { parent.undoCaptureSuppressed -= 1 }
             for c in insertChanges {
                 let object: ManagedObject
                 if let existing = parent.registry[c.id] {

@@ -157,6 +157,14 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// folds the updates it must look up into the same change cycle, issue 18 rule 10).
     @exclusivity(unchecked) package var changesBeingMerged: ContextObjectIDChanges?
     var automaticMergeObserver: (any NSObjectProtocol)?
+    /// The context's undo manager; see ``undoManager``.
+    @exclusivity(unchecked) var storedUndoManager: UndoManager?
+    /// The state each object had before its first change of the current event, while an undo manager is set
+    /// (issue 21 item 3): registered as one undo action by ``processPendingChanges()``.
+    @exclusivity(unchecked) var undoRecords: UndoRecords?
+    /// Above 0 while the context changes objects for its own bookkeeping (refresh, merges, a save's conflict
+    /// resolution): those changes are not undoable.
+    @exclusivity(unchecked) var undoCaptureSuppressed = 0
     var coordinatorObserverToken: AnyObject?
 
     /// Creates a context.
@@ -358,6 +366,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         assertOnQueue()
         precondition(object.managedObjectContext == nil || object.managedObjectContext === self, "the object is in another context")
         if object.isInsertedFlag, object.managedObjectContext === self { return }
+        noteWillChange(object)
         object.prepareForInsert()
         object.orphanSource = nil
         object.isInsertedFlag = true
@@ -392,6 +401,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 return
             }
         }
+        noteWillChange(object)
         object.prepareForDeletion()
         object.isDeletedFlag = true
         object.deletePropagated = false
@@ -464,6 +474,10 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// (semantics §2.1 step 1).
     public func processPendingChanges() {
         propagateDeletes()
+        // Issue 21 item 3: the event's changes become one undo action (CDPG: processPendingChanges "causes
+        // changes to registered managed objects to be recorded with the undo manager").
+        if undoRecords != nil { registerUndoEvent() }
+        defer { storedUndoManager?.endEventGroup() }
         guard !pendingInserted.isEmpty || !pendingUpdated.isEmpty || !pendingDeleted.isEmpty else { return }
         let inserted = pendingInserted, updated = pendingUpdated.subtracting(pendingInserted).subtracting(pendingDeleted), deleted = pendingDeleted
         pendingInserted.removeAll(keepingCapacity: pendingInserted.count <= Self.keptSetCapacity)
@@ -593,6 +607,9 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         assertOnQueue()
         guard object.managedObjectContext === self else { return }
+        // Issue 21 item 3: a refresh (and the merges built on it) is not an undoable change (inferred).
+        undoCaptureSuppressed += 1
+        defer { undoCaptureSuppressed -= 1 }
         if !mergeChanges || !object.hasPersistentChanges || object.isFaultFlag {
             if object.isInsertedFlag {
                 // Issue 18 rule 12: refresh(_:mergeChanges: false) turns an inserted object into a fault too. It
@@ -678,6 +695,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Throws away inserts and deletes and returns updated objects to their committed values (semantics §4).
     public func rollback() {
         assertOnQueue()
+        // Semantics §4: rollback empties the undo stack (CDPG: "removes everything from the undo stack").
+        clearUndo()
         let inserted = insertedSet, deleted = deletedSet, updated = updatedSet
         for object in inserted {
             object.isInsertedFlag = false
@@ -714,6 +733,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public func reset() {
         assertOnQueue()
         Execution.trace("reset", name ?? "context")
+        clearUndo()  // semantics §4: the undo stack is cleared
         let objects = liveRegistered()
         orphanAll(objects)
         hasFaultedInserts = false

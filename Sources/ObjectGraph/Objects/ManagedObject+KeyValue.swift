@@ -238,6 +238,7 @@ extension ManagedObject {
     /// Stores a transient value; a change makes the object updated (issue 18 rule 3), and writes nothing.
     private func setTransient(_ index: Int, _ value: PropertyValue) {
         guard transients[index] != value else { return }
+        withContext { $0.noteWillChange(self) }
         transients[index] = value
         transientsChanged = true
         withContext { $0.noteChange(self) }
@@ -263,6 +264,7 @@ extension ManagedObject {
     /// Stores a value in a slot and keeps the changed set exact against the committed snapshot.
     package func setSlot(_ slot: Int, _ value: PropertyValue) {
         if values[slot] == value { return }
+        withContext { $0.noteWillChange(self) }
         // An object filled from a row shares its values with its snapshot (and the row cache): the first change
         // copies them. Copied here by a loop specialized for `PropertyValue` rather than by the array's
         // copy-on-write, which copies through the runtime's generic array copy (a value-witness call per
@@ -391,6 +393,7 @@ extension ManagedObject {
         if heldObjects != nil { heldObjects!.prune(toMany: Self.heldToManyOffset + index) { ids.contains($0) } }
         if var state = toMany[index] {
             guard state.current != ids else { return }
+            withContext { $0.noteWillChange(self) }
             state.current = ids
             toMany[index] = state
         } else {
@@ -445,6 +448,7 @@ extension ManagedObject {
     private func notePendingInverse(_ index: Int, _ id: ManagedObjectID, added: Bool) -> Bool {
         guard toMany[index] == nil, !objectID.isTemporaryID, let context = managedObjectContext, context.parent == nil,
               entity.toManyInverseIsToOne[index] else { return false }
+        context.noteWillChange(self)
         if pendingToMany == nil { pendingToMany = Array(repeating: PendingToManyLog(), count: toMany.count) }
         pendingToMany![index].append(id, added: added)  // in place: the log stays uniquely referenced
         if heldObjects != nil { heldObjects!.remove(Self.heldToManyOffset + index) }
@@ -458,6 +462,7 @@ extension ManagedObject {
     private func updateLoadedToMany(_ index: Int, _ change: (inout Set<ManagedObjectID>) -> Bool, held: (inout HeldObjects) -> Void) throws -> Bool {
         _ = try relatedIDs(index)
         guard var state = toMany[index] else { return false }
+        withContext { $0.noteWillChange(self) }
         toMany[index] = nil  // the state's set is now uniquely referenced: the change happens in place
         let changed = change(&state.current)
         toMany[index] = state
