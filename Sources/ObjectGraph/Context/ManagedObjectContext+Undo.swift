@@ -26,6 +26,7 @@ struct UndoSnapshot {
     var pendingToMany: [ManagedObject.PendingToManyLog]?
     var transients: [PropertyValue]
     var transientsChanged: Bool
+    var transientLinks: [Set<ManagedObjectID>]
     var held: ManagedObject.HeldObjects?
 }
 
@@ -89,7 +90,7 @@ extension ManagedObjectContext {
             registered: object.managedObjectContext === self, inserted: object.isInsertedFlag, deleted: object.isDeletedFlag,
             values: object.isFaultFlag ? nil : object.values, changedSlots: object.changedSlots, toMany: object.toMany,
             pendingToMany: object.pendingToMany, transients: object.transients, transientsChanged: object.transientsChanged,
-            held: object.heldObjects)
+            transientLinks: object.transientLinks, held: object.heldObjects)
     }
 
     /// Forgets the recorded states and this context's actions on its undo manager (rollback and reset empty
@@ -117,7 +118,8 @@ extension ManagedObjectContext {
 
     private func isSameState(_ object: ManagedObject, _ state: UndoSnapshot) -> Bool {
         guard state.registered == (object.managedObjectContext === self), state.inserted == object.isInsertedFlag,
-              state.deleted == object.isDeletedFlag, state.transients == object.transients else { return false }
+              state.deleted == object.isDeletedFlag, state.transients == object.transients,
+              state.transientLinks == object.transientLinks else { return false }
         if object.isFaultFlag != (state.values == nil) { return false }
         if let values = state.values, values != object.values { return false }
         for i in object.toMany.indices where object.toMany[i]?.current != state.toMany[i]?.current { return false }
@@ -273,6 +275,7 @@ extension ManagedObjectContext {
         }
         if object.pendingToMany?.allSatisfy(\.isEmpty) == true { object.pendingToMany = nil }
         object.transients = state.transients
+        object.transientLinks = state.transientLinks
         object.transientsChanged = state.transientsChanged
         // The related objects held with the state come back with it (the action kept them alive).
         if state.values != nil, let held = state.held {

@@ -515,6 +515,16 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                     break
                 }
             }
+            // Issue 21 item 2: the objects a transient relationship names forget the deleted object (nullify).
+            let transientRelationships = object.entity.transientRelationships
+            if !transientRelationships.isEmpty {
+                for index in transientRelationships.indices {
+                    let inverse = object.entity.transientRelationshipTargets[index].inverse
+                    for id in object.transientLink(index).sorted(by: { $0.description < $1.description }) {
+                        if let d = registry[id], !d.isDeletedFlag { d.transientLinkRemove(inverse, object.objectID) }
+                    }
+                }
+            }
         }
     }
 
@@ -625,7 +635,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             if mergeChanges, object.isFaultFlag { return }
             // Semantics §3.2: with merging, transient values are put back after the reload (issue 18 rule 5), and
             // the object keeps the related objects it holds (a merge does not trim the graph); without, both go.
-            let kept = mergeChanges ? (transients: object.transients, changed: object.transientsChanged, held: object.heldObjects) : nil
+            let kept = mergeChanges ? (transients: object.transients, links: object.transientLinks, changed: object.transientsChanged, held: object.heldObjects) : nil
             object.willTurnIntoFault()
             unmarkUpdated(object)
             if object.isDeletedFlag {
@@ -639,6 +649,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 // A clean object refreshed with merge loads the new values now (it was in use).
                 try? fulfillFault(object, throwing: false)
                 object.transients = kept.transients
+                object.transientLinks = kept.links
                 object.transientsChanged = kept.changed
                 if kept.changed { markUpdated(object) }
             }
@@ -674,7 +685,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             if !object.isFaultFlag, !object.isInsertedFlag { refreshed.insert(object) }
             // Issue 18 rule 5 (CoreDataPlus, semantics §3.2): transient values go back to their defaults, also in
             // objects that keep their persistent changes (an insert has nothing to reload: it keeps them).
-            if !object.isInsertedFlag, !object.entity.transientAttributes.isEmpty {
+            if !object.isInsertedFlag, !object.entity.transientAttributes.isEmpty || !object.transientLinks.isEmpty {
                 object.resetTransients()
                 if !object.hasPersistentChanges { unmarkUpdated(object) }
             }

@@ -104,12 +104,16 @@ public struct RelationshipDescription: Sendable, Hashable {
     public var minCount: Int
     /// Maximum number of destinations of a to-many (0 = unlimited).
     public var maxCount: Int
+    /// Whether the relationship is transient (issue 21 item 2): held by the objects, never stored; its inverse
+    /// must be transient too.
+    public var isTransient: Bool
 
     /// Creates a relationship description.
     public init(
         name: String, destination: String, inverse: String, toMany: Bool = false, isOptional: Bool = true,
-        deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0
+        deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0, isTransient: Bool = false
     ) {
+        self.isTransient = isTransient
         self.name = name
         self.destinationEntityName = destination
         self.inverseName = inverse

@@ -84,8 +84,11 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var deleteRule: DeleteRule?
         public var minCount: Int?
         public var maxCount: Int?
+        /// Whether the relationship is transient (issue 21 item 2).
+        public var transient: Bool?
 
-        public init(name: String, destination: String, inverse: String, toMany: Bool? = nil, deleteRule: DeleteRule? = nil) {
+        public init(name: String, destination: String, inverse: String, toMany: Bool? = nil, deleteRule: DeleteRule? = nil, transient: Bool? = nil) {
+            self.transient = transient
             self.name = name
             self.destination = destination
             self.inverse = inverse
@@ -97,7 +100,7 @@ public struct ModelFile: Codable, Sendable, Equatable {
             RelationshipDescription(
                 name: name, destination: destination, inverse: inverse, toMany: toMany ?? false,
                 isOptional: optional ?? true, deleteRule: deleteRule ?? .nullify, minCount: minCount ?? 0,
-                maxCount: maxCount ?? 0)
+                maxCount: maxCount ?? 0, isTransient: transient ?? false)
         }
     }
 
