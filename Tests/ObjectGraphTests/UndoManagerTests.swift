@@ -353,6 +353,52 @@ import Testing
         }
     }
 
+    // CoreDataPlus's test_InvestigationUndoManager, run on Apple (second-hand): undo without processing first
+    // undoes the unprocessed inserts (the undo manager's checkpoint processes them); rollback empties the stacks;
+    // inserts processed while registration was off cannot be undone.
+    @Test("Issue 21 item 3: CoreDataPlus's undo investigation: undo, redo, rollback, disabled registration (verified on Apple, second-hand)")
+    func coreDataPlusInvestigation() throws {
+        let stack = try TestStack()
+        func fill(_ ctx: ManagedObjectContext) {
+            for i in 1...3 {
+                let item = Item(context: ctx)
+                item.id = Int64(i)
+            }
+        }
+        let first = stack.context()
+        first.undoManager = UndoManager()  // set off the context's queue, as the investigation does
+        first.performAndWait {
+            fill(first)
+            first.undo()
+            #expect(first.insertedObjects.isEmpty)
+            first.redo()
+            #expect(first.insertedObjects.count == 3)
+            first.rollback()
+            #expect(first.insertedObjects.isEmpty)
+            first.redo()
+            #expect(first.insertedObjects.isEmpty)
+        }
+        let second = stack.context()
+        second.performAndWait {
+            fill(second)
+            second.undo()  // no undo manager: nothing happens
+            #expect(second.insertedObjects.count == 3)
+            second.rollback()
+            #expect(second.insertedObjects.isEmpty)
+        }
+        let third = stack.context()
+        third.performAndWait {
+            third.undoManager = UndoManager()
+            third.processPendingChanges()
+            third.undoManager!.disableUndoRegistration()
+            fill(third)
+            third.processPendingChanges()
+            third.undoManager!.enableUndoRegistration()
+            third.undo()
+            #expect(third.insertedObjects.count == 3)
+        }
+    }
+
     // The manager itself: levels of undo keep the newest groups; registerUndo with a target of the app's.
     @Test("Issue 21 item 3: UndoManager keeps levelsOfUndo groups and runs the app's own actions")
     func managerBasics() {
