@@ -119,6 +119,12 @@ import Testing
             #expect(items.map(\.price) == [10, 20])
             #expect(!ctx.hasChanges)
             _ = ids
+            // As NSUndoManager's undo(): a group the app left open at the top level is closed, then undone.
+            manager.beginUndoGrouping()
+            items[0].price = 3
+            ctx.undo()
+            #expect(manager.groupingLevel == 0)
+            #expect(items[0].price == 10)
         }
     }
 

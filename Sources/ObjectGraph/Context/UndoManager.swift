@@ -112,12 +112,13 @@ public final class UndoManager: @unchecked Sendable {  // confined to its contex
         closeGroup()
     }
 
-    /// Undoes the last group: closes an event group still open, then runs its actions in reverse order. What
-    /// the actions register goes to the redo stack.
+    /// Undoes the last group: closes a top-level group still open (an event's, or one the app began), then runs
+    /// the last group's actions in reverse order. What the actions register goes to the redo stack.
     public func undo() {
         checkpoint()
-        endEventGroup()
-        precondition(openGroups.isEmpty, "undo() called with an undo group open (groupingLevel \(openGroups.count))")
+        // As NSUndoManager: an open top-level group is closed first; a nested one is an error.
+        precondition(openGroups.count <= 1, "undo() called with nested undo groups open (groupingLevel \(openGroups.count))")
+        if openGroups.count == 1 { closeGroup() }
         guard let group = undoStack.popLast() else { return }
         isUndoing = true
         run(group)
@@ -127,8 +128,9 @@ public final class UndoManager: @unchecked Sendable {  // confined to its contex
     /// Redoes the last undone group. What its actions register goes back to the undo stack.
     public func redo() {
         checkpoint()
-        endEventGroup()
-        precondition(openGroups.isEmpty, "redo() called with an undo group open (groupingLevel \(openGroups.count))")
+        // As NSUndoManager: an open top-level group is closed first; a nested one is an error.
+        precondition(openGroups.count <= 1, "redo() called with nested undo groups open (groupingLevel \(openGroups.count))")
+        if openGroups.count == 1 { closeGroup() }
         guard let group = redoStack.popLast() else { return }
         isRedoing = true
         run(group)
