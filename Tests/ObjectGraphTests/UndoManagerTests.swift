@@ -359,6 +359,84 @@ import Testing
         }
     }
 
+    // A fetched results controller follows an undo: an undone insert leaves its results, an undone delete comes
+    // back, an undone change re-sorts.
+    @Test("Issue 21 item 3: a fetched results controller follows undo and redo of inserts, deletes and changes")
+    func controllerFollowsUndo() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(2)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            ctx.undoManager = UndoManager()
+            let frc = FetchedResultsController(fetchRequest: FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("price")]),
+                                               managedObjectContext: ctx)
+            let recorder = FRCRecorder()
+            frc.delegate = recorder  // a controller without a delegate tracks nothing (semantics §5)
+            try frc.performFetch()
+            func prices() -> [Double] { (frc.fetchedObjects ?? []).map { ($0 as! Item).price } }
+            #expect(prices() == [10, 20])
+            let item = Item(context: ctx)
+            item.id = 3
+            item.price = 5
+            ctx.processPendingChanges()
+            #expect(prices() == [5, 10, 20])
+            _ = recorder.take()
+            ctx.undo()
+            #expect(prices() == [10, 20])
+            #expect(recorder.take() == ["will", "delete #3 [0, 0] -> -", "did"])
+            ctx.redo()
+            #expect(prices() == [5, 10, 20])
+            #expect(recorder.take() == ["will", "insert #3 - -> [0, 0]", "did"])
+            let first = try #require(ctx.existingObject(with: ids[0]) as? Item)
+            ctx.delete(first)
+            ctx.processPendingChanges()
+            #expect(prices() == [5, 20])
+            ctx.undo()
+            #expect(prices() == [5, 10, 20])
+            first.price = 30
+            ctx.processPendingChanges()
+            #expect(prices() == [5, 20, 30])
+            ctx.undo()
+            #expect(prices() == [5, 10, 20])
+        }
+    }
+
+    // After a save: undoing the insert deletes the saved row; undoing the delete puts the row back under its ID.
+    @Test("Issue 21 item 3: after a save, undoing an insert deletes the row and undoing a delete inserts it again")
+    func undoInsertAndDeleteAcrossSave() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(1)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            ctx.undoManager = UndoManager()
+            let item = Item(context: ctx)
+            item.id = 2
+            item.price = 2
+            try ctx.save()
+            ctx.undo()
+            #expect(item.isDeleted)
+            #expect(ctx.deletedObjects == [item])
+            try ctx.save()
+        }
+        #expect(try stack.sql("SELECT ZID FROM ZITEM") == [[.integer(1)]])
+        let pk = try stack.sql("SELECT Z_PK FROM ZITEM")
+        try ctx.performAndWait {
+            ctx.undoManager!.removeAllActions()
+            let old = try #require(ctx.existingObject(with: ids[0]) as? Item)
+            ctx.delete(old)
+            try ctx.save()
+            #expect(old.managedObjectContext == nil)
+            ctx.undo()
+            #expect(old.managedObjectContext === ctx)
+            #expect(ctx.insertedObjects == [old])
+            #expect(old.objectID == ids[0])
+            #expect(old.price == 10)
+            try ctx.save()
+        }
+        #expect(try stack.sql("SELECT Z_PK FROM ZITEM") == pk)
+        #expect(try stack.sql("SELECT ZID, ZNAME, ZPRICE FROM ZITEM") == [[.integer(1), .text("item 1"), .real(10)]])
+    }
+
     // CoreDataPlus's test_InvestigationUndoManager, run on Apple (second-hand): undo without processing first
     // undoes the unprocessed inserts (the undo manager's checkpoint processes them); rollback empties the stacks;
     // inserts processed while registration was off cannot be undone.
