@@ -9,6 +9,9 @@ import Foundation
 ///   "relationships": [{"name": "tag", "destination": "Tag", "inverse": "items"}],
 ///   "uniquenessConstraints": [["id"]]}]}
 /// ```
+///
+/// A relationship with `"transient": true` is kept by the objects and never stored; its inverse must be transient
+/// too (issue 21 item 2). An attribute takes `"transient": true` the same way.
 public struct ModelFile: Codable, Sendable, Equatable {
     /// The entities.
     public var entities: [Entity]
