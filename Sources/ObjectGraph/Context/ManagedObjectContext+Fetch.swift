@@ -230,9 +230,17 @@ extension ManagedObjectContext {
         let cache = persistentStoreCoordinator?.rowCache
         var releases: [ManagedObjectID] = []
         var result: [ManagedObject] = []
+        var refetched: [ManagedObject] = []
+        // Issue 21 item 6 (semantics §2.3): Apple's shouldRefreshRefetchedObjects leaves loaded objects as they
+        // are (FB7419788, the default `.coreData`); only the documented way refreshes them.
+        let refreshes = request.shouldRefreshRefetchedObjects && request.refetchedObjectsRefresh == .documented
         result.reserveCapacity(entries.count)
         for entry in entries {
             if let existing = registry[entry.id] {
+                if refreshes, !existing.isFaultFlag, !existing.isInsertedFlag, !existing.isDeletedFlag,
+                   entry.row.map({ $0.version != existing.snapshotVersion }) ?? true {
+                    refetched.append(existing)
+                }
                 // Issue 18 rule 11 (semantics §4): returnsObjectsAsFaults = false materializes what it returns,
                 // registered faults included, from the row it read; loaded objects stay as they are.
                 if existing.isFaultFlag, let row = entry.row, !request.returnsObjectsAsFaults {
@@ -262,7 +270,22 @@ extension ManagedObjectContext {
             result.append(object)
         }
         if let cache = persistentStoreCoordinator?.rowCache, !releases.isEmpty { cache.release(releases) }
+        if !refetched.isEmpty { refreshRefetched(refetched) }
         return result
+    }
+
+    /// `shouldRefreshRefetchedObjects` as documented (issue 21 item 6): each loaded object whose row changed
+    /// takes the row the fetch just put in the row cache (never older than the one the object has), keeping its
+    /// unsaved changes and transient values, as `refresh(_:mergeChanges: true)` does (semantics §3.2); one
+    /// objects-did-change lists them as refreshed.
+    private func refreshRefetched(_ objects: [ManagedObject]) {
+        var refreshed = Set<ManagedObject>()
+        for object in objects {
+            let version = object.snapshotVersion
+            refresh(object, mergeChanges: true)
+            if object.snapshotVersion != version { refreshed.insert(object) }
+        }
+        postObjectsDidChange(inserted: [], updated: [], deleted: [], refreshed: refreshed)
     }
 
     /// Loads the destinations of `keyPaths` for `objects` with one query per key path (semantics §4

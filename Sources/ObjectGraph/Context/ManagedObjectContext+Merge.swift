@@ -77,7 +77,10 @@ extension ManagedObjectContext {
     /// smaller of the registry and each ID set is walked (semantics §3.1 cost model).
     func merge(_ changes: ContextObjectIDChanges) {
         Execution.trace("merge", "\(name ?? "context"): \(changes.inserted.count) inserted, \(changes.updated.count) updated, \(changes.deleted.count) deleted")
+        // Issue 21 item 3: merged changes are not undoable (inferred).
+        undoCaptureSuppressed += 1
         mergeAndAnnounce(changes)
+        undoCaptureSuppressed -= 1
         // The merged inserts that no observer kept were freed as the merge returned: their registry entries go
         // now (one lookup per inserted ID, the order of the merge's own work), not at the next sweep, which would
         // keep the memory of up to 8,192 freed objects (the chunked import's peak rose by 1.5 MiB without this).

@@ -36,6 +36,10 @@ extension ManagedObjectContext {
         updated.forEachUnretained { $0.willSave() }
         deleted.forEachUnretained { $0.willSave() }
         processPendingChanges()
+        // Issue 21 item 3: the event's changes (willSave's included) are registered; what the save does next
+        // (conflict resolution, snapshots) is not undoable.
+        undoCaptureSuppressed += 1
+        defer { undoCaptureSuppressed -= 1 }
         try validateChanges()
         if let parent {
             try pushToParent(parent)
@@ -432,16 +436,20 @@ extension ManagedObjectContext {
             var toMany: [Set<ManagedObjectID>?]
             var transients: [PropertyValue]
             var transientsChanged: Bool
+            var transientLinks: [Set<ManagedObjectID>]
         }
         func change(_ o: ManagedObject) -> Change {
             Change(id: o.objectID, original: o.original, values: o.values, changedSlots: o.changedSlots,
                    toMany: o.toMany.map { s in s.flatMap { $0.isChanged || o.isInsertedFlag ? $0.current : nil } }, transients: o.transients,
-                   transientsChanged: o.transientsChanged)
+                   transientsChanged: o.transientsChanged, transientLinks: o.transientLinks)
         }
         let insertChanges = inserted.map(change)
         let updateChanges = updated.map(change)
         let deleteIDs = deleted.map(\.objectID)
         try parent.performAndWait {
+            // Issue 21 item 3: a child's save is not an undoable change of the parent (inferred).
+            parent.undoCaptureSuppressed += 1
+            defer { parent.undoCaptureSuppressed -= 1 }
             for c in insertChanges {
                 let object: ManagedObject
                 if let existing = parent.registry[c.id] {
@@ -460,6 +468,7 @@ extension ManagedObjectContext {
                 object.values = c.values
                 object.changedSlots = SlotSet(c.values.indices.filter { !c.values[$0].isNull })
                 object.transients = c.transients
+                object.transientLinks = c.transientLinks  // issue 21 item 2: transient relationships go up too
                 for (i, ids) in c.toMany.enumerated() { if let ids { object.toMany[i] = .init(current: ids, original: []) } }
             }
             for c in updateChanges {
@@ -480,6 +489,7 @@ extension ManagedObjectContext {
                 // Semantics §2.2 (issue 18 rule 4): transient values go up too; a transient change alone updates
                 // the parent's object as it did the child's.
                 object.transients = c.transients
+                object.transientLinks = c.transientLinks
                 if c.transientsChanged { object.transientsChanged = true }
                 parent.noteChange(object)
             }

@@ -157,6 +157,14 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// folds the updates it must look up into the same change cycle, issue 18 rule 10).
     @exclusivity(unchecked) package var changesBeingMerged: ContextObjectIDChanges?
     var automaticMergeObserver: (any NSObjectProtocol)?
+    /// The context's undo manager; see ``undoManager``.
+    @exclusivity(unchecked) var storedUndoManager: UndoManager?
+    /// The state each object had before its first change of the current event, while an undo manager is set
+    /// (issue 21 item 3): registered as one undo action by ``processPendingChanges()``.
+    @exclusivity(unchecked) var undoRecords: UndoRecords?
+    /// Above 0 while the context changes objects for its own bookkeeping (refresh, merges, a save's conflict
+    /// resolution): those changes are not undoable.
+    @exclusivity(unchecked) var undoCaptureSuppressed = 0
     var coordinatorObserverToken: AnyObject?
 
     /// Creates a context.
@@ -358,6 +366,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         assertOnQueue()
         precondition(object.managedObjectContext == nil || object.managedObjectContext === self, "the object is in another context")
         if object.isInsertedFlag, object.managedObjectContext === self { return }
+        noteWillChange(object)
         object.prepareForInsert()
         object.orphanSource = nil
         object.isInsertedFlag = true
@@ -392,6 +401,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 return
             }
         }
+        noteWillChange(object)
         object.prepareForDeletion()
         object.isDeletedFlag = true
         object.deletePropagated = false
@@ -464,6 +474,10 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// (semantics §2.1 step 1).
     public func processPendingChanges() {
         propagateDeletes()
+        // Issue 21 item 3: the event's changes become one undo action (CDPG: processPendingChanges "causes
+        // changes to registered managed objects to be recorded with the undo manager").
+        if undoRecords != nil { registerUndoEvent() }
+        defer { storedUndoManager?.endEventGroup() }
         guard !pendingInserted.isEmpty || !pendingUpdated.isEmpty || !pendingDeleted.isEmpty else { return }
         let inserted = pendingInserted, updated = pendingUpdated.subtracting(pendingInserted).subtracting(pendingDeleted), deleted = pendingDeleted
         pendingInserted.removeAll(keepingCapacity: pendingInserted.count <= Self.keptSetCapacity)
@@ -499,6 +513,16 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                     }
                 case .deny, .noAction:
                     break
+                }
+            }
+            // Issue 21 item 2: the objects a transient relationship names forget the deleted object (nullify).
+            let transientRelationships = object.entity.transientRelationships
+            if !transientRelationships.isEmpty {
+                for index in transientRelationships.indices {
+                    let inverse = object.entity.transientRelationshipTargets[index].inverse
+                    for id in object.transientLink(index).sorted(by: { $0.description < $1.description }) {
+                        if let d = registry[id], !d.isDeletedFlag { d.transientLinkRemove(inverse, object.objectID) }
+                    }
                 }
             }
         }
@@ -593,6 +617,9 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         assertOnQueue()
         guard object.managedObjectContext === self else { return }
+        // Issue 21 item 3: a refresh (and the merges built on it) is not an undoable change (inferred).
+        undoCaptureSuppressed += 1
+        defer { undoCaptureSuppressed -= 1 }
         if !mergeChanges || !object.hasPersistentChanges || object.isFaultFlag {
             if object.isInsertedFlag {
                 // Issue 18 rule 12: refresh(_:mergeChanges: false) turns an inserted object into a fault too. It
@@ -608,7 +635,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             if mergeChanges, object.isFaultFlag { return }
             // Semantics §3.2: with merging, transient values are put back after the reload (issue 18 rule 5), and
             // the object keeps the related objects it holds (a merge does not trim the graph); without, both go.
-            let kept = mergeChanges ? (transients: object.transients, changed: object.transientsChanged, held: object.heldObjects) : nil
+            let kept = mergeChanges ? (transients: object.transients, links: object.transientLinks, changed: object.transientsChanged, held: object.heldObjects) : nil
             object.willTurnIntoFault()
             unmarkUpdated(object)
             if object.isDeletedFlag {
@@ -622,6 +649,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 // A clean object refreshed with merge loads the new values now (it was in use).
                 try? fulfillFault(object, throwing: false)
                 object.transients = kept.transients
+                object.transientLinks = kept.links
                 object.transientsChanged = kept.changed
                 if kept.changed { markUpdated(object) }
             }
@@ -657,7 +685,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             if !object.isFaultFlag, !object.isInsertedFlag { refreshed.insert(object) }
             // Issue 18 rule 5 (CoreDataPlus, semantics §3.2): transient values go back to their defaults, also in
             // objects that keep their persistent changes (an insert has nothing to reload: it keeps them).
-            if !object.isInsertedFlag, !object.entity.transientAttributes.isEmpty {
+            if !object.isInsertedFlag, !object.entity.transientAttributes.isEmpty || !object.transientLinks.isEmpty {
                 object.resetTransients()
                 if !object.hasPersistentChanges { unmarkUpdated(object) }
             }
@@ -678,6 +706,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Throws away inserts and deletes and returns updated objects to their committed values (semantics §4).
     public func rollback() {
         assertOnQueue()
+        // Semantics §4: rollback empties the undo stack (CDPG: "removes everything from the undo stack").
+        clearUndo()
         let inserted = insertedSet, deleted = deletedSet, updated = updatedSet
         for object in inserted {
             object.isInsertedFlag = false
@@ -714,6 +744,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public func reset() {
         assertOnQueue()
         Execution.trace("reset", name ?? "context")
+        clearUndo()  // semantics §4: the undo stack is cleared
         let objects = liveRegistered()
         orphanAll(objects)
         hasFaultedInserts = false

@@ -276,6 +276,9 @@ struct StoreRowSubject: PredicateSubject {
             return .single(row.values[slot])
         case .transient:
             return .single(.null)
+        case .transientRelationship(let index):
+            // Issue 21 item 2: a stored row holds no transient relationship.
+            return entity.transientRelationships[index].isToMany ? .many([]) : .single(.null)
         case .toOne(let slot):
             guard case .objectID(let dest) = row.values[slot] else { return .single(.null) }
             if path.count == 1 { return .single(.objectID(dest)) }

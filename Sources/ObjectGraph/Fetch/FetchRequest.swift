@@ -41,6 +41,19 @@ public enum PendingChangesOverlay: Sendable, Hashable {
     case wholeResult
 }
 
+/// What ``FetchRequest/shouldRefreshRefetchedObjects`` does to objects the context has loaded already (issue 21
+/// item 6; Docs/core-data-rules.md Rule 21.6).
+public enum RefetchedObjectsRefresh: Sendable, Hashable {
+    /// Apple's observed behaviour (the default; FB7419788, second-hand from CoreDataPlus): a loaded object the
+    /// fetch returns keeps the values it had, though the store has newer ones. The fetch's rows reach the row
+    /// cache, as every fetch's do, so `refresh(_:mergeChanges: false)` or a fault shows them.
+    case coreData
+    /// Apple's documentation: each loaded object the fetch returns whose row changed takes the store's values,
+    /// keeping its unsaved changes on top, as `refresh(_:mergeChanges: true)` does; one objects-did-change lists
+    /// them as refreshed.
+    case documented
+}
+
 /// A description of what to fetch (`NSFetchRequest`).
 ///
 /// ```swift
@@ -83,6 +96,12 @@ public struct FetchRequest: Sendable, Hashable {
     public var includesPropertyValues = true
     /// To-one and to-many key paths whose destinations are fetched in one extra query each.
     public var relationshipKeyPathsForPrefetching: [String] = []
+    /// Whether objects the context already holds are updated with the store's values when the fetch returns them
+    /// (`shouldRefreshRefetchedObjects`, default false). What that does follows ``refetchedObjectsRefresh``:
+    /// by default nothing visible, as on Apple (semantics §2.3).
+    public var shouldRefreshRefetchedObjects = false
+    /// How ``shouldRefreshRefetchedObjects`` behaves: Apple's observed way (the default) or its documented one.
+    public var refetchedObjectsRefresh: RefetchedObjectsRefresh = .coreData
 
     /// A request for every object of `entityName`.
     public init(entityName: String, predicate: ObjectPredicate? = nil, sortDescriptors: [ObjectSortDescriptor]? = nil) {

@@ -108,12 +108,16 @@ public struct RelationshipDescription: Sendable, Hashable {
     public var maxCount: Int
     /// The relationship's name in the previous model version when it was renamed (`renamingIdentifier`).
     public var renamingIdentifier: String?
+    /// Whether the relationship is transient (issue 21 item 2): held by the objects, never stored; its inverse
+    /// must be transient too.
+    public var isTransient: Bool
 
     /// Creates a relationship description.
     public init(
         name: String, destination: String, inverse: String, toMany: Bool = false, isOptional: Bool = true,
-        deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0
+        deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0, isTransient: Bool = false
     ) {
+        self.isTransient = isTransient
         self.name = name
         self.destinationEntityName = destination
         self.inverseName = inverse

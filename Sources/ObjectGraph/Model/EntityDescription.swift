@@ -10,8 +10,11 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     public let name: String
     /// Every attribute, transient ones included, in declaration order.
     public let attributes: [AttributeDescription]
-    /// Every relationship, in declaration order.
+    /// Every persistent relationship, in declaration order (transient ones are in ``transientRelationships``).
     public let relationships: [RelationshipDescription]
+    /// The transient relationships, in declaration order (issue 21 item 2): kept in the objects only, never
+    /// stored, with the rules of transient attributes.
+    public let transientRelationships: [RelationshipDescription]
     /// Sets of attribute names whose combined values must be unique across the entity (semantics §1.6).
     public let uniquenessConstraints: [[String]]
     /// The class instantiated for this entity's objects.
@@ -87,6 +90,8 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// foreign key); for each to-one slot, the inverse property on the destination.
     @exclusivity(unchecked) private(set) var toManyInverseIsToOne: [Bool] = []
     @exclusivity(unchecked) private(set) var slotInverses: [PropertyRef?] = []
+    /// For each transient relationship, its destination entity and the index of its inverse there.
+    @exclusivity(unchecked) private(set) var transientRelationshipTargets: [(entity: EntityDescription, inverse: Int)] = []
     /// Per uniqueness constraint, the slot indices of its attributes.
     @exclusivity(unchecked) private(set) var constraintSlots: [[Int]] = []
     /// Every slot of ``constraintSlots``, as a set.
@@ -118,6 +123,8 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         case toOne(slot: Int)
         case toMany(index: Int)
         case transient(index: Int)
+        /// A transient relationship, by its index in ``transientRelationships`` (issue 21 item 2).
+        case transientRelationship(index: Int)
     }
 
     /// Creates an entity description.
@@ -135,7 +142,10 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.name = name
         self.managedObjectClass = managedObjectClass
         self.attributes = attributes
-        self.relationships = relationships
+        // Issue 21 item 2: transient relationships are held apart, so that nothing that lays out or writes the
+        // store (columns, join tables, batch requests, delete rules on rows) ever meets one.
+        self.relationships = relationships.filter { !$0.isTransient }
+        self.transientRelationships = relationships.filter(\.isTransient)
         self.uniquenessConstraints = uniquenessConstraints
         Self.everyEntity.withLock { $0.append(self) }
     }
@@ -152,7 +162,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
 
     /// The relationship named `name`, if any.
     public func relationship(named name: String) -> RelationshipDescription? {
-        relationships.first { $0.name == name }
+        relationships.first { $0.name == name } ?? transientRelationships.first { $0.name == name }
     }
 
     /// The destination entity of the relationship named `name`.
@@ -228,6 +238,10 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
                 slots.append(.toOne(relationship))
             }
         }
+        for (index, relationship) in transientRelationships.enumerated() {
+            try claim(relationship.name)
+            byName[relationship.name] = .transientRelationship(index: index)
+        }
         var constraintSlots: [[Int]] = []
         for constraint in uniquenessConstraints {
             guard !constraint.isEmpty else {
@@ -249,7 +263,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.toManyRelationships = toMany
         self.propertiesByName = byName
         self.slotAttributeTypes = slots.map { if case .attribute(let a) = $0 { return a.type } else { return nil } }
-        self.propertyList = (attributes.map(\.name) + relationships.map(\.name)).compactMap { name in byName[name].map { (name, $0) } }
+        self.propertyList = (attributes.map(\.name) + relationships.map(\.name) + transientRelationships.map(\.name)).compactMap { name in byName[name].map { (name, $0) } }
         self.propertyBits = MemoryLayout<String>.size == MemoryLayout<StringBits>.size ? propertyList.map { Self.bits($0.name) } : []
         self.constraintSlots = constraintSlots
         self.constrainedValueSlots = SlotSet(constraintSlots.joined())
@@ -296,6 +310,23 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             targets[relationship.name] = (destination, inverseRef)
         }
         relationshipTargets = targets
+        var transientInverses: [(entity: EntityDescription, inverse: Int)] = []
+        for relationship in transientRelationships {
+            guard let destination = model.entitiesByName[relationship.destinationEntityName] else {
+                throw ModelError(entity: name, property: relationship.name, "destination entity '\(relationship.destinationEntityName)' does not exist")
+            }
+            // Issue 21 item 2 (inferred): the inverse of a transient relationship is transient too; a stored
+            // inverse would write half of a link that the other half never stores.
+            guard let inverseIndex = destination.transientRelationships.firstIndex(where: { $0.name == relationship.inverseName }) else {
+                throw ModelError(entity: name, property: relationship.name, "inverse '\(relationship.inverseName)' is not a transient relationship of '\(destination.name)' (a transient relationship needs a transient inverse)")
+            }
+            let inverse = destination.transientRelationships[inverseIndex]
+            guard inverse.destinationEntityName == name, inverse.inverseName == relationship.name else {
+                throw ModelError(entity: name, property: relationship.name, "inverse '\(destination.name).\(inverse.name)' does not point back at '\(name).\(relationship.name)'")
+            }
+            transientInverses.append((destination, inverseIndex))
+        }
+        transientRelationshipTargets = transientInverses
         toManyInverseIsToOne = toManyRelationships.map { r in
             if case .toOne? = targets[r.name]?.inverse { return true } else { return false }
         }

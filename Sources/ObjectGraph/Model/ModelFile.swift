@@ -9,6 +9,9 @@ import Foundation
 ///   "relationships": [{"name": "tag", "destination": "Tag", "inverse": "items"}],
 ///   "uniquenessConstraints": [["id"]]}]}
 /// ```
+///
+/// A relationship with `"transient": true` is kept by the objects and never stored; its inverse must be transient
+/// too (issue 21 item 2). An attribute takes `"transient": true` the same way.
 public struct ModelFile: Codable, Sendable, Equatable {
     /// The entities (of a model without versions).
     public var entities: [Entity]
@@ -126,8 +129,11 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var maxCount: Int?
         /// The relationship's name in the previous version, when renamed.
         public var renamingIdentifier: String?
+        /// Whether the relationship is transient (issue 21 item 2).
+        public var transient: Bool?
 
-        public init(name: String, destination: String, inverse: String, toMany: Bool? = nil, deleteRule: DeleteRule? = nil) {
+        public init(name: String, destination: String, inverse: String, toMany: Bool? = nil, deleteRule: DeleteRule? = nil, transient: Bool? = nil) {
+            self.transient = transient
             self.name = name
             self.destination = destination
             self.inverse = inverse
@@ -139,7 +145,7 @@ public struct ModelFile: Codable, Sendable, Equatable {
             var relationship = RelationshipDescription(
                 name: name, destination: destination, inverse: inverse, toMany: toMany ?? false,
                 isOptional: optional ?? true, deleteRule: deleteRule ?? .nullify, minCount: minCount ?? 0,
-                maxCount: maxCount ?? 0)
+                maxCount: maxCount ?? 0, isTransient: transient ?? false)
             relationship.renamingIdentifier = renamingIdentifier
             return relationship
         }

@@ -56,6 +56,8 @@ extension ManagedObject {
         switch ref {
         case .transient(let i):
             return transients[i].anyValue(for: entity.transientAttributes[i].type)
+        case .transientRelationship(let i):
+            return transientRelationshipValue(i)
         case .attribute(let slot):
             try materialize()
             guard case .attribute(let a) = entity.slots[slot] else { return nil }
@@ -117,7 +119,7 @@ extension ManagedObject {
             if isFaultFlag { do { try materialize() } catch { return .other } }
             guard let object = toOneObject(slot) else { return .other }
             return .toOne(object)
-        case .toMany, .transient:
+        case .toMany, .transient, .transientRelationship:
             return .other
         }
     }
@@ -214,7 +216,91 @@ extension ManagedObject {
             default: throw typeError(key, value, expected: "a set of managed objects")
             }
             try setToMany(index: index, key: key, targets: targets)
+        case .transientRelationship(let index):
+            let targets: [ManagedObject]
+            switch value {
+            case nil: targets = []
+            case let object as ManagedObject: targets = [object]
+            case let set as Set<ManagedObject>: targets = Array(set)
+            case let array as [ManagedObject]: targets = array
+            default: throw typeError(key, value, expected: "a managed object or a set of them")
+            }
+            if !entity.transientRelationships[index].isToMany, targets.count > 1 {
+                throw typeError(key, value, expected: "one managed object")
+            }
+            try setTransientRelationship(index, key: key, targets: targets)
         }
+    }
+
+    // MARK: Transient relationships (issue 21 item 2)
+
+    /// The IDs a transient relationship holds.
+    package func transientLink(_ index: Int) -> Set<ManagedObjectID> {
+        transientLinks.isEmpty ? [] : transientLinks[index]
+    }
+
+    /// A transient relationship's value: its object (to-one) or set of objects (to-many), held strongly as a
+    /// stored relationship's are (issue 18 rule 1).
+    private func transientRelationshipValue(_ index: Int) -> Any? {
+        let isToMany = entity.transientRelationships[index].isToMany
+        let ids = transientLink(index)
+        guard let context = managedObjectContext, !ids.isEmpty else { return isToMany ? Set<ManagedObject>() : nil }
+        let objects = ids.map { context.object(with: $0) }
+        hold(many: objects, at: Self.heldTransientOffset + index)
+        return isToMany ? Set(objects) : objects.first
+    }
+
+    /// Sets a transient relationship with inverse maintenance, as a stored one: a change to it is a change of the
+    /// object (issue 18 rule 3), and writes nothing.
+    private func setTransientRelationship(_ index: Int, key: String, targets: [ManagedObject]) throws {
+        for t in targets { try checkSameContext(t, key) }
+        let newIDs = Set(targets.map(\.objectID))
+        let old = transientLink(index)
+        guard old != newIDs else { return }
+        storeTransientLink(index, newIDs)
+        hold(many: targets, at: Self.heldTransientOffset + index)
+        guard let context = managedObjectContext else { return }
+        let inverse = entity.transientRelationshipTargets[index].inverse
+        // Sorted: the order of inverse changes reaches the undo records, which must not follow a set's order.
+        for id in old.subtracting(newIDs).sorted(by: { $0.description < $1.description }) {
+            context.object(with: id).transientLinkRemove(inverse, objectID)
+        }
+        for target in targets where !old.contains(target.objectID) {
+            if !target.entity.transientRelationships[inverse].isToMany {
+                // The target's previous owner loses it (one-to-one, one-to-many).
+                for previous in target.transientLink(inverse) where previous != objectID {
+                    context.object(with: previous).transientLinkRemove(index, target.objectID)
+                }
+                target.storeTransientLink(inverse, [objectID])
+                target.hold(many: [self], at: Self.heldTransientOffset + inverse)
+            } else {
+                target.transientLinkAdd(inverse, self)
+            }
+        }
+    }
+
+    package func storeTransientLink(_ index: Int, _ ids: Set<ManagedObjectID>) {
+        withContext { $0.noteWillChange(self) }
+        if transientLinks.isEmpty { transientLinks = Array(repeating: [], count: entity.transientRelationships.count) }
+        transientLinks[index] = ids
+        transientsChanged = true
+        withContext { $0.noteChange(self) }
+    }
+
+    /// Removes `id` from a transient relationship (no further inverse maintenance).
+    package func transientLinkRemove(_ index: Int, _ id: ManagedObjectID) {
+        var ids = transientLink(index)
+        guard ids.remove(id) != nil else { return }
+        storeTransientLink(index, ids)
+        heldObjects?.prune(toMany: Self.heldTransientOffset + index) { $0 != id }
+    }
+
+    private func transientLinkAdd(_ index: Int, _ object: ManagedObject) {
+        var ids = transientLink(index)
+        guard ids.insert(object.objectID).inserted else { return }
+        storeTransientLink(index, ids)
+        if heldObjects == nil { heldObjects = HeldObjects() }
+        heldObjects!.add(object, toMany: Self.heldTransientOffset + index)
     }
 
     /// Sets a raw value without inverse maintenance (`setPrimitiveValue(_:forKey:)`); changes are tracked.
@@ -238,6 +324,7 @@ extension ManagedObject {
     /// Stores a transient value; a change makes the object updated (issue 18 rule 3), and writes nothing.
     private func setTransient(_ index: Int, _ value: PropertyValue) {
         guard transients[index] != value else { return }
+        withContext { $0.noteWillChange(self) }
         transients[index] = value
         transientsChanged = true
         withContext { $0.noteChange(self) }
@@ -263,6 +350,7 @@ extension ManagedObject {
     /// Stores a value in a slot and keeps the changed set exact against the committed snapshot.
     package func setSlot(_ slot: Int, _ value: PropertyValue) {
         if values[slot] == value { return }
+        withContext { $0.noteWillChange(self) }
         // An object filled from a row shares its values with its snapshot (and the row cache): the first change
         // copies them. Copied here by a loop specialized for `PropertyValue` rather than by the array's
         // copy-on-write, which copies through the runtime's generic array copy (a value-witness call per
@@ -391,6 +479,7 @@ extension ManagedObject {
         if heldObjects != nil { heldObjects!.prune(toMany: Self.heldToManyOffset + index) { ids.contains($0) } }
         if var state = toMany[index] {
             guard state.current != ids else { return }
+            withContext { $0.noteWillChange(self) }
             state.current = ids
             toMany[index] = state
         } else {
@@ -445,6 +534,7 @@ extension ManagedObject {
     private func notePendingInverse(_ index: Int, _ id: ManagedObjectID, added: Bool) -> Bool {
         guard toMany[index] == nil, !objectID.isTemporaryID, let context = managedObjectContext, context.parent == nil,
               entity.toManyInverseIsToOne[index] else { return false }
+        context.noteWillChange(self)
         if pendingToMany == nil { pendingToMany = Array(repeating: PendingToManyLog(), count: toMany.count) }
         pendingToMany![index].append(id, added: added)  // in place: the log stays uniquely referenced
         if heldObjects != nil { heldObjects!.remove(Self.heldToManyOffset + index) }
@@ -458,6 +548,7 @@ extension ManagedObject {
     private func updateLoadedToMany(_ index: Int, _ change: (inout Set<ManagedObjectID>) -> Bool, held: (inout HeldObjects) -> Void) throws -> Bool {
         _ = try relatedIDs(index)
         guard var state = toMany[index] else { return false }
+        withContext { $0.noteWillChange(self) }
         toMany[index] = nil  // the state's set is now uniquely referenced: the change happens in place
         let changed = change(&state.current)
         toMany[index] = state
@@ -533,6 +624,21 @@ extension ManagedObject: PredicateSubject {
         }
         switch ref {
         case .transient(let i): return .single(transients[i])
+        case .transientRelationship(let index):
+            let ids = transientLink(index)
+            let isToMany = entity.transientRelationships[index].isToMany
+            if path.count == 1 {
+                return isToMany ? .many(ids.map { .objectID($0) }) : .single(ids.first.map { .objectID($0) } ?? .null)
+            }
+            guard let context = managedObjectContext else { return isToMany ? .many([]) : .single(.null) }
+            var values: [PropertyValue] = []
+            for id in ids {
+                switch try context.object(with: id).resolvePath(path.dropFirst()) {
+                case .single(let v): values.append(v)
+                case .many(let vs): values.append(contentsOf: vs)
+                }
+            }
+            return isToMany ? .many(values) : .single(values.first ?? .null)
         case .attribute(let slot):
             try materialize()
             return .single(values[slot])

@@ -69,6 +69,9 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// Whether a transient attribute changed since the object was loaded, inserted or saved (issue 18 rule 3: a
     /// transient change alone makes the object updated, though it writes nothing).
     @exclusivity(unchecked) var transientsChanged = false
+    /// The IDs each transient relationship holds, by index in the entity's `transientRelationships` (issue 21
+    /// item 2); empty (no array) while every one is empty, so entities without them pay nothing.
+    @exclusivity(unchecked) var transientLinks: [Set<ManagedObjectID>] = []
     /// Where an object dropped by its context's reset (or deinitialization) fulfils its fault: issue 18 rule 2,
     /// an orphaned fault reads its row from the store without a context, as Core Data's does.
     @exclusivity(unchecked) var orphanSource: OrphanSource?
@@ -154,10 +157,17 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
         }
 
         var isEmpty: Bool { entries.isEmpty }
+
+        /// Lets go of the objects held for transient relationships.
+        mutating func removeTransientRelationships() {
+            entries.removeAll { $0.key >= ManagedObject.heldTransientOffset }
+        }
     }
     /// Slots changed since the last objects-did-change was posted (`changedValuesForCurrentEvent`).
     @exclusivity(unchecked) var eventChangedSlots = SlotSet()
     package static let heldToManyOffset = 1 << 20
+    /// Where the objects held for transient relationships are keyed in ``heldObjects`` (offset + index).
+    package static let heldTransientOffset = 1 << 21
     /// Inverse changes to one-to-many relationships that are not loaded (faults), by to-many index: applied when
     /// the relationship is loaded, dropped once saved (the store then holds them as foreign keys). Setting
     /// `item.group` thus never loads `group.items`, as in Core Data (semantics §4). Each change is appended to a
@@ -247,6 +257,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
         toMany = template.toMany
         transients = template.transients
         transientsChanged = false
+        transientLinks = []
     }
 
     /// Makes the object a fault for `id`.
@@ -265,6 +276,11 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// reset clear them; issue 18 rule 5).
     package func resetTransients() {
         transientsChanged = false
+        // Issue 21 item 2: transient relationships are cleared with the transient attributes.
+        if !transientLinks.isEmpty {
+            transientLinks = []
+            heldObjects?.removeTransientRelationships()
+        }
         guard !entity.transientAttributes.isEmpty else { return }
         transients = entity.transientAttributes.map { $0.defaultValue.converted(to: $0.type) ?? .null }
     }

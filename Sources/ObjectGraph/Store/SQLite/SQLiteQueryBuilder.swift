@@ -53,7 +53,7 @@ struct SQLiteQueryBuilder {
                 if last { return Column(sql: "\(alias).\(entity.columnName(forSlot: slot))", attributeType: nil, isRelationship: true) }
                 (alias, entity) = try join(from: alias, entity, key, path: prefix + key)
                 prefix += key + "."
-            case .toMany, .transient:
+            case .toMany, .transient, .transientRelationship:
                 throw UntranslatablePredicate()
             }
         }
