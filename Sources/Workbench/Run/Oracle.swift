@@ -71,8 +71,10 @@ enum Oracle {
             }
             // At one version, writes come before observations: a save whose own changes the policy dropped
             // still records the row it saw, which another save wrote at that same version.
+            // Issue 20 item 12: a write is a field its save changed (``WriteEvent/isWrite``), decided when the save
+            // was made, never by comparing values: a field set to the value already there is an observation.
             let ordered = keyEvents.filter { $0.version >= 0 }.sorted {
-                ($0.version, $0.intended == nil ? 1 : 0, $0.time) < ($1.version, $1.intended == nil ? 1 : 0, $1.time)
+                ($0.version, $0.isWrite ? 0 : 1, $0.time) < ($1.version, $1.isWrite ? 0 : 1, $1.time)
             }
             // The committed snapshot after the newest save equals the row at that version (a save only commits
             // when the row was at the version the context knew, semantics §1.1).
@@ -95,8 +97,8 @@ enum Oracle {
                 var expected: String?
                 var writer: WriteEvent?
                 for e in ordered where e.field == field {
-                    if let intended = e.intended {
-                        if e.committed != intended, let winner = ordered.first(where: { $0 != e && $0.field == field && $0.version == e.version && $0.intended == e.committed }) {
+                    if e.isWrite, let intended = e.intended {
+                        if e.committed != intended, let winner = ordered.first(where: { $0 != e && $0.isWrite && $0.field == field && $0.version == e.version && $0.intended == e.committed }) {
                             // Two writes reached the store in one save (nested contexts: a later child push
                             // overwrote the parent's value, semantics §1.7): the last write won.
                             promised += 1

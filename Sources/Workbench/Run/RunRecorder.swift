@@ -56,4 +56,11 @@ public struct WriteEvent: Sendable, Codable, Equatable {
     public var time: UInt64
     /// The scheduler's step when the save returned (simulated mode): `ambar-bench replay --until` it.
     public var step: Int? = nil
+    /// Issue 20 item 12: false when the actor set this field to the value its context already held, so that its
+    /// save did not change it (an observation, not a write); nil otherwise (and in events recorded before).
+    public var changed: Bool? = nil
+
+    /// Whether this event is a write of the field by its save (issue 20 item 12: decided by the save's changes,
+    /// not by comparing values).
+    public var isWrite: Bool { intended != nil && changed != false }
 }
