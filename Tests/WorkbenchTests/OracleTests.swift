@@ -287,7 +287,7 @@ struct NestedAttributionTests {
         try Self.edit(w, writer, actor: "writer", role: "writer", ["value": 7.0], push: false)
         built.main.drain()
 
-        let events = built.recorder.state.withLock { $0.events }
+        let events = built.recorder.allEvents
         let editorTitle = try #require(events.first { $0.actor == "editor" && $0.field == "title" })
         let carried = try #require(events.first { $0.actor == "importer2" && $0.field == "value" })
         // The editor's write is recorded at the version the carrying save produced, under that save's policy.
