@@ -68,6 +68,7 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
             try db.exec("COMMIT")
             buffer.removeAll(keepingCapacity: true)
         } catch {
+            try? db.exec("ROLLBACK")
             failure = failure ?? "\(error)"
         }
     }
