@@ -42,7 +42,7 @@ let package = Package(
         ),
         .target(
             name: "Workbench",
-            dependencies: ["Ambar", "ObjectGraph"] + jemalloc + [
+            dependencies: ["Ambar", "ObjectGraph", "CSQLite"] + jemalloc + [
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "CSV", package: "CSV.swift"),

@@ -148,7 +148,7 @@ struct ScenarioValidationTests {
         #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  mergePolicies: rollback")) ==
             "bad.yaml:4:3: stack.mergePolicies: unknown key; expected one of topology, mergePolicy, policies, singleCoordinator, viewStaleness, objectTrumpDeletedElsewhere, connectionPool, mergeRelease, merge (did you mean 'mergePolicy'?)")
         #expect(message(Self.valid.replacingOccurrences(of: "- importer:", with: "- impoter:")) ==
-            "bad.yaml:7:9: phases.seed.impoter: unknown actor; expected one of importer, viewer, editor, temporary, writer, batch (did you mean 'importer'?)")
+            "bad.yaml:7:9: phases.seed.impoter: unknown actor; expected one of importer, viewer, editor, temporary, writer, batch, migrator (did you mean 'importer'?)")
     }
 
     @Test("a wrong type says what was expected and what was found")

@@ -505,7 +505,7 @@ extension ManagedObjectContext {
             }
             Execution.count(.objectPushed, insertChanges.count + updateChanges.count + deleteIDs.count)
             parent.processPendingChanges()
-            parent.childPushHook?()
+            parent.childPushHook?(self)
         }
         for object in [inserted, updated].joined() {
             object.isInsertedFlag = false

@@ -66,7 +66,7 @@ enum HTMLReport {
         }
         html += "<table><tr><th class=\"l\">variant</th><th class=\"l\">oracle</th><th class=\"l\">findings</th></tr>\n"
         for r in results {
-            html += "<tr><td>\(escape(label(r)))</td><td class=\"l\"><span class=\"verdict \(r.oracle.verdict.rawValue)\">\(r.oracle.verdict.rawValue)</span></td><td class=\"l\">\(escape(r.oracle.summary))</td></tr>\n"
+            html += "<tr><td>\(escape(label(r)))</td><td class=\"l\"><span class=\"verdict \(r.oracle.verdict.rawValue)\">\(r.oracle.verdict.rawValue)</span></td><td class=\"l\">\(escape(r.oracle.summary))\(r.eventHistory.map { "<br><small>" + escape($0.statement) + "</small>" } ?? "")</td></tr>\n"
         }
         html += "</table>\n"
         if !failedThresholds.isEmpty { html += "<p class=\"bad\">\(failedThresholds.count) threshold(s) missed.</p>\n" }

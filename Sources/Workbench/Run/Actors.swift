@@ -106,6 +106,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             let saves = (k + 1) % spec.saveEvery == 0 || k == chunks - 1
             var saved = false
             var intendedByID: [ManagedObjectID: [String: String]] = [:]
+            var changed: [ManagedObjectID: Set<String>] = [:]
             current.performAndWait {
                 do {
                     for object in try w.fetchByKeys(updateKeys, in: current) {
@@ -132,8 +133,13 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                     pendingUpdated += updateKeys.count
                     pendingObjects += n
                     guard saves else { return }
+                    changed = w.changedFields(pending.map(\.0))
+                    if w.attributesPushes { w.announcePush(current, pending, changed: changed, actor: name, role: "importer") }
                     let pushStart = Clock.now()
-                    try w.saveCounting(current, role: "importer")
+                    do { try w.saveCounting(current, role: "importer") } catch {
+                        if w.attributesPushes { w.cancelPush(current) }
+                        throw error
+                    }
                     saved = true
                     if w.stack.committedContext != nil {
                         // A push into a parent (nested, viewChildren, privateRoot): its rows are read where they are
@@ -142,7 +148,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                         if w.stack.backgroundSaveIsMerge { w.recorder.mergeLatency.record(nanoseconds: Clock.now() - pushStart) }
                         for (object, values) in pending { intendedByID[object.objectID] = values }
                     } else {
-                        w.recorder.record(w.events(pending, actor: name, role: "importer"))
+                        w.recorder.record(w.events(pending, actor: name, role: "importer", changed: changed))
                     }
                 } catch {
                     w.recorder.note("\(name) chunk \(k): \(error)")
@@ -153,7 +159,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             if saved {
                 do {
                     try w.stack.afterBackgroundSave(current)
-                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "importer"))
+                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "importer", changed: changed))
                 } catch { w.recorder.note("\(name) parent save: \(error)") }
                 w.recorder.rowsChanged(inserted: pendingInserted, updated: pendingUpdated)
             }
@@ -272,8 +278,10 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
                 return
             }
             var intendedByID: [ManagedObjectID: [String: String]] = [:]
+            var changed: [ManagedObjectID: Set<String>] = [:]
             do {
                 try editor.performAndWait {
+                    var edited: [(ManagedObject, [String: String])] = []
                     for id in picks {
                         guard let object = try? editor.existingObject(with: id) else { continue }
                         var intendedValues: [String: String] = [:]
@@ -282,23 +290,33 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
                             intendedValues[field] = object.primitiveValue(forKey: field).description
                         }
                         intendedByID[id] = intendedValues
+                        edited.append((object, intendedValues))
                     }
-                    try editor.save()  // into its parent: no conflicts here (semantics §1.7)
+                    changed = w.changedFields(edited.map(\.0))
+                    if w.attributesPushes { w.announcePush(editor, edited, changed: changed, actor: name, role: "view") }
+                    do { try editor.save() } catch {  // into its parent: no conflicts here (semantics §1.7)
+                        if w.attributesPushes { w.cancelPush(editor) }
+                        throw error
+                    }
                 }
                 if spec.saveViewContext && !w.stack.editorsSaveThroughView {
                     // privateRoot: the editor is a child of the private root, whose save reaches the store.
                     try w.stack.afterBackgroundSave(editor)
-                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "view"))
+                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "view", changed: changed))
                 } else if spec.saveViewContext {
                     let view = w.stack.viewContext
                     try view.performAndWait {
                         w.main.mark(.save)
-                        let objects = intendedByID.compactMap { id, intended in view.registeredObject(for: id).map { ($0, intended) } }
+                        let objects = intendedByID.sorted(by: { ($0.key.primaryKey ?? 0) < ($1.key.primaryKey ?? 0) })
+                            .compactMap { id, intended in view.registeredObject(for: id).map { ($0, intended) } }
+                        // The view's changes are what its save writes (issue 20 item 12): the editor's push
+                        // changed nothing in it where the view already held the value.
+                        let viewChanged = w.stack.committedContext == nil ? w.changedFields(objects.map(\.0)) : [:]
                         try w.saveCounting(view, role: "view")
-                        if w.stack.committedContext == nil { w.recorder.record(w.events(objects, actor: name, role: "view")) }
+                        if w.stack.committedContext == nil { w.recorder.record(w.events(objects, actor: name, role: "view", changed: viewChanged)) }
                     }
                     try w.stack.afterBackgroundSave(view)
-                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "view"))
+                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "view", changed: changed))
                 }
             } catch {
                 w.recorder.note("\(name) op \(k): \(error)")
@@ -344,6 +362,7 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
             // save reaches the store once the parents save, and its rows are read where they are committed.
             let pushes = role == "temporary" && w.stack.committedContext != nil
             var intendedByID: [ManagedObjectID: [String: String]] = [:]
+            var changed: [ManagedObjectID: Set<String>] = [:]
             var saved = false
             context.performAndWait {
                 do {
@@ -358,13 +377,18 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
                     }
                     if saves {
                         let hadChanges = context.hasChanges
-                        try w.saveCounting(context, role: role)
+                        changed = w.changedFields(touched.map(\.0))
+                        if pushes && w.attributesPushes { w.announcePush(context, touched, changed: changed, actor: name, role: role) }
+                        do { try w.saveCounting(context, role: role) } catch {
+                            if pushes && w.attributesPushes { w.cancelPush(context) }
+                            throw error
+                        }
                         if role == "temporary", hadChanges, w.stack.ambar == nil { w.recorder.add("readOnlySavesReachedStore") }
                         if pushes {
                             for (object, values) in touched { intendedByID[object.objectID] = values }
                             saved = true
                         } else {
-                            w.recorder.record(w.events(touched, actor: name, role: role))
+                            w.recorder.record(w.events(touched, actor: name, role: role, changed: changed))
                         }
                     } else {
                         context.rollback()
@@ -378,7 +402,7 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
             if saved {
                 do {
                     try w.stack.afterBackgroundSave(context)
-                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: role))
+                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: role, changed: changed))
                 } catch { w.recorder.note("\(name) parent save: \(error)") }
             }
             w.recorder.saveLatency(role).record(nanoseconds: Clock.now() - intended)

@@ -30,34 +30,65 @@ public struct OracleReport: Sendable, Codable, Equatable {
 }
 
 enum Oracle {
+    /// The store's row of a key at the end: its version and field → value text.
+    typealias Row = (version: Int64, fields: [String: String])
+
     /// - Parameters:
     ///   - events: committed writes.
     ///   - finalRows: the store at the end: key → field → value text, with the row version.
     ///   - viewValues: what the view context shows for its loaded objects (key → field → value), without local changes.
-    static func check(events: [WriteEvent], finalRows: [Int64: (version: Int64, fields: [String: String])], viewValues: [Int64: [String: String]],
+    static func check(events: [WriteEvent], finalRows: [Int64: Row], viewValues: [Int64: [String: String]],
                       duplicates: [Int64], readOnlySaves: Int, batchTouched: Set<Int64>) -> OracleReport {
-        var findings: [OracleReport.Finding] = []
-        var lost = 0, promised = 0, mismatches = 0, unknown = 0
+        var checker = Checker(viewKeys: Set(viewValues.keys), batchTouched: batchTouched)
+        for (key, keyEvents) in Dictionary(grouping: events, by: \.key).sorted(by: { $0.key < $1.key }) {
+            checker.visit(key: key, events: keyEvents, row: finalRows[key])
+        }
+        return checker.finish(viewValues: viewValues, viewRows: finalRows.filter { viewValues[$0.key] != nil }, duplicates: duplicates, readOnlySaves: readOnlySaves)
+    }
+
+    /// Issue 20 item 11: the oracle as one pass over the keys in ascending order, each key's events with its final
+    /// row, keeping counts and the capped findings only, so that a run's whole history and store never need to be
+    /// in memory at once.
+    struct Checker {
+        let viewKeys: Set<Int64>
+        let batchTouched: Set<Int64>
+        private var findings: [OracleReport.Finding] = []
+        private var lost = 0, promised = 0, mismatches = 0, unknown = 0
         // Issue 20 item 9: why a record could not be checked.
-        var unknownBatch = 0, unknownNewer = 0
+        private var unknownBatch = 0, unknownNewer = 0
         // Each policy's promises, decided once per name (a registered policy is made by its package's closure).
-        var promises: [String: (losses: Bool, overwrites: Bool)] = [:]
-        func promise(_ name: String) -> (losses: Bool, overwrites: Bool) {
+        private var promises: [String: (losses: Bool, overwrites: Bool)] = [:]
+        /// The step of the last event of each key the view shows (a stale value's replay point).
+        private var lastSteps: [Int64: Int] = [:]
+        private var previousKey: Int64?
+
+        init(viewKeys: Set<Int64>, batchTouched: Set<Int64>) {
+            self.viewKeys = viewKeys
+            self.batchTouched = batchTouched
+        }
+
+        private mutating func promise(_ name: String) -> (losses: Bool, overwrites: Bool) {
             if let known = promises[name] { return known }
             let type = Registry.policy(named: name)?.type
             let p = (losses: Registry.promisesLosses(name), overwrites: type == .overwrite)
             promises[name] = p
             return p
         }
-        func add(_ f: OracleReport.Finding) { if findings.count < 200 { findings.append(f) } }
-        let byKey = Dictionary(grouping: events, by: \.key)
-        // Sorted: findings are capped, so the order decides which are kept (never a dictionary's order).
-        for (key, keyEvents) in byKey.sorted(by: { $0.key < $1.key }) {
+
+        // Keys come in ascending order: findings are capped, so the order decides which are kept (never a
+        // dictionary's order).
+        private mutating func add(_ f: OracleReport.Finding) { if findings.count < 200 { findings.append(f) } }
+
+        /// Checks one key: its events (recording order) and its row in the store at the end (nil: none).
+        mutating func visit(key: Int64, events keyEvents: [WriteEvent], row: Row?) {
+            precondition(previousKey.map { $0 < key } ?? true, "the oracle visits keys in ascending order")
+            previousKey = key
+            if viewKeys.contains(key), let step = keyEvents.compactMap(\.step).max() { lastSteps[key] = step }
             if batchTouched.contains(key) {
                 unknown += 1
                 unknownBatch += 1
                 add(.init(kind: "unknown", key: key, field: "", detail: "a batch request changed this record outside the object graph: no save recorded its values"))
-                continue
+                return
             }
             // Discarded writes (version -1) only count as losses; they wrote nothing to order.
             for e in keyEvents where e.version < 0 {
@@ -71,12 +102,14 @@ enum Oracle {
             }
             // At one version, writes come before observations: a save whose own changes the policy dropped
             // still records the row it saw, which another save wrote at that same version.
+            // Issue 20 item 12: a write is a field its save changed (``WriteEvent/isWrite``), decided when the save
+            // was made, never by comparing values: a field set to the value already there is an observation.
             let ordered = keyEvents.filter { $0.version >= 0 }.sorted {
-                ($0.version, $0.intended == nil ? 1 : 0, $0.time) < ($1.version, $1.intended == nil ? 1 : 0, $1.time)
+                ($0.version, $0.isWrite ? 0 : 1, $0.time) < ($1.version, $1.isWrite ? 0 : 1, $1.time)
             }
             // The committed snapshot after the newest save equals the row at that version (a save only commits
             // when the row was at the version the context knew, semantics §1.1).
-            if let last = ordered.last, let row = finalRows[key] {
+            if let last = ordered.last, let row {
                 if row.version == last.version {
                     for e in ordered where e.version == last.version && row.fields[e.field] != e.committed {
                         mismatches += 1
@@ -95,8 +128,8 @@ enum Oracle {
                 var expected: String?
                 var writer: WriteEvent?
                 for e in ordered where e.field == field {
-                    if let intended = e.intended {
-                        if e.committed != intended, let winner = ordered.first(where: { $0 != e && $0.field == field && $0.version == e.version && $0.intended == e.committed }) {
+                    if e.isWrite, let intended = e.intended {
+                        if e.committed != intended, let winner = ordered.first(where: { $0 != e && $0.isWrite && $0.field == field && $0.version == e.version && $0.intended == e.committed }) {
                             // Two writes reached the store in one save (nested contexts: a later child push
                             // overwrote the parent's value, semantics §1.7): the last write won.
                             promised += 1
@@ -128,29 +161,37 @@ enum Oracle {
                 }
             }
         }
-        var stale = 0
-        for (key, fields) in viewValues.sorted(by: { $0.key < $1.key }) {
-            guard let row = finalRows[key], !batchTouched.contains(key) else { continue }
-            let lastStep = byKey[key]?.compactMap(\.step).max()
-            for (field, shown) in fields.sorted(by: { $0.key < $1.key }) where row.fields[field] != nil && row.fields[field] != shown {
-                stale += 1
-                add(.init(kind: "staleValue", key: key, field: field, detail: "the view shows \(shown), the store has \(row.fields[field]!) (a save the view context never merged, or merged from a stale row cache)", step: lastStep))
+
+        /// The keys of the findings so far (what events.jsonl keeps first).
+        var findingKeys: [Int64] { findings.map(\.key) }
+
+        /// The report, once every key with events was visited; `viewRows` holds the final rows of the keys the
+        /// view shows.
+        mutating func finish(viewValues: [Int64: [String: String]], viewRows: [Int64: Row], duplicates: [Int64], readOnlySaves: Int) -> OracleReport {
+            var stale = 0
+            for (key, fields) in viewValues.sorted(by: { $0.key < $1.key }) {
+                guard let row = viewRows[key], !batchTouched.contains(key) else { continue }
+                let lastStep = lastSteps[key]
+                for (field, shown) in fields.sorted(by: { $0.key < $1.key }) where row.fields[field] != nil && row.fields[field] != shown {
+                    stale += 1
+                    add(.init(kind: "staleValue", key: key, field: field, detail: "the view shows \(shown), the store has \(row.fields[field]!) (a save the view context never merged, or merged from a stale row cache)", step: lastStep))
+                }
             }
+            for key in duplicates { add(.init(kind: "duplicate", key: key, field: "", detail: "more than one row has this id")) }
+            if readOnlySaves > 0 {
+                add(.init(kind: "readOnlySave", key: 0, field: "", detail: "\(readOnlySaves) save(s) from a \"read-only\" (rollback) context reached the store, as in Core Data"))
+            }
+            let verdict: OracleReport.Verdict = (lost > 0 || mismatches > 0 || !duplicates.isEmpty) ? .fail : (unknown > 0 ? .unknown : .pass)
+            var summary = "\(lost) lost update(s), \(promised) loss(es) the policy promises, \(stale) stale value(s), \(duplicates.count) duplicate(s), \(mismatches) store mismatch(es), \(readOnlySaves) read-only save(s) reached the store"
+            if unknown > 0 {
+                var reasons: [String] = []
+                if unknownBatch > 0 { reasons.append("\(unknownBatch) changed by batch requests, outside the object graph") }
+                if unknownNewer > 0 { reasons.append("\(unknownNewer) stored at a newer version than any recorded save") }
+                summary += "; \(unknown) record(s) could not be checked: " + reasons.joined(separator: ", ")
+            }
+            return OracleReport(verdict: verdict, lostUpdates: lost, promisedLosses: promised, staleReads: stale, readOnlySavesReachedStore: readOnlySaves,
+                                duplicates: duplicates.count, storeMismatches: mismatches, unknown: unknown,
+                                findings: findings.sorted { ($0.kind, $0.key, $0.field) < ($1.kind, $1.key, $1.field) }, summary: summary)
         }
-        for key in duplicates { add(.init(kind: "duplicate", key: key, field: "", detail: "more than one row has this id")) }
-        if readOnlySaves > 0 {
-            add(.init(kind: "readOnlySave", key: 0, field: "", detail: "\(readOnlySaves) save(s) from a \"read-only\" (rollback) context reached the store, as in Core Data"))
-        }
-        let verdict: OracleReport.Verdict = (lost > 0 || mismatches > 0 || !duplicates.isEmpty) ? .fail : (unknown > 0 ? .unknown : .pass)
-        var summary = "\(lost) lost update(s), \(promised) loss(es) the policy promises, \(stale) stale value(s), \(duplicates.count) duplicate(s), \(mismatches) store mismatch(es), \(readOnlySaves) read-only save(s) reached the store"
-        if unknown > 0 {
-            var reasons: [String] = []
-            if unknownBatch > 0 { reasons.append("\(unknownBatch) changed by batch requests, outside the object graph") }
-            if unknownNewer > 0 { reasons.append("\(unknownNewer) stored at a newer version than any recorded save") }
-            summary += "; \(unknown) record(s) could not be checked: " + reasons.joined(separator: ", ")
-        }
-        return OracleReport(verdict: verdict, lostUpdates: lost, promisedLosses: promised, staleReads: stale, readOnlySavesReachedStore: readOnlySaves,
-                            duplicates: duplicates.count, storeMismatches: mismatches, unknown: unknown,
-                            findings: findings.sorted { ($0.kind, $0.key, $0.field) < ($1.kind, $1.key, $1.field) }, summary: summary)
     }
 }

@@ -10,12 +10,24 @@ public final class RunRecorder: Sendable {
         var counters: [String: Int] = [:]
         var saveFailures: [String: Int] = [:]
         var conflictOutcomes: [String: Int] = [:]
-        var events: [WriteEvent] = []
         var notes: [String] = []
         var objectsImported = 0
         var importNanos: UInt64 = 0
     }
     let state = Mutex(State())
+    /// Issue 20 item 11: the write events, on disk in `eventDirectory` (in memory without one).
+    let events: EventLog
+
+    init(eventDirectory: URL? = nil) {
+        events = EventLog(directory: eventDirectory)
+    }
+
+    /// Every event, in key order (loads them all: for tests and small runs).
+    var allEvents: [WriteEvent] {
+        var all: [WriteEvent] = []
+        try? events.forEachKey { all += $1 }
+        return all
+    }
 
     func saveLatency(_ role: String) -> LatencyRecorder {
         saveLatencies.withLock { table in
@@ -33,7 +45,7 @@ public final class RunRecorder: Sendable {
     func peak(_ counter: String, _ n: Int) { state.withLock { $0.counters[counter] = max($0.counters[counter] ?? 0, n) } }
     func saveFailed(role: String, code: Int) { state.withLock { $0.saveFailures["\(role):\(code)", default: 0] += 1 } }
     func conflictOutcome(_ label: String, _ n: Int) { if n > 0 { state.withLock { $0.conflictOutcomes[label, default: 0] += n } } }
-    func record(_ events: [WriteEvent]) { if !events.isEmpty { state.withLock { $0.events.append(contentsOf: events) } } }
+    func record(_ events: [WriteEvent]) { self.events.append(events) }
     func note(_ text: String) { state.withLock { if $0.notes.count < 50 { $0.notes.append(text) } } }
     func imported(_ n: Int, nanos: UInt64) { state.withLock { $0.objectsImported += n; $0.importNanos += nanos } }
 }
@@ -56,4 +68,11 @@ public struct WriteEvent: Sendable, Codable, Equatable {
     public var time: UInt64
     /// The scheduler's step when the save returned (simulated mode): `ambar-bench replay --until` it.
     public var step: Int? = nil
+    /// Issue 20 item 12: false when the actor set this field to the value its context already held, so that its
+    /// save did not change it (an observation, not a write); nil otherwise (and in events recorded before).
+    public var changed: Bool? = nil
+
+    /// Whether this event is a write of the field by its save (issue 20 item 12: decided by the save's changes,
+    /// not by comparing values).
+    public var isWrite: Bool { intended != nil && changed != false }
 }

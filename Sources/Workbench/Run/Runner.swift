@@ -31,20 +31,43 @@ public struct VariantResult: Sendable, Codable {
     public var wallSeconds: Double
     /// The Core Data behaviours (``CostRule`` ids) this variant's figures rest on.
     public var costRules: [String] = []
-    /// The operation history (written to events.jsonl, not to results.json).
+    /// The operation history events.jsonl keeps (not written to results.json): at most ``EventHistory/limit``
+    /// events (issue 20 item 11).
     public var events: [WriteEvent] = []
+    /// Issue 20 item 11: how many events the run recorded and how many events.jsonl keeps (nil in results
+    /// written before).
+    public var eventHistory: EventHistory?
     /// Real mode with ``VariantRunner/countsMainQueueOperations``: each main-queue block's operation counts (by
     /// ``CostedOperation`` raw value) and wall nanoseconds. Not written to any file.
     public var mainBlockSamples: [([Int], UInt64)] = []
 
     enum CodingKeys: String, CodingKey {
-        case scenario, variant, parameters, repetition, topology, policies, seed, mode, profile, metrics, host, counters, timeseries, mergeCurve, oracle, thresholds, notes, wallSeconds, costRules
+        case scenario, variant, parameters, repetition, topology, policies, seed, mode, profile, metrics, host, counters, timeseries, mergeCurve, oracle, thresholds, notes, wallSeconds, costRules, eventHistory
     }
 
     /// The value of a metric statistic, if recorded.
     public func value(_ metric: String, _ statistic: String, label: String = "") -> Double? {
         (metrics.first { $0.metric == metric && $0.statistic == statistic && $0.label == label }
             ?? host.first { $0.metric == metric && $0.statistic == statistic && $0.label == label })?.value
+    }
+}
+
+/// Issue 20 item 11: what events.jsonl holds of a variant's write events. The oracle checks every event it
+/// recorded (kept on disk while it runs); the file keeps every event of the records with findings, then the
+/// others in record-key order, `limit` in all, so that its size does not grow with the run.
+public struct EventHistory: Sendable, Codable, Equatable {
+    public static let defaultLimit = 10_000
+    public var recorded: Int
+    public var kept: Int
+    public var limit: Int
+    /// The sentence the report prints.
+    public var statement: String
+
+    public init(recorded: Int, kept: Int, limit: Int) {
+        (self.recorded, self.kept, self.limit) = (recorded, kept, limit)
+        statement = kept == recorded
+            ? "events.jsonl holds all \(recorded) event(s)"
+            : "events.jsonl holds \(kept) of \(recorded) events: every event of the records with findings, then the others in record-key order, \(limit) at most (the oracle checked all \(recorded))"
     }
 }
 
@@ -95,6 +118,8 @@ public struct VariantRunner {
     let tracer: (@Sendable (TraceRecord) -> Void)?
     /// Real mode: count each main-queue block's operations (``VariantResult/mainBlockSamples``), for calibration.
     public var countsMainQueueOperations = false
+    /// Issue 20 item 11: the most events of a variant events.jsonl keeps (the oracle checks every one).
+    public var eventsKept = EventHistory.defaultLimit
 
     public init(scenario: Scenario, workDirectory: URL, progress: (@Sendable (String) -> Void)? = nil, tracer: (@Sendable (TraceRecord) -> Void)? = nil) {
         self.scenario = scenario
@@ -115,6 +140,22 @@ public struct VariantRunner {
             Self.addOperationRows(scheduler.totals, profile: profile, to: &result)
             return result
         }
+    }
+
+    /// Runs `body` on a thread outside any simulation and waits for it (inline when the caller is in none).
+    static func outsideSimulation<T>(_ body: @escaping () throws -> T) throws -> T {
+        guard ExecutionThread.current != nil else { return try body() }
+        nonisolated(unsafe) let body = body
+        nonisolated(unsafe) var outcome: Result<T, any Error>?
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            outcome = Result { try body() }
+            done.signal()
+        }
+        thread.stackSize = 4 << 20
+        thread.start()
+        done.wait()
+        return try outcome!.get()
     }
 
     /// Per operation: the count charged in all and on the main queue, and the main queue's virtual time for it.
@@ -143,7 +184,7 @@ public struct VariantRunner {
         do { model = try ManagedObjectModel(file: scenario.model.entities ?? ScenarioLoader.workloadModel) } catch {
             throw WorkbenchError(.badInput, "the scenario's model cannot be used: \(error)")
         }
-        let recorder = RunRecorder()
+        let recorder = RunRecorder(eventDirectory: directory)
         let main = SimulatedMainThread(countsOperations: countsMainQueueOperations)
         (main.queue.simulatedQueue as? VirtualQueue)?.isMain = true
         let storeURL = directory.appendingPathComponent("store.sqlite")
@@ -277,30 +318,8 @@ public struct VariantRunner {
         stopSampling.store(true, ordering: .relaxed)
         (threadAllocated, threadFreed) = threadTotals.withLock { $0 }
 
-        // Final state for the oracle: the store through a fresh coordinator, and what the view shows.
         // After a migration the store is the next version's (issue 21 item 8).
         let verifyModel = migrators.compactMap { $0.migrated.withLock { $0 } }.last ?? model
-        let verifier = PersistentStoreCoordinator(managedObjectModel: verifyModel, name: "verify")
-        try verifier.addPersistentStore(type: .sqlite, at: storeURL)
-        let reader = ManagedObjectContext(concurrencyType: .privateQueue)
-        reader.persistentStoreCoordinator = verifier
-        var finalRows: [Int64: (version: Int64, fields: [String: String])] = [:]
-        var idCounts: [Int64: Int] = [:]
-        var keysByID: [Int64: [Int64]] = [:]
-        try reader.performAndWait {
-            var request = FetchRequest(entityName: workload.entity.name)
-            request.returnsObjectsAsFaults = false
-            for object in try reader.fetch(request) {
-                guard let key = object.objectID.primaryKey else { continue }
-                var fields: [String: String] = [:]
-                for (field, _) in workload.fieldTypes { fields[field] = object.primitiveValue(forKey: field).description }
-                finalRows[key] = (object.snapshotVersion, fields)
-                if let idKey = workload.idKey, case .integer(let id) = object.primitiveValue(forKey: idKey) {
-                    idCounts[id, default: 0] += 1
-                    keysByID[id, default: []].append(key)
-                }
-            }
-        }
         var viewValues: [Int64: [String: String]] = [:]
         var viewRegistered = 0
         view.performAndWait {
@@ -314,9 +333,71 @@ public struct VariantRunner {
         }
         let recorderState = recorder.state.withLock { $0 }
         let readOnlySaves = (stack.ambar?.counters.readOnlySavesReachedStore ?? 0) + (recorderState.counters["readOnlySavesReachedStore"] ?? 0)
-        let oracle = Oracle.check(events: recorderState.events, finalRows: finalRows, viewValues: viewValues,
-                                  duplicates: idCounts.filter { $0.value > 1 }.map(\.key).sorted(), readOnlySaves: readOnlySaves,
-                                  batchTouched: Set(workload.batchTouchedKeys.flatMap { keysByID[$0] ?? [] }))  // ids → primary keys
+        // The oracle's reads are the harness's, not the app's: in a simulation they run on a thread of their own,
+        // outside it, so that no figure of the run counts them (issue 20 item 11: their shape no longer matches one
+        // fetch of every row).
+        let (oracle, keptEvents): (OracleReport, [WriteEvent]) = try Self.outsideSimulation {
+            // Final state for the oracle (issue 20 item 11: streamed, never every row or event at once): the keys with
+            // events in ascending order, a thousand at a time, each with its row read through a fresh coordinator;
+            // duplicates and batch-touched rows by queries of the store; what the view shows from the view context.
+            let verifier = PersistentStoreCoordinator(managedObjectModel: verifyModel, name: "verify")
+            try verifier.addPersistentStore(type: .sqlite, at: storeURL)
+            let reader = ManagedObjectContext(concurrencyType: .privateQueue)
+            reader.persistentStoreCoordinator = verifier
+            let storeID = verifier.storeIdentifier ?? ""
+            let entityName = workload.entity.name
+            func rows(_ keys: [Int64]) throws -> [Int64: Oracle.Row] {
+                guard !keys.isEmpty else { return [:] }
+                return try reader.performAndWait {
+                    defer { reader.reset() }
+                    let ids = keys.compactMap { URL(string: "x-coredata://\(storeID)/\(entityName)/p\($0)").flatMap(verifier.managedObjectID(forURIRepresentation:)) }
+                    var request = FetchRequest(entityName: entityName,
+                                               predicate: ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(ids.map { .objectID($0) })))))
+                    request.returnsObjectsAsFaults = false
+                    var found: [Int64: Oracle.Row] = [:]
+                    for object in try reader.fetch(request) {
+                        guard let key = object.objectID.primaryKey else { continue }
+                        var fields: [String: String] = [:]
+                        for (field, _) in workload.fieldTypes { fields[field] = object.primitiveValue(forKey: field).description }
+                        found[key] = (object.snapshotVersion, fields)
+                    }
+                    return found
+                }
+            }
+            var duplicates: [Int64] = []
+            var batchTouched: Set<Int64> = []
+            if let idKey = workload.idKey, let slot = workload.entity.slotIndex(of: idKey) {
+                let store = try SQLiteFile(path: storeURL.path, readOnly: true)
+                let table = workload.entity.tableName, column = workload.entity.columnName(forSlot: slot)
+                try store.query("SELECT \(column) FROM \(table) WHERE \(column) IS NOT NULL GROUP BY \(column) HAVING COUNT(*) > 1 ORDER BY \(column)") { row in
+                    if let id = row.int(0) { duplicates.append(id) }
+                }
+                // Batch requests name records by id; the oracle knows them by primary key.
+                let touched = workload.batchTouchedKeys.sorted()
+                for start in stride(from: 0, to: touched.count, by: 500) {
+                    let list = touched[start..<min(start + 500, touched.count)].map(String.init).joined(separator: ",")
+                    try store.query("SELECT Z_PK FROM \(table) WHERE \(column) IN (\(list))") { row in if let key = row.int(0) { batchTouched.insert(key) } }
+                }
+            }
+            var checker = Oracle.Checker(viewKeys: Set(viewValues.keys), batchTouched: batchTouched)
+            var pending: [(Int64, [WriteEvent])] = []
+            func checkPending() throws {
+                let found = try rows(pending.map(\.0))
+                for (key, events) in pending { checker.visit(key: key, events: events, row: found[key]) }
+                pending.removeAll(keepingCapacity: true)
+            }
+            try recorder.events.forEachKey { key, events in
+                pending.append((key, events))
+                if pending.count >= 1000 { try checkPending() }
+            }
+            try checkPending()
+            let report = checker.finish(viewValues: viewValues, viewRows: try rows(viewValues.keys.sorted()), duplicates: duplicates, readOnlySaves: readOnlySaves)
+            // Issue 20 item 11: events.jsonl keeps a bounded part of the history, and says which.
+            return (report, try recorder.events.kept(findingKeys: report.findings.map(\.key), limit: eventsKept))
+        }
+        let eventHistory = EventHistory(recorded: recorder.events.count, kept: keptEvents.count, limit: eventsKept)
+        var notes = recorderState.notes
+        if let failure = recorder.events.failure { notes.append("the event log failed, the oracle may have missed events: \(failure)") }
         let viewCounters = view.performAndWait { view.counters }
         let coordinatorCounters = stack.coordinators.map { ($0.0, $0.1.counters) }
         // The controller's size (issue 18 rule 23): what it holds, not what a frame reads.
@@ -439,7 +520,8 @@ public struct VariantRunner {
             topology: scenario.stack.topology.rawValue, policies: stack.policies, seed: scenario.seed, mode: scenario.mode.rawValue,
             metrics: rows, host: host, counters: counters,
             timeseries: readings, mergeCurve: recorder.mergeLatency.curve().map { [$0.0, $0.1] }, oracle: oracle, thresholds: [],
-            notes: recorderState.notes, wallSeconds: simulation == nil ? runSeconds : wallSeconds, events: recorderState.events)
+            notes: notes, wallSeconds: simulation == nil ? runSeconds : wallSeconds, events: keptEvents)
+        result.eventHistory = eventHistory
         result.mainBlockSamples = main.stats.blockSamples.withLock { $0 }
         result.costRules = CostRule.applying(to: scenario)
         result.thresholds = scenario.thresholds.map { t in

@@ -31,6 +31,11 @@ public final class WorkbenchStack: @unchecked Sendable {  // closures are called
     /// context whose save takes them to the store (the private writer, the view context, the root). Conflicts
     /// are settled by that policy, not the pushing context's, so the oracle holds the pushed writes to it.
     var committingPolicy: PolicyName?
+    /// Issue 20 item 12: whether the save that meets the store is observed (nested: the private writer's), so
+    /// that each change it carries is attributed to the actor whose push made it.
+    var observesRootSave = false
+    /// Set by the workload when `observesRootSave`: saves the root (the closure given) and records its events.
+    var observeRootSave: ((ManagedObjectContext, () throws -> Void) throws -> Void)?
     var policies: [String: String] = [:]
     var keepAlive: [AnyObject] = []
 
@@ -223,13 +228,15 @@ public struct TopologyBuilder {
             // Only the private writer's save meets the store, so only it can fail on a conflict: count it as a
             // save failure (its changes stay in the writer, as in an app that logs the error).
             let recorder = self.recorder
-            stack.afterBackgroundSave = { _ in
+            stack.observesRootSave = true
+            stack.afterBackgroundSave = { [unowned stack] _ in
                 try view.performAndWait {
                     main.mark(.save)
                     try view.save()
                 }
                 try writer.performAndWait {
-                    try recorder.saveCountingFailure(writer, role: "privateWriter")
+                    let save = { try recorder.saveCountingFailure(writer, role: "privateWriter") }
+                    if let observe = stack.observeRootSave { try observe(writer, save) } else { try save() }
                 }
             }
             readOnlyThroughCommittingContext(writer, of: stack)
@@ -336,7 +343,7 @@ public struct TopologyBuilder {
         // Issue 18 rule 24: a child's save pushed into the view context is main-queue work of its own kind.
         let main = self.main
         if kind.hasViewContext { stack.viewContext.performAndWait {
-            stack.viewContext.childPushHook = { main.mark(.push) }
+            stack.viewContext.childPushHook = { _ in main.mark(.push) }
             // A child's fetch or fault through the view context is a fetch on the main queue (semantics §2.2).
             stack.viewContext.childReadHook = { main.mark(.fetch) }
         } }

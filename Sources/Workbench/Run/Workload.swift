@@ -55,6 +55,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
     private let maxKey = Mutex<Int64>(0)
     private let visible = Mutex<[ManagedObjectID]>([])
     private let batchTouched = Mutex<Set<Int64>>([])
+    private let pushes = Mutex(PushLedger())
     let viewerCount: Int
 
     init(scenario: Scenario, stack: WorkbenchStack, recorder: RunRecorder, main: SimulatedMainThread, model: ManagedObjectModel) {
@@ -65,7 +66,22 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         entity = model.entity(named: scenario.model.entity)!
         fieldTypes = scenario.model.fields.map { ($0, model.entity(named: scenario.model.entity)!.attribute(named: $0)!.type) }
         viewerCount = scenario.phases.flatMap(\.actors).compactMap { if case .viewer(let v) = $0 { return v.visibleObjects } else { return nil } }.max() ?? 20
+        if stack.observesRootSave, let root = stack.committedContext {
+            stack.observeRootSave = { [unowned self] root, save in try self.observedRootSave(root, save) }
+            let view = stack.viewContext
+            view.performAndWait {
+                let measure = view.childPushHook
+                view.childPushHook = { [unowned self] child in
+                    measure?(child)
+                    self.pushedIntoView(from: child, view: view)
+                }
+            }
+            root.performAndWait { root.childPushHook = { [unowned self] _ in self.pushedIntoRoot(root) } }
+        }
     }
+
+    /// Whether pushed changes are registered and recorded at the root's save (``observedRootSave(_:_:)``).
+    var attributesPushes: Bool { stack.observeRootSave != nil }
 
     /// The integer id attribute; nil when the entity has none (the loader then refuses actors that need it).
     var idKey: String? { scenario.model.idKey }
@@ -136,17 +152,34 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         }
     }
 
+    /// Issue 20 item 12: the fields of each object that its context will write when it saves, read before the
+    /// save. A field set to the value the context already held is no change (semantics §1.1: a save writes changed
+    /// properties only), and an object with none writes no row version: what its actor "wrote" was already there.
+    func changedFields(_ objects: [ManagedObject]) -> [ManagedObjectID: Set<String>] {
+        var result: [ManagedObjectID: Set<String>] = [:]
+        for object in objects where !object.isDeleted {
+            let keys = object.changedValues().keys
+            if !keys.isEmpty { result[object.objectID] = Set(keys) }
+        }
+        return result
+    }
+
     /// Write events for objects after a committed save: committed values are the saved snapshot.
-    func events(_ objects: [(ManagedObject, [String: String])], actor: String, role: String, policy: String? = nil) -> [WriteEvent] {
+    /// - Parameter changed: the fields each object's save changed (``changedFields(_:)``, read before the save).
+    ///   Issue 20 item 12: writes are decided by which save produced which row version, not by values: an object
+    ///   whose save changed nothing records nothing (its version is another save's), and a field its actor set to
+    ///   the value already there is recorded with `changed: false`, an observation rather than a write.
+    func events(_ objects: [(ManagedObject, [String: String])], actor: String, role: String, policy: String? = nil,
+                changed: [ManagedObjectID: Set<String>]) -> [WriteEvent] {
         let policy = policy ?? stack.policies[role] ?? "error"
         let now = Clock.now()
         let step = Scheduler.currentStep
         var result: [WriteEvent] = []
         for (object, intended) in objects where !object.objectID.isTemporaryID && !object.isDeleted {
-            guard let key = object.objectID.primaryKey else { continue }
+            guard let key = object.objectID.primaryKey, let written = changed[object.objectID] else { continue }
             if object.isFault {
                 // The policy discarded this object's changes (Rollback refreshes it): nothing of it was written.
-                for (field, value) in intended {
+                for (field, value) in intended.sorted(by: { $0.key < $1.key }) where written.contains(field) {
                     result.append(WriteEvent(actor: actor, role: role, policy: policy, key: key, field: field, intended: value,
                                              committed: "<discarded>", version: -1, time: now, step: step))
                 }
@@ -157,26 +190,151 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
                 // child's pushed, unsaved changes.
                 let committed = object.entity.slotIndex(of: field).flatMap { slot in object.original.map { $0.values[slot].description } }
                     ?? object.primitiveValue(forKey: field).description
-                result.append(WriteEvent(actor: actor, role: role, policy: policy, key: key, field: field, intended: intended[field],
-                                         committed: committed, version: object.snapshotVersion, time: now, step: step))
+                var event = WriteEvent(actor: actor, role: role, policy: policy, key: key, field: field, intended: intended[field],
+                                       committed: committed, version: object.snapshotVersion, time: now, step: step)
+                if intended[field] != nil && !written.contains(field) { event.changed = false }
+                result.append(event)
             }
         }
         return result
     }
 
-    /// Events for a nested stack: the committed rows live in the root context once the parents saved.
-    func committedEvents(_ intended: [ManagedObjectID: [String: String]], actor: String, role: String) -> [WriteEvent] {
-        guard let root = stack.committedContext else { return [] }
+    /// Events for a stack of parents whose root save is not observed (viewChildren, privateRoot): the committed
+    /// rows live in the root context once the parents saved.
+    func committedEvents(_ intended: [ManagedObjectID: [String: String]], actor: String, role: String, changed: [ManagedObjectID: Set<String>]) -> [WriteEvent] {
+        guard let root = stack.committedContext, stack.observeRootSave == nil else { return [] }
         return root.performAndWait {
             // Clean objects of the root are held weakly and may be gone: fault them back in (row cache).
-            let objects = intended.compactMap { id, values -> (ManagedObject, [String: String])? in
+            let objects = intended.sorted(by: { ($0.key.primaryKey ?? 0) < ($1.key.primaryKey ?? 0) }).compactMap { id, values -> (ManagedObject, [String: String])? in
                 let object = root.object(with: id)
                 return (try? object.materialize()) == nil ? nil : (object, values)
             }
             // The policy that settled conflicts at the store is the committing context's (semantics §1.7: a push
             // meets none).
-            return events(objects, actor: actor, role: role, policy: stack.committingPolicy?.name)
+            return events(objects, actor: actor, role: role, policy: stack.committingPolicy?.name, changed: changed)
         }
+    }
+
+    // MARK: Issue 20 item 12: changes pushed through a stack of parents, attributed at the save that meets the store
+
+    /// One actor's change of one field, pushed into a parent and not yet in a save that met the store.
+    struct PushedChange {
+        var actor: String
+        var role: String
+        var intended: String
+        var step: Int?
+        var time: UInt64
+    }
+
+    /// Where pushed changes wait (nested): announced by the child before its save, in the view context once the
+    /// push brought them (told on the view's queue, inside the push), in the root once the view's save pushed
+    /// them on (told on the root's queue, inside that push). Each step happens on the queue of the context it
+    /// changes, so no save in between can take a change before it is there, or miss one that is.
+    struct PushLedger {
+        var announced: [ObjectIdentifier: [(ManagedObjectID, [String: String], actor: String, role: String)]] = [:]
+        var inView: [ManagedObjectID: [String: [PushedChange]]] = [:]
+        var inRoot: [ManagedObjectID: [String: [PushedChange]]] = [:]
+    }
+
+    /// Announces the changes `child` is about to push (its changed fields only: a field set to the value it held is
+    /// no change). Call on the child's queue before its save; ``cancelPush(_:)`` if the save fails.
+    func announcePush(_ child: ManagedObjectContext, _ objects: [(ManagedObject, [String: String])], changed: [ManagedObjectID: Set<String>], actor: String, role: String) {
+        let entries = objects.compactMap { object, intended -> (ManagedObjectID, [String: String], actor: String, role: String)? in
+            guard let fields = changed[object.objectID] else { return nil }
+            let kept = intended.filter { fields.contains($0.key) }
+            return kept.isEmpty ? nil : (object.objectID, kept, actor, role)
+        }
+        guard !entries.isEmpty else { return }  // nothing to push: no push will take it
+        pushes.withLock { $0.announced[ObjectIdentifier(child)] = entries }
+    }
+
+    func cancelPush(_ child: ManagedObjectContext) { _ = pushes.withLock { $0.announced.removeValue(forKey: ObjectIdentifier(child)) } }
+
+    /// On the view's queue, inside `child`'s push: what it announced is now in the view (the fields the view now
+    /// holds as changes; a value the view already had is no change there either).
+    func pushedIntoView(from child: ManagedObjectContext, view: ManagedObjectContext) {
+        let step = Scheduler.currentStep, now = Clock.now()
+        pushes.withLock { ledger in
+            guard let entries = ledger.announced.removeValue(forKey: ObjectIdentifier(child)) else { return }
+            for (id, intended, actor, role) in entries {
+                guard let object = view.registeredObject(for: id) else { continue }
+                let changed = object.changedValues()
+                for (field, value) in intended.sorted(by: { $0.key < $1.key }) where changed[field] != nil {
+                    ledger.inView[id, default: [:]][field, default: []].append(PushedChange(actor: actor, role: role, intended: value, step: step, time: now))
+                }
+            }
+        }
+    }
+
+    /// On the root's queue, inside the view's push: every change waiting in the view is now in the root.
+    func pushedIntoRoot(_ root: ManagedObjectContext) {
+        pushes.withLock { ledger in
+            for (id, fields) in ledger.inView {
+                guard let object = root.registeredObject(for: id) else { continue }
+                let changed = object.changedValues()
+                for (field, changes) in fields where changed[field] != nil { ledger.inRoot[id, default: [:]][field, default: []] += changes }
+            }
+            ledger.inView = [:]
+        }
+    }
+
+    /// Saves `root`, the context whose save meets the store (nested: the private writer), and records an event
+    /// for each field of each object it wrote: a changed field as the write of the actor whose push made the change
+    /// (the last push; earlier pushes of the field in the same save as writes it replaced, semantics §1.7), an
+    /// unchanged one as an observation by the root's save. Every event carries the root's policy, which settled
+    /// the save's conflicts. Runs on the root's queue.
+    func observedRootSave(_ root: ManagedObjectContext, _ save: () throws -> Void) throws {
+        let before = root.updatedObjects.filter { !$0.objectID.isTemporaryID && $0.objectID.primaryKey != nil }
+            .sorted { $0.objectID.primaryKey! < $1.objectID.primaryKey! }
+        let changed = changedFields(before)
+        try save()
+        let policy = stack.committingPolicy?.name ?? stack.policies["view"] ?? "error"
+        let rootName = root.name ?? "root"
+        let now = Clock.now()
+        let step = Scheduler.currentStep
+        var result: [WriteEvent] = []
+        var unattributed = 0
+        // The save took every change the root held: what waited there is attributed now or was no change.
+        let taken: [ManagedObjectID: [String: [PushedChange]]] = pushes.withLock { ledger in
+            var taken: [ManagedObjectID: [String: [PushedChange]]] = [:]
+            for object in before {
+                guard let fields = changed[object.objectID], let pending = ledger.inRoot[object.objectID] else { continue }
+                for (field, changes) in pending where fields.contains(field) { taken[object.objectID, default: [:]][field] = changes }
+            }
+            ledger.inRoot = [:]
+            return taken
+        }
+        for object in before {
+            guard let key = object.objectID.primaryKey, let fields = changed[object.objectID] else { continue }
+            let origins = taken[object.objectID] ?? [:]
+            // Objects no actor's push changed (inserted groups, ...) are not the oracle's.
+            guard !origins.isEmpty else { continue }
+            let discarded = object.isFault
+            for (field, _) in fieldTypes {
+                let committed = discarded ? "<discarded>" : (object.entity.slotIndex(of: field).flatMap { slot in object.original.map { $0.values[slot].description } }
+                    ?? object.primitiveValue(forKey: field).description)
+                let version = discarded ? -1 : object.snapshotVersion
+                if let changes = origins[field] {
+                    for c in changes {
+                        result.append(WriteEvent(actor: c.actor, role: c.role, policy: policy, key: key, field: field, intended: c.intended,
+                                                 committed: committed, version: version, time: c.time, step: step ?? c.step))
+                    }
+                } else if discarded {
+                    continue
+                } else if fields.contains(field) {
+                    // Changed in the root, yet no registered push made the change: recorded as the root's own
+                    // write of what it committed, and counted, so that nothing is blamed on a wrong actor.
+                    unattributed += 1
+                    result.append(WriteEvent(actor: rootName, role: "view", policy: policy, key: key, field: field, intended: committed,
+                                             committed: committed, version: version, time: now, step: step))
+                } else {
+                    result.append(WriteEvent(actor: rootName, role: "view", policy: policy, key: key, field: field, intended: nil,
+                                             committed: committed, version: version, time: now, step: step))
+                }
+            }
+        }
+        if unattributed > 0 { recorder.add("oracleUnattributedChanges", unattributed) }
+        recorder.record(result)
     }
 
     func fetchByKeys(_ keys: [Int64], in context: ManagedObjectContext) throws -> [ManagedObject] {
