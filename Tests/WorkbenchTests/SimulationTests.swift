@@ -339,3 +339,37 @@ struct CostProfileTests {
         #expect(throws: WorkbenchError.self) { try CostProfile.load("/nonexistent/profile.yaml") }
     }
 }
+
+/// Actors on the virtual clock.
+@Suite("Simulated time: actors")
+struct SimulatedActorTests {
+    /// Found by the scenario fuzz (issue 20, "Done when"): an editor, temporary or writer at `rate: unlimited` with
+    /// nothing to edit (no viewer, so no row on screen) took no virtual time per operation, so the next began at the
+    /// same instant forever and the phase's 50 ms never came: `run` hung (and SIGTERM waited for it). A closed-loop
+    /// operation that took no time now waits a poll interval (1 ms) before the next.
+    @Test("Fuzz finding: a closed-loop actor with nothing to do does not stop virtual time (the phase ends at its duration)",
+          .timeLimit(.minutes(1)))
+    func closedLoopActorWithNothingToDoLetsTimePass() throws {
+        let text = """
+            name: idle-editors
+            stack: { topology: viewChildren }
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 20, chunkSize: 10 }
+              - name: run
+                duration: 50ms
+                actors:
+                  - editor: { rate: unlimited, edits: 3 }
+                  - writer: { rate: unlimited, edits: 1 }
+            """
+        let scenario = try #require(try ScenarioLoader.load(text: text, file: "idle.yaml").variants.first)
+        let result = try runVariant(scenario)
+        // The editor edits only what is on screen, so each of its operations polls once a millisecond; the writer
+        // edits stored rows and its operations take their own time.
+        let operations = try #require(result.counters["operations"])
+        #expect(operations >= 50 && operations < 2_000, "\(operations) operations in a 50 ms phase")
+        #expect((result.value("runTime", "value") ?? .infinity) < 1)
+    }
+}
+

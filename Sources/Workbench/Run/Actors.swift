@@ -37,8 +37,16 @@ struct Schedule {
             Clock.sleep(until: intended)
             operation(k, intended)
             k += 1
+            // A closed-loop operation that found nothing to do (no row on screen to edit, none stored yet) takes no
+            // time; on a virtual clock the next one would start at the same instant, forever, and the phase's end
+            // would never come (found by the scenario fuzz: `editor: { rate: unlimited }` without a viewer hung).
+            // It waits a poll interval before trying again instead.
+            if case .unlimited = rate, Clock.now() == intended { Clock.sleep(until: intended + Self.idlePoll) }
         }
     }
+
+    /// How long a closed-loop actor with nothing to do waits before it looks again.
+    static let idlePoll: UInt64 = 1_000_000
 }
 
 extension Workload {
