@@ -371,5 +371,29 @@ struct SimulatedActorTests {
         #expect(operations >= 50 && operations < 2_000, "\(operations) operations in a 50 ms phase")
         #expect((result.value("runTime", "value") ?? .infinity) < 1)
     }
+
+    /// Found by the scenario fuzz: in a phase without a duration (it ends when its importers are done) a writer at
+    /// 0.001/s slept until its next operation, 1,000 s away, and held the phase, its frames and samples open that
+    /// long (8 s of wall time for a 200-object run; in real mode 1,000 s). The wait is now cut in 10 ms slices.
+    @Test("Fuzz finding: a slow actor does not hold a phase without a duration open past its importers", .timeLimit(.minutes(1)))
+    func slowActorDoesNotHoldAClosedPhaseOpen() throws {
+        let text = """
+            name: slow-writer
+            stack: { topology: ambar }
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 20, chunkSize: 10 }
+              - name: run
+                actors:
+                  - viewer: { visibleObjects: 5 }
+                  - writer: { rate: 0.001/s, edits: 1 }
+                  - importer: { objects: 40, chunkSize: 10 }
+            """
+        let scenario = try #require(try ScenarioLoader.load(text: text, file: "slow.yaml").variants.first)
+        let result = try runVariant(scenario)
+        #expect((result.value("runTime", "value") ?? .infinity) < 5, "the run lasted \(result.value("runTime", "value") ?? -1) s of virtual time")
+        #expect((result.counters["frames"] ?? .max) < 300)
+    }
 }
 
