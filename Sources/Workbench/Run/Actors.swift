@@ -28,8 +28,9 @@ struct Schedule {
     }
 
     /// Runs `operation(k, intended)` for each scheduled operation: `rate × duration` of them when both are
-    /// known, else while `keepGoing` says so; each starts at its intended time.
-    func forEach(duration: Double?, keepGoing: () -> Bool, _ operation: (Int, UInt64) -> Void) {
+    /// known, else while `keepGoing` says so; each starts at its intended time. The operation returns false when it
+    /// found nothing to do.
+    func forEach(duration: Double?, keepGoing: () -> Bool, _ operation: (Int, UInt64) -> Bool) {
         let total = Self.count(rate, duration)
         var k = 0
         while total.map({ k < $0 }) ?? keepGoing() {
@@ -47,13 +48,13 @@ struct Schedule {
             } else {
                 Clock.sleep(until: intended)
             }
-            operation(k, intended)
+            let acted = operation(k, intended)
             k += 1
             // A closed-loop operation that found nothing to do (no row on screen to edit, none stored yet) takes no
-            // time; on a virtual clock the next one would start at the same instant, forever, and the phase's end
-            // would never come (found by the scenario fuzz: `editor: { rate: unlimited }` without a viewer hung).
-            // It waits a poll interval before trying again instead.
-            if case .unlimited = rate, Clock.now() == intended { Clock.sleep(until: intended + Self.idlePoll) }
+            // time, or a nanosecond; on a virtual clock the next one starts at (nearly) the same instant, and the
+            // phase's end never comes (found by the scenario fuzz: `editor: { rate: unlimited }` without a viewer,
+            // `batch: { kind: delete, rate: unlimited }` on an empty store). It waits a poll interval instead.
+            if case .unlimited = rate, !acted { Clock.sleep(until: Clock.now() + Self.idlePoll) }
         }
     }
 
@@ -280,7 +281,7 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
         Schedule(rate: spec.rate, start: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let visible = w.visibleIDs
-            guard !visible.isEmpty else { return }
+            guard !visible.isEmpty else { return false }
             // Distinct, in the order drawn (not a set's order): each pick gets the same value on every run.
             var picks: [ManagedObjectID] = []
             for _ in 0..<spec.edits {
@@ -291,7 +292,7 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
             let editor: ManagedObjectContext
             do { editor = try w.stack.makeEditor() } catch {
                 w.recorder.add("editorRefused")
-                return
+                return false
             }
             var intendedByID: [ManagedObjectID: [String: String]] = [:]
             do {
@@ -326,6 +327,7 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
                 w.recorder.note("\(name) op \(k): \(error)")
             }
             w.recorder.saveLatency("editor").record(nanoseconds: Clock.now() - intended)
+            return true
         }
     }
 }
@@ -359,7 +361,7 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
         Schedule(rate: rate, start: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let keys = rng.keys(edits, in: w.existingKeys, distribution, hot: Int64(w.viewerCount))
-            guard !keys.isEmpty else { return }
+            guard !keys.isEmpty else { return false }
             var valueRNG = SeededGenerator(seed: rng.next())
             let context = role == "writer" ? w.stack.makeWriter() : w.stack.makeTemporary()
             // A temporary that is a child context (nested, viewChildren, privateRoot) saves into its parent: its
@@ -404,6 +406,7 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
                 } catch { w.recorder.note("\(name) parent save: \(error)") }
             }
             w.recorder.saveLatency(role).record(nanoseconds: Clock.now() - intended)
+            return true
         }
     }
 }
@@ -429,11 +432,13 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             w.recorder.add("operations")
             let context = w.stack.makeBatch()
             var changes = ContextObjectIDChanges()
+            var acted = false
             context.performAndWait {
                 do {
                     switch spec.kind {
                     case .insert:
                         guard let keys = w.allocateKeys(spec.size) else { return }
+                        acted = true
                         let rows: [[String: Any]] = keys.map { [w.idKey!: $0] }
                         var request = BatchInsertRequest(entityName: w.entity.name, objects: rows)
                         request.resultType = .objectIDs
@@ -442,6 +447,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                     case .update:
                         let keys = rng.keys(spec.size, in: w.existingKeys, .uniform, hot: 0)
                         guard !keys.isEmpty, let (field, type) = w.fieldTypes.last else { return }
+                        acted = true
                         var request = BatchUpdateRequest(entityName: w.entity.name, predicate: .in(w.idKey!, keys.map { $0 as Any }),
                                                          propertiesToUpdate: [field: w.value(for: type, actor: name, op: k, rng: &rng)])
                         request.resultType = .objectIDs
@@ -451,6 +457,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                     case .delete:
                         let keys = rng.keys(spec.size, in: w.existingKeys, .uniform, hot: 0).filter { $0 > Int64(w.viewerCount) }
                         guard !keys.isEmpty else { return }
+                        acted = true
                         var request = BatchDeleteRequest(fetchRequest: FetchRequest(entityName: w.entity.name, predicate: .in(w.idKey!, keys.map { $0 as Any })))
                         request.resultType = .objectIDs
                         changes.deleted = Set(try context.execute(request).objectIDs ?? [])
@@ -464,7 +471,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             let committed = Clock.now()
             w.recorder.saveLatency("batch").record(nanoseconds: committed - intended)
             // Issue 19 item 2: without a view context (headless) nothing merges.
-            guard spec.mergeBy == .ids, !changes.isEmpty, w.stack.topology.hasViewContext else { return }
+            guard spec.mergeBy == .ids, !changes.isEmpty, w.stack.topology.hasViewContext else { return acted }
             // Semantics §6: batch results reach contexts only by merging their IDs, with the call Apple recommends
             // for them, which refreshes updated objects past the row cache (§3.4, issue 18 rule 15).
             let view = w.stack.viewContext
@@ -475,6 +482,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                 main.mark(.merge)
                 recorder.mergeLatency.record(nanoseconds: Clock.now() - committed)
             }
+            return acted
         }
     }
 }
