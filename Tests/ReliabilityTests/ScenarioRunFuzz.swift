@@ -366,6 +366,8 @@ extension FuzzTests {
         var slowestInput = ""
         var seconds = 0.0
         var times: [Double] = []
+        /// The longest simulated run in virtual seconds.
+        var longestVirtual = 0.0
         /// Why inputs were refused (the last key and the message's start), to tune the generator.
         var refusals: [String: Int] = [:]
     }
@@ -406,6 +408,12 @@ extension FuzzTests {
             t.seconds += seconds
             t.times.append(seconds)
             if seconds > t.slowest { (t.slowest, t.slowestInput) = (seconds, input) }
+            if !real { t.longestVirtual = max(t.longestVirtual, result.value("runTime", "value") ?? 0) }
+        }
+        // The per-run budget in virtual time: a timed phase is cut to 0.2 s and an untimed one lasts as long as its
+        // importers (at most 200 objects at 50 chunks a second or faster), so 10 s a phase is far more than any needs.
+        if !real, let virtual = result.value("runTime", "value"), virtual > 10 * Double(scenario.phases.count) {
+            return .unclear("ran \(virtual) s of virtual time, past its budget of 10 s a phase")
         }
         if let problem = FuzzScale.problems(in: result, scenario: scenario) { return .unclear("a malformed result: \(problem)") }
         return .accepted
@@ -425,8 +433,8 @@ extension FuzzTests {
             return { generator.next() }
         }, body: { Self.runScenario($0, work: work.url, tally: tally) })
         let t = tally.state.withLock { $0 }
-        print(String(format: "fuzz scenario-run: %d inputs in %.1fs, %d ran (%d in real mode, %.1fs running, slowest %.2fs), %d refused when run",
-                     figures.runs, Date().timeIntervalSince(started), t.ran, t.real, t.seconds, t.slowest, t.refusedAtRun.count))
+        print(String(format: "fuzz scenario-run: %d inputs in %.1fs, %d ran (%d in real mode, %.1fs running, slowest %.2fs, longest %.2fs of virtual time), %d refused when run",
+                     figures.runs, Date().timeIntervalSince(started), t.ran, t.real, t.seconds, t.slowest, t.longestVirtual, t.refusedAtRun.count))
         let times = t.times.sorted()
         if !times.isEmpty {
             print(String(format: "fuzz scenario-run: a run takes %.0f ms (median), %.0f ms (p90), %.0f ms (p99)",

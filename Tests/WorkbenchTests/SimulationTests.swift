@@ -400,5 +400,27 @@ struct SimulatedActorTests {
         #expect((result.value("runTime", "value") ?? .infinity) < 5, "the run lasted \(result.value("runTime", "value") ?? -1) s of virtual time")
         #expect((result.counters["frames"] ?? .max) < 300)
     }
+
+    /// Found by the scenario fuzz: issue 20 item 5 lets an importer finish the save it began when its phase ends,
+    /// and with `saveEvery: 2` at 0.001/s that save waited for its second chunk, 1,000 s later, so a 1 s phase lasted
+    /// 1,000 s. Past the phase's end the chunks of a save begun now follow at once.
+    @Test("Fuzz finding: a save begun over several chunks is finished at the phase's end, not at the chunks' rate", .timeLimit(.minutes(1)))
+    func saveBegunIsFinishedAtOnceAfterTheDuration() throws {
+        let text = """
+            name: slow-chunks
+            stack: { topology: ambar }
+            phases:
+              - name: run
+                duration: 1s
+                actors:
+                  - importer: { objects: 100, chunkSize: 10, rate: 0.001/s, saveEvery: 2 }
+            """
+        let scenario = try #require(try ScenarioLoader.load(text: text, file: "slow-chunks.yaml").variants.first)
+        let result = try runVariant(scenario)
+        #expect((result.value("runTime", "value") ?? .infinity) < 5, "the run lasted \(result.value("runTime", "value") ?? -1) s of virtual time")
+        // The save begun (chunks 1 and 2) was finished whole, and nothing after it started.
+        #expect(result.counters["rowsInserted"] == 20)
+        #expect(result.counters["importerStoppedByDuration"] == 1)
+    }
 }
 
