@@ -12,8 +12,10 @@
 #   make report     rebuild Reports/index.html
 #   make build      debug build of every target
 #   make bench      ours vs raw SQLite vs GRDB, one table (Benchmarks/, its own package); make bench-quick: reduced sizes + package-benchmark thresholds
-#   make crash-test kill tests: TRIALS (default 100) import/edit children killed with SIGKILL, the store checked after each
-#   make fuzz       hostile input, RUNS (default 10000) per target, a fresh seed each run (printed; FUZZ_SEED=N replays it)
+#   make crash-test kill tests: TRIALS (default 100) import/edit children killed with SIGKILL, the store checked after each;
+#                   linear in TRIALS (a fresh store past 5000 items), progress every 10 trials (Docs/reliability.md)
+#   make fuzz       hostile input, RUNS (default 10000) per target, a fresh seed each run (printed; FUZZ_SEED=N replays it);
+#                   generated scenarios that validate are run, scaled down (Docs/reliability.md)
 #   make tsan       the concurrency-heavy suites under ThreadSanitizer (scratch path .build-tsan); fails on any report
 
 SWIFT ?= swift

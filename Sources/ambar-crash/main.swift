@@ -1,7 +1,11 @@
 // The kill tests of issue 8: `ambar-crash harness` runs trials of `ambar-crash child`, which imports and edits
 // through AmbarContainer and journals every acknowledged save, killed with SIGKILL at a seeded moment.
 //
-//   ambar-crash harness [--trials N] [--seed S] [--max-delay-ms M] [--work-directory DIR]
+//   ambar-crash harness [--trials N] [--seed S] [--max-delay-ms M] [--work-directory DIR] [--generation-items I]
+//                       [--progress-every P]
+//     Progress goes to stderr: on a terminal one line rewritten after every trial, otherwise a line every P
+//     trials (default 10; 0 for none). A fresh store starts once one holds I items (default 5000), so each trial's
+//     check reads a bounded store (issue 20 item 17).
 //   ambar-crash child --directory DIR --journal FILE --seed S
 //   ambar-crash probe --directory DIR [--uid UID]   open and save once (as UID when root); 0 saved, 2 refused
 import Ambar
@@ -68,12 +72,25 @@ do {
         if let s = option("--seed", in: arguments).flatMap({ UInt64($0) }) { harness.seed = s }
         if let m = option("--max-delay-ms", in: arguments).flatMap({ Int($0) }) { harness.maxDelayMilliseconds = m }
         harness.workDirectory = option("--work-directory", in: arguments).map { URL(fileURLWithPath: $0) }
+        if let g = option("--generation-items", in: arguments).flatMap({ Int($0) }) { harness.generationItems = max(1, g) }
+        let every = option("--progress-every", in: arguments).flatMap { Int($0) } ?? 10
+        let terminal = isatty(STDERR_FILENO) == 1
+        let started = Date()
+        let total = harness.trials
+        harness.progress = { done, figures in
+            guard terminal || (every > 0 && (done % every == 0 || done == total)) else { return }
+            let elapsed = Date().timeIntervalSince(started)
+            let eta = elapsed / Double(done) * Double(total - done)
+            let line = String(format: "crash-test: %d/%d trials, %d failures, %.0fs elapsed, ETA %.0fs (store %d)",
+                              done, total, figures.failures.count, elapsed, eta, figures.generations)
+            FileHandle.standardError.write(Data((terminal ? "\r\(line)\u{1B}[K" + (done == total ? "\n" : "") : line + "\n").utf8))
+        }
         let figures = try harness.run()
         for failure in figures.failures { FileHandle.standardError.write(Data((failure + "\n").utf8)) }
         print(figures.summary)
         exit(figures.failures.isEmpty ? 0 : 1)
     default:
-        FileHandle.standardError.write(Data("usage: ambar-crash harness [--trials N] [--seed S] [--max-delay-ms M] | child … | probe …\n".utf8))
+        FileHandle.standardError.write(Data("usage: ambar-crash harness [--trials N] [--seed S] [--max-delay-ms M] [--generation-items I] [--progress-every P] | child … | probe …\n".utf8))
         exit(2)
     }
 } catch {

@@ -43,4 +43,39 @@ import Testing
         // Not vacuous: saves were acknowledged before the kills.
         #expect((Self.figure("acknowledgedSaves", in: summary) ?? 0) > trials)
     }
+
+    /// Issue 20 item 17: `make crash-test` grew with the square of its trials, because every check reads the whole
+    /// store and journal, and one store took every trial's saves. A fresh store starts once one holds
+    /// `--generation-items` items, so the store a trial starts from stays below that however many trials run,
+    /// while every acknowledged save of it is still verified after each kill. Asserted on the harness's work
+    /// counters, not on time: the items a trial starts from stay below the bound, several stores were used, and
+    /// they took more items in all than one trial may start from (one store would have carried them all).
+    @Test("Issue 20 item 17: crash-test work per trial is bounded (a fresh store past --generation-items), with progress")
+    func crashTestWorkPerTrialIsBounded() throws {
+        let trials = 8, bound = 40
+        let result = try Self.run(["harness", "--trials", String(trials), "--seed", "8", "--max-delay-ms", "100",
+                                   "--generation-items", String(bound), "--progress-every", "4"])
+        #expect(result.status == 0, "\(result.errors)")
+        let summary = result.output
+        #expect(Self.figure("trials", in: summary) == trials)
+        #expect(Self.figure("lost", in: summary) == 0)
+        #expect(Self.figure("partial", in: summary) == 0)
+        #expect(Self.figure("integrityFailures", in: summary) == 0)
+        // Each check verifies every acknowledged save of its store, so every save was verified at least once.
+        let acknowledged = try #require(Self.figure("acknowledgedSaves", in: summary))
+        #expect(acknowledged >= trials)  // each trial's continuation is an acknowledged save
+        #expect((Self.figure("acknowledgedChecks", in: summary) ?? 0) >= acknowledged)
+        // The bound holds whatever the trial count: no trial starts from a store holding `bound` items or more.
+        let carried = try #require(Self.figure("maxCarriedItems", in: summary))
+        #expect(carried < bound)
+        // Not vacuous: the run outgrew one store (the continuations alone insert a seeded 0-40 items per trial).
+        #expect((Self.figure("generations", in: summary) ?? 0) >= 2)
+        #expect((Self.figure("itemsWritten", in: summary) ?? 0) > bound)
+        // Progress: a line every 4 trials on stderr (not a terminal here), with failures and elapsed time.
+        let lines = result.errors.split(separator: "\n").filter { $0.hasPrefix("crash-test: ") }
+        #expect(lines.count == 2, "\(result.errors)")
+        #expect(lines.first?.contains("4/8 trials, 0 failures") == true)
+        #expect(lines.last?.contains("8/8 trials, 0 failures") == true)
+        #expect(lines.allSatisfy { $0.contains("s elapsed") })
+    }
 }

@@ -98,14 +98,25 @@ func fuzz(
     _ target: String, runs: Int = ReliabilitySettings.fuzzRuns, seed: UInt64 = ReliabilitySettings.fuzzSeed,
     seeds: [String], tokens: [String], stall: Double = 30, body: @escaping @Sendable (String) -> FuzzOutcome
 ) -> FuzzFigures {
+    let tokenList = tokens, seedList = seeds
+    return fuzz(target, runs: runs, seed: seed, stall: stall, generator: { seed in
+        var mutator = Mutator(seed: seed, seeds: seedList, tokens: tokenList)
+        return { mutator.next() }
+    }, body: body)
+}
+
+/// Runs `body` over `runs` inputs from `generator` (made on the fuzz thread from the seed), as above.
+func fuzz(
+    _ target: String, runs: Int, seed: UInt64, stall: Double = 30, generator: @escaping @Sendable (UInt64) -> () -> String,
+    body: @escaping @Sendable (String) -> FuzzOutcome
+) -> FuzzFigures {
     print("fuzz \(target): seed \(seed), \(runs) inputs (FUZZ_SEED=\(seed) FUZZ_RUNS=\(runs) replays them)")
     struct Progress { var done = 0; var current = ""; var figures: FuzzFigures; var finished = false }
     let progress = Mutex(Progress(figures: FuzzFigures(target: target)))
-    let tokenList = tokens, seedList = seeds
     let thread = Thread {
-        var mutator = Mutator(seed: seed, seeds: seedList, tokens: tokenList)
+        let next = generator(seed)
         for _ in 0..<runs {
-            let input = mutator.next()
+            let input = next()
             progress.withLock { $0.current = input }
             let outcome = body(input)
             progress.withLock { p in
@@ -151,9 +162,9 @@ func clarity(of error: any Error, allowed: [any Error.Type]) -> FuzzOutcome {
     return .rejected
 }
 
-func expectClean(_ figures: FuzzFigures) {
+func expectClean(_ figures: FuzzFigures, runs: Int = ReliabilitySettings.fuzzRuns) {
     print(figures)
     #expect(figures.hang == nil, "hang on input \(figures.hang?.debugDescription ?? "")")
     #expect(figures.unclear.isEmpty, "\(figures.unclear.prefix(5).joined(separator: "\n"))")
-    #expect(figures.runs == ReliabilitySettings.fuzzRuns || figures.hang != nil)
+    #expect(figures.runs == runs || figures.hang != nil)
 }

@@ -339,3 +339,88 @@ struct CostProfileTests {
         #expect(throws: WorkbenchError.self) { try CostProfile.load("/nonexistent/profile.yaml") }
     }
 }
+
+/// Actors on the virtual clock.
+@Suite("Simulated time: actors")
+struct SimulatedActorTests {
+    /// Found by the scenario fuzz (issue 20, "Done when"): an actor at `rate: unlimited` with nothing to do took no
+    /// virtual time per operation (an editor with no viewer, so no row on screen) or a nanosecond (a batch delete on
+    /// an empty store), so the next began at (nearly) the same instant and the phase's end never came: `run` hung
+    /// (and SIGTERM waited for it). An operation that finds nothing to do now waits a poll interval (1 ms).
+    @Test("Fuzz finding: a closed-loop actor with nothing to do does not stop virtual time (the phase ends at its duration)",
+          .timeLimit(.minutes(1)))
+    func closedLoopActorWithNothingToDoLetsTimePass() throws {
+        let text = """
+            name: idle-editors
+            stack: { topology: viewChildren }
+            phases:
+              - name: empty
+                kind: run
+                duration: 20ms
+                actors:
+                  - batch: { kind: delete, rate: unlimited, size: 10 }
+              - name: seed
+                actors:
+                  - importer: { objects: 20, chunkSize: 10 }
+              - name: run
+                duration: 50ms
+                actors:
+                  - editor: { rate: unlimited, edits: 3 }
+                  - writer: { rate: unlimited, edits: 1 }
+            """
+        let scenario = try #require(try ScenarioLoader.load(text: text, file: "idle.yaml").variants.first)
+        let result = try runVariant(scenario)
+        // The batch finds no row to delete and the editor no row on screen, so each polls once a millisecond; the
+        // writer edits stored rows and its operations take their own time.
+        let operations = try #require(result.counters["operations"])
+        #expect(operations >= 70 && operations < 2_000, "\(operations) operations in 70 ms of phases")
+        #expect((result.value("runTime", "value") ?? .infinity) < 1)
+    }
+
+    /// Found by the scenario fuzz: in a phase without a duration (it ends when its importers are done) a writer at
+    /// 0.001/s slept until its next operation, 1,000 s away, and held the phase, its frames and samples open that
+    /// long (8 s of wall time for a 200-object run; in real mode 1,000 s). The wait is now cut in 10 ms slices.
+    @Test("Fuzz finding: a slow actor does not hold a phase without a duration open past its importers", .timeLimit(.minutes(1)))
+    func slowActorDoesNotHoldAClosedPhaseOpen() throws {
+        let text = """
+            name: slow-writer
+            stack: { topology: ambar }
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 20, chunkSize: 10 }
+              - name: run
+                actors:
+                  - viewer: { visibleObjects: 5 }
+                  - writer: { rate: 0.001/s, edits: 1 }
+                  - importer: { objects: 40, chunkSize: 10 }
+            """
+        let scenario = try #require(try ScenarioLoader.load(text: text, file: "slow.yaml").variants.first)
+        let result = try runVariant(scenario)
+        #expect((result.value("runTime", "value") ?? .infinity) < 5, "the run lasted \(result.value("runTime", "value") ?? -1) s of virtual time")
+        #expect((result.counters["frames"] ?? .max) < 300)
+    }
+
+    /// Found by the scenario fuzz: issue 20 item 5 lets an importer finish the save it began when its phase ends,
+    /// and with `saveEvery: 2` at 0.001/s that save waited for its second chunk, 1,000 s later, so a 1 s phase lasted
+    /// 1,000 s. Past the phase's end the chunks of a save begun now follow at once.
+    @Test("Fuzz finding: a save begun over several chunks is finished at the phase's end, not at the chunks' rate", .timeLimit(.minutes(1)))
+    func saveBegunIsFinishedAtOnceAfterTheDuration() throws {
+        let text = """
+            name: slow-chunks
+            stack: { topology: ambar }
+            phases:
+              - name: run
+                duration: 1s
+                actors:
+                  - importer: { objects: 100, chunkSize: 10, rate: 0.001/s, saveEvery: 2 }
+            """
+        let scenario = try #require(try ScenarioLoader.load(text: text, file: "slow-chunks.yaml").variants.first)
+        let result = try runVariant(scenario)
+        #expect((result.value("runTime", "value") ?? .infinity) < 5, "the run lasted \(result.value("runTime", "value") ?? -1) s of virtual time")
+        // The save begun (chunks 1 and 2) was finished whole, and nothing after it started.
+        #expect(result.counters["rowsInserted"] == 20)
+        #expect(result.counters["importerStoppedByDuration"] == 1)
+    }
+}
+

@@ -28,17 +28,40 @@ struct Schedule {
     }
 
     /// Runs `operation(k, intended)` for each scheduled operation: `rate × duration` of them when both are
-    /// known, else while `keepGoing` says so; each starts at its intended time.
-    func forEach(duration: Double?, keepGoing: () -> Bool, _ operation: (Int, UInt64) -> Void) {
+    /// known, else while `keepGoing` says so; each starts at its intended time. The operation returns false when it
+    /// found nothing to do.
+    func forEach(duration: Double?, keepGoing: () -> Bool, _ operation: (Int, UInt64) -> Bool) {
         let total = Self.count(rate, duration)
         var k = 0
         while total.map({ k < $0 }) ?? keepGoing() {
             let intended = self.intended(k)
-            Clock.sleep(until: intended)
-            operation(k, intended)
+            if total == nil {
+                // In a phase that ends when its importers are done, the wait for the next operation is cut in slices
+                // so the actor does not hold the phase open past them (found by the scenario fuzz: a 0.001/s writer
+                // beside an import kept the phase, its frames and samples going for 1,000 s, in real mode as long).
+                var now = Clock.now()
+                while now < intended {
+                    Clock.sleep(until: min(intended, now + Self.waitSlice))
+                    if !keepGoing() { return }
+                    now = Clock.now()
+                }
+            } else {
+                Clock.sleep(until: intended)
+            }
+            let acted = operation(k, intended)
             k += 1
+            // A closed-loop operation that found nothing to do (no row on screen to edit, none stored yet) takes no
+            // time, or a nanosecond; on a virtual clock the next one starts at (nearly) the same instant, and the
+            // phase's end never comes (found by the scenario fuzz: `editor: { rate: unlimited }` without a viewer,
+            // `batch: { kind: delete, rate: unlimited }` on an empty store). It waits a poll interval instead.
+            if case .unlimited = rate, !acted { Clock.sleep(until: Clock.now() + Self.idlePoll) }
         }
     }
+
+    /// How long a closed-loop actor with nothing to do waits before it looks again.
+    static let idlePoll: UInt64 = 1_000_000
+    /// How often an actor waiting in a phase without a duration looks whether the phase is over.
+    static let waitSlice: UInt64 = 10_000_000
 }
 
 extension Workload {
@@ -76,6 +99,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
         let w = workload
         let chunks = (spec.objects + spec.chunkSize - 1) / spec.chunkSize
         let schedule = Schedule(rate: spec.rate, start: start)
+        let deadline = duration.map { start + UInt64($0 * 1e9) }
         // `reset: never`: one context for the whole import, saved and never reset (issue 19 item 5; issue 18 rule
         // 1: what records and groups hold stays registered, and memory grows as in a Core Data import that never
         // resets). `afterChunk`: a fresh context for each save, reset after it.
@@ -92,7 +116,21 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                 break
             }
             let intended = schedule.intended(k)
-            Clock.sleep(until: intended)
+            if let deadline, intended > deadline {
+                // A chunk due after the phase's end does not start (issue 20 item 5), and the chunks of a save begun
+                // (`saveEvery`) follow at once instead of at their rate, so the save is finished without holding
+                // the phase open (found by the scenario fuzz: a 0.001/s importer saving every 2 chunks kept a 1 s
+                // phase going for 1,000 s).
+                Clock.sleep(until: deadline)
+                if pending.isEmpty, pendingObjects == 0 {
+                    w.recorder.add("importerStoppedByDuration")
+                    break
+                }
+            } else {
+                Clock.sleep(until: intended)
+            }
+            // When the chunk began on its schedule (the phase's end for one that followed at once).
+            let scheduled = min(intended, Clock.now())
             let n = min(spec.chunkSize, spec.objects - k * spec.chunkSize)
             let existing = w.existingKeys
             let updates = existing > 0 ? min(Int((Double(n) * spec.updateFraction).rounded()), Int(existing)) : 0
@@ -164,7 +202,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                 w.recorder.rowsChanged(inserted: pendingInserted, updated: pendingUpdated)
             }
             let end = Clock.now()
-            w.recorder.saveLatency("importer").record(nanoseconds: end - (spec.rate == .unlimited ? pendingBegan : intended))
+            w.recorder.saveLatency("importer").record(nanoseconds: end - (spec.rate == .unlimited ? pendingBegan : scheduled))
             w.recorder.imported(pendingObjects, nanos: end - pendingBegan)
             pending = []
             pendingInserted = 0; pendingUpdated = 0; pendingObjects = 0
@@ -264,7 +302,7 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
         Schedule(rate: spec.rate, start: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let visible = w.visibleIDs
-            guard !visible.isEmpty else { return }
+            guard !visible.isEmpty else { return false }
             // Distinct, in the order drawn (not a set's order): each pick gets the same value on every run.
             var picks: [ManagedObjectID] = []
             for _ in 0..<spec.edits {
@@ -275,7 +313,7 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
             let editor: ManagedObjectContext
             do { editor = try w.stack.makeEditor() } catch {
                 w.recorder.add("editorRefused")
-                return
+                return false
             }
             var intendedByID: [ManagedObjectID: [String: String]] = [:]
             var changed: [ManagedObjectID: Set<String>] = [:]
@@ -322,6 +360,7 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
                 w.recorder.note("\(name) op \(k): \(error)")
             }
             w.recorder.saveLatency("editor").record(nanoseconds: Clock.now() - intended)
+            return true
         }
     }
 }
@@ -355,7 +394,7 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
         Schedule(rate: rate, start: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let keys = rng.keys(edits, in: w.existingKeys, distribution, hot: Int64(w.viewerCount))
-            guard !keys.isEmpty else { return }
+            guard !keys.isEmpty else { return false }
             var valueRNG = SeededGenerator(seed: rng.next())
             let context = role == "writer" ? w.stack.makeWriter() : w.stack.makeTemporary()
             // A temporary that is a child context (nested, viewChildren, privateRoot) saves into its parent: its
@@ -406,6 +445,7 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
                 } catch { w.recorder.note("\(name) parent save: \(error)") }
             }
             w.recorder.saveLatency(role).record(nanoseconds: Clock.now() - intended)
+            return true
         }
     }
 }
@@ -431,11 +471,13 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             w.recorder.add("operations")
             let context = w.stack.makeBatch()
             var changes = ContextObjectIDChanges()
+            var acted = false
             context.performAndWait {
                 do {
                     switch spec.kind {
                     case .insert:
                         guard let keys = w.allocateKeys(spec.size) else { return }
+                        acted = true
                         let rows: [[String: Any]] = keys.map { [w.idKey!: $0] }
                         var request = BatchInsertRequest(entityName: w.entity.name, objects: rows)
                         request.resultType = .objectIDs
@@ -444,6 +486,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                     case .update:
                         let keys = rng.keys(spec.size, in: w.existingKeys, .uniform, hot: 0)
                         guard !keys.isEmpty, let (field, type) = w.fieldTypes.last else { return }
+                        acted = true
                         var request = BatchUpdateRequest(entityName: w.entity.name, predicate: .in(w.idKey!, keys.map { $0 as Any }),
                                                          propertiesToUpdate: [field: w.value(for: type, actor: name, op: k, rng: &rng)])
                         request.resultType = .objectIDs
@@ -453,6 +496,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                     case .delete:
                         let keys = rng.keys(spec.size, in: w.existingKeys, .uniform, hot: 0).filter { $0 > Int64(w.viewerCount) }
                         guard !keys.isEmpty else { return }
+                        acted = true
                         var request = BatchDeleteRequest(fetchRequest: FetchRequest(entityName: w.entity.name, predicate: .in(w.idKey!, keys.map { $0 as Any })))
                         request.resultType = .objectIDs
                         changes.deleted = Set(try context.execute(request).objectIDs ?? [])
@@ -466,7 +510,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             let committed = Clock.now()
             w.recorder.saveLatency("batch").record(nanoseconds: committed - intended)
             // Issue 19 item 2: without a view context (headless) nothing merges.
-            guard spec.mergeBy == .ids, !changes.isEmpty, w.stack.topology.hasViewContext else { return }
+            guard spec.mergeBy == .ids, !changes.isEmpty, w.stack.topology.hasViewContext else { return acted }
             // Semantics §6: batch results reach contexts only by merging their IDs, with the call Apple recommends
             // for them, which refreshes updated objects past the row cache (§3.4, issue 18 rule 15).
             let view = w.stack.viewContext
@@ -477,6 +521,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                 main.mark(.merge)
                 recorder.mergeLatency.record(nanoseconds: Clock.now() - committed)
             }
+            return acted
         }
     }
 }
