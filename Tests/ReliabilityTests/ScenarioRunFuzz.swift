@@ -313,6 +313,9 @@ enum FuzzScale {
             b.rate = rate(b.rate)
             b.size = min(b.size, 50)
             return .batch(b)
+        case .migrator:
+            // Copies what the (bounded) importers wrote, once.
+            return actor
         }
     }
 
