@@ -216,4 +216,15 @@ struct HostileFileTests {
         let failedSummary = try String(contentsOf: ws.file("out/ci-gate/summary.md"), encoding: .utf8)
         #expect(failedSummary.contains("**1 of 1 variant(s) regressed.**") && failedSummary.contains("- counter rowsInserted is 300, baseline 301"))
     }
+
+    @Test("Fuzz finding: validate refuses a cost profile that cannot be found (exit 2, naming the file, line and field), as run did")
+    func missingProfileIsBadInputAtValidation() throws {
+        let ws = try CLITests.workspace()
+        try ws.write("noprofile.yaml", try Fixtures.text("tiny.yaml").replacingOccurrences(of: "seed: 7", with: "seed: 7\nprofile: no-such-profile"))
+        let validate = try bench(["validate", "noprofile.yaml"], in: ws.url)
+        #expect(validate.status == 2)
+        #expect(validate.stderr.contains("noprofile.yaml:") && validate.stderr.contains("profile") && validate.stderr.contains("no cost profile no-such-profile"), "\(validate.stderr)")
+        // In real mode no profile is read: the same file validates.
+        #expect(try bench(["validate", "noprofile.yaml", "-p", "mode=real"], in: ws.url).status == 0)
+    }
 }

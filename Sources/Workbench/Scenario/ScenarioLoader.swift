@@ -315,6 +315,14 @@ struct Reader {
                 throw fail(node, "a profile is a name in Profiles/ (letters, digits, '-', '_') or a .yaml file")
             }
         }
+        // A simulated run needs its profile: one that cannot be found or read is bad input here, not at `run` (a
+        // fuzz finding: `validate` accepted `profile: no-such-profile`).
+        if mode == .simulated {
+            do { _ = try CostProfile.load(profile) } catch {
+                let message = (error as? WorkbenchError)?.message ?? "\(error)"
+                throw fail(child(root, "profile") ?? root, message)
+            }
+        }
         // Simulated runs are a pure function of the seed: repetition r runs seed + r - 1 (a spread over seeds), where
         // real mode reruns one seed (a spread over this machine's timing).
         let seed = mode == .simulated ? baseSeed &+ UInt64(repetition - 1) : baseSeed
