@@ -92,6 +92,7 @@ TSAN_SUITES := ConcurrencyStressTests|RegistryTests|LeakTests|AmbarContainerTest
 crash-test: deps
 	$(SWIFT) build --product ambar-crash
 	$$($(SWIFT) build --show-bin-path)/ambar-crash harness --trials $(TRIALS)
+	$$($(SWIFT) build --show-bin-path)/ambar-crash migrate-harness --trials $$(( $(TRIALS) / 5 + 1 ))
 
 # A fresh seed each run (every target prints it); FUZZ_SEED=N replays a printed one. make test keeps one fixed seed.
 FUZZ_SEED ?= random

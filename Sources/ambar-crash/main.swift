@@ -8,6 +8,7 @@
 //     check reads a bounded store (issue 20 item 17).
 //   ambar-crash child --directory DIR --journal FILE --seed S
 //   ambar-crash probe --directory DIR [--uid UID]   open and save once (as UID when root); 0 saved, 2 refused
+//   ambar-crash migrate-harness [--trials N] [--rows R] [--seed S] [--max-delay-ms M]   (Migration.swift)
 import Ambar
 import Foundation
 import ObjectGraph
@@ -66,6 +67,22 @@ do {
         try runChild(arguments)
     case "probe":
         exit(runProbe(arguments))
+    case "migrate-child":
+        try runMigrateChild(arguments)
+    case "migrate-harness":
+        var harness = MigrationHarness(executable: executablePath())
+        if let n = option("--trials", in: arguments).flatMap({ Int($0) }) { harness.trials = max(1, n) }
+        if let r = option("--rows", in: arguments).flatMap({ Int($0) }) { harness.rows = max(1, r) }
+        if let s = option("--seed", in: arguments).flatMap({ UInt64($0) }) { harness.seed = s }
+        if let m = option("--max-delay-ms", in: arguments).flatMap({ Int($0) }) { harness.maxDelayMilliseconds = m }
+        let figures = try harness.run { done, figures in
+            if done % 5 == 0 || done == harness.trials {
+                FileHandle.standardError.write(Data("migrate-crash-test: \(done)/\(harness.trials) trials, \(figures.failures.count) failures\n".utf8))
+            }
+        }
+        for failure in figures.failures { FileHandle.standardError.write(Data((failure + "\n").utf8)) }
+        print(figures.summary)
+        exit(figures.failures.isEmpty ? 0 : 1)
     case "harness":
         var harness = Harness(executable: executablePath())
         if let n = option("--trials", in: arguments).flatMap({ Int($0) }) { harness.trials = max(1, n) }

@@ -204,10 +204,10 @@ import Testing
 
     @Test("Issue 21 item 8: a migration that fails at any step leaves the previous version's store whole; a later open migrates")
     func failureRollsBack() throws {
-        defer { SQLiteStore.migrationStepHook.withLock { $0 = nil } }
+        defer { MigrationHooks.step.withLock { $0 = nil } }
         for failing in ["tablesMovedAside", "tablesCreated", "rowsCopied", "oldTablesDropped", "beforeCommit"] {
             let stack = try Self.v1Store()
-            SQLiteStore.migrationStepHook.withLock { $0 = { step in if step == failing { throw CancellationError() } } }
+            MigrationHooks.step.withLock { $0 = { step in if step == failing { throw CancellationError() } } }
             let v2 = try Self.v2(previous: [try Self.v1()])
             do {
                 try PersistentStoreCoordinator(managedObjectModel: v2, name: "v2").addPersistentStore(type: .sqlite, at: stack.url, options: Self.migrating())
@@ -215,7 +215,7 @@ import Testing
             } catch let error as ObjectGraphError {
                 #expect(error.code == .migration, "\(failing): \(error)")
             }
-            SQLiteStore.migrationStepHook.withLock { $0 = nil }
+            MigrationHooks.step.withLock { $0 = nil }
             // Still the v1 store, whole.
             let v1 = PersistentStoreCoordinator(managedObjectModel: try Self.v1(), name: "v1")
             try v1.addPersistentStore(type: .sqlite, at: stack.url)

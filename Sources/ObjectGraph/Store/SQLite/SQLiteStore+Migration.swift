@@ -12,10 +12,13 @@ import Synchronization
 /// (NULLs become the default), a required attribute made optional. What it refuses with 134140 (no mapping model):
 /// an attribute whose type changed, a required attribute or relationship added without a default, a to-many
 /// changed to a to-one or back, a relationship whose destination changed.
-extension SQLiteStore {
-    /// Called at each step of a migration with the step's name (tests make a step fail to check the rollback).
-    package static let migrationStepHook = Mutex<(@Sendable (String) throws -> Void)?>(nil)
+/// Called at each step of a migration with the step's name: tests make a step fail to check the rollback, and the
+/// kill harness pauses there so that its kills land inside the migration.
+package enum MigrationHooks {
+    package static let step = Mutex<(@Sendable (String) throws -> Void)?>(nil)
+}
 
+extension SQLiteStore {
     /// How one destination entity's table is filled.
     struct EntityPlan {
         let destination: EntityDescription
@@ -104,7 +107,7 @@ extension SQLiteStore {
                                    storePath: path)
         }
         let plans = try Self.inferMapping(from: source, to: destination, path: path)
-        func step(_ name: String) throws { try migrationStepHook.withLock { $0 }?(name) }
+        func step(_ name: String) throws { try MigrationHooks.step.withLock { $0 }?(name) }
         try db.execute("BEGIN IMMEDIATE")
         do {
             // Another coordinator may have migrated it while we waited for the lock.
