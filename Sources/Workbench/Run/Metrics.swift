@@ -9,7 +9,7 @@ public enum MetricCatalog {
     public static let names: Set<String> = Set<String>([
         "mergeLatency", "mainBusy", "mainBusyCPU", "hitchRatio", "hitchRatio120", "hangs", "longTasks", "saveLatency",
         "importThroughput", "fetchLatency", "conflicts", "saveFailures", "lostUpdates", "staleReads", "duplicates",
-        "readOnlySavesReachedStore", "memoryAllocated", "memoryResident", "memoryPeakAllocated", "threadAllocated",
+        "readOnlySavesReachedStore", "memoryAllocated", "memoryResident", "threadAllocated",
         "threadFreed", "registeredObjects", "rowCacheEntries", "sqliteMemory", "mainQueueDepth", "objectsMerged",
         "mergeObjectsRefreshed", "mergeObjectsExamined", "faultsFired", "rowsInserted", "rowsUpdated", "rowsDeleted",
         "sqlSelect", "sqlInsert", "sqlUpdate", "sqlDelete", "saves", "merges", "notifications", "rowCacheHits",
