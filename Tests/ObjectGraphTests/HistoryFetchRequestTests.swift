@@ -95,6 +95,9 @@ import Testing
         } catch let error as ObjectGraphError {
             #expect(error.code == .persistentHistoryTokenExpired)
         }
+        // The token on the left of the comparison is found too (review finding).
+        let leftHand = PersistentHistoryFetchRequest(entity: .transaction, predicate: try ObjectPredicate(format: "%@ < token", argumentArray: [all[0].token]))
+        #expect(throws: ObjectGraphError.self) { try stack.coordinator.fetchHistory(.fetchHistory(withFetch: leftHand)) }
         // A token that survived still works, as with fetchHistory(after:).
         let live = PersistentHistoryFetchRequest(entity: .transaction, predicate: try ObjectPredicate(format: "token > %@", argumentArray: [all[2].token]))
         #expect(try stack.coordinator.fetchHistory(.fetchHistory(withFetch: live)).map(\.transactionNumber) == [all[3].transactionNumber])

@@ -57,6 +57,33 @@ struct MigrationScenarioTests {
         let noKey = typeChange.replacingOccurrences(of: "{ name: title, type: integer64 }", with: "{ name: headline, type: string, renamingIdentifier: title }")
         let e2 = error(noKey)
         #expect(e2.contains("has no attribute 'title'"), "\(e2)")
+        // A next version that stores the same tables: nothing to migrate, refused (an inline model here).
+        let inline = """
+            name: same
+            model:
+              entity: Item
+              entities:
+                - name: Item
+                  attributes:
+                    - { name: id, type: integer64 }
+                    - { name: title, type: string }
+            stack:
+              topology: headless
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 10 }
+              - name: migrate
+                actors:
+                  - migrator:
+                      entities:
+                        - name: Item
+                          attributes:
+                            - { name: id, type: integer64 }
+                            - { name: title, type: string, optional: false, defaultValue: "" }
+              - name: verify
+            """
+        #expect(error(inline).contains("nothing to migrate"), "\(error(inline))")
         let notAlone = Self.yaml.replacingOccurrences(of: "- migrator: {}", with: "- migrator: {}\n      - importer: { objects: 10 }")
         #expect(error(notAlone).contains("a migrator runs alone"), "\(error(notAlone))")
         // The renamed attribute is a mapping Core Data infers: the loader accepts it when the keys survive.

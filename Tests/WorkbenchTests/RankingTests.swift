@@ -86,6 +86,19 @@ struct RankingTests {
         #expect(ranking.entries[2].sentence == "c: mainBusy p99 5.00 ms: 3rd")
     }
 
+    @Test("Issue 20 item 8: places hold for the whole group above: a variant joins it unless every member is ahead of it in every repetition")
+    func placesAreTransitive() {
+        // Review finding: a is behind c on the first seed, so c may not rank below a's shared place.
+        let results = [
+            Self.result("a", repetition: 1, busy: 5.0), Self.result("a", repetition: 2, busy: 1.0), Self.result("a", repetition: 3, busy: 1.0),
+            Self.result("b", repetition: 1, busy: 2.0), Self.result("b", repetition: 2, busy: 2.0), Self.result("b", repetition: 3, busy: 2.0),
+            Self.result("c", repetition: 1, busy: 3.0), Self.result("c", repetition: 2, busy: 3.0), Self.result("c", repetition: 3, busy: 3.0),
+        ]
+        #expect(Ranking.make(results, objective: [ObjectiveCriterion("mainBusy", statistic: "p99")]).entries.map(\.place) == [1, 1, 1])
+        // The guide's statements use the same median as its table (the mean of the middle two for an even count).
+        #expect(PolicyGuide.median([0.4, 0.6]) == 0.5 && PolicyGuide.cell([0.4, 0.6], unit: "ms") == "0.500 (0.400–0.600)")
+    }
+
     @Test("Issue 20 item 8: the report opens with the ranking, ranking.csv has a row per variant, and `run` prints the sentences")
     func reportAndCLI() throws {
         let out = try TemporaryDirectory("ranking-report")

@@ -186,8 +186,14 @@ extension ObjectPredicate.Node {
         switch self {
         case .constant: return []
         case .comparison(let c):
-            guard case .keyPath(let path) = c.left, path == "token" || path.hasSuffix(".token") else { return [] }
-            switch c.right {
+            // `token > %@` and `%@ < token` alike.
+            func isToken(_ e: ObjectExpression) -> Bool {
+                if case .keyPath(let path) = e { return path == "token" || path.hasSuffix(".token") }
+                return false
+            }
+            let constant: ObjectExpression
+            if isToken(c.left) { constant = c.right } else if isToken(c.right) { constant = c.left } else { return [] }
+            switch constant {
             case .constant(.integer(let n)): return [n]
             case .list(let values): return values.compactMap { if case .integer(let n) = $0 { return n } else { return nil } }
             default: return []

@@ -46,11 +46,17 @@ public enum PolicyGuide {
         }
     }
 
+    /// The median (the mean of the two middle values for an even count).
+    static func median(_ values: [Double]) -> Double? {
+        guard !values.isEmpty else { return nil }
+        let s = values.sorted()
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+
     /// "0.41 (0.38–0.47)" or "12" when every repetition agrees.
     static func cell(_ values: [Double], unit: String) -> String {
-        guard !values.isEmpty else { return "–" }
+        guard let median = median(values) else { return "–" }
         let s = values.sorted()
-        let median = s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
         func f(_ v: Double) -> String { unit == "ms" ? String(format: "%.3f", v) : Ranking.format(v, unit: "") }
         return s.first! == s.last! ? f(median) : "\(f(median)) (\(f(s.first!))–\(f(s.last!)))"
     }
@@ -136,10 +142,7 @@ public enum PolicyGuide {
         }
         // Merge latency by topology: the medians' range over the policies.
         for topology in topologies {
-            let medians = all.filter { $0.topology == topology }.compactMap { v -> Double? in
-                let s = v.runs.compactMap { $0.value("mergeLatency", "p99") }.sorted()
-                return s.isEmpty ? nil : s[s.count / 2]
-            }
+            let medians = all.filter { $0.topology == topology }.compactMap { v in median(v.runs.compactMap { $0.value("mergeLatency", "p99") }) }
             guard let lo = medians.min(), let hi = medians.max() else { continue }
             let span = lo == hi ? String(format: "%.3f ms under every policy", lo) : String(format: "%.3f–%.3f ms across the policies", lo, hi)
             out.append("- `\(topology)`: merge p99 (median of the repetitions) \(span).")

@@ -126,12 +126,22 @@ public struct Ranking: Sendable, Equatable {
         // Order by the medians (ties by name, so that shards merged rank as one run does), then split into places: a
         // variant takes a place of its own only when the one above it is ahead in every repetition.
         let sorted = order.indices.sorted { a, b in better(medians[a], medians[b]) ?? (order[a] < order[b]) }
+        // A variant takes a place of its own only when every variant sharing the place above is ahead of it in
+        // every repetition (not only the one just above: places must hold for the whole group).
         var placeOf: [Int] = []
+        var group: [Int] = []
         for (n, index) in sorted.enumerated() {
-            if n == 0 { placeOf.append(1); continue }
-            let above = sorted[n - 1]
-            let aheadEverywhere = repetitions > 0 && (0..<repetitions).allSatisfy { better(vectors[above][$0], vectors[index][$0]) == true }
-            placeOf.append(aheadEverywhere ? n + 1 : placeOf[n - 1])
+            if n == 0 { placeOf.append(1); group = [index]; continue }
+            let aheadEverywhere = repetitions > 0 && group.allSatisfy { above in
+                (0..<repetitions).allSatisfy { better(vectors[above][$0], vectors[index][$0]) == true }
+            }
+            if aheadEverywhere {
+                placeOf.append(n + 1)
+                group = [index]
+            } else {
+                placeOf.append(placeOf[n - 1])
+                group.append(index)
+            }
         }
         var entries: [Entry] = []
         for (n, index) in sorted.enumerated() {

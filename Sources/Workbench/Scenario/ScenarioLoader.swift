@@ -806,7 +806,11 @@ struct Reader {
         }
         do {
             let previous = try ManagedObjectModel(file: current)
-            try ManagedObjectModel(file: next).checkInferredMapping(from: previous)
+            let following = try ManagedObjectModel(file: next)
+            guard following.versionHash != previous.versionHash else {
+                throw fail(place, "the next version stores the same tables as the current one: there is nothing to migrate (add, remove or rename something)")
+            }
+            try following.checkInferredMapping(from: previous)
         } catch let error as ModelError {
             throw fail(place, error.description)
         } catch let error as ObjectGraphError {

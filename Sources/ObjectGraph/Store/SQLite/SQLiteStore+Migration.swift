@@ -53,18 +53,20 @@ extension SQLiteStore {
                             throw refuse(entity.name, a.name, "\(entity.name).\(a.name) changed type from \(previous.type.rawValue) to \(a.type.rawValue)")
                         }
                         let column = old.columnName(forSlot: j)
-                        if !a.isOptional, previous.isOptional {
-                            if a.defaultValue != .null {
+                        // A required attribute gets no NULL, whatever the previous version said: the version hash
+                        // does not cover optionality, so the store may come from a version where it was optional.
+                        if !a.isOptional {
+                            if let fill = Self.storedDefault(a) {
                                 plan.expressions.append("COALESCE(\(column), ?)")
-                                plan.arguments.append(a.defaultValue)
+                                plan.arguments.append(fill)
                                 continue
                             }
                             plan.mustNotBeNull.append((column, a.name))
                         }
                         plan.expressions.append(column)
-                    } else if a.defaultValue != .null {
+                    } else if let fill = Self.storedDefault(a) {
                         plan.expressions.append("?")
-                        plan.arguments.append(a.defaultValue)
+                        plan.arguments.append(fill)
                     } else if a.isOptional {
                         plan.expressions.append("NULL")
                     } else {
@@ -72,13 +74,13 @@ extension SQLiteStore {
                     }
                 case .toOne(let r):
                     let oldName = r.renamingIdentifier ?? r.name
-                    if let old, let previous = old.relationship(named: oldName) {
+                    // Stored relationships only: a transient one had no column to copy (it counts as new).
+                    if let old, let previous = old.relationships.first(where: { $0.name == oldName }), let j = old.slotIndex(of: oldName) {
                         guard !previous.isToMany else { throw refuse(entity.name, r.name, "\(entity.name).\(r.name) was a to-many") }
-                        let expected = destination.entity(named: r.destinationEntityName).map { $0.renamingIdentifier ?? $0.name }
-                        guard previous.destinationEntityName == expected else {
+                        guard Self.sameDestination(r, previous, in: destination) else {
                             throw refuse(entity.name, r.name, "\(entity.name).\(r.name) now points at another entity")
                         }
-                        plan.expressions.append(old.columnName(forSlot: old.slotIndex(of: oldName)!))
+                        plan.expressions.append(old.columnName(forSlot: j))
                     } else if r.isOptional {
                         plan.expressions.append("NULL")
                     } else {
@@ -87,13 +89,26 @@ extension SQLiteStore {
                 }
             }
             for r in entity.relationships where r.isToMany {
-                if let old, let previous = old.relationship(named: r.renamingIdentifier ?? r.name), !previous.isToMany {
-                    throw refuse(entity.name, r.name, "\(entity.name).\(r.name) was a to-one")
+                guard let old, let previous = old.relationships.first(where: { $0.name == (r.renamingIdentifier ?? r.name) }) else { continue }
+                guard previous.isToMany else { throw refuse(entity.name, r.name, "\(entity.name).\(r.name) was a to-one") }
+                guard Self.sameDestination(r, previous, in: destination) else {
+                    throw refuse(entity.name, r.name, "\(entity.name).\(r.name) now points at another entity")
                 }
             }
             plans.append(plan)
         }
         return plans
+    }
+
+    /// A default as the store keeps it (the attribute's type), nil for none.
+    static func storedDefault(_ a: AttributeDescription) -> PropertyValue? {
+        guard a.defaultValue != .null else { return nil }
+        return a.defaultValue.converted(to: a.type) ?? a.defaultValue
+    }
+
+    /// Whether a relationship and its previous version point at the same entity (renamed or not).
+    static func sameDestination(_ r: RelationshipDescription, _ previous: RelationshipDescription, in destination: ManagedObjectModel) -> Bool {
+        destination.entity(named: r.destinationEntityName).map { $0.renamingIdentifier ?? $0.name } == previous.destinationEntityName
     }
 
     /// Migrates the open store at `db` from `source` to `destination` (both checked: the store's hash is the
@@ -169,12 +184,17 @@ extension SQLiteStore {
                 for r in plan.destination.relationships where SQLiteSchema.isManyToMany(plan.destination, r) {
                     let join = SQLiteSchema.joinTable(plan.destination, r)
                     guard !copiedJoins.contains(join.name),
-                          let previous = old.relationship(named: r.renamingIdentifier ?? r.name), SQLiteSchema.isManyToMany(old, previous) else { continue }
+                          let previous = old.relationships.first(where: { $0.name == (r.renamingIdentifier ?? r.name) }), SQLiteSchema.isManyToMany(old, previous) else { continue }
                     copiedJoins.insert(join.name)
                     let oldJoin = SQLiteSchema.joinTable(old, previous)
                     let (newMine, newTheirs) = join.isOwned(by: plan.destination, r) ? (join.ownerColumn, join.destinationColumn) : (join.destinationColumn, join.ownerColumn)
                     let (oldMine, oldTheirs) = oldJoin.isOwned(by: old, previous) ? (oldJoin.ownerColumn, oldJoin.destinationColumn) : (oldJoin.destinationColumn, oldJoin.ownerColumn)
-                    try db.execute("INSERT INTO \(join.name) (\(newMine), \(newTheirs)) SELECT \(oldMine), \(oldTheirs) FROM \(oldJoin.name)__OLD")
+                    try db.execute("INSERT OR IGNORE INTO \(join.name) (\(newMine), \(newTheirs)) SELECT \(oldMine), \(oldTheirs) FROM \(oldJoin.name)__OLD")
+                    // A self-inverse relationship stores each link from both sides (SQLiteSchema.JoinTable): one made
+                    // from a pair of relationships gets the other direction too.
+                    if join.isSelfInverse, !oldJoin.isSelfInverse {
+                        try db.execute("INSERT OR IGNORE INTO \(join.name) (\(newMine), \(newTheirs)) SELECT \(oldTheirs), \(oldMine) FROM \(oldJoin.name)__OLD")
+                    }
                 }
             }
             for table in oldTables { try db.execute("DROP TABLE \(table)__OLD") }
