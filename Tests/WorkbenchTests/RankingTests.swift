@@ -150,4 +150,22 @@ struct RankingTests {
         let pageRows = generated.components(separatedBy: "\n").filter { $0.hasPrefix("| ambar |") }
         #expect(pageRows == rows, "the page's ambar rows differ from the run: run `make guide` and say which figures moved and why")
     }
+
+    @Test("Issue 20 item 13: ambar-bench guide writes a page's measured part from a run folder; --check exits 1 while it differs and 0 once it matches")
+    func guideCommandEndToEnd() throws {
+        let ws = try TemporaryDirectory("guide-cli")
+        try ws.write("two.yaml", try Fixtures.text("tiny.yaml") + "matrix:\n  stack.policies.all: [objectTrump, storeTrump]\n")
+        #expect(try bench(["run", "two.yaml", "--out", "out", "-p", "phases.run.duration=100ms"], in: ws.url).status == 0)
+        let folder = try #require(try FileManager.default.contentsOfDirectory(atPath: ws.file("out/tiny").path).first)
+        try ws.write("page.md", "# Guide\n\nprose\n\n\(PolicyGuide.beginMarker)\nstale\n\(PolicyGuide.endMarker)\n\nmore prose\n")
+        let stale = try bench(["guide", "out/tiny/\(folder)", "--page", "page.md", "--check"], in: ws.url)
+        #expect(stale.status == 1 && stale.stdout.contains("differs") && stale.stdout.contains("make guide"), "\(stale.stdout)")
+        #expect(try bench(["guide", "out/tiny/\(folder)", "--page", "page.md"], in: ws.url).status == 0)
+        let page = try String(contentsOf: ws.file("page.md"), encoding: .utf8)
+        #expect(page.hasPrefix("# Guide\n\nprose\n") && page.hasSuffix("\n\nmore prose\n") && page.contains("| ambar | objectTrump | pass |"), "\(page)")
+        let fresh = try bench(["guide", "out/tiny/\(folder)", "--page", "page.md", "--check"], in: ws.url)
+        #expect(fresh.status == 0 && fresh.stdout.contains("matches"), "\(fresh.stdout)")
+        // Not a run folder: bad input.
+        #expect(try bench(["guide", "page.md", "--page", "page.md", "--check"], in: ws.url).status == 2)
+    }
 }
