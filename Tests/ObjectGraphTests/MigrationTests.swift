@@ -6,15 +6,10 @@ import Testing
 /// optional ↔ required with a default), automatic migration when the options ask for it, a clear error otherwise,
 /// persistent history kept, and a store never left half-migrated.
 @Suite(.serialized) struct MigrationTests {
-    /// v1: Item (id, name, price, flag optional) with a to-one tag and many-to-many labels; Tag; Label.
-    static func v1() throws -> ManagedObjectModel {
+    /// Item with `attributes`, a to-one tag and many-to-many labels; Tag; Label (the shape every version here has).
+    static func itemModel(_ attributes: [AttributeDescription], version: String, previous: [ManagedObjectModel] = []) throws -> ManagedObjectModel {
         try ManagedObjectModel(entities: [
-            EntityDescription(name: "Item", attributes: [
-                AttributeDescription(name: "id", type: .integer64, isOptional: false, defaultValue: .integer(0)),
-                AttributeDescription(name: "name", type: .string),
-                AttributeDescription(name: "price", type: .double),
-                AttributeDescription(name: "flag", type: .boolean),
-            ], relationships: [
+            EntityDescription(name: "Item", attributes: attributes, relationships: [
                 RelationshipDescription(name: "tag", destination: "Tag", inverse: "items"),
                 RelationshipDescription(name: "labels", destination: "Label", inverse: "items", toMany: true),
             ]),
@@ -22,7 +17,15 @@ import Testing
                               relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "tag", toMany: true)]),
             EntityDescription(name: "Label", attributes: [AttributeDescription(name: "title", type: .string)],
                               relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "labels", toMany: true)]),
-        ], versionName: "v1")
+        ], versionName: version, previousVersions: previous)
+    }
+
+    static let itemID = AttributeDescription(name: "id", type: .integer64, isOptional: false, defaultValue: .integer(0))
+
+    /// v1: Item (id, name, price, flag optional) with a to-one tag and many-to-many labels; Tag; Label.
+    static func v1() throws -> ManagedObjectModel {
+        try itemModel([itemID, AttributeDescription(name: "name", type: .string), AttributeDescription(name: "price", type: .double),
+                       AttributeDescription(name: "flag", type: .boolean)], version: "v1")
     }
 
     /// v2: Item renamed Product, name renamed title, price removed, stock added (required, default 0), note added
@@ -177,19 +180,8 @@ import Testing
     func notInferable() throws {
         let stack = try Self.v1Store()
         func model(_ attribute: AttributeDescription) throws -> ManagedObjectModel {
-            try ManagedObjectModel(entities: [
-                EntityDescription(name: "Item", attributes: [
-                    AttributeDescription(name: "id", type: .integer64, isOptional: false, defaultValue: .integer(0)),
-                    AttributeDescription(name: "name", type: .string), attribute, AttributeDescription(name: "flag", type: .boolean),
-                ], relationships: [
-                    RelationshipDescription(name: "tag", destination: "Tag", inverse: "items"),
-                    RelationshipDescription(name: "labels", destination: "Label", inverse: "items", toMany: true),
-                ]),
-                EntityDescription(name: "Tag", attributes: [AttributeDescription(name: "name", type: .string)],
-                                  relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "tag", toMany: true)]),
-                EntityDescription(name: "Label", attributes: [AttributeDescription(name: "title", type: .string)],
-                                  relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "labels", toMany: true)]),
-            ], versionName: "v2", previousVersions: [try Self.v1()])
+            try Self.itemModel([Self.itemID, AttributeDescription(name: "name", type: .string), attribute, AttributeDescription(name: "flag", type: .boolean)],
+                               version: "v2", previous: [try Self.v1()])
         }
         for attribute in [AttributeDescription(name: "price", type: .string), AttributeDescription(name: "weight", type: .double, isOptional: false)] {
             do {
@@ -229,20 +221,8 @@ import Testing
     @Test("Issue 21 item 8: a version that only makes an attribute required has the same hash: the store opens as it is (our hash leaves optionality out)")
     func requiredWithoutDefault() throws {
         let stack = try Self.v1Store()
-        let required = try ManagedObjectModel(entities: [
-            EntityDescription(name: "Item", attributes: [
-                AttributeDescription(name: "id", type: .integer64, isOptional: false, defaultValue: .integer(0)),
-                AttributeDescription(name: "name", type: .string), AttributeDescription(name: "price", type: .double),
-                AttributeDescription(name: "flag", type: .boolean, isOptional: false),
-            ], relationships: [
-                RelationshipDescription(name: "tag", destination: "Tag", inverse: "items"),
-                RelationshipDescription(name: "labels", destination: "Label", inverse: "items", toMany: true),
-            ]),
-            EntityDescription(name: "Tag", attributes: [AttributeDescription(name: "name", type: .string)],
-                              relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "tag", toMany: true)]),
-            EntityDescription(name: "Label", attributes: [AttributeDescription(name: "title", type: .string)],
-                              relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "labels", toMany: true)]),
-        ], versionName: "v2", previousVersions: [try Self.v1()])
+        let required = try Self.itemModel([Self.itemID, AttributeDescription(name: "name", type: .string), AttributeDescription(name: "price", type: .double),
+                                           AttributeDescription(name: "flag", type: .boolean, isOptional: false)], version: "v2", previous: [try Self.v1()])
         // The version hash does not cover optionality (a store records names, types and relationships), so this
         // model opens the v1 store as it is: no migration runs, as none is needed for the table.
         try PersistentStoreCoordinator(managedObjectModel: required, name: "req").addPersistentStore(type: .sqlite, at: stack.url, options: Self.migrating())

@@ -152,8 +152,6 @@ extension PropertyValue {
         switch value {
         case nil: self = .null
         case let v as PropertyValue: self = v
-        // A history token compares by its transaction number (`token > %@` in a history fetch, issue 21 item 5).
-        case let v as PersistentHistoryToken: self = .integer(v.transactionNumber)
         case let v as Bool: self = .bool(v)
         case let v as Int: self = .integer(Int64(v))
         case let v as Int64: self = .integer(v)
@@ -176,6 +174,9 @@ extension PropertyValue {
         case let v as ManagedObject: self = .objectID(v.objectID)
         case let v as NSNumber: self = .double(v.doubleValue)
         case let v as NSNull: _ = v; self = .null
+        // A history token compares by its transaction number (`token > %@` in a history fetch, issue 21 item 5);
+        // last, so that no common value pays for this cast.
+        case let v as PersistentHistoryToken: self = .integer(v.transactionNumber)
         default: self = .string(String(describing: value!))
         }
     }
