@@ -74,19 +74,34 @@ public final class RawPeer {
         }
     }
 
-    /// Updates items `range` by unique ID (`UPDATE … WHERE remoteID = ?`), committing every `chunk`.
+    /// Updates items `range` by unique ID as an app does (issue 22 item 1: read, then write; a blind UPDATE skips
+    /// the read the object graph must do): per transaction of `chunk`, one prepared SELECT of the chunk's rows by
+    /// ID, then one prepared UPDATE of the three changed columns per row found, by its primary key.
     public func updateItems(_ range: Range<Int>, chunk: Int, round: Int) throws {
-        let update = try prepare("UPDATE item SET name = ?, price = ?, createdAt = ? WHERE remoteID = ?")
+        let update = try prepare("UPDATE item SET name = ?, price = ?, createdAt = ? WHERE id = ?")
         defer { sqlite3_finalize(update) }
+        var selects: [Int: OpaquePointer] = [:]
+        defer { for s in selects.values { sqlite3_finalize(s) } }
         var changed = 0
         for start in stride(from: range.lowerBound, to: range.upperBound, by: chunk) {
+            let ids = start..<min(start + chunk, range.upperBound)
+            let select: OpaquePointer
+            if let cached = selects[ids.count] { select = cached } else {
+                select = try prepare("SELECT id, remoteID FROM item WHERE remoteID IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))")
+                selects[ids.count] = select
+            }
             try exec("BEGIN IMMEDIATE")
-            for i in start..<min(start + chunk, range.upperBound) {
-                let record = PerfRecord(i, round: round)
+            for (k, i) in ids.enumerated() { sqlite3_bind_int64(select, Int32(k + 1), Int64(i)) }
+            var found: [(Int64, Int64)] = []
+            found.reserveCapacity(ids.count)
+            while sqlite3_step(select) == SQLITE_ROW { found.append((sqlite3_column_int64(select, 0), sqlite3_column_int64(select, 1))) }
+            sqlite3_reset(select)
+            for (id, remoteID) in found {
+                let record = PerfRecord(Int(remoteID), round: round)
                 bindText(update, 1, record.name)
                 sqlite3_bind_double(update, 2, record.price)
                 sqlite3_bind_double(update, 3, record.createdAt.timeIntervalSinceReferenceDate)
-                sqlite3_bind_int64(update, 4, Int64(i))
+                sqlite3_bind_int64(update, 4, id)
                 try step(update)
                 changed += Int(sqlite3_changes(db))
             }

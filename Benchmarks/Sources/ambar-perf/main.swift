@@ -86,30 +86,40 @@ if wanted("import") || wanted("update") || wanted("fetch") {
             t["update.grdb", default: []].append(try timed { try grdb.updateItems(0..<n, chunk: updateChunk, round: rep + 1) })
             t["fetch.grdb", default: []].append(try timed { let c = try grdb.fetchAll(); precondition(c == n) })
         }),
+        ("grdbCached", { rep in
+            let grdb = try GRDBPeer()
+            t["import.grdbCached", default: []].append(try timed { try grdb.importItemsCached(0..<n, chunk: chunk) })
+            t["update.grdbCached", default: []].append(try timed { try grdb.updateItemsCached(0..<n, chunk: updateChunk, round: rep + 1) })
+        }),
     ]
     for rep in 0..<options.reps {
         log("import/update/fetch \(count(n)) rep \(rep + 1)/\(options.reps)")
         for k in 0..<peers.count { try peers[(rep + k) % peers.count].run(rep) }
     }
     func m(_ key: String) -> Double { median(t[key]!) }
+    // Issue 22 items 1-3: each peer in the form an expert would pick, doing the same work (the table names the form).
     if wanted("import") {
-        let r1 = m("import.raw") / m("import.ours"), r2 = m("import.grdb") / m("import.ours")
-        rows.append(Row(comparison: "import \(count(n)), commit every \(count(chunk)): throughput vs raw SQLite", ours: rate(n, m("import.ours")),
-                        peer: rate(n, m("import.raw")), ratio: r1, ratioText: String(format: "%.2f×", r1), goal: "≥ 0.5×", met: r1 >= 0.5))
-        rows.append(Row(comparison: "import \(count(n)): throughput vs GRDB records", ours: rate(n, m("import.ours")),
-                        peer: rate(n, m("import.grdb")), ratio: r2, ratioText: String(format: "%.2f×", r2), goal: "≥ 1.2×", met: r2 >= 1.2))
+        let r1 = m("import.raw") / m("import.ours"), r2 = m("import.grdbCached") / m("import.ours"), r3 = m("import.grdb") / m("import.ours")
+        rows.append(Row(comparison: "import \(count(n)), commit every \(count(chunk)): throughput vs raw SQLite (one prepared INSERT, explicit transactions)", ours: rate(n, m("import.ours")),
+                        peer: rate(n, m("import.raw")), ratio: r1, ratioText: String(format: "%.2f×", r1), goal: "≥ 0.6×", met: r1 >= 0.6))
+        rows.append(Row(comparison: "import \(count(n)): throughput vs GRDB cached statements (db.cachedStatement in write)", ours: rate(n, m("import.ours")),
+                        peer: rate(n, m("import.grdbCached")), ratio: r2, ratioText: String(format: "%.2f×", r2), goal: "≥ 1.0×", met: r2 >= 1.0))
+        rows.append(Row(comparison: "import \(count(n)): throughput vs GRDB records (no goal)", ours: rate(n, m("import.ours")),
+                        peer: rate(n, m("import.grdb")), ratio: r3, ratioText: String(format: "%.2f×", r3), goal: "—", met: nil))
     }
     if wanted("update") {
-        let r1 = m("update.raw") / m("update.ours"), r2 = m("update.grdb") / m("update.ours")
-        rows.append(Row(comparison: "update \(count(n)) by unique ID, commit every \(updateChunk): throughput vs raw UPDATE", ours: rate(n, m("update.ours")),
-                        peer: rate(n, m("update.raw")), ratio: r1, ratioText: String(format: "%.2f×", r1), goal: "≥ 0.4×", met: r1 >= 0.4))
-        rows.append(Row(comparison: "update \(count(n)) by unique ID: throughput vs GRDB", ours: rate(n, m("update.ours")),
-                        peer: rate(n, m("update.grdb")), ratio: r2, ratioText: String(format: "%.2f×", r2), goal: "≥ 1.2×", met: r2 >= 1.2))
+        let r1 = m("update.raw") / m("update.ours"), r2 = m("update.grdbCached") / m("update.ours"), r3 = m("update.grdb") / m("update.ours")
+        rows.append(Row(comparison: "update \(count(n)) by unique ID, commit every \(updateChunk): throughput vs raw SQLite (prepared SELECT of the chunk by ID, then UPDATE of 3 columns by key)", ours: rate(n, m("update.ours")),
+                        peer: rate(n, m("update.raw")), ratio: r1, ratioText: String(format: "%.2f×", r1), goal: "≥ 0.5×", met: r1 >= 0.5))
+        rows.append(Row(comparison: "update \(count(n)) by unique ID: throughput vs GRDB cached statements (same read then write)", ours: rate(n, m("update.ours")),
+                        peer: rate(n, m("update.grdbCached")), ratio: r2, ratioText: String(format: "%.2f×", r2), goal: "≥ 1.0×", met: r2 >= 1.0))
+        rows.append(Row(comparison: "update \(count(n)) by unique ID: throughput vs GRDB records (fetch by ID, update 3 columns; no goal)", ours: rate(n, m("update.ours")),
+                        peer: rate(n, m("update.grdb")), ratio: r3, ratioText: String(format: "%.2f×", r3), goal: "—", met: nil))
     }
     if wanted("fetch") {
         let r1 = m("fetch.ours") / m("fetch.raw"), r2 = m("fetch.ours") / m("fetch.grdb")
         rows.append(Row(comparison: "fetch \(count(n)) as faults and fire them: time vs raw SELECT", ours: ms(m("fetch.ours")),
-                        peer: ms(m("fetch.raw")), ratio: r1, ratioText: String(format: "%.2f×", r1), goal: "≤ 2×", met: r1 <= 2))
+                        peer: ms(m("fetch.raw")), ratio: r1, ratioText: String(format: "%.2f×", r1), goal: "≤ 3×", met: r1 <= 3))
         rows.append(Row(comparison: "fetch \(count(n)): time vs GRDB fetchAll (no goal)", ours: ms(m("fetch.ours")),
                         peer: ms(m("fetch.grdb")), ratio: r2, ratioText: String(format: "%.2f×", r2), goal: "—", met: nil))
     }
