@@ -34,24 +34,12 @@ public enum PolicyGuide {
     }
 
     static func variants(_ results: [VariantResult]) -> [Variant] {
-        var order: [String] = []
-        var byName: [String: [VariantResult]] = [:]
-        for r in results {
-            if byName[r.variant] == nil { order.append(r.variant) }
-            byName[r.variant, default: []].append(r)
-        }
-        return order.map { name in
-            let runs = byName[name]!.sorted { $0.repetition < $1.repetition }
-            return Variant(topology: runs[0].topology, policy: runs[0].policies["view"] ?? "", runs: runs)
+        RepeatSummary.byVariant(results).map { _, runs in
+            Variant(topology: runs[0].topology, policy: runs[0].policies["view"] ?? "", runs: runs)
         }
     }
 
-    /// The median (the mean of the two middle values for an even count).
-    static func median(_ values: [Double]) -> Double? {
-        guard !values.isEmpty else { return nil }
-        let s = values.sorted()
-        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
-    }
+    static func median(_ values: [Double]) -> Double? { RepeatSummary.median(values) }
 
     /// "0.41 (0.38–0.47)" or "12" when every repetition agrees.
     static func cell(_ values: [Double], unit: String) -> String {

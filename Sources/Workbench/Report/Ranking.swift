@@ -92,13 +92,9 @@ public struct Ranking: Sendable, Equatable {
 
     public static func make(_ results: [VariantResult], objective: [ObjectiveCriterion]) -> Ranking {
         // Variants in the order they first ran; their repetitions by number.
-        var order: [String] = []
-        var runs: [String: [VariantResult]] = [:]
-        for r in results {
-            if runs[r.variant] == nil { order.append(r.variant) }
-            runs[r.variant, default: []].append(r)
-        }
-        for key in order { runs[key]!.sort { $0.repetition < $1.repetition } }
+        let groups = RepeatSummary.byVariant(results)
+        let order = groups.map(\.variant)
+        let runs = Dictionary(uniqueKeysWithValues: groups.map { ($0.variant, $0.runs) })
         let repetitions = runs.values.map(\.count).min() ?? 0
         /// The objective's values of each repetition (nil: a variant that lacks the metric ranks after those that have it).
         func vector(_ r: VariantResult) -> [Double?] { objective.map { $0.row(in: r)?.value } }
@@ -117,14 +113,9 @@ public struct Ranking: Sendable, Equatable {
         }
         let vectors = order.map { name in runs[name]!.prefix(repetitions).map(vector) }
         let medians: [[Double?]] = vectors.map { reps in
-            objective.indices.map { i in
-                let values = reps.compactMap { $0[i] }.sorted()
-                guard !values.isEmpty else { return nil }
-                return values.count % 2 == 1 ? values[values.count / 2] : (values[values.count / 2 - 1] + values[values.count / 2]) / 2
-            }
+            objective.indices.map { i in RepeatSummary.median(reps.compactMap { $0[i] }) }
         }
-        // Order by the medians (ties by name, so that shards merged rank as one run does), then split into places: a
-        // variant takes a place of its own only when the one above it is ahead in every repetition.
+        // Order by the medians (ties by name, so that shards merged rank as one run does), then split into places.
         let sorted = order.indices.sorted { a, b in better(medians[a], medians[b]) ?? (order[a] < order[b]) }
         // A variant takes a place of its own only when every variant sharing the place above is ahead of it in
         // every repetition (not only the one just above: places must hold for the whole group).

@@ -10,10 +10,7 @@ struct RepeatSummary {
         var unit: String
         /// By repetition.
         var values: [Double]
-        var median: Double {
-            let s = values.sorted()
-            return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
-        }
+        var median: Double { RepeatSummary.median(values) ?? 0 }
         var min: Double { values.min() ?? 0 }
         var max: Double { values.max() ?? 0 }
         var key: String { label.isEmpty ? "\(metric).\(statistic)" : "\(metric).\(statistic)[\(label)]" }
@@ -25,16 +22,28 @@ struct RepeatSummary {
     var seeds: [UInt64]
     var metrics: [Metric]
 
-    /// One summary per variant that ran more than once, in the order the variants first appear.
-    static func make(_ results: [VariantResult]) -> [RepeatSummary] {
+    /// The median (the mean of the two middle values for an even count); nil for no values. The one median of the
+    /// reports: repeats.csv, the ranking and the merge-policy guide.
+    static func median(_ values: [Double]) -> Double? {
+        guard !values.isEmpty else { return nil }
+        let s = values.sorted()
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+
+    /// Each variant's repetitions (by repetition number), the variants in the order they first appear.
+    static func byVariant(_ results: [VariantResult]) -> [(variant: String, runs: [VariantResult])] {
         var order: [String] = []
         var groups: [String: [VariantResult]] = [:]
         for r in results {
             if groups[r.variant] == nil { order.append(r.variant) }
             groups[r.variant, default: []].append(r)
         }
-        return order.compactMap { name in
-            let runs = groups[name]!.sorted { $0.repetition < $1.repetition }
+        return order.map { ($0, groups[$0]!.sorted { $0.repetition < $1.repetition }) }
+    }
+
+    /// One summary per variant that ran more than once, in the order the variants first appear.
+    static func make(_ results: [VariantResult]) -> [RepeatSummary] {
+        byVariant(results).compactMap { name, runs in
             guard runs.count > 1 else { return nil }
             var byKey: [String: Metric] = [:]
             var keys: [String] = []
