@@ -4,7 +4,7 @@ import Testing
 @testable import ObjectGraph
 
 /// Issue 21 item 7: asynchronous fetch requests (`NSAsynchronousFetchRequest`): a completion block on the
-/// context's queue, progress, cancellation (cancelled before it runs: an empty result and no error).
+/// context's queue, progress, cancellation (cancelled before it runs: an empty result and no error); semantics §4.
 @Suite struct AsynchronousFetchTests {
     /// Runs `start` on the context's queue and waits for the completion block.
     private func run(_ ctx: ManagedObjectContext, _ fetch: FetchRequest, estimated: Int = 0,

@@ -4,7 +4,7 @@ import Testing
 
 /// Issue 21 item 8: lightweight migration — versioned models, an inferred mapping (added, removed, renamed,
 /// optional ↔ required with a default), automatic migration when the options ask for it, a clear error otherwise,
-/// persistent history kept, and a store never left half-migrated.
+/// persistent history kept, and a store never left half-migrated (semantics §7, "Lightweight migration"; history §3.6).
 @Suite(.serialized) struct MigrationTests {
     /// Item with `attributes`, a to-one tag and many-to-many labels; Tag; Label (the shape every version here has).
     static func itemModel(_ attributes: [AttributeDescription], version: String, previous: [ManagedObjectModel] = []) throws -> ManagedObjectModel {

@@ -3,7 +3,8 @@ import Synchronization
 import Testing
 @testable import ObjectGraph
 
-/// Issue 21 item 9: store descriptions with Core Data's defaults, accepted by the coordinator.
+/// Issue 21 item 9: store descriptions with Core Data's defaults, accepted by the coordinator (semantics §7,
+/// "Store descriptions").
 @Suite struct StoreDescriptionTests {
     @Test("Issue 21 item 9: a description has Core Data's defaults, and its option keys set the store's options")
     func defaultsAndOptionKeys() {

@@ -4,7 +4,7 @@ import Testing
 
 /// Issue 21 item 2: transient relationships follow the rules of transient attributes (issue 18 rules 3 to 5,
 /// Docs/core-data-rules.md): not stored, a change to one is a change of the object, carried by a child's save,
-/// cleared by refresh without merging and by reset.
+/// cleared by refresh without merging and by reset (semantics §2.2 for the child's save, §4 for refresh and reset).
 @Suite struct TransientRelationshipTests {
     /// Doc.reviewer (transient to-one) ↔ Reviewer.docs (transient to-many), in the JSON model format.
     static let json = """
