@@ -26,6 +26,11 @@ extension PersistentStoreCoordinator {
     /// caller adopts or releases (``FetchEntry/retained``). The entries are built here as a context's fetch takes
     /// them, not as pairs that the context mapped to entries again (an array and a copy of every row less).
     func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [FetchEntry] {
+        // Issue 22 item 8: rows read on a read connection are installed with the generation the read began at.
+        try rowCache.reading { try fetchRows(request, entity: entity, idsOnly: idsOnly, snapshot: $0) }
+    }
+
+    private func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, snapshot: UInt64) throws -> [FetchEntry] {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
             limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly)
@@ -54,7 +59,7 @@ extension PersistentStoreCoordinator {
         count { $0.rowsRead += result.count }
         Execution.count(.rowFetched, result.count)
         if !idsOnly {
-            rowCache.installRetaining(result)
+            rowCache.installRetaining(result, snapshot: snapshot)
         }
         return result
     }
@@ -82,30 +87,34 @@ extension PersistentStoreCoordinator {
             return nil
         case .miss:
             count { $0.rowCacheMisses += 1 }
-            let rows = try readStore { try $0.rows(of: id.entity, keys: [id.key]) }
-            // Issue 18 rule 27: a row read (and a fault fulfilled from the store) only when the store has the row.
-            guard let row = rows[id.key] else { return nil }
-            count { $0.rowsRead += 1 }
-            Execution.count(.faultFulfilledFromStore)
-            rowCache.install([(id, row)], retain: false)
-            return row
+            return try rowCache.reading { snapshot in
+                let rows = try readStore { try $0.rows(of: id.entity, keys: [id.key]) }
+                // Issue 18 rule 27: a row read (and a fault fulfilled from the store) only when the store has the row.
+                guard let row = rows[id.key] else { return nil }
+                count { $0.rowsRead += 1 }
+                Execution.count(.faultFulfilledFromStore)
+                rowCache.install([(id, row)], retain: false, snapshot: snapshot)
+                return row
+            }
         }
     }
 
     /// Rows of several objects in one query per entity (batch faulting, prefetching). Installs them in the
     /// cache without references.
     func rows(for ids: [ManagedObjectID]) throws -> [ManagedObjectID: RowSnapshot] {
-        var result: [ManagedObjectID: RowSnapshot] = [:]
-        let byEntity = Dictionary(grouping: ids.filter { !$0.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
-        for group in byEntity.values {
-            let entity = group[0].entity
-            let rows = try readStore { try $0.rows(of: entity, keys: group.map(\.key)) }
-            for id in group { if let row = rows[id.key] { result[id] = row } }
+        try rowCache.reading { snapshot in
+            var result: [ManagedObjectID: RowSnapshot] = [:]
+            let byEntity = Dictionary(grouping: ids.filter { !$0.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
+            for group in byEntity.values {
+                let entity = group[0].entity
+                let rows = try readStore { try $0.rows(of: entity, keys: group.map(\.key)) }
+                for id in group { if let row = rows[id.key] { result[id] = row } }
+            }
+            count { $0.rowsRead += result.count; $0.rowCacheMisses += ids.count }
+            Execution.count(.rowFetched, result.count)
+            rowCache.install(result.map { ($0.key, $0.value) }, retain: false, snapshot: snapshot)
+            return result
         }
-        count { $0.rowsRead += result.count; $0.rowCacheMisses += ids.count }
-        Execution.count(.rowFetched, result.count)
-        rowCache.install(result.map { ($0.key, $0.value) }, retain: false)
-        return result
     }
 
     /// Reads again from the store the rows among `ids` that the row cache holds, one query per entity, and
@@ -118,6 +127,13 @@ extension PersistentStoreCoordinator {
         let byEntity = Dictionary(grouping: cached, by: { ObjectIdentifier($0.entity) })
         // Entities in model order and keys ascending: the same statements on every run.
         for group in byEntity.values.sorted(by: { $0[0].entity.entityNumber < $1[0].entity.entityNumber }) {
+            try rowCache.reading { try reload(group, snapshot: $0) }
+        }
+    }
+
+    /// One entity's rows of ``reloadCachedRows(_:)``, read on the coordinator's queue and installed with `snapshot`.
+    private func reload(_ group: [ManagedObjectID], snapshot: UInt64) throws {
+        do {
             let entity = group[0].entity
             let rows = try withStore { try $0.rows(of: entity, keys: group.map(\.key).sorted()) }
             var fresh: [(ManagedObjectID, RowSnapshot)] = []
@@ -127,7 +143,7 @@ extension PersistentStoreCoordinator {
             }
             count { $0.rowsRead += fresh.count }
             Execution.count(.rowFetched, fresh.count)
-            rowCache.install(fresh, retain: false)
+            rowCache.install(fresh, retain: false, snapshot: snapshot)
             rowCache.invalidate(gone)
         }
     }

@@ -19,9 +19,67 @@ final class RowCache: Sendable {
         /// The newest version this entry held, kept when the row is forgotten (``invalidate(_:)``): no older row
         /// is cached again while the entry lives. 0 after a delete.
         var newest: Int64 = 0
+        /// The ``generation`` of the last authoritative change of this entry (a save's rows, a delete, a conflict's
+        /// database row): a read whose snapshot began before it leaves the entry's row alone.
+        var writtenAt: UInt64 = 0
     }
 
     private let entries = Mutex<[ManagedObjectID: Entry]>([:])
+    /// Counts the authoritative changes (issue 22 item 8). A read takes the value before its first statement
+    /// (``reading(_:)``) and installs its rows with it: every change counted after that value may be newer than what
+    /// the read saw, so its row does not replace the entry such a change wrote, even at the same or a higher version
+    /// (a delete keeps no version to compare with).
+    private let generation = Atomic<UInt64>(0)
+    /// The reads under way and, while any is, the generation of the last authoritative change of rows that have no
+    /// entry now (released, or never cached): a read begun before such a change must not create an entry with the
+    /// row it read (a save of a row nobody held, then a fetch that read it before the commit).
+    private struct Reads {
+        var active: [UInt64: Int] = [:]
+        var departed: [ManagedObjectID: UInt64] = [:]
+    }
+    private let reads = Mutex(Reads())
+    /// The number of reads under way, for the writer's fast path (no lock while nobody reads).
+    private let activeReads = Atomic<Int>(0)
+
+    /// Runs a read of rows that `body` installs with the snapshot it is given (``install(_:retain:snapshot:)``):
+    /// the generation before the read's first statement (issue 22 item 8: readers of the pool and the writer at once).
+    func reading<T>(_ body: (UInt64) throws -> T) rethrows -> T {
+        // Sequentially consistent on both sides: either this read sees a change's generation, or the change sees this
+        // read under way and keeps its generation for it (``departed``).
+        activeReads.add(1, ordering: .sequentiallyConsistent)
+        let snapshot = reads.withLock { r in
+            let g = generation.load(ordering: .sequentiallyConsistent)
+            r.active[g, default: 0] += 1
+            return g
+        }
+        defer {
+            reads.withLock { r in
+                if r.active[snapshot] == 1 { r.active[snapshot] = nil } else { r.active[snapshot]! -= 1 }
+                if r.active.isEmpty {
+                    r.departed.removeAll()
+                } else if r.departed.count > 4096, let oldest = r.active.keys.min() {
+                    r.departed = r.departed.filter { $0.value > oldest }
+                }
+            }
+            activeReads.subtract(1, ordering: .sequentiallyConsistent)
+        }
+        return try body(snapshot)
+    }
+
+    /// Keeps the generation of a change of rows without an entry, while reads are under way.
+    private func departing<S: Sequence>(_ changes: S) where S.Element == (ManagedObjectID, UInt64) {
+        guard activeReads.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        reads.withLock { r in
+            guard !r.active.isEmpty else { return }
+            for (id, g) in changes where g > 0 { r.departed[id] = max(r.departed[id] ?? 0, g) }
+        }
+    }
+
+    /// The generations of changes of rows without an entry, for a read's install (empty while nobody reads).
+    private func departedChanges() -> [ManagedObjectID: UInt64] {
+        guard activeReads.load(ordering: .sequentiallyConsistent) > 0 else { return [:] }
+        return reads.withLock { $0.departed }
+    }
 
     static func now() -> UInt64 { Execution.now() }
 
@@ -90,69 +148,107 @@ final class RowCache: Sendable {
     }
 
     func release(_ id: ManagedObjectID) {
-        entries.withLock { Self.release(id, in: &$0) }
+        entries.withLock { table in
+            if let gone = Self.release(id, in: &table) { departing(CollectionOfOne(gone)) }
+        }
     }
 
     func release<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
         entries.withLock { table in
-            for id in ids { Self.release(id, in: &table) }
+            var gone: [(ManagedObjectID, UInt64)] = []
+            for id in ids { if let g = Self.release(id, in: &table) { gone.append(g) } }
+            if !gone.isEmpty { departing(gone) }
         }
     }
 
-    /// One reference less; the entry goes with its last reference. One hash lookup for both.
-    private static func release(_ id: ManagedObjectID, in table: inout [ManagedObjectID: Entry]) {
-        guard let i = table.index(forKey: id) else { return }
+    /// One reference less; the entry goes with its last reference. One hash lookup for both. Returns the entry's
+    /// last authoritative change when it went and one was recorded.
+    private static func release(_ id: ManagedObjectID, in table: inout [ManagedObjectID: Entry]) -> (ManagedObjectID, UInt64)? {
+        guard let i = table.index(forKey: id) else { return nil }
         if table.values[i].references > 1 {
             table.values[i].references -= 1
-        } else {
-            table.remove(at: i)
+            return nil
         }
+        let writtenAt = table.values[i].writtenAt
+        table.remove(at: i)
+        return writtenAt > 0 ? (id, writtenAt) : nil
     }
 
     /// Stores fresh rows. With `retain`, each row gains one reference that the caller hands to an object or
     /// gives back with ``release(_:)``; without, rows nobody uses are not kept. A row older than one the entry
     /// held leaves it as it is (the reference is still taken).
-    func install(_ rows: [(ManagedObjectID, RowSnapshot)], retain: Bool) {
-        install(rows, count: rows.count, retain: retain)
+    /// `snapshot`: the ``snapshotGeneration`` a read took before reading the rows; nil for the authoritative rows
+    /// of a save or of the database inside its transaction, which every later read must respect.
+    func install(_ rows: [(ManagedObjectID, RowSnapshot)], retain: Bool, snapshot: UInt64? = nil) {
+        install(rows, count: rows.count, retain: retain, snapshot: snapshot)
     }
 
     /// ``install(_:retain:)`` for rows produced on the way (a fetch's rows with their IDs, without an array of
     /// them first); `count` is at least the number of rows, to size the table once.
-    func install<Rows: Sequence>(_ rows: Rows, count: Int, retain: Bool) where Rows.Element == (ManagedObjectID, RowSnapshot) {
+    func install<Rows: Sequence>(_ rows: Rows, count: Int, retain: Bool, snapshot: UInt64? = nil) where Rows.Element == (ManagedObjectID, RowSnapshot) {
         guard count > 0 else { return }
         let now = Self.now()
         entries.withLock { table in
+            let stamp = self.stamp(snapshot)
             if retain {
                 table.reserveCapacity(table.count + count)
                 for (id, row) in rows {
                     // One hash lookup per row: the entry is created or updated in place.
-                    Self.store(row, now: now, in: &table[id, default: Entry()], retaining: true)
+                    Self.store(row, now: now, in: &table[id, default: Entry()], retaining: true, stamp: stamp, id: id)
                 }
             } else {
+                var absent: [(ManagedObjectID, UInt64)] = []
                 for (id, row) in rows {
-                    guard let i = table.index(forKey: id), table.values[i].references > 0 else { continue }
-                    Self.store(row, now: now, in: &table.values[i], retaining: false)
+                    guard let i = table.index(forKey: id), table.values[i].references > 0 else {
+                        if case .authoritative(let g) = stamp, activeReads.load(ordering: .sequentiallyConsistent) > 0 { absent.append((id, g)) }
+                        continue
+                    }
+                    Self.store(row, now: now, in: &table.values[i], retaining: false, stamp: stamp, id: id)
                 }
+                if !absent.isEmpty { departing(absent) }
             }
         }
+    }
+
+    /// How an install is stamped: an authoritative one takes the next generation (under the table's lock), a read
+    /// keeps the generation its snapshot began at, and the changes of rows without an entry made since.
+    private enum Stamp {
+        case authoritative(UInt64)
+        case read(UInt64, departed: [ManagedObjectID: UInt64])
+    }
+
+    private func stamp(_ snapshot: UInt64?) -> Stamp {
+        if let snapshot { return .read(snapshot, departed: departedChanges()) }
+        return .authoritative(generation.add(1, ordering: .sequentiallyConsistent).newValue)
     }
 
     /// ``install(_:count:retain:)`` with a reference each for a fetch's rows, skipping the entries without a row:
     /// a loop over the fetch's own array, without the lazy filter and its closures per row (0.1k instructions).
-    func installRetaining(_ rows: [FetchEntry]) {
+    func installRetaining(_ rows: [FetchEntry], snapshot: UInt64? = nil) {
         guard !rows.isEmpty else { return }
         let now = Self.now()
         entries.withLock { table in
+            let stamp = self.stamp(snapshot)
             table.reserveCapacity(table.count + rows.count)
             for entry in rows {
                 guard let row = entry.row else { continue }
-                Self.store(row, now: now, in: &table[entry.id, default: Entry()], retaining: true)
+                Self.store(row, now: now, in: &table[entry.id, default: Entry()], retaining: true, stamp: stamp, id: entry.id)
             }
         }
     }
 
-    private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, retaining: Bool) {
+    private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, retaining: Bool, stamp: Stamp, id: ManagedObjectID? = nil) {
         if retaining { entry.references += 1 }
+        switch stamp {
+        case .read(let snapshot, let departed):
+            // Issue 22 item 8: a read that began before the writer installed this entry (or changed the row while it
+            // had no entry) read the file as it was before that save; its row, whatever its version, must not replace
+            // the save's (a deleted entry included: a delete keeps no version to compare with).
+            if snapshot < entry.writtenAt { return }
+            if !departed.isEmpty, let id, let g = departed[id], snapshot < g { return }
+        case .authoritative(let generation):
+            entry.writtenAt = generation
+        }
         // Semantics §1.1, §2.3: a cached row only moves to newer versions. Rows are read on the coordinator's queue
         // and cached after leaving it, so a fetch, a fault or a conflict check can come back with a row older than
         // the one a save of this coordinator committed and cached meanwhile. Put back, that older row became the
@@ -168,11 +264,18 @@ final class RowCache: Sendable {
 
     func markDeleted<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
         entries.withLock { table in
+            let stamp = generation.add(1, ordering: .sequentiallyConsistent).newValue
+            var absent: [(ManagedObjectID, UInt64)] = []
+            defer { if !absent.isEmpty { departing(absent) } }
             for id in ids {
-                guard var entry = table[id] else { continue }
+                guard var entry = table[id] else {
+                    if activeReads.load(ordering: .sequentiallyConsistent) > 0 { absent.append((id, stamp)) }
+                    continue
+                }
                 entry.row = nil
                 entry.deleted = true
                 entry.newest = 0
+                entry.writtenAt = stamp
                 table[id] = entry
             }
         }
