@@ -25,16 +25,19 @@ extension PersistentStoreCoordinator {
     /// Runs a fetch in the store. Rows come back installed in the row cache, each with one reference the
     /// caller adopts or releases (``FetchEntry/retained``). The entries are built here as a context's fetch takes
     /// them, not as pairs that the context mapped to entries again (an array and a copy of every row less).
-    func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [FetchEntry] {
+    /// `generation`: a pinned context's (issue 21 item 4): the rows come from it, and the cache only takes the
+    /// references (its rows may be older than the cache's; another context must not fault them in).
+    func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, generation: StoreGeneration? = nil) throws -> [FetchEntry] {
         // Issue 22 item 8: rows read on a read connection are installed with the generation the read began at.
-        try rowCache.reading { try fetchRows(request, entity: entity, idsOnly: idsOnly, snapshot: $0) }
+        try rowCache.reading { try fetchRows(request, entity: entity, idsOnly: idsOnly, snapshot: $0, generation: generation) }
     }
 
-    private func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, snapshot: UInt64) throws -> [FetchEntry] {
+    private func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, snapshot: UInt64,
+                           generation: StoreGeneration?) throws -> [FetchEntry] {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
             limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly)
-        let result: [FetchEntry] = try readStore { store in
+        let result: [FetchEntry] = try read(in: generation) { store in
             let number = store.storeNumber
             if let entries = try store.fetchEntriesIfEvaluable(storeFetch) { return entries }
             // The store cannot filter or order this fetch: take every row of the entity and do it here.
@@ -59,23 +62,36 @@ extension PersistentStoreCoordinator {
         count { $0.rowsRead += result.count }
         Execution.count(.rowFetched, result.count)
         if !idsOnly {
-            rowCache.installRetaining(result, snapshot: snapshot)
+            if generation != nil {
+                rowCache.retain(result.lazy.filter { $0.row != nil }.map(\.id))
+            } else {
+                rowCache.installRetaining(result, snapshot: snapshot)
+            }
         }
         return result
     }
 
-    func countRows(_ request: FetchRequest, entity: EntityDescription) throws -> Int {
+    func countRows(_ request: FetchRequest, entity: EntityDescription, generation: StoreGeneration? = nil) throws -> Int {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: [], limit: request.fetchLimit,
             offset: request.fetchOffset, idsOnly: true)
-        if let n = try readStore({ try $0.countIfEvaluable(storeFetch) }) { return n }
-        let rows = try fetchRows(request, entity: entity, idsOnly: true)
+        if let n = try read(in: generation, { try $0.countIfEvaluable(storeFetch) }) { return n }
+        let rows = try fetchRows(request, entity: entity, idsOnly: true, generation: generation)
         return rows.count
     }
 
     /// The row of one object for a fault: from the row cache when fresh enough, else from the store.
     /// nil when the row does not exist.
-    func row(for id: ManagedObjectID, staleness: TimeInterval) throws -> RowSnapshot? {
+    /// With a pinned context's `generation`, the row comes from the generation, never from the cache (which may
+    /// hold a newer one), and is not cached (issue 21 item 4).
+    func row(for id: ManagedObjectID, staleness: TimeInterval, generation: StoreGeneration? = nil) throws -> RowSnapshot? {
+        if let generation {
+            count { $0.rowCacheMisses += 1 }
+            guard let row = try readPinned(generation, { try $0.rows(of: id.entity, keys: [id.key]) })[id.key] else { return nil }
+            count { $0.rowsRead += 1 }
+            Execution.count(.faultFulfilledFromStore)
+            return row
+        }
         switch rowCache.lookup(id, staleness: staleness) {
         case .fresh(let row):
             count { $0.rowCacheHits += 1 }
@@ -101,18 +117,19 @@ extension PersistentStoreCoordinator {
 
     /// Rows of several objects in one query per entity (batch faulting, prefetching). Installs them in the
     /// cache without references.
-    func rows(for ids: [ManagedObjectID]) throws -> [ManagedObjectID: RowSnapshot] {
+    func rows(for ids: [ManagedObjectID], generation: StoreGeneration? = nil) throws -> [ManagedObjectID: RowSnapshot] {
         try rowCache.reading { snapshot in
             var result: [ManagedObjectID: RowSnapshot] = [:]
             let byEntity = Dictionary(grouping: ids.filter { !$0.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
             for group in byEntity.values {
                 let entity = group[0].entity
-                let rows = try readStore { try $0.rows(of: entity, keys: group.map(\.key)) }
+                let rows = try read(in: generation) { try $0.rows(of: entity, keys: group.map(\.key)) }
                 for id in group { if let row = rows[id.key] { result[id] = row } }
             }
             count { $0.rowsRead += result.count; $0.rowCacheMisses += ids.count }
             Execution.count(.rowFetched, result.count)
-            rowCache.install(result.map { ($0.key, $0.value) }, retain: false, snapshot: snapshot)
+            // A pinned context's rows stay out of the cache (issue 21 item 4).
+            if generation == nil { rowCache.install(result.map { ($0.key, $0.value) }, retain: false, snapshot: snapshot) }
             return result
         }
     }
@@ -149,8 +166,8 @@ extension PersistentStoreCoordinator {
     }
 
     /// The destinations of a to-many relationship in the store.
-    func relatedIDs(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
-        let ids = try readStore { try $0.relatedKeys(of: source, relationship: relationship) }
+    func relatedIDs(of source: ManagedObjectID, relationship: RelationshipDescription, generation: StoreGeneration? = nil) throws -> [ManagedObjectID] {
+        let ids = try read(in: generation) { try $0.relatedKeys(of: source, relationship: relationship) }
         count { $0.rowsRead += ids.count }
         Execution.count(.rowFetched, ids.count)
         return ids

@@ -200,8 +200,12 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
         queue.sync { (store as? SQLiteStore)?.beforeCommit = hook }
     }
 
+    /// The store's read connections, nil without (no store, in memory, not in WAL mode).
+    var readerPool: SQLiteReaderPool? { readers.withLock { $0 } }
+    var hasReadConnections: Bool { readerPool != nil }
+
     /// The reader lanes of this coordinator in a simulation.
-    private var readerLanes: SharedResource { SharedResource(id: "readers:\(poolID)", label: "\(name).readers") }
+    var readerLanes: SharedResource { SharedResource(id: "readers:\(poolID)", label: "\(name).readers") }
 
     /// Runs `body` with the store on the coordinator's queue.
     func withStore<T>(_ body: (any PersistentStore) throws -> T) throws -> T {

@@ -71,6 +71,42 @@ final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded b
         condition.unlock()
     }
 
+    /// A reader taken out of the pool for a query generation (issue 21 item 4): an idle one, else a new one. It does
+    /// not count against the pool's capacity while the generation holds it (a pinned context must not starve the
+    /// other readers, nor wait for them); ``adopt(_:capacity:)`` gives it back.
+    func detach() throws -> SQLiteStore {
+        condition.lock()
+        if let reader = idle.popLast() {
+            open -= 1
+            condition.unlock()
+            return reader
+        }
+        condition.unlock()
+        return try SQLiteStore(readerOf: writer)
+    }
+
+    /// Takes back a reader a generation held (its transaction ended): it joins the idle readers when the pool has
+    /// room, and is closed otherwise.
+    func adopt(_ reader: SQLiteStore, capacity: Int) {
+        condition.lock()
+        returnedCounts = returnedCounts + reader.connection.statementCounts
+        reader.connection.statementCounts = StatementCounts()
+        if !closed, open < capacity {
+            open += 1
+            idle.append(reader)
+            condition.signal()
+        }
+        condition.unlock()
+    }
+
+    /// Counts statements a generation's reader ran (it is not held by the pool meanwhile).
+    func absorbCounts(of reader: SQLiteStore) {
+        condition.lock()
+        returnedCounts = returnedCounts + reader.connection.statementCounts
+        reader.connection.statementCounts = StatementCounts()
+        condition.unlock()
+    }
+
     /// Wakes callers waiting for a reader after the capacity grew.
     func capacityChanged() {
         condition.lock()
