@@ -113,6 +113,10 @@ public struct StackSpec: Sendable, Codable, Equatable {
     public var mergeRelease: AmbarMergeRelease? = nil
     /// How the view context learns of background saves (issue 19 item 7).
     public var merge: MergeMode = .didSave
+    /// Pins the view context to a query generation (issue 21 item 4, semantics §3.7): `setQueryGenerationFrom(.current)`
+    /// before the first phase. Its reads keep one snapshot until a merge, save or reset advances it, and SQLite
+    /// cannot checkpoint the WAL past it meanwhile (`walSize.peak` shows the cost).
+    public var pinViewGeneration: Bool = false
 }
 
 public struct Phase: Sendable, Codable, Equatable {
