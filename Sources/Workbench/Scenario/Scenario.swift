@@ -106,8 +106,9 @@ public struct StackSpec: Sendable, Codable, Equatable {
     public var viewStaleness: Double?
     /// ObjectTrump's rule for rows deleted elsewhere.
     public var objectTrumpDeletedElsewhere: String
-    /// Connections per coordinator a simulated run models (semantics §8): readers overlap on all but one, writes
-    /// serialize; 1 is the serialized coordinator of systems before iOS 10 / macOS 10.12.
+    /// Connections per coordinator (semantics §8, `NSPersistentStoreConnectionPoolMaxSizeKey`): reads run on all but
+    /// one (read connections of an SQLite store in WAL mode, in both modes; lanes of virtual time in a simulation),
+    /// writes serialize; 1 is the serialized coordinator of systems before iOS 10 / macOS 10.12.
     public var connectionPool: Int = PersistentStoreCoordinator.defaultConnectionPoolSize
     /// Ambar topologies: where each smart merge's ID sets are freed (nil: Core Data's place, the merging queue).
     public var mergeRelease: AmbarMergeRelease? = nil
