@@ -269,6 +269,11 @@ extension ManagedObjectContext {
             // allocation and its release: 0.4k instructions per updated object).
             request.updates.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, values: object.values, changedSlots: object.changedSlots))
         }
+        // Rows are written in (entity, primary key) order, not in the order the set hashes its objects (their
+        // addresses): the statements, and the history changes that record them, are the same on every run; and
+        // the table's B-tree is walked once front to back instead of at random, which keeps a large save's pages
+        // in SQLite's page cache and the CPU's (issue 22 item 5, Benchmarks/README.md, seventh round).
+        request.updates.sort { Self.keyOrder($0.id, $1.id) }
         for object in deletedSet where !object.isInsertedFlag && object.original != nil && object.snapshotVersion > 0 {
             var tombstone: [String: PropertyValue] = [:]
             for (slot, s) in object.entity.slots.enumerated() {
@@ -276,9 +281,11 @@ extension ManagedObjectContext {
             }
             request.deletes.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, tombstone: tombstone))
         }
+        request.deletes.sort { Self.keyOrder($0.id, $1.id) }
         for object in lockedObjects where !object.hasChanges && !object.objectID.isTemporaryID && object.original != nil {
             request.locked.append((object.objectID, object.snapshotVersion))
         }
+        request.locked.sort { Self.keyOrder($0.id, $1.id) }
         // Many-to-many rows, written once from the side that owns the join table.
         func addJoinChanges(_ object: ManagedObject) {
             guard !object.isDeletedFlag && !object.toMany.isEmpty else { return }
@@ -298,7 +305,25 @@ extension ManagedObjectContext {
         }
         insertedSet.forEachUnretained(addJoinChanges)
         updatedSet.forEachUnretained(addJoinChanges)
+        if request.joinChanges.count > 1 {
+            // In an order of their own too (source, then destination; removals before additions), not the sets'.
+            request.joinChanges.sort { a, b in
+                if a.source != b.source { return Self.keyOrder(a.source, b.source) }
+                if a.destination != b.destination { return Self.keyOrder(a.destination, b.destination) }
+                return !a.isInsert && b.isInsert
+            }
+        }
         return request
+    }
+
+    /// The order a save writes rows in: by entity, then store, then primary key (a temporary ID's key is its
+    /// number; only join rows of inserted objects have one here).
+    @inline(__always)
+    static func keyOrder(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
+        let ea = a.entity.entityNumber, eb = b.entity.entityNumber
+        if ea != eb { return ea < eb }
+        if a.storeNumber != b.storeNumber { return a.storeNumber < b.storeNumber }  // temporary (0) first
+        return a.key < b.key
     }
 
     /// After the store committed: permanent IDs, new snapshots, unregistered deletes, `didSave`, notifications
