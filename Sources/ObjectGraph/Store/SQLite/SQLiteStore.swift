@@ -277,14 +277,18 @@ final class SQLiteStore: PersistentStore {
         return values
     }
 
+    /// `whereSQL` limited to the rows of the entities the fetch covers (issue 21 item 1); unchanged without
+    /// inheritance.
+    static func restricted(_ whereSQL: String, to fetch: StoreFetch) -> String {
+        guard let rows = fetch.entity.entityCondition(alias: "t0", includesSubentities: fetch.includesSubentities) else { return whereSQL }
+        return whereSQL.isEmpty ? rows : "\(rows) AND (\(whereSQL))"
+    }
+
     private func buildQuery(_ fetch: StoreFetch, select: String) throws -> (sql: String, arguments: [PropertyValue]) {
         var builder = SQLiteQueryBuilder(root: fetch.entity)
         var whereSQL = ""
         if let predicate = fetch.predicate { whereSQL = try builder.condition(predicate.node) }
-        // Issue 21 item 1: the rows of the entities the fetch covers (none added without inheritance).
-        if let rows = fetch.entity.entityCondition(alias: "t0", includesSubentities: fetch.includesSubentities) {
-            whereSQL = whereSQL.isEmpty ? rows : "\(rows) AND (\(whereSQL))"
-        }
+        whereSQL = Self.restricted(whereSQL, to: fetch)
         let order = try builder.orderBy(fetch.sortDescriptors)
         var sql = "SELECT \(select) FROM \(fetch.entity.tableName) t0"
         for join in builder.joins { sql += " " + join }
@@ -504,9 +508,7 @@ extension SQLiteStore {
         }
         var sql = "SELECT \(column.sql), count(*) FROM \(fetch.entity.tableName) t0"
         for join in builder.joins { sql += " " + join }
-        if let rows = fetch.entity.entityCondition(alias: "t0", includesSubentities: fetch.includesSubentities) {
-            whereSQL = whereSQL.isEmpty ? rows : "\(rows) AND (\(whereSQL))"
-        }
+        whereSQL = Self.restricted(whereSQL, to: fetch)
         if !whereSQL.isEmpty { sql += " WHERE " + whereSQL }
         sql += " GROUP BY \(column.sql)"
         if !order.isEmpty { sql += " ORDER BY " + order }
