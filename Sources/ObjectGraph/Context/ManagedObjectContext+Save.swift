@@ -158,9 +158,11 @@ extension ManagedObjectContext {
         // (the store enforces it at every save), so objects whose constrained values are all as committed
         // cannot collide with one another: a group without a new value has nothing to check (an import that
         // updates existing objects found by unique ID, which never changes that ID).
+        // Groups are hierarchies (issue 21 item 1: a constraint a parent declares holds across its sub-entities):
+        // without inheritance each entity is its own root, as before.
         var fresh: [ObjectIdentifier] = []
         func noteFresh(_ entity: EntityDescription) {
-            let id = ObjectIdentifier(entity)
+            let id = ObjectIdentifier(entity.rootEntity)
             if fresh.last != id, !fresh.contains(id) { fresh.append(id) }
         }
         // The groups with something new are found first, without collecting anything: a save without an insert
@@ -182,16 +184,16 @@ extension ManagedObjectContext {
             candidates.append(object)
         }
         for object in updatedSet where !object.entity.constraintSlots.isEmpty && !object.isDeletedFlag
-            && fresh.contains(ObjectIdentifier(object.entity)) {
+            && fresh.contains(ObjectIdentifier(object.entity.rootEntity)) {
             candidates.append(object)
         }
         guard candidates.count > 1 else { return [] }
         let firstEntity = candidates[0].entity
         let groups = candidates.allSatisfy({ $0.entity === firstEntity })
-            ? [candidates] : Array(Dictionary(grouping: candidates, by: { ObjectIdentifier($0.entity) }).values)
-        for group in groups where group.count > 1 && fresh.contains(ObjectIdentifier(group[0].entity)) {
-            let entity = group[0].entity
-            for (n, slots) in entity.constraintSlots.enumerated() {
+            ? [candidates] : Array(Dictionary(grouping: candidates, by: { ObjectIdentifier($0.entity.rootEntity) }).values)
+        for hierarchyGroup in groups where hierarchyGroup.count > 1 && fresh.contains(ObjectIdentifier(hierarchyGroup[0].entity.rootEntity)) {
+            for (entity, n, group) in Self.constraintGroups(hierarchyGroup) where group.count > 1 {
+                let slots = entity.constraintSlots[n]
                 // The keys held by more than one object. A one-attribute constraint (the usual unique ID) is
                 // keyed by the value itself: no array per object.
                 let seen = slots.count == 1
@@ -214,6 +216,29 @@ extension ManagedObjectContext {
             }
         }
         return conflicts
+    }
+
+    /// The constraints to check among the objects of one hierarchy: each constraint once, on its declaring
+    /// entity, with the objects of that entity and of those below it (issue 21 item 1; semantics §1.6: an
+    /// inherited constraint's violations make one report). Without inheritance: the entity's constraints over
+    /// the whole group.
+    private static func constraintGroups(_ objects: [ManagedObject]) -> [(entity: EntityDescription, index: Int, objects: [ManagedObject])] {
+        let entity = objects[0].entity
+        guard entity.isInHierarchy else { return entity.constraintSlots.indices.map { (entity, $0, objects) } }
+        var result: [(entity: EntityDescription, index: Int, objects: [ManagedObject])] = []
+        var entities: [EntityDescription] = []
+        for object in objects where !entities.contains(where: { $0 === object.entity }) { entities.append(object.entity) }
+        entities.sort { $0.entityNumber < $1.entityNumber }
+        var done = Set<String>()
+        for member in entities {
+            for n in member.constraintSlots.indices {
+                let declarer = member.constraintDeclarers[n]
+                let constraintKey = "\(declarer.entityNumber):\(member.uniquenessConstraints[n].joined(separator: ","))"
+                guard done.insert(constraintKey).inserted else { continue }
+                result.append((member, n, objects.filter { $0.entity.isKindOf(entity: declarer) }))
+            }
+        }
+        return result
     }
 
     /// A one-attribute constraint's value as a key: an integer (the usual unique ID) hashes as one word.
@@ -257,7 +282,7 @@ extension ManagedObjectContext {
                 let relationship = object.entity.toManyRelationships[index]
                 guard SQLiteSchema.isManyToMany(object.entity, relationship) else { continue }
                 let join = SQLiteSchema.joinTable(object.entity, relationship)
-                guard join.ownerEntity === object.entity, join.ownerRelationship == relationship.name else { continue }
+                guard join.isOwned(by: object.entity, relationship) else { continue }
                 for id in state.current.subtracting(state.original) {
                     request.joinChanges.append(.init(entity: object.entity, relationship: relationship, source: object.objectID, destination: id, isInsert: true))
                 }
