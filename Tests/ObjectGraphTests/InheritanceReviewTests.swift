@@ -51,4 +51,31 @@ import Testing
         }
     }
 
+    @Test("§11.2, semantics §4: an object ID names its row's entity: the ID of another entity of the hierarchy (a sibling's, or the abstract parent's from a URI) with that key names no object",
+          arguments: [PersistentStoreType.sqlite, .inMemory])
+    func objectIDOfAnotherEntityFindsNoRow(type: PersistentStoreType) throws {
+        let stack = try TestStack(model: T.model(), type: type)
+        try T.seed(stack)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let note = try #require(try ctx.fetch(FetchRequest(entityName: "Note", predicate: .compare("slug", .equalTo, "n1"))).first)
+            let photo = try #require(stack.model.entity(named: "Photo"))
+            let sibling = ManagedObjectID(entity: photo, primaryKey: note.objectID.key, storeNumber: note.objectID.storeNumber)
+            let abstractURI = URL(string: note.objectID.uriRepresentation.absoluteString.replacingOccurrences(of: "/Note/", with: "/Post/"))!
+            let parent = try #require(stack.coordinator.managedObjectID(forURIRepresentation: abstractURI))
+            let reader = stack.context()
+            reader.performAndWait {
+                for id in [sibling, parent] {
+                    do {
+                        let object = try reader.existingObject(with: id)
+                        Issue.record("\(type): \(id) found \(object.entity.name) \(object.value(forKey: "slug") ?? "-")")
+                    } catch let error as ObjectGraphError {
+                        #expect(error.code == .referentialIntegrity)
+                    } catch { Issue.record("\(error)") }
+                }
+                #expect((try? reader.existingObject(with: note.objectID))?.value(forKey: "slug") as? String == "n1")
+            }
+        }
+    }
+
 }
