@@ -78,4 +78,13 @@ import Testing
         }
     }
 
+    @Test("§11.2, §11.4: a batch delete that nullifies a to-one into the hierarchy clears its Z_ENT column with its key, as a save does")
+    func batchDeleteNullifyClearsTheEntityColumn() throws {
+        let stack = try Self.memosOnly(.sqlite)
+        #expect(try stack.sql("SELECT ZFAVORITE, Z2FAVORITE FROM ZPERSON") == [[.integer(1), .integer(4)]])
+        let ctx = stack.context()
+        try ctx.performAndWait { _ = try ctx.execute(BatchDeleteRequest(fetchRequest: FetchRequest(entityName: "Memo"))) }
+        #expect(try stack.sql("SELECT ZFAVORITE, Z2FAVORITE FROM ZPERSON") == [[.null, .null]])
+    }
+
 }
