@@ -87,4 +87,38 @@ import Testing
         #expect(try stack.sql("SELECT ZFAVORITE, Z2FAVORITE FROM ZPERSON") == [[.null, .null]])
     }
 
+    @Test("§11.4: a batch insert upsert that meets another entity's row on an inherited constraint: a sibling's row is refused under replace (naming both entities) and kept under keep; a sub-entity's row is updated as the object it is")
+    func batchInsertUpsertAcrossTheHierarchy() throws {
+        let stack = try TestStack(model: T.model())
+        try T.seed(stack)
+        func run(_ policy: MergePolicy, _ entity: String, _ values: [String: Any]) throws -> [ManagedObjectID] {
+            let ctx = stack.context(policy: policy)
+            return try ctx.performAndWait {
+                var insert = BatchInsertRequest(entityName: entity, objects: [values])
+                insert.resultType = .objectIDs
+                return try ctx.execute(insert).objectIDs ?? []
+            }
+        }
+        let before = try stack.sql("SELECT * FROM ZPOST ORDER BY Z_PK")
+        // A photo with a note's slug: the row is a Note, it cannot take a Photo's values.
+        do {
+            _ = try run(.mergeByPropertyObjectTrump, "Photo", ["slug": "n1", "url": "u9", "extra": 9])
+            Issue.record("a photo's values were written onto a note's row")
+        } catch let error as ObjectGraphError {
+            #expect(error.code == .constraintMerge && error.objectID?.entity.name == "Note")
+            #expect(error.message.contains("Note") && error.message.contains("Photo"))
+        }
+        do {
+            _ = try run(.error, "Photo", ["slug": "n1"])
+            Issue.record("no conflict")
+        } catch let error as ObjectGraphError {
+            #expect(error.code == .constraintMerge && error.objectID?.entity.name == "Note")
+        }
+        #expect(try run(.mergeByPropertyStoreTrump, "Photo", ["slug": "n1", "url": "u9"]).isEmpty)
+        #expect(try stack.sql("SELECT * FROM ZPOST ORDER BY Z_PK") == before)
+        // A note with a memo's slug: the memo is a note; it takes the note's values and stays a memo.
+        let ids = try run(.mergeByPropertyObjectTrump, "Note", ["slug": "m1", "body": "new"])
+        #expect(ids.map(\.entity.name) == ["Memo"])
+        #expect(try stack.sql("SELECT Z_ENT, ZBODY, ZPRIORITY FROM ZPOST WHERE ZSLUG = 'm1'") == [[.integer(4), .text("new"), .integer(3)]])
+    }
 }
