@@ -121,4 +121,150 @@ import Testing
         #expect(ids.map(\.entity.name) == ["Memo"])
         #expect(try stack.sql("SELECT Z_ENT, ZBODY, ZPRIORITY FROM ZPOST WHERE ZSLUG = 'm1'") == [[.integer(4), .text("new"), .integer(3)]])
     }
+
+    /// Owner has things (cascade) and pinned (deny), both into the abstract Thing with the sub-entities Box (size
+    /// unique among boxes) and Bag; Bin is a Box.
+    static func ownerModel() throws -> ManagedObjectModel {
+        let json = #"""
+        {"entities": [
+          {"name": "Owner", "attributes": [{"name": "name", "type": "string"}],
+           "relationships": [{"name": "things", "destination": "Thing", "inverse": "owner", "toMany": true, "deleteRule": "cascade"},
+                             {"name": "pinned", "destination": "Thing", "inverse": "pinnedBy", "toMany": true, "deleteRule": "deny"}]},
+          {"name": "Bin", "parent": "Box", "attributes": [{"name": "lid", "type": "boolean"}]},
+          {"name": "Thing", "abstract": true, "attributes": [{"name": "title", "type": "string"}],
+           "relationships": [{"name": "owner", "destination": "Owner", "inverse": "things"},
+                             {"name": "pinnedBy", "destination": "Owner", "inverse": "pinned"}]},
+          {"name": "Box", "parent": "Thing", "attributes": [{"name": "size", "type": "integer64"}], "uniquenessConstraints": [["size"]]},
+          {"name": "Bag", "parent": "Thing", "attributes": [{"name": "size", "type": "integer64"}]}
+        ]}
+        """#
+        return try ManagedObjectModel(jsonData: Data(json.utf8))
+    }
+
+    @Test("§11.3, semantics §2 delete rules: a to-many into an abstract entity cascades to every sub-entity's objects and deny counts them, in a save and in a batch delete; the inverse is kept on both sides",
+          arguments: [false, true])
+    func deleteRulesAcrossSubentities(batch: Bool) throws {
+        let stack = try TestStack(model: Self.ownerModel())
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let owner = try T.insert(ctx, "Owner", ["name": "o"])
+            for (entity, title) in [("Box", "box"), ("Bag", "bag"), ("Bin", "bin")] {
+                let thing = try T.insert(ctx, entity, ["title": title])
+                try owner.addObject(thing, toRelationship: "things")
+                #expect((thing.value(forKey: "owner") as? ManagedObject) === owner)
+            }
+            let keeper = try T.insert(ctx, "Owner", ["name": "k"])
+            let pinned = try T.insert(ctx, "Bag", ["title": "pinned"])
+            try keeper.addObject(pinned, toRelationship: "pinned")
+            try ctx.save()
+        }
+        let deleter = stack.context()
+        try deleter.performAndWait {
+            if batch {
+                _ = try deleter.execute(BatchDeleteRequest(fetchRequest: FetchRequest(entityName: "Owner", predicate: .compare("name", .equalTo, "o"))))
+                do {
+                    _ = try deleter.execute(BatchDeleteRequest(fetchRequest: FetchRequest(entityName: "Owner", predicate: .compare("name", .equalTo, "k"))))
+                    Issue.record("deny did not see the pinned bag")
+                } catch let error as ObjectGraphError { #expect(error.code == .relationshipDeniedDelete) }
+            } else {
+                let owners = try deleter.fetch(FetchRequest(entityName: "Owner", sortDescriptors: [ObjectSortDescriptor("name")]))
+                #expect(owners.map { $0.value(forKey: "name") as? String } == ["k", "o"])
+                deleter.delete(owners[1])
+                try deleter.save()
+                deleter.delete(owners[0])
+                do {
+                    try deleter.save()
+                    Issue.record("deny did not see the pinned bag")
+                } catch let error as ObjectGraphError { #expect(error.code == .relationshipDeniedDelete) }
+                deleter.rollback()
+            }
+        }
+        let left: [[SQLiteValue]] = [[.text("pinned")]]
+        #expect(try stack.sql("SELECT ZTITLE FROM ZTHING ORDER BY Z_PK") == left)
+        #expect(try stack.sql("SELECT ZNAME FROM ZOWNER") == [[.text("k")]])
+    }
+
+    @Test("§11.6: a constraint declared on a sub-entity holds among its own objects and those below it (a partial unique index), not its siblings', in both stores, in one save and against stored rows",
+          arguments: [PersistentStoreType.sqlite, .inMemory])
+    func subentityConstraintIsPartial(type: PersistentStoreType) throws {
+        let stack = try TestStack(model: Self.ownerModel(), type: type)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            _ = try T.insert(ctx, "Box", ["size": 1])
+            _ = try T.insert(ctx, "Bag", ["size": 1])  // a sibling: no constraint
+            try ctx.save()
+        }
+        for (entity, collides) in [("Bag", false), ("Bin", true), ("Box", true)] {
+            let other = stack.context()
+            other.performAndWait {
+                do {
+                    _ = try T.insert(other, entity, ["size": 1])
+                    try other.save()
+                    #expect(!collides, "\(entity) saved a box's size")
+                } catch let error as ObjectGraphError {
+                    #expect(collides && error.code == .constraintMerge, "\(entity): \(error)")
+                } catch { Issue.record("\(error)") }
+            }
+        }
+        try ctx.performAndWait {
+            _ = try T.insert(ctx, "Bin", ["size": 5])
+            _ = try T.insert(ctx, "Box", ["size": 5])
+            #expect(throws: ObjectGraphError.self) { try ctx.save() }
+            ctx.rollback()
+            var request = FetchRequest(entityName: "Thing")
+            request.includesSubentities = true
+            #expect(try ctx.count(for: request) == 3)
+        }
+    }
+
+    @Test("§11.4: a batch delete by object IDs takes one entity, as Core Data documents (mixing entities is an error), even within one hierarchy")
+    func batchDeleteByIDsTakesOneEntity() throws {
+        let stack = try TestStack(model: T.model())
+        try T.seed(stack)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let ids = try ctx.fetchObjectIDs(FetchRequest(entityName: "Note"))
+            #expect(Set(ids.map(\.entity.name)) == ["Note", "Memo"])
+            #expect(throws: ObjectGraphError.self) { try ctx.execute(BatchDeleteRequest(objectIDs: ids)) }
+            var one = BatchDeleteRequest(objectIDs: ids.filter { $0.entity.name == "Memo" })
+            one.resultType = .count
+            #expect(try ctx.execute(one).count == 1)
+        }
+    }
+
+    @Test("§11.3: prefetching a to-many into the hierarchy, a nested context's fetch and a section count all see each object under its own entity")
+    func prefetchNestedAndSections() throws {
+        let stack = try TestStack(model: Self.ownerModel())
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let owner = try T.insert(ctx, "Owner", ["name": "o"])
+            for (entity, size) in [("Box", 1), ("Bag", 2), ("Bin", 3)] {
+                try owner.addObject(try T.insert(ctx, entity, ["size": size, "title": entity]), toRelationship: "things")
+            }
+            try ctx.save()
+        }
+        let reader = stack.context()
+        try reader.performAndWait {
+            var request = FetchRequest(entityName: "Owner")
+            request.relationshipKeyPathsForPrefetching = ["things"]
+            let owner = try #require(try reader.fetch(request).first)
+            let things = try #require(owner.value(forKey: "things") as? Set<ManagedObject>)
+            #expect(things.map { "\($0.entity.name):\($0.value(forKey: "title") as? String ?? "")" }.sorted() == ["Bag:Bag", "Bin:Bin", "Box:Box"])
+            let sections = FetchedResultsController(
+                fetchRequest: FetchRequest(entityName: "Thing", sortDescriptors: [ObjectSortDescriptor("title")]),
+                managedObjectContext: reader, sectionNameKeyPath: "title")
+            try sections.performFetch()
+            #expect(sections.sections?.map(\.numberOfObjects) == [1, 1, 1])
+        }
+        // A child context of the reader (run outside the reader's queue: the child's fetch asks its parent).
+        let child = stack.child(of: reader)
+        try child.performAndWait {
+            _ = try T.insert(child, "Bin", ["title": "new"])
+            var boxes = FetchRequest(entityName: "Box", sortDescriptors: [ObjectSortDescriptor("title")])
+            #expect(try child.fetch(boxes).map(\.entity.name) == ["Bin", "Box", "Bin"])
+            boxes.includesSubentities = false
+            #expect(try child.fetch(boxes).map(\.entity.name) == ["Box"])
+            #expect(try child.count(for: boxes) == 1)
+        }
+    }
 }
