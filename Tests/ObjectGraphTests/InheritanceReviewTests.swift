@@ -267,4 +267,19 @@ import Testing
             #expect(try child.count(for: boxes) == 1)
         }
     }
+
+    @Test("§11.2, §11.4: a batch delete by object IDs deletes only rows of the IDs' own entity: a sibling's ID with a note's key deletes nothing")
+    func batchDeleteByIDOfAnotherEntityDeletesNothing() throws {
+        let stack = try TestStack(model: T.model())
+        try T.seed(stack)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let note = try #require(try ctx.fetchObjectIDs(FetchRequest(entityName: "Note", predicate: .compare("slug", .equalTo, "n1"))).first)
+            let photo = try #require(stack.model.entity(named: "Photo"))
+            var delete = BatchDeleteRequest(objectIDs: [ManagedObjectID(entity: photo, primaryKey: note.key, storeNumber: note.storeNumber)])
+            delete.resultType = .count
+            #expect(try ctx.execute(delete).count == 0)
+        }
+        #expect(try stack.sql("SELECT count(*) FROM ZPOST WHERE ZSLUG = 'n1'") == [[.integer(1)]])
+    }
 }

@@ -154,7 +154,9 @@ extension SQLiteStore {
                         if case .attribute(let a) = s, a.preservesValueInHistoryOnDeletion { tombstone[a.name] = row.values[slot] }
                     }
                 }
-                let statement = try connection.cachedStatement("DELETE FROM \(entity.tableName) WHERE Z_PK = ?")
+                // Issue 21 item 1: only a row of the ID's own entity (nothing added outside a hierarchy).
+                let kind = entity.entityCondition(alias: entity.tableName, includesSubentities: false).map { " AND \($0)" } ?? ""
+                let statement = try connection.cachedStatement("DELETE FROM \(entity.tableName) WHERE Z_PK = ?\(kind)")
                 statement.bindInt(id.key, at: 1)
                 if try statement.run() > 0 {
                     deleted.append(id)
