@@ -398,9 +398,13 @@ final class SQLiteStore: PersistentStore {
 
     func rows(of entity: EntityDescription, keys: [Int64]) throws -> [Int64: RowSnapshot] {
         var result: [Int64: RowSnapshot] = [:]
+        // Issue 21 item 1: an object ID names its row's own entity; in a shared table the row must be of it (a
+        // sibling's or a parent's ID with the same key names no object, as in the in-memory store). Nothing is
+        // added outside a hierarchy.
+        let kind = entity.entityCondition(alias: "t0", includesSubentities: false).map { " AND \($0)" } ?? ""
         try run {
             if keys.count == 1 {
-                let statement = try connection.cachedStatement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK = ?")
+                let statement = try connection.cachedStatement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK = ?\(kind)")
                 statement.bindInt(keys[0], at: 1)
                 while try statement.step() {
                     result[keys[0]] = RowSnapshot(values: decodeRow(statement, entity: entity, offset: 2), version: statement.int64(at: 1))
@@ -411,7 +415,7 @@ final class SQLiteStore: PersistentStore {
             for chunk in stride(from: 0, to: keys.count, by: 500) {
                 let part = keys[chunk..<min(chunk + 500, keys.count)]
                 let marks = Array(repeating: "?", count: part.count).joined(separator: ",")
-                let statement = try connection.statement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK IN (\(marks))")
+                let statement = try connection.statement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK IN (\(marks))\(kind)")
                 for (i, key) in part.enumerated() { statement.bindInt(key, at: Int32(i + 1)) }
                 while try statement.step() {
                     result[statement.int64(at: 0)] = RowSnapshot(values: decodeRow(statement, entity: entity, offset: 2), version: statement.int64(at: 1))
