@@ -36,21 +36,23 @@ extension PersistentStoreCoordinator {
                            generation: StoreGeneration?) throws -> [FetchEntry] {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
-            limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly)
+            limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly,
+            includesSubentities: request.includesSubentities)
         let result: [FetchEntry] = try read(in: generation) { store in
-            let number = store.storeNumber
             if let entries = try store.fetchEntriesIfEvaluable(storeFetch) { return entries }
-            // The store cannot filter or order this fetch: take every row of the entity and do it here.
-            var all = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false)
+            // The store cannot filter or order this fetch: take every row of the entity (and of its sub-entities
+            // when included) and do it here.
+            var all = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false,
+                                 includesSubentities: request.includesSubentities)
             all.idsOnly = false
-            var rows = try store.fetch(all).map { (ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), $0.row!) }
+            var rows = try store.identifiedRows(all).map { ($0.id, $0.row!) }
             let resolver = StoreRowResolver(store: store)
             if let predicate = request.predicate {
-                rows = try rows.filter { try predicate.evaluate(subject: StoreRowSubject(id: $0.0, row: $0.1, resolver: resolver)) }
+                rows = try rows.filter { try predicate.evaluate(subject: StoreRowSubject(id: $0.0, row: $0.1, resolver: resolver, as: entity)) }
             }
             if !request.sortDescriptors.isEmpty {
                 let keyed = try rows.map { row in
-                    (row, try request.sortDescriptors.map { try StoreRowSubject(id: row.0, row: row.1, resolver: resolver).sortValue($0.key) })
+                    (row, try request.sortDescriptors.map { try StoreRowSubject(id: row.0, row: row.1, resolver: resolver, as: entity).sortValue($0.key) })
                 }
                 rows = keyed.sorted { SortOrdering.precedes($0.1, $1.1, request.sortDescriptors) }.map(\.0)
             }
@@ -74,7 +76,7 @@ extension PersistentStoreCoordinator {
     func countRows(_ request: FetchRequest, entity: EntityDescription, generation: StoreGeneration? = nil) throws -> Int {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: [], limit: request.fetchLimit,
-            offset: request.fetchOffset, idsOnly: true)
+            offset: request.fetchOffset, idsOnly: true, includesSubentities: request.includesSubentities)
         if let n = try read(in: generation, { try $0.countIfEvaluable(storeFetch) }) { return n }
         let rows = try fetchRows(request, entity: entity, idsOnly: true, generation: generation)
         return rows.count
@@ -291,6 +293,14 @@ struct StoreRowSubject: PredicateSubject {
     let id: ManagedObjectID
     let row: RowSnapshot
     let resolver: StoreRowResolver
+    /// The entity whose properties the key path may name: the fetch's, or a relationship's destination, never
+    /// the row's own sub-entity (issue 21 item 1, Docs/coredata-behaviour.md §11.3: a parent's fetch only knows
+    /// the parent's properties, as the SQLite store's translation does). Its slots are a prefix of the row's.
+    let entity: EntityDescription
+
+    init(id: ManagedObjectID, row: RowSnapshot, resolver: StoreRowResolver, as entity: EntityDescription? = nil) {
+        (self.id, self.row, self.resolver, self.entity) = (id, row, resolver, entity ?? id.entity)
+    }
 
     var selfValue: PropertyValue { .objectID(id) }
 
@@ -300,7 +310,6 @@ struct StoreRowSubject: PredicateSubject {
 
     private func resolve(_ path: ArraySlice<Substring>) throws -> KeyPathValue {
         guard let first = path.first else { return .single(.objectID(id)) }
-        let entity = id.entity
         guard let ref = entity.propertiesByName[String(first)] else {
             throw ObjectGraphError(.invalidFetchRequest, "keypath \(first) not found in entity \(entity.name)", entity: entity.name, property: String(first))
         }
@@ -316,7 +325,7 @@ struct StoreRowSubject: PredicateSubject {
             guard case .objectID(let dest) = row.values[slot] else { return .single(.null) }
             if path.count == 1 { return .single(.objectID(dest)) }
             guard let destRow = try resolver.row(dest) else { return .single(.null) }
-            return try StoreRowSubject(id: dest, row: destRow, resolver: resolver).resolve(path.dropFirst())
+            return try StoreRowSubject(id: dest, row: destRow, resolver: resolver, as: entity.slotDestinations[slot]).resolve(path.dropFirst())
         case .toMany(let index):
             let relationship = entity.toManyRelationships[index]
             let ids = try resolver.store.relatedKeys(of: id, relationship: relationship)
@@ -324,7 +333,7 @@ struct StoreRowSubject: PredicateSubject {
             var values: [PropertyValue] = []
             for dest in ids {
                 guard let destRow = try resolver.row(dest) else { continue }
-                switch try StoreRowSubject(id: dest, row: destRow, resolver: resolver).resolve(path.dropFirst()) {
+                switch try StoreRowSubject(id: dest, row: destRow, resolver: resolver, as: entity.destinationEntity(ofRelationship: relationship.name)).resolve(path.dropFirst()) {
                 case .single(let v): values.append(v)
                 case .many(let vs): values.append(contentsOf: vs)
                 }

@@ -198,7 +198,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
               let coordinator = context.persistentStoreCoordinator,
               let entity = try? context.entity(for: fetchRequest), !context.hasPendingChanges(for: entity) else { return nil }
         let fetch = StoreFetch(entity: entity, predicate: fetchRequest.predicate, sortDescriptors: fetchRequest.sortDescriptors,
-                               limit: 0, offset: 0, idsOnly: true)
+                               limit: 0, offset: 0, idsOnly: true, includesSubentities: fetchRequest.includesSubentities)
         // A pinned context counts its sections in its generation (issue 21 item 4).
         let generation: StoreGeneration?
         do { generation = try context.readGeneration() } catch { return nil }
@@ -265,7 +265,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     private func matches(_ object: ManagedObject) -> Bool {
         objectsEvaluated += 1
         Execution.count(.controllerObjectEvaluated)
-        guard object.entity.name == fetchRequest.entityName, !object.isDeletedFlag, object.managedObjectContext === managedObjectContext else { return false }
+        guard fetchRequest.includes(object.entity), !object.isDeletedFlag, object.managedObjectContext === managedObjectContext else { return false }
         guard let predicate = fetchRequest.predicate else { return true }
         return (try? predicate.evaluate(subject: object)) ?? false
     }
@@ -334,7 +334,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         guard includesUnloadedUpdates, fetchRequest.predicate != nil, delegate != nil, !needsFetch,
               let current = fetchedObjects else { return nil }
         let shown = Set(current.map(\.objectID))
-        let candidates = updated.filter { $0.entity.name == fetchRequest.entityName && !shown.contains($0) }
+        let candidates = updated.filter { fetchRequest.includes($0.entity) && !shown.contains($0) }
         guard !candidates.isEmpty else { return nil }
         guard let found = fetchAmong(Array(candidates)) else { return nil }
         let newcomers = Set(found)
@@ -367,7 +367,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             return
         }
         let touched = inserted.union(updated).union(refreshed).union(gone)
-            .filter { $0.entity.name == fetchRequest.entityName }
+            .filter { fetchRequest.includes($0.entity) }
         guard !touched.isEmpty else { return }
         changesProcessed += touched.count
 

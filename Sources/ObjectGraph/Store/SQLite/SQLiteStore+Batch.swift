@@ -8,8 +8,10 @@ extension SQLiteStore {
         try runWriting {
             var history = HistoryRecord()
             var ids: [ManagedObjectID] = []
+            // Issue 21 item 1: a sub-entity's rows take keys from its root's sequence and count under the root.
+            let keyEntity = entity.rootEntity
             let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
-            read.bindInt(Int64(entity.entityNumber), at: 1)
+            read.bindInt(Int64(keyEntity.entityNumber), at: 1)
             var max: Int64 = 0
             while try read.step() { max = read.int64(at: 0) }
             var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
@@ -20,22 +22,36 @@ extension SQLiteStore {
             for values in rows {
                 // An existing row with the same unique values (semantics §6: upsert with constraints).
                 var existing: Int64?
-                for slots in entity.constraintSlots {
+                var existingEntity = entity
+                for (n, slots) in entity.constraintSlots.enumerated() {
                     let key = slots.map { values[$0] }
                     if key.contains(where: \.isNull) { continue }
-                    let condition = slots.map { "\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: " AND ")
-                    let find = try connection.cachedStatement("SELECT Z_PK FROM \(entity.tableName) WHERE \(condition)")
+                    var condition = slots.map { "\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: " AND ")
+                    // Issue 21 item 1: over the rows of the entity that declares the constraint and those below it.
+                    if let rows = entity.constraintDeclarers[n].entityCondition(alias: entity.tableName, includesSubentities: true) {
+                        condition += " AND \(rows)"
+                    }
+                    // Issue 21 item 1: in a hierarchy the row found may be another entity's (its Z_ENT says which).
+                    let find = try connection.cachedStatement("SELECT Z_PK\(entity.isInHierarchy ? ", Z_ENT" : "") FROM \(entity.tableName) WHERE \(condition)")
                     try find.bind(key)
-                    while try find.step() { existing = find.int64(at: 0) }
+                    while try find.step() {
+                        existing = find.int64(at: 0)
+                        if entity.isInHierarchy { existingEntity = model.entity(number: Int(find.int64(at: 1))) ?? entity }
+                    }
                     if existing != nil { break }
                 }
                 if let existing {
-                    let id = ManagedObjectID(entity: entity, primaryKey: existing, storeNumber: storeNumber)
+                    let id = ManagedObjectID(entity: existingEntity, primaryKey: existing, storeNumber: storeNumber)
                     switch upsert {
                     case .fail:
                         throw ObjectGraphError(.constraintMerge, "a batch insert row collides with the stored object \(id) on a uniqueness constraint", entity: entity.name, objectID: id, storePath: url?.path)
                     case .keep:
                         continue
+                    case .replace where !existingEntity.isKindOf(entity: entity):
+                        // Docs/coredata-behaviour.md §11.4: the row is a sibling's or a parent's (a constraint
+                        // inherited from above); it cannot take this entity's values without becoming another
+                        // entity, which Core Data never does to a row.
+                        throw ObjectGraphError(.constraintMerge, "a batch insert row of \(entity.name) collides with the stored \(existingEntity.name) \(id) on an inherited uniqueness constraint; an upsert cannot write \(entity.name) values onto a \(existingEntity.name)", entity: entity.name, objectID: id, storePath: url?.path)
                     case .replace:
                         replace.reset()
                         for (i, v) in values.enumerated() { try replace.bind(v, at: Int32(i + 1)) }
@@ -59,7 +75,7 @@ extension SQLiteStore {
             }
             let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
             update.bindInt(max, at: 1)
-            update.bindInt(Int64(entity.entityNumber), at: 2)
+            update.bindInt(Int64(keyEntity.entityNumber), at: 2)
             try update.run()
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
             return ids
@@ -116,7 +132,9 @@ extension SQLiteStore {
                     case .nullify:
                         if let inverseSlot = destination.slotIndex(of: relationship.inverseName) {
                             let column = destination.columnName(forSlot: inverseSlot)
-                            let s = try connection.cachedStatement("UPDATE \(destination.tableName) SET Z_OPT = Z_OPT + 1, \(column) = NULL WHERE \(column) = ?")
+                            // A to-one into a hierarchy loses its destination's Z_ENT with its key (issue 21 item 1).
+                            let kind = destination.entityColumns[inverseSlot].map { ", \($0) = NULL" } ?? ""
+                            let s = try connection.cachedStatement("UPDATE \(destination.tableName) SET Z_OPT = Z_OPT + 1, \(column) = NULL\(kind) WHERE \(column) = ?")
                             s.bindInt(id.key, at: 1)
                             try s.run()
                             for t in targets { history.updates.append((t, [relationship.inverseName])) }
@@ -136,7 +154,9 @@ extension SQLiteStore {
                         if case .attribute(let a) = s, a.preservesValueInHistoryOnDeletion { tombstone[a.name] = row.values[slot] }
                     }
                 }
-                let statement = try connection.cachedStatement("DELETE FROM \(entity.tableName) WHERE Z_PK = ?")
+                // Issue 21 item 1: only a row of the ID's own entity (nothing added outside a hierarchy).
+                let kind = entity.entityCondition(alias: entity.tableName, includesSubentities: false).map { " AND \($0)" } ?? ""
+                let statement = try connection.cachedStatement("DELETE FROM \(entity.tableName) WHERE Z_PK = ?\(kind)")
                 statement.bindInt(id.key, at: 1)
                 if try statement.run() > 0 {
                     deleted.append(id)
