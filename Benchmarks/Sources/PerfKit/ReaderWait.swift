@@ -11,12 +11,16 @@ import Synchronization
 /// the save begins until it returns). Returns the longest of those fetches and the save's own time (seconds). With
 /// a pool of 1 a fetch that reaches the coordinator during the save's store transaction waits for all of it; with
 /// read connections it reads the last committed rows at once.
-public func fetchWaitDuringSave(pool: Int, rows: Int) throws -> (longestFetch: Double, fetches: Int, save: Double) {
+///
+/// `autocheckpoint` false turns SQLite's automatic checkpoint off (`wal_autocheckpoint = 0`): a diagnostic, since the
+/// checkpoint that runs inside the save's `COMMIT` holds a WAL lock that new read transactions wait for.
+public func fetchWaitDuringSave(pool: Int, rows: Int, autocheckpoint: Bool = true) throws -> (longestFetch: Double, fetches: Int, save: Double) {
     let scratch = Scratch("readers-\(pool)")
     defer { scratch.remove() }
     let coordinator = PersistentStoreCoordinator(managedObjectModel: try OursModel.make(), name: "readers")
     var options = StoreOptions()
     options.connectionPoolMaxSize = pool
+    if !autocheckpoint { options.pragmas["wal_autocheckpoint"] = "0" }
     try coordinator.addPersistentStore(type: .sqlite, at: URL(fileURLWithPath: scratch.file("store.sqlite")), options: options)
     let background = ManagedObjectContext(concurrencyType: .privateQueue)
     background.persistentStoreCoordinator = coordinator

@@ -120,18 +120,39 @@ final class RowCache: Sendable {
     /// checked each updated row under a lock of its own, 0.1k instructions per row).
     func versionMismatches<S: Sequence>(_ expected: S) -> [(id: ManagedObjectID, expected: Int64, cached: Int64, row: RowSnapshot?)]
     where S.Element == (ManagedObjectID, Int64) {
-        entries.withLock { table in
-            var result: [(id: ManagedObjectID, expected: Int64, cached: Int64, row: RowSnapshot?)] = []
-            for (id, version) in expected {
-                guard let i = table.index(forKey: id) else { continue }
-                if table.values[i].deleted {
-                    if version != 0 { result.append((id, version, 0, nil)) }
-                    continue
-                }
-                guard let cached = table.values[i].row?.version, cached != version else { continue }
-                result.append((id, version, cached, table.values[i].row))
+        var result: [(id: ManagedObjectID, expected: Int64, cached: Int64, row: RowSnapshot?)] = []
+        inBatches(expected) { table, element in
+            let (id, version) = element
+            guard let i = table.index(forKey: id) else { return }
+            if table.values[i].deleted {
+                if version != 0 { result.append((id, version, 0, nil)) }
+                return
             }
-            return result
+            guard let cached = table.values[i].row?.version, cached != version else { return }
+            result.append((id, version, cached, table.values[i].row))
+        }
+        return result
+    }
+
+    /// The most rows one hold of the table's lock goes through: a save of 100k rows installs, checks or releases
+    /// them in holds of this many, so that a fetch or a fault of another context, which reads on a read connection
+    /// beside the save (issue 22 item 8), waits for one hold at most, not for the whole save's.
+    static let lockBatch = 1024
+
+    /// Runs `body` for each element under the table's lock, released and taken again every ``lockBatch`` elements.
+    private func inBatches<S: Sequence>(_ elements: S, _ body: (inout [ManagedObjectID: Entry], S.Element) -> Void) {
+        var iterator = elements.makeIterator()
+        var more = true
+        while more {
+            entries.withLock { table in
+                for _ in 0..<Self.lockBatch {
+                    guard let element = iterator.next() else {
+                        more = false
+                        return
+                    }
+                    body(&table, element)
+                }
+            }
         }
     }
 
@@ -142,9 +163,7 @@ final class RowCache: Sendable {
     /// One reference more for each of `ids` (an ID listed twice gains two), under one lock: for a context that
     /// hands references to many objects at once.
     func retain<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
-        entries.withLock { table in
-            for id in ids { table[id, default: Entry()].references += 1 }
-        }
+        inBatches(ids) { table, id in table[id, default: Entry()].references += 1 }
     }
 
     func release(_ id: ManagedObjectID) {
@@ -154,10 +173,8 @@ final class RowCache: Sendable {
     }
 
     func release<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
-        entries.withLock { table in
-            var gone: [(ManagedObjectID, UInt64)] = []
-            for id in ids { if let g = Self.release(id, in: &table) { gone.append(g) } }
-            if !gone.isEmpty { departing(gone) }
+        inBatches(ids) { table, id in
+            if let gone = Self.release(id, in: &table) { departing(CollectionOfOne(gone)) }
         }
     }
 
@@ -188,24 +205,22 @@ final class RowCache: Sendable {
     func install<Rows: Sequence>(_ rows: Rows, count: Int, retain: Bool, snapshot: UInt64? = nil) where Rows.Element == (ManagedObjectID, RowSnapshot) {
         guard count > 0 else { return }
         let now = Self.now()
-        entries.withLock { table in
-            let stamp = self.stamp(snapshot)
+        let generation = self.generation(snapshot)
+        if retain { entries.withLock { $0.reserveCapacity($0.count + count) } }
+        var batch = -1
+        var stamp = Stamp.authoritative(0)
+        inBatches(rows) { table, element in
+            let (id, row) = element
+            // The reads under way are looked at again with each hold of the lock.
+            batch += 1
+            if batch % Self.lockBatch == 0 { stamp = self.stamp(generation) }
             if retain {
-                table.reserveCapacity(table.count + count)
-                for (id, row) in rows {
-                    // One hash lookup per row: the entry is created or updated in place.
-                    Self.store(row, now: now, in: &table[id, default: Entry()], retaining: true, stamp: stamp, id: id)
-                }
-            } else {
-                var absent: [(ManagedObjectID, UInt64)] = []
-                for (id, row) in rows {
-                    guard let i = table.index(forKey: id), table.values[i].references > 0 else {
-                        if case .authoritative(let g) = stamp, activeReads.load(ordering: .sequentiallyConsistent) > 0 { absent.append((id, g)) }
-                        continue
-                    }
-                    Self.store(row, now: now, in: &table.values[i], retaining: false, stamp: stamp, id: id)
-                }
-                if !absent.isEmpty { departing(absent) }
+                // One hash lookup per row: the entry is created or updated in place.
+                Self.store(row, now: now, in: &table[id, default: Entry()], retaining: true, stamp: stamp, id: id)
+            } else if let i = table.index(forKey: id), table.values[i].references > 0 {
+                Self.store(row, now: now, in: &table.values[i], retaining: false, stamp: stamp, id: id)
+            } else if case .authoritative(let g) = stamp, activeReads.load(ordering: .sequentiallyConsistent) > 0 {
+                departing(CollectionOfOne((id, g)))
             }
         }
     }
@@ -217,9 +232,24 @@ final class RowCache: Sendable {
         case read(UInt64, departed: [ManagedObjectID: UInt64])
     }
 
-    private func stamp(_ snapshot: UInt64?) -> Stamp {
-        if let snapshot { return .read(snapshot, departed: departedChanges()) }
+    /// An install's generation: a read's snapshot, or the next one for an authoritative install (taken once for all
+    /// its rows).
+    private enum Generation {
+        case read(UInt64)
+        case authoritative(UInt64)
+    }
+
+    private func generation(_ snapshot: UInt64?) -> Generation {
+        if let snapshot { return .read(snapshot) }
         return .authoritative(generation.add(1, ordering: .sequentiallyConsistent).newValue)
+    }
+
+    /// The stamp of one hold of the lock (a read takes the departed changes again under each).
+    private func stamp(_ generation: Generation) -> Stamp {
+        switch generation {
+        case .read(let snapshot): .read(snapshot, departed: departedChanges())
+        case .authoritative(let g): .authoritative(g)
+        }
     }
 
     /// ``install(_:count:retain:)`` with a reference each for a fetch's rows, skipping the entries without a row:
@@ -227,13 +257,15 @@ final class RowCache: Sendable {
     func installRetaining(_ rows: [FetchEntry], snapshot: UInt64? = nil) {
         guard !rows.isEmpty else { return }
         let now = Self.now()
-        entries.withLock { table in
-            let stamp = self.stamp(snapshot)
-            table.reserveCapacity(table.count + rows.count)
-            for entry in rows {
-                guard let row = entry.row else { continue }
-                Self.store(row, now: now, in: &table[entry.id, default: Entry()], retaining: true, stamp: stamp, id: entry.id)
-            }
+        let generation = self.generation(snapshot)
+        entries.withLock { $0.reserveCapacity($0.count + rows.count) }
+        var batch = -1
+        var stamp = Stamp.authoritative(0)
+        inBatches(rows) { table, entry in
+            batch += 1
+            if batch % Self.lockBatch == 0 { stamp = self.stamp(generation) }
+            guard let row = entry.row else { return }
+            Self.store(row, now: now, in: &table[entry.id, default: Entry()], retaining: true, stamp: stamp, id: entry.id)
         }
     }
 
@@ -263,21 +295,16 @@ final class RowCache: Sendable {
     }
 
     func markDeleted<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
-        entries.withLock { table in
-            let stamp = generation.add(1, ordering: .sequentiallyConsistent).newValue
-            var absent: [(ManagedObjectID, UInt64)] = []
-            defer { if !absent.isEmpty { departing(absent) } }
-            for id in ids {
-                guard var entry = table[id] else {
-                    if activeReads.load(ordering: .sequentiallyConsistent) > 0 { absent.append((id, stamp)) }
-                    continue
-                }
-                entry.row = nil
-                entry.deleted = true
-                entry.newest = 0
-                entry.writtenAt = stamp
-                table[id] = entry
+        let stamp = generation.add(1, ordering: .sequentiallyConsistent).newValue
+        inBatches(ids) { table, id in
+            guard let i = table.index(forKey: id) else {
+                if activeReads.load(ordering: .sequentiallyConsistent) > 0 { departing(CollectionOfOne((id, stamp))) }
+                return
             }
+            table.values[i].row = nil
+            table.values[i].deleted = true
+            table.values[i].newest = 0
+            table.values[i].writtenAt = stamp
         }
     }
 
