@@ -34,11 +34,14 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     public private(set) var step = 0
     /// Told of every step, call and block end when a trace was asked for (Docs/simulation.md "Traces").
     private let tracer: (@Sendable (TraceRecord) -> Void)?
+    /// Where every thread of the simulation records its Core Data calls (an operation trace, Docs/calibration.md).
+    let operationRecorder: OperationTraceRecorder?
 
-    public init(seed: UInt64, profile: CostProfile, tracer: (@Sendable (TraceRecord) -> Void)? = nil) {
+    public init(seed: UInt64, profile: CostProfile, tracer: (@Sendable (TraceRecord) -> Void)? = nil, operationRecorder: OperationTraceRecorder? = nil) {
         self.seed = seed
         self.profile = profile
         self.tracer = tracer
+        self.operationRecorder = operationRecorder
     }
 
     /// No block takes no time (1 ns at least), so a loop of blocks always moves the clock on, even on a profile
@@ -102,7 +105,9 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         let runner = Participant(name: "runner", simulation: self)
         live.append(runner)
         ExecutionThread.install(runner)
+        if operationRecorder != nil { OperationRecording.started() }
         defer {
+            if operationRecorder != nil { OperationRecording.stopped() }
             waitUntilQuiet()
             for worker in workers {
                 worker.terminate = true
@@ -440,6 +445,7 @@ final class Participant: ExecutionThread, @unchecked Sendable {  // touched by t
     init(name: String, simulation: Scheduler) {
         self.name = name
         super.init(simulation: simulation)
+        operationRecorder = simulation.operationRecorder
     }
 }
 
