@@ -94,7 +94,17 @@ public struct TraceModel: Codable, Sendable, Equatable {
         }
     }
     public var entities: [Entity]
-    public init(entities: [Entity]) { self.entities = entities }
+    /// The version's name when the model has several (a migration's `next`); a model with no name is the first.
+    public var version: String?
+    public init(entities: [Entity], version: String? = nil) { (self.entities, self.version) = (entities, version) }
+}
+
+/// An object the app let go (or a context, when `obj` is absent) while its thread was inside a call: the replay
+/// drops its own reference at the same place (``OperationRecord/releasedBefore``, ``OperationRecord/releasedAfter``).
+public struct TraceRelease: Codable, Sendable, Equatable {
+    public var ctx: Int
+    public var obj: ObjectRef?
+    public init(ctx: Int, obj: ObjectRef?) { (self.ctx, self.obj) = (ctx, obj) }
 }
 
 /// An object as the trace names it: a row by entity and primary key (`Record#12`), or an object not yet saved by
@@ -279,8 +289,19 @@ public struct OperationRecord: Codable, Sendable, Equatable {
     public var error: String?
     /// `save`: the insert numbers of the objects the save inserted, beside `out` (the rows it gave them).
     public var savedInserts: [ObjectRef]?
-    /// `end`: the run's counts, by name (Docs/calibration.md "What the replay must reproduce").
+    /// `end`: the run's counts, by name (Docs/calibration.md "What the replay must reproduce"). A call or a
+    /// delivery: what its thread counted while it ran (calls made inside it included).
     public var counts: [String: Int]?
+    /// A call the app made inside another call of the same thread (an observer or delegate the library called
+    /// out to): the `n` of the outermost call, and ``at`` its place in it.
+    public var within: Int?
+    /// A call inside another (``within``): the number of scheduling points and call-outs its thread had passed in
+    /// the outermost call when it was made. `resume`: the point its thread had stopped at.
+    public var at: Int?
+    /// Objects (and contexts) the app let go before this call: the replay drops them before making it.
+    public var releasedBefore: [TraceRelease]?
+    /// Objects the app let go after this call returned, inside the call around it.
+    public var releasedAfter: [TraceRelease]?
 
     public init(n: Int = 0, op: String) { (self.n, self.op) = (n, op) }
 }

@@ -64,7 +64,8 @@ public protocol ReplayBackend: AnyObject {
     func fetchedObjects(_ controller: Controller) -> [Object]
 
     func historyToken(_ coordinator: Coordinator) throws -> Int
-    func fetchHistory(_ coordinator: Coordinator, after: Int?) throws -> Int
+    /// The numbers of the transactions after `after` (every one when nil).
+    func fetchHistory(_ coordinator: Coordinator, after: Int?) throws -> [Int]
     /// Ambar's row-cache hand-over between two coordinators; Core Data has no such call (a backend without it does nothing).
     func adoptSnapshots(_ coordinator: Coordinator, updated: [ObjectID], deleted: [ObjectID], from other: Coordinator)
     /// Runs the work the framework queued by itself on `context`'s queue (`automaticMerge`, `permanentIDs`).
@@ -92,9 +93,12 @@ public struct ReplayOutcome: Sendable {
     public var expected: [String: Int]?
 }
 
-/// Replays an operation trace through a backend, in order.
+/// Replays an operation trace through a backend. ``replay(_:)`` makes the calls one after the other in the
+/// trace's order (a `resume` record is skipped; a call made inside another runs after it): the order a backend
+/// on real threads (Core Data) can follow. A backend that can stop a call where the run's thread stopped drives
+/// ``apply(_:)`` itself, record by record, in the run's exact interleaving (the workbench's ObjectGraph replay).
 public final class Replayer<Backend: ReplayBackend> {
-    let backend: Backend
+    public let backend: Backend
     private var coordinators: [Int: Backend.Coordinator] = [:]
     private var contexts: [Int: Backend.Context] = [:]
     private var controllers: [Int: Backend.Controller] = [:]
@@ -103,21 +107,20 @@ public final class Replayer<Backend: ReplayBackend> {
     private var handles: [Handle: Backend.Object] = [:]
     /// Whether each step's counts are kept (the diff needs them; the acceptance test does not).
     public var keepsSteps = true
+    /// What the replay did so far.
+    public var outcome = ReplayOutcome()
 
     public init(backend: Backend) { self.backend = backend }
 
+    /// Replays the records in order and returns the outcome.
     public func replay(_ records: [OperationRecord]) throws -> ReplayOutcome {
-        var outcome = ReplayOutcome()
         var before = backend.counters()
         for record in records {
             if record.op == "end" {
                 outcome.expected = record.counts
                 continue
             }
-            do { try step(record, &outcome) } catch let error as ReplayError {
-                let earlier = outcome.divergences.isEmpty ? "" : "; after: " + outcome.divergences.prefix(3).joined(separator: "; ")
-                throw ReplayError("record \(record.n) (\(record.op)): \(error.message)\(earlier)")
-            }
+            try apply(record)
             if keepsSteps {
                 let after = backend.counters()
                 var delta: [String: Int] = [:]
@@ -128,6 +131,36 @@ public final class Replayer<Backend: ReplayBackend> {
         }
         outcome.counts = backend.counters()
         return outcome
+    }
+
+    /// Makes one record's call (dropping first what the app had let go before it, and after it what the app let go
+    /// once it returned). A `resume` does nothing here: the driver that follows the run's interleaving handles it.
+    public func apply(_ record: OperationRecord) throws {
+        do {
+            release(record.releasedBefore)
+            try step(record)
+            release(record.releasedAfter)
+        } catch let error as ReplayError {
+            let earlier = outcome.divergences.isEmpty ? "" : "; after: " + outcome.divergences.prefix(3).joined(separator: "; ")
+            throw ReplayError("record \(record.n) (\(record.op)): \(error.message)\(earlier)")
+        }
+    }
+
+    private func release(_ items: [TraceRelease]?) {
+        for item in items ?? [] {
+            if let ref = item.obj {
+                handles[Handle(ctx: item.ctx, ref: ref)] = nil
+            } else {
+                contexts[item.ctx] = nil
+                handles = handles.filter { $0.key.ctx != item.ctx }
+            }
+        }
+    }
+
+    /// The transaction numbers a `fetchHistory` record lists (`s:3,4`).
+    static func numbers(_ value: TraceValue?) -> [Int] {
+        guard case .string(let list)? = value else { return [] }
+        return list.split(separator: ",").compactMap { Int($0) }
     }
 
     private func context(_ n: Int?) throws -> Backend.Context {
@@ -159,7 +192,7 @@ public final class Replayer<Backend: ReplayBackend> {
         throw ReplayError("object \(ref) is not registered in context \(ctx)")
     }
 
-    private func expose(_ objects: [Backend.Object], refs: [ObjectRef]?, ctx: Int, _ outcome: inout ReplayOutcome, _ n: Int) {
+    private func expose(_ objects: [Backend.Object], refs: [ObjectRef]?, ctx: Int, _ n: Int) {
         guard let refs else { return }
         if refs.count != objects.count { outcome.divergences.append("record \(n): \(objects.count) objects, the trace has \(refs.count)") }
         for (o, ref) in zip(objects, refs) {
@@ -180,7 +213,7 @@ public final class Replayer<Backend: ReplayBackend> {
         }
     }
 
-    private func step(_ r: OperationRecord, _ outcome: inout ReplayOutcome) throws {
+    private func step(_ r: OperationRecord) throws {
         switch r.op {
         case "coordinator":
             coordinators[r.coord ?? 0] = try backend.openCoordinator(model: r.count ?? 0, settings: r.settings ?? [:])
@@ -195,16 +228,18 @@ public final class Replayer<Backend: ReplayBackend> {
         case "set":
             guard case .string(let value)? = r.value, let key = r.key else { throw ReplayError("a setting needs a key and a string value") }
             try backend.set(key, to: value, on: try context(r.ctx))
-        case "freeContext":
-            if let n = r.ctx { contexts[n] = nil; handles = handles.filter { $0.key.ctx != n } }
-        case "free":
-            if let ctx = r.ctx, let ref = r.obj { handles[Handle(ctx: ctx, ref: ref)] = nil }
+        case "freeContext", "free":
+            if let ctx = r.ctx { release([TraceRelease(ctx: ctx, obj: r.obj)]) }
+        case "resume":
+            break
         case "deliver":
             let c = try context(r.ctx)
             try backend.deliver(r.key ?? "", to: c)
         case "fetchHistory":
-            let n = try backend.fetchHistory(try coordinator(r.coord), after: r.count)
-            if let expected = r.outCount, expected != n { outcome.divergences.append("record \(r.n): history has \(n) transactions, the trace \(expected)") }
+            let found = try backend.fetchHistory(try coordinator(r.coord), after: r.count)
+            // The app filtered what it got (`flag`): the trace has the transactions it kept.
+            let kept = r.flag == true ? found.filter { Set(Self.numbers(r.value)).contains($0) } : found
+            if let expected = r.outCount, expected != kept.count { outcome.divergences.append("record \(r.n): history has \(kept.count) transactions, the trace \(expected)") }
         case "historyToken":
             _ = try backend.historyToken(try coordinator(r.coord))
         case "adoptSnapshots":
@@ -215,11 +250,11 @@ public final class Replayer<Backend: ReplayBackend> {
         default:
             let ctx = r.ctx
             let c = try context(ctx)
-            try backend.perform(c) { try contextStep(r, c, ctx ?? 0, &outcome) }
+            try backend.perform(c) { try contextStep(r, c, ctx ?? 0) }
         }
     }
 
-    private func contextStep(_ r: OperationRecord, _ c: Backend.Context, _ ctx: Int, _ outcome: inout ReplayOutcome) throws {
+    private func contextStep(_ r: OperationRecord, _ c: Backend.Context, _ ctx: Int) throws {
         let failed = r.error != nil
         func attempt(_ body: () throws -> Void) throws {
             do {
@@ -231,7 +266,7 @@ public final class Replayer<Backend: ReplayBackend> {
         }
         switch r.op {
         case "insert":
-            try attempt { expose([try backend.insert(r.entity ?? "", into: c)], refs: r.out, ctx: ctx, &outcome, r.n) }
+            try attempt { expose([try backend.insert(r.entity ?? "", into: c)], refs: r.out, ctx: ctx, r.n) }
         case "delete":
             backend.delete(try object(r.obj, ctx), in: c)
         case "setValue":
@@ -240,12 +275,12 @@ public final class Replayer<Backend: ReplayBackend> {
             try attempt { try backend.setValue(v, forKey: r.key ?? "", of: o) }
         case "value", "checked", "primitive", "materialize", "changedValues":
             let o = try object(r.obj, ctx)
-            try attempt { expose(try backend.read(r.op, key: r.key, of: o), refs: r.out, ctx: ctx, &outcome, r.n) }
+            try attempt { expose(try backend.read(r.op, key: r.key, of: o), refs: r.out, ctx: ctx, r.n) }
         case "fetch":
             guard let request = r.request else { throw ReplayError("a fetch needs its request") }
             try attempt {
                 switch try backend.fetch(request, in: c) {
-                case .objects(let objects): expose(objects, refs: r.out, ctx: ctx, &outcome, r.n)
+                case .objects(let objects): expose(objects, refs: r.out, ctx: ctx, r.n)
                 case .ids(let found):
                     if let refs = r.out {
                         if refs.count != found.count { outcome.divergences.append("record \(r.n): \(found.count) IDs, the trace has \(refs.count)") }
@@ -290,7 +325,7 @@ public final class Replayer<Backend: ReplayBackend> {
                 case "existingObject": found = try backend.existingObject(id, in: c)
                 default: found = backend.registeredObject(id, in: c)
                 }
-                if let found { expose([found], refs: r.out, ctx: ctx, &outcome, r.n) } else if r.out != nil {
+                if let found { expose([found], refs: r.out, ctx: ctx, r.n) } else if r.out != nil {
                     outcome.divergences.append("record \(r.n): \(ref) is not registered here")
                 }
             }
@@ -312,7 +347,7 @@ public final class Replayer<Backend: ReplayBackend> {
             switch r.op {
             case "controllerDelegate": backend.setDelegate(r.flag ?? false, of: frc)
             case "controllerFetch": try attempt { try backend.performFetch(frc) }
-            default: expose(backend.fetchedObjects(frc), refs: r.out, ctx: ctx, &outcome, r.n)
+            default: expose(backend.fetchedObjects(frc), refs: r.out, ctx: ctx, r.n)
             }
         default:
             throw ReplayError("unknown operation \(r.op)")

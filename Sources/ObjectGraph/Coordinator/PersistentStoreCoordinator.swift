@@ -77,7 +77,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
                 store = InMemoryStore(model: managedObjectModel)
             }
         }
-        Execution.recording(.coordinatorAdded(self, options: options, model: managedObjectModel)) {}
+        Execution.recording(.coordinatorAdded(self, options: options, model: managedObjectModel, url: type == .sqlite ? url : nil)) {}
     }
 
     /// The rows a lightweight migration copied when the store was added (nil: no migration ran), issue 21 item 8.

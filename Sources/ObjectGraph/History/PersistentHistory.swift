@@ -221,7 +221,7 @@ extension PersistentStoreCoordinator {
     /// Fetches history transactions in order (sorting is not offered: Core Data raises on it, §3.6). For a Change
     /// fetch, the transactions holding a matching change, with only those changes.
     public func fetchHistory(_ request: PersistentHistoryRequest) throws -> [PersistentHistoryTransaction] {
-        try Execution.recording(.fetchHistory(self, after: { if case .token(let t) = request.start { return t?.transactionNumber ?? 0 } else { return nil } }()),
+        try Execution.recording(.fetchHistory(self, after: { if case .token(let t) = request.start { return t?.transactionNumber ?? 0 } else { return nil } }(), filtered: request.filter != nil),
                                 result: { .transactions($0.map(\.transactionNumber)) }) { try fetchHistoryUnrecorded(request) }
     }
 

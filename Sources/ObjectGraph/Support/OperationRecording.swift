@@ -9,7 +9,7 @@ import Synchronization
 /// Off unless a simulation installs a recorder on its threads: then every hooked call costs one relaxed atomic
 /// load and nothing else.
 package enum RecordedCall {
-    case coordinatorAdded(PersistentStoreCoordinator, options: StoreOptions, model: ManagedObjectModel)
+    case coordinatorAdded(PersistentStoreCoordinator, options: StoreOptions, model: ManagedObjectModel, url: URL?)
     case contextCreated(ManagedObjectContext)
     case setCoordinator(ManagedObjectContext, PersistentStoreCoordinator?)
     case setParent(ManagedObjectContext, ManagedObjectContext?)
@@ -33,7 +33,8 @@ package enum RecordedCall {
     case controllerFetch(FetchedResultsController)
     case controllerObjects(FetchedResultsController)
     case historyToken(PersistentStoreCoordinator)
-    case fetchHistory(PersistentStoreCoordinator, after: Int64?)
+    /// `filtered`: the app keeps only some of the transactions (a closure the trace cannot carry; it has the ones kept).
+    case fetchHistory(PersistentStoreCoordinator, after: Int64?, filtered: Bool)
     case adoptSnapshots(PersistentStoreCoordinator, updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>, from: PersistentStoreCoordinator)
     case setPoolSize(PersistentStoreCoordinator, Int)
 }
@@ -58,12 +59,18 @@ package protocol OperationRecorder: AnyObject, Sendable {
     func record(_ call: RecordedCall, on thread: ExecutionThread)
     /// What that call returned (or the error it threw).
     func result(_ result: RecordedResult, of call: RecordedCall, on thread: ExecutionThread)
-    /// The library ran, on `context`'s queue, work it had queued by itself (`automaticMerge`, `permanentIDs`).
+    /// The library runs now, on `context`'s queue, work it had queued by itself (`automaticMerge`,
+    /// `permanentIDs`); ``deliveryEnded(on:)`` follows when it is done.
     func delivered(_ kind: String, to context: ManagedObjectContext, on thread: ExecutionThread)
-    /// An object instance went (its last reference was dropped).
-    func freed(_ object: ManagedObject)
+    /// The work of the last ``delivered(_:to:on:)`` on `thread` is done.
+    func deliveryEnded(on thread: ExecutionThread)
+    /// The library calls out to app code (a notification's observers, a controller's delegate): the calls that
+    /// code makes are recorded as made inside the call that called out.
+    func calloutBegan(on thread: ExecutionThread)
+    /// An object instance went (its last reference was dropped) on `thread`.
+    func freed(_ object: ManagedObject, on thread: ExecutionThread)
     /// A context went.
-    func freed(_ context: ManagedObjectContext)
+    func freed(_ context: ManagedObjectContext, on thread: ExecutionThread)
 }
 
 /// Whether any simulation records (a relaxed load: the only cost of the hooks while nothing records).
@@ -109,6 +116,7 @@ extension Execution {
     @inline(__always)
     package static func callout<T>(_ body: () throws -> T) rethrows -> T {
         guard let thread = OperationRecording.thread else { return try body() }
+        thread.operationRecorder?.calloutBegan(on: thread)
         let depth = thread.recordingDepth
         thread.recordingDepth = 0
         defer { thread.recordingDepth = depth }
@@ -129,22 +137,24 @@ extension Execution {
     @inline(__always)
     package static func delivering(_ kind: String, to context: ManagedObjectContext?, _ body: () -> Void) {
         guard let thread = OperationRecording.thread else { return body() }
-        if let context, thread.recordingDepth == 0 { thread.operationRecorder?.delivered(kind, to: context, on: thread) }
+        let recorded = context != nil && thread.recordingDepth == 0
+        if let context, recorded { thread.operationRecorder?.delivered(kind, to: context, on: thread) }
         thread.recordingDepth += 1
-        defer { thread.recordingDepth -= 1 }
         body()
+        thread.recordingDepth -= 1
+        if recorded { thread.operationRecorder?.deliveryEnded(on: thread) }
     }
 
     @inline(__always)
     static func recordFree(_ object: ManagedObject) {
         guard let thread = OperationRecording.thread else { return }
-        thread.operationRecorder?.freed(object)
+        thread.operationRecorder?.freed(object, on: thread)
     }
 
     @inline(__always)
     static func recordFree(_ context: ManagedObjectContext) {
         guard let thread = OperationRecording.thread else { return }
-        thread.operationRecorder?.freed(context)
+        thread.operationRecorder?.freed(context, on: thread)
     }
 }
 

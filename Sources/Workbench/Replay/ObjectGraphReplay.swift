@@ -2,42 +2,271 @@ import Foundation
 import ObjectGraph
 import TraceReplay
 
-/// The replay's simulation: one thread, queues that run a `sync` in place and keep what the library queued by
-/// itself until the trace says it ran (a `deliver` record). Every operation is counted on the replaying thread.
-final class ReplaySimulation: ExecutionSimulation, @unchecked Sendable {  // used by the replaying thread only
+/// The replay's simulation: threads that run one at a time, queues that run a `sync` in place and keep what the
+/// library queued by itself until the trace says it ran (a `deliver` record). Each scheduling point a thread passes
+/// inside a call is counted as the run's scheduler counts it (``OperationTraceRecorder/schedulingPoint(_:)``), and
+/// the thread stops there when the run's thread did (``InterleavedReplay``).
+final class ReplaySimulation: ExecutionSimulation, @unchecked Sendable {  // touched by the thread holding the replay's baton only
     private var clock: UInt64 = 0
-    func makeQueue(label: String) -> any SimulatedQueue { ManualQueue(label: label) }
+    /// Every thread of the replay (their counts are the replay's).
+    var members: [ReplayThread] = []
+    /// Where a thread stops (set by the driver).
+    weak var driver: InterleavedReplay?
+    func makeQueue(label: String) -> any SimulatedQueue { ManualQueue(label: label, simulation: self) }
     /// A clock that moves on at each read: ages are never 0, as in a run (a staleness of 0 always refetches).
     func now(on thread: ExecutionThread) -> UInt64 {
         clock += 1
         return clock
     }
-    func sleep(until deadline: UInt64, on thread: ExecutionThread) { clock = max(clock, deadline) }
+    func sleep(until deadline: UInt64, on thread: ExecutionThread) {
+        point(thread)
+        clock = max(clock, deadline)
+    }
     var isTracing: Bool { false }
     func trace(_ call: String, detail: String, on thread: ExecutionThread) {}
-    func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void) { body() }
-    func pooled(_ resource: SharedResource, capacity: Int, on thread: ExecutionThread, _ body: () -> Void) { body() }
+    /// The run's scheduler waits for the resource (a scheduling point), runs `body`, then rejoins (another).
+    func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void) {
+        point(thread)
+        body()
+        point(thread)
+    }
+    func pooled(_ resource: SharedResource, capacity: Int, on thread: ExecutionThread, _ body: () -> Void) {
+        point(thread)
+        body()
+        point(thread)
+    }
+    func point(_ thread: ExecutionThread?) {
+        guard let thread = thread as? ReplayThread else { return }
+        driver?.schedulingPoint(thread)
+    }
 }
 
-/// A queue of the replay: `sync` runs in place (the replaying thread is the queue's), `async` waits for a delivery.
-final class ManualQueue: SimulatedQueue, @unchecked Sendable {  // used by the replaying thread only
+/// A thread of the replay: one per thread of the run (named as the trace names it).
+final class ReplayThread: ExecutionThread, @unchecked Sendable {  // touched by the baton holder only
+    let name: String
+    let semaphore = DispatchSemaphore(value: 0)
+    /// The queues whose blocks it is inside, innermost last.
+    var queueStack: [ObjectIdentifier] = []
+    /// Calls and deliveries in flight, and the scheduling points and call-outs passed in the outermost.
+    var inFlight = 0
+    var points = 0
+    /// The record to replay when it gets the baton.
+    var task: OperationRecord?
+    /// Where it waits for its `resume` record.
+    var stopped: (at: Int, inApp: Bool)?
+    var terminate = false
+    /// Its records' indices in the trace, and how many of them were replayed.
+    var mine: [Int] = []
+    var next = 0
+
+    init(name: String, simulation: ReplaySimulation) {
+        self.name = name
+        super.init(simulation: simulation)
+    }
+}
+
+/// A queue of the replay: `sync` runs in place (the calling thread is the queue's for the block), `async` waits for
+/// a delivery.
+final class ManualQueue: SimulatedQueue, @unchecked Sendable {  // touched by the baton holder only
     let label: String
     private(set) var pending: [@Sendable () -> Void] = []
-    nonisolated(unsafe) static var stack: [ObjectIdentifier] = []
-    init(label: String) { self.label = label }
-    func async(_ block: @escaping @Sendable () -> Void) { pending.append(block) }
+    private let simulation: ReplaySimulation
+    init(label: String, simulation: ReplaySimulation) { (self.label, self.simulation) = (label, simulation) }
+    func async(_ block: @escaping @Sendable () -> Void) {
+        simulation.point(ExecutionThread.current)
+        pending.append(block)
+    }
     func sync(_ block: () -> Void) {
-        Self.stack.append(ObjectIdentifier(self))
-        defer { Self.stack.removeLast() }
+        simulation.point(ExecutionThread.current)
+        run(block)
+        simulation.point(ExecutionThread.current)
+    }
+    private func run(_ block: () -> Void) {
+        guard let thread = ExecutionThread.current as? ReplayThread else { return block() }
+        thread.queueStack.append(ObjectIdentifier(self))
+        defer { thread.queueStack.removeLast() }
         block()
     }
-    var isCurrent: Bool { Self.stack.last == ObjectIdentifier(self) }
-    /// Runs the oldest block queued; false when none is.
+    var isCurrent: Bool { (ExecutionThread.current as? ReplayThread)?.queueStack.last == ObjectIdentifier(self) }
+    /// Runs the oldest block queued (a worker of the run picked it up: no scheduling point); false when none is.
     func runNext() -> Bool {
         guard !pending.isEmpty else { return false }
         let block = pending.removeFirst()
-        sync(block)
+        run(block)
         return true
+    }
+}
+
+/// Replays a trace through ObjectGraph in the run's exact interleaving (Docs/calibration.md "Interleaving"): one
+/// thread per thread of the run, the baton passed as the trace says. A thread inside a call stops at the scheduling
+/// point its `resume` record names and goes on when the driver reaches that record; the calls made inside a
+/// call-out (an observer, a controller's delegate) are made there, by the thread that called out.
+final class InterleavedReplay: OperationRecorder, @unchecked Sendable {  // touched by the baton holder only
+    let records: [OperationRecord]
+    let replayer: Replayer<ObjectGraphReplayBackend>
+    let simulation: ReplaySimulation
+    let driverThread: ReplayThread
+    private var threads: [String: ReplayThread] = [:]
+    private var order: [ReplayThread] = []
+    private var cursor = 0
+    private var failure: (any Error)?
+    private var aborted = false
+
+    init(records: [OperationRecord], replayer: Replayer<ObjectGraphReplayBackend>, simulation: ReplaySimulation, driverThread: ReplayThread) {
+        self.records = records
+        self.replayer = replayer
+        self.simulation = simulation
+        self.driverThread = driverThread
+        for (i, r) in records.enumerated() where r.op != "end" {
+            thread(r.thread ?? "runner").mine.append(i)
+        }
+    }
+
+    var allThreads: [ReplayThread] { [driverThread] + order }
+
+    private func thread(_ name: String) -> ReplayThread {
+        if let t = threads[name] { return t }
+        let t = ReplayThread(name: name, simulation: simulation)
+        simulation.members.append(t)
+        t.operationRecorder = self
+        threads[name] = t
+        order.append(t)
+        let body = Thread { [self] in
+            ExecutionThread.install(t)
+            t.semaphore.wait()
+            while !t.terminate {
+                if let task = t.task {
+                    do { try replayer.apply(task) } catch { fail(error) }
+                    t.task = nil
+                }
+                driverThread.semaphore.signal()
+                t.semaphore.wait()
+            }
+            ExecutionThread.install(nil)
+        }
+        body.name = "replay \(name)"
+        body.stackSize = 4 << 20
+        body.start()
+        return t
+    }
+
+    private func fail(_ error: any Error) {
+        if failure == nil { failure = error }
+        aborted = true
+    }
+
+    /// Hands the baton to `t` and waits until it stops or ends its record.
+    private func run(_ t: ReplayThread) {
+        t.semaphore.signal()
+        driverThread.semaphore.wait()
+    }
+
+    /// Runs the trace on the calling thread (the driver); returns when every record was replayed.
+    func drive() throws {
+        defer { finish() }
+        while cursor < records.count, !aborted {
+            let r = records[cursor]
+            if r.op == "end" {
+                replayer.outcome.expected = r.counts
+                cursor += 1
+                continue
+            }
+            let t = thread(r.thread ?? "runner")
+            if r.op == "resume" {
+                guard let stopped = t.stopped, stopped.at == r.at, stopped.inApp == (r.flag ?? false) else {
+                    throw ReplayError("record \(r.n) (resume): \(t.name) is \(t.stopped.map { "stopped at point \($0.at)\($0.inApp ? " in app code" : "")" } ?? "not stopped"), the trace resumes it at point \(r.at ?? -1)\(r.flag == true ? " in app code" : "")")
+                }
+                consume(t)
+                t.stopped = nil
+            } else {
+                guard r.within == nil else { throw ReplayError("record \(r.n) (\(r.op)): made inside record \(r.within!) of \(t.name), which did not call out here") }
+                guard t.inFlight == 0, t.stopped == nil else { throw ReplayError("record \(r.n) (\(r.op)): \(t.name) is still inside a call") }
+                consume(t)
+                t.task = r
+            }
+            run(t)
+        }
+        if let failure { throw failure }
+        if let stuck = order.first(where: { $0.stopped != nil }) {
+            throw ReplayError("\(stuck.name) stopped at point \(stuck.stopped!.at) and the trace never resumes it")
+        }
+    }
+
+    /// The record at the cursor is `t`'s next: both move on.
+    private func consume(_ t: ReplayThread) {
+        cursor += 1
+        while t.next < t.mine.count, t.mine[t.next] < cursor { t.next += 1 }
+    }
+
+    /// `t`'s next record, if any.
+    private func upcoming(_ t: ReplayThread) -> (index: Int, record: OperationRecord)? {
+        while t.next < t.mine.count, t.mine[t.next] < cursor { t.next += 1 }
+        guard t.next < t.mine.count else { return nil }
+        return (t.mine[t.next], records[t.mine[t.next]])
+    }
+
+    /// Stops `t` (inside a call) until the driver reaches its `resume` record.
+    private func stop(_ t: ReplayThread, at point: Int, inApp: Bool) {
+        t.stopped = (point, inApp)
+        driverThread.semaphore.signal()
+        t.semaphore.wait()
+    }
+
+    private func finish() {
+        // A failed replay leaves threads stopped inside calls: let them run to the end of their record.
+        while let t = order.first(where: { $0.stopped != nil }) {
+            t.stopped = nil
+            run(t)
+        }
+        for t in order {
+            t.terminate = true
+            t.semaphore.signal()
+        }
+    }
+
+    // MARK: The replay's hooks
+
+    func schedulingPoint(_ t: ReplayThread) {
+        guard t.inFlight > 0, t.recordingDepth > 0, !aborted else { return }
+        t.points += 1
+        if let (_, r) = upcoming(t), r.op == "resume", r.at == t.points, r.flag != true {
+            stop(t, at: t.points, inApp: false)
+        }
+    }
+
+    package func record(_ call: RecordedCall, on thread: ExecutionThread) { began(thread) }
+    package func result(_ result: RecordedResult, of call: RecordedCall, on thread: ExecutionThread) { ended(thread) }
+    package func delivered(_ kind: String, to context: ManagedObjectContext, on thread: ExecutionThread) { began(thread) }
+    package func deliveryEnded(on thread: ExecutionThread) { ended(thread) }
+    package func freed(_ object: ManagedObject, on thread: ExecutionThread) {}
+    package func freed(_ context: ManagedObjectContext, on thread: ExecutionThread) {}
+
+    private func began(_ thread: ExecutionThread) {
+        guard let t = thread as? ReplayThread else { return }
+        if t.inFlight == 0 { t.points = 0 }
+        t.inFlight += 1
+    }
+
+    private func ended(_ thread: ExecutionThread) {
+        guard let t = thread as? ReplayThread, t.inFlight > 0 else { return }
+        t.inFlight -= 1
+    }
+
+    /// The library calls out on `t`: the calls the run's app made there are made now, and `t` stops where the
+    /// run's app code gave the baton away.
+    package func calloutBegan(on thread: ExecutionThread) {
+        guard let t = thread as? ReplayThread, t.inFlight > 0, !aborted else { return }
+        t.points += 1
+        while !aborted, let (index, r) = upcoming(t) {
+            if r.op == "resume", r.flag == true, r.at == t.points {
+                stop(t, at: t.points, inApp: true)
+            } else if r.op != "resume", r.within != nil, r.at == t.points, index == cursor {
+                consume(t)
+                do { try replayer.apply(r) } catch { fail(error) }
+            } else {
+                return
+            }
+        }
     }
 }
 
@@ -52,7 +281,9 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
 
     let models: [ManagedObjectModel]
     let directory: URL
-    let thread: ExecutionThread
+    let simulation = ReplaySimulation()
+    /// The thread that drives the replay (and makes the records no thread of the run made).
+    let thread: ReplayThread
     let mainQueue: ContextQueue
     private var storeIdentifier: String?
     private var firstCoordinator: PersistentStoreCoordinator?
@@ -62,20 +293,33 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
     /// Call ``run(_:)`` to replay: it installs the replay's thread membership around the work.
     public init(header: TraceHeader, directory: URL) throws {
         self.directory = directory
-        models = try header.models.map { model in
-            let data = TraceCoding.line(model)
-            do { return try ManagedObjectModel(file: try JSONDecoder().decode(ModelFile.self, from: data)) } catch {
-                throw ReplayError("the trace's model cannot be used: \(error)")
+        models = try header.models.indices.map { i in
+            do { return try ManagedObjectModel(file: Self.modelFile(header.models, version: i)) } catch {
+                throw ReplayError("the trace's model \(i) cannot be used: \(error)")
             }
         }
-        thread = ExecutionThread(simulation: ReplaySimulation())
+        thread = ReplayThread(name: "driver", simulation: simulation)
+        simulation.members.append(thread)
         let previous = ExecutionThread.current
         ExecutionThread.install(thread)
         mainQueue = ContextQueue(label: "replay-main")
         ExecutionThread.install(previous)
     }
 
-    /// Runs `body` as the replay's thread (its queues, its counts).
+    /// The model file of version `i` of the header's models: the first alone, a later one with the versions before
+    /// it (the store a migration opens was made with the previous one).
+    static func modelFile(_ models: [TraceModel], version i: Int) throws -> ModelFile {
+        func entities(_ model: TraceModel) throws -> [ModelFile.Entity] {
+            try JSONDecoder().decode(ModelFile.self, from: TraceCoding.line(TraceModel(entities: model.entities))).entities
+        }
+        guard i > 0 else { return ModelFile(entities: try entities(models[0])) }
+        let versions = try (0...i).map { j in
+            ModelFile.Version(name: models[j].version ?? (j == i - 1 ? "previous" : "v\(j)"), entities: try entities(models[j]))
+        }
+        return ModelFile(versions: versions, current: versions.last!.name)
+    }
+
+    /// Runs `body` as the replay's driving thread (its queues, its counts).
     public func run<T>(_ body: () throws -> T) rethrows -> T {
         let previous = ExecutionThread.current
         ExecutionThread.install(thread)
@@ -86,11 +330,11 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
     public func counters() -> [String: Int] {
         var result: [String: Int] = [:]
         for op in CostedOperation.allCases where op != .blockRun {
-            let n = thread.counts[op.rawValue]
+            let n = simulation.members.reduce(0) { $0 + $1.counts[op.rawValue] }
             if n != 0 { result[op.name] = n }
         }
         for kind in StatementKind.allCases {
-            let n = thread.statementCounts[kind.rawValue]
+            let n = simulation.members.reduce(0) { $0 + $1.statementCounts[kind.rawValue] }
             if n != 0 { result["sqlStatement[\(kind.name)]"] = n }
         }
         return result
@@ -102,6 +346,9 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
         var options = StoreOptions()
         options.persistentHistoryTracking = settings["history"] == "true"
         options.remoteChangeNotifications = settings["remoteChange"] == "true"
+        options.readOnly = settings["readOnly"] == "true"
+        options.migrateAutomatically = settings["migrate"] == "true"
+        options.inferMappingModel = settings["inferMapping"] == "true"
         if settings["store"] == "memory" {
             try c.addPersistentStore(type: .inMemory, options: options)
         } else {
@@ -282,9 +529,9 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
         Int(try coordinator.currentPersistentHistoryToken()?.transactionNumber ?? 0)
     }
 
-    public func fetchHistory(_ coordinator: PersistentStoreCoordinator, after: Int?) throws -> Int {
+    public func fetchHistory(_ coordinator: PersistentStoreCoordinator, after: Int?) throws -> [Int] {
         let token = after.flatMap { n in coordinator.storeIdentifier.map { PersistentHistoryToken(replaying: Int64(n), store: $0) } }
-        return try coordinator.fetchHistory(.fetchHistory(after: token)).count
+        return try coordinator.fetchHistory(.fetchHistory(after: token)).map { Int($0.transactionNumber) }
     }
 
     public func adoptSnapshots(_ coordinator: PersistentStoreCoordinator, updated: [ManagedObjectID], deleted: [ManagedObjectID], from other: PersistentStoreCoordinator) {
@@ -299,14 +546,25 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
 }
 
 extension ObjectGraphReplayBackend {
-    /// Replays one trace on a fresh store in a temporary folder; the outcome's `expected` holds the run's counts.
-    public static func replay(header: TraceHeader, records: [OperationRecord], keepsSteps: Bool = false) throws -> ReplayOutcome {
+    /// Replays one trace on a fresh store in a temporary folder, in the run's interleaving (or, `interleaved:
+    /// false`, one call after the other in the trace's order, as a Core Data replay does); the outcome's `expected`
+    /// holds the run's counts.
+    public static func replay(header: TraceHeader, records: [OperationRecord], keepsSteps: Bool = false, interleaved: Bool = true) throws -> ReplayOutcome {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ambar-replay-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let backend = try ObjectGraphReplayBackend(header: header, directory: directory)
+        defer { backend.simulation.members = [] }
         let replayer = Replayer(backend: backend)
         replayer.keepsSteps = keepsSteps
-        return try backend.run { try replayer.replay(records) }
+        guard interleaved else { return try backend.run { try replayer.replay(records) } }
+        let driver = InterleavedReplay(records: records, replayer: replayer, simulation: backend.simulation, driverThread: backend.thread)
+        backend.simulation.driver = driver
+        backend.thread.operationRecorder = driver
+        OperationRecording.started()
+        defer { OperationRecording.stopped() }
+        try backend.run { try driver.drive() }
+        replayer.outcome.counts = backend.counters()
+        return replayer.outcome
     }
 }

@@ -19,8 +19,25 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         var modelVersions: [ManagedObjectModel] = []
         var nextContext = 1
         var nextTemporary = 1
-        /// Each thread's call waiting for its result: the record's index.
-        var pending: [ObjectIdentifier: Int] = [:]
+        /// Each thread's calls in flight and where it stopped, by thread.
+        var threads: [ObjectIdentifier: ThreadState] = [:]
+    }
+
+    /// Where a thread is in its calls (Docs/calibration.md "Interleaving"): the records of the calls it is inside
+    /// (outermost first), the scheduling points and call-outs it passed in the outermost, and, once another
+    /// thread recorded while it was stopped, the point it had stopped at (written as a `resume` record when it
+    /// goes on).
+    fileprivate struct ThreadState {
+        var name: String
+        var inFlight: [Int] = []
+        var points = 0
+        /// Whether its last scheduling point was in app code (a call-out's observer) rather than the library's.
+        var stoppedInApp = false
+        var stopped: (at: Int, inApp: Bool)?
+        /// The last record it started in the outermost call in flight.
+        var latest: Int?
+        /// What it counted so far (operations by raw value, then statements by kind), when the call started.
+        var countsAtStart: [Int: [Int]] = [:]
     }
     fileprivate struct WeakController { weak var controller: FetchedResultsController? }
     private let lock = Mutex(State())
@@ -36,19 +53,117 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     // MARK: OperationRecorder
 
     package func record(_ call: RecordedCall, on thread: ExecutionThread) {
-        let name = (thread as? Participant)?.name
+        let counted = Self.counted(thread)
         lock.withLock { state in
             var r = OperationRecord(op: "")
-            r.thread = name
             Self.describe(call, into: &r, &state)
-            Self.append(r, &state)
-            state.pending[ObjectIdentifier(thread)] = state.records.count - 1
+            Self.begin(r, on: thread, counted: counted, &state)
+        }
+    }
+
+    /// A call or delivery starts on `thread`: its record (inside the thread's outermost call when one is in flight).
+    private static func begin(_ record: OperationRecord, on thread: ExecutionThread, counted: [Int], _ state: inout State) {
+        let id = ObjectIdentifier(thread)
+        var r = record
+        r.thread = state.threads[id]?.name ?? (thread as? Participant)?.name
+        let outer = state.threads[id]?.inFlight.first
+        if let outer {
+            r.within = state.records[outer].n
+            r.at = state.threads[id]?.points
+        }
+        append(r, by: thread, &state)
+        let index = state.records.count - 1
+        state.threads[id]!.inFlight.append(index)
+        state.threads[id]!.latest = index
+        state.threads[id]!.countsAtStart[index] = counted
+        if outer == nil { state.threads[id]!.points = 0 }
+    }
+
+    /// The calling thread's counts so far (charged and not yet charged).
+    private static func counted(_ thread: ExecutionThread) -> [Int] {
+        let settled = (thread as? Participant)?.charged ?? []
+        return (0..<(CostedOperation.count + StatementKind.count)).map { i in
+            let pending = i < CostedOperation.count ? thread.counts[i] : thread.statementCounts[i - CostedOperation.count]
+            return (i < settled.count ? settled[i] : 0) + pending
+        }
+    }
+
+    /// A call or delivery of `thread` ends: its record gets what the thread counted meanwhile.
+    private static func end(on thread: ExecutionThread, counted: [Int], _ state: inout State) -> Int? {
+        let id = ObjectIdentifier(thread)
+        resumeIfStopped(thread, &state)
+        guard let index = state.threads[id]?.inFlight.popLast() else { return nil }
+        if let start = state.threads[id]?.countsAtStart.removeValue(forKey: index) {
+            var counts: [String: Int] = [:]
+            for i in 0..<CostedOperation.count where i != CostedOperation.blockRun.rawValue && counted[i] != start[i] {
+                counts[CostedOperation.names[i]] = counted[i] - start[i]
+            }
+            for k in StatementKind.allCases {
+                let i = CostedOperation.count + k.rawValue
+                if counted[i] != start[i] { counts["sqlStatement[\(k.name)]"] = counted[i] - start[i] }
+            }
+            if !counts.isEmpty { state.records[index].counts = counts }
+        }
+        if state.threads[id]?.inFlight.isEmpty == true { state.threads[id]!.latest = nil }
+        return index
+    }
+
+    /// Appends a record made by `thread`: first the `resume` of `thread` itself if it had stopped, and every other
+    /// thread inside a call is noted as stopped where it is (it gave the baton away at its last scheduling point).
+    private static func append(_ record: OperationRecord, by thread: ExecutionThread?, _ state: inout State) {
+        if let thread {
+            let id = ObjectIdentifier(thread)
+            if state.threads[id] == nil { state.threads[id] = ThreadState(name: (thread as? Participant)?.name ?? "thread") }
+            resumeIfStopped(thread, &state)
+            stopOthers(than: id, &state)
+        }
+        append(record, &state)
+    }
+
+    private static func stopOthers(than id: ObjectIdentifier, _ state: inout State) {
+        for (other, t) in state.threads where other != id && !t.inFlight.isEmpty && t.stopped == nil {
+            state.threads[other]!.stopped = (t.points, t.stoppedInApp)
+        }
+    }
+
+    private static func resumeIfStopped(_ thread: ExecutionThread, _ state: inout State) {
+        let id = ObjectIdentifier(thread)
+        guard let stopped = state.threads[id]?.stopped else { return }
+        state.threads[id]!.stopped = nil
+        var r = OperationRecord(op: "resume")
+        r.thread = state.threads[id]!.name
+        r.at = stopped.at
+        if stopped.inApp { r.flag = true }
+        stopOthers(than: id, &state)
+        append(r, &state)
+    }
+
+    /// `thread` reaches a scheduling point of the simulation (it may give the baton away): inside the library's
+    /// code it is counted, in app code (a call-out) it is not (a replay has no app code to stop in).
+    func schedulingPoint(_ thread: ExecutionThread) {
+        lock.withLock { state in
+            let id = ObjectIdentifier(thread)
+            guard state.threads[id]?.inFlight.isEmpty == false else { return }
+            Self.resumeIfStopped(thread, &state)
+            let inLibrary = thread.recordingDepth > 0
+            if inLibrary { state.threads[id]!.points += 1 }
+            state.threads[id]!.stoppedInApp = !inLibrary
+        }
+    }
+
+    package func calloutBegan(on thread: ExecutionThread) {
+        lock.withLock { state in
+            let id = ObjectIdentifier(thread)
+            guard state.threads[id]?.inFlight.isEmpty == false else { return }
+            Self.resumeIfStopped(thread, &state)
+            state.threads[id]!.points += 1
         }
     }
 
     package func result(_ result: RecordedResult, of call: RecordedCall, on thread: ExecutionThread) {
+        let counted = Self.counted(thread)
         lock.withLock { state in
-            guard let index = state.pending.removeValue(forKey: ObjectIdentifier(thread)) else { return }
+            guard let index = Self.end(on: thread, counted: counted, &state) else { return }
             let ctx: Int? = {
                 switch call {
                 case .fetch(let c, _, _), .insert(let c, _), .objectWithID(let c, _, _), .save(let c), .batchInsert(let c, _), .batchUpdate(let c, _), .batchDelete(let c, _):
@@ -105,33 +220,52 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     }
 
     package func delivered(_ kind: String, to context: ManagedObjectContext, on thread: ExecutionThread) {
-        let name = (thread as? Participant)?.name
+        let counted = Self.counted(thread)
         lock.withLock { state in
             var r = OperationRecord(op: "deliver")
-            r.thread = name
             r.ctx = Self.number(context, &state)
             r.key = kind
-            Self.append(r, &state)
+            Self.begin(r, on: thread, counted: counted, &state)
         }
     }
 
-    package func freed(_ object: ManagedObject) {
+    package func deliveryEnded(on thread: ExecutionThread) {
+        let counted = Self.counted(thread)
+        lock.withLock { state in _ = Self.end(on: thread, counted: counted, &state) }
+    }
+
+    package func freed(_ object: ManagedObject, on thread: ExecutionThread) {
         lock.withLock { state in
             guard let ctx = state.exposed.removeValue(forKey: ObjectIdentifier(object)) else { return }
-            var r = OperationRecord(op: "free")
-            r.ctx = ctx
-            r.obj = Self.ref(object.objectID, &state)
-            Self.append(r, &state)
+            Self.release(TraceRelease(ctx: ctx, obj: Self.ref(object.objectID, &state)), on: thread, &state)
         }
     }
 
-    package func freed(_ context: ManagedObjectContext) {
+    package func freed(_ context: ManagedObjectContext, on thread: ExecutionThread) {
         lock.withLock { state in
             guard let ctx = state.contexts.removeValue(forKey: ObjectIdentifier(context)) else { return }
-            var r = OperationRecord(op: "freeContext")
-            r.ctx = ctx
-            Self.append(r, &state)
+            Self.release(TraceRelease(ctx: ctx, obj: nil), on: thread, &state)
         }
+    }
+
+    /// The app let an object (or a context) go. Between calls: a `free` record. Inside a call of its thread (the
+    /// library held the last reference): the app had let it go before that call, or, when the last record the
+    /// thread started inside it has returned, after that one.
+    private static func release(_ release: TraceRelease, on thread: ExecutionThread, _ state: inout State) {
+        let id = ObjectIdentifier(thread)
+        if let t = state.threads[id], !t.inFlight.isEmpty, let latest = t.latest {
+            if t.inFlight.contains(latest) {
+                state.records[latest].releasedBefore = (state.records[latest].releasedBefore ?? []) + [release]
+            } else {
+                state.records[latest].releasedAfter = (state.records[latest].releasedAfter ?? []) + [release]
+            }
+            return
+        }
+        var r = OperationRecord(op: release.obj == nil ? "freeContext" : "free")
+        r.ctx = release.ctx
+        r.obj = release.obj
+        r.thread = state.threads[id]?.name ?? (thread as? Participant)?.name
+        append(r, by: thread, &state)
     }
 
     // MARK: Describing calls
@@ -232,14 +366,17 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
 
     private static func describe(_ call: RecordedCall, into r: inout OperationRecord, _ state: inout State) {
         switch call {
-        case .coordinatorAdded(let c, let options, let model):
+        case .coordinatorAdded(let c, let options, let model, let url):
             r.op = "coordinator"
             r.coord = number(c, &state)
             if !state.modelVersions.contains(where: { $0 === model }) { state.modelVersions.append(model) }
             r.count = state.modelVersions.firstIndex { $0 === model }
-            var settings = ["name": c.name, "store": c.storeURL?.lastPathComponent ?? "memory"]
+            var settings = ["name": c.name, "store": url?.lastPathComponent ?? "memory"]
             if options.persistentHistoryTracking { settings["history"] = "true" }
             if options.remoteChangeNotifications { settings["remoteChange"] = "true" }
+            if options.readOnly { settings["readOnly"] = "true" }
+            if options.migrateAutomatically { settings["migrate"] = "true" }
+            if options.inferMappingModel { settings["inferMapping"] = "true" }
             r.settings = settings
         case .contextCreated(let c):
             r.op = "context"
@@ -351,10 +488,11 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         case .historyToken(let c):
             r.op = "historyToken"
             r.coord = number(c, &state)
-        case .fetchHistory(let c, let after):
+        case .fetchHistory(let c, let after, let filtered):
             r.op = "fetchHistory"
             r.coord = number(c, &state)
             r.count = after.map(Int.init)
+            if filtered { r.flag = true }
         case .adoptSnapshots(let c, let updated, let deleted, let from):
             r.op = "adoptSnapshots"
             r.coord = number(c, &state)

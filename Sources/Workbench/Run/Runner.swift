@@ -143,9 +143,19 @@ public struct VariantRunner {
             result.profile = profile.name
             Self.addOperationRows(scheduler.totals, profile: profile, to: &result)
             if let recorder, let operationTrace {
+                // The model, then each migration's next version (the order the run's coordinators meet them).
                 let model = scenario.model.entities ?? ScenarioLoader.workloadModel
-                let header = TraceHeader(scenario: scenario.name, variant: scenario.variantName, seed: scenario.seed, profile: profile.name,
-                                         models: [try JSONDecoder().decode(TraceModel.self, from: TraceCoding.line(model))])
+                let nextVersions = scenario.phases.flatMap(\.actors).compactMap { actor -> ModelFile? in
+                    if case .migrator(let m) = actor { return m.to }
+                    return nil
+                }
+                var models = [try JSONDecoder().decode(TraceModel.self, from: TraceCoding.line(model))]
+                for next in nextVersions {
+                    var version = try JSONDecoder().decode(TraceModel.self, from: TraceCoding.line(next))
+                    version.version = "next"
+                    models.append(version)
+                }
+                let header = TraceHeader(scenario: scenario.name, variant: scenario.variantName, seed: scenario.seed, profile: profile.name, models: models)
                 var end = OperationRecord(op: "end")
                 end.counts = Self.replayedCounts(scheduler.totals)
                 var records = recorder.records

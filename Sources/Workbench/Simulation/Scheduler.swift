@@ -319,6 +319,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
             p.counts[i] = 0
             if tracer != nil, let queue = p.queueStack.last { queue.traceOps[CostedOperation.names[i], default: 0] += n }
             cost &+= UInt64(n) &* profile.nanos[i]
+            if operationRecorder != nil { p.charge(i, n) }
             totals.all[i] += n
             if onMain { totals.main[i] += n }
         }
@@ -327,6 +328,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
             guard n != 0 else { continue }
             p.statementCounts[k] = 0
             totals.statementsAll[k] += n
+            if operationRecorder != nil { p.charge(CostedOperation.count + k, n) }
             if onMain { totals.statementsMain[k] += n }
         }
         p.now &+= cost
@@ -335,6 +337,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     /// Gives the baton to the owner of the earliest event; returns when an event of `me` is picked (at once when
     /// it is the earliest). An exiting thread hands the baton on and does not wait.
     private func yield(_ me: Participant, exiting: Bool = false) {
+        if let operationRecorder, !exiting { operationRecorder.schedulingPoint(me) }
         while true {
             guard let entry = heap.popMin() else {
                 if let waiter = quietWaiter {
@@ -441,6 +444,14 @@ final class Participant: ExecutionThread, @unchecked Sendable {  // touched by t
     var terminate = false
     var assignment: (VirtualQueue, @Sendable () -> Void)?
     var state = "running"
+    /// Everything charged so far, operations by raw value then statements by kind (kept only while an operation
+    /// trace is written: a call's record gets what its thread counted while it ran).
+    private(set) var charged: [Int] = []
+
+    func charge(_ index: Int, _ n: Int) {
+        if charged.isEmpty { charged = Array(repeating: 0, count: CostedOperation.count + StatementKind.count) }
+        charged[index] += n
+    }
 
     init(name: String, simulation: Scheduler) {
         self.name = name
