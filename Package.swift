@@ -55,7 +55,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "ambar-bench",
-            dependencies: ["Workbench", "ObjectGraph", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Workbench", "ObjectGraph", "TraceReplay", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "ambar-crash",

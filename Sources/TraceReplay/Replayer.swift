@@ -81,6 +81,7 @@ public struct ReplayStep: Sendable, Equatable {
     public var op: String
     public var ctx: Int?
     public var counts: [String: Int]
+    public init(n: Int, op: String, ctx: Int?, counts: [String: Int]) { (self.n, self.op, self.ctx, self.counts) = (n, op, ctx, counts) }
 }
 
 /// What a replay did: the counts at its end, each record's counts, and where it went apart from the trace.

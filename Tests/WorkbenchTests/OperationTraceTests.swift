@@ -20,7 +20,7 @@ import TraceReplay
     /// kind) is reproduced exactly by the replay, and no call's result differs (Docs/calibration.md).
     static func check(_ scenario: Scenario, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let (header, records) = try traced(scenario)
-        let outcome = try ObjectGraphReplayBackend.replay(header: header, records: records)
+        let outcome = try ObjectGraphReplayBackend.replay(header: header, records: records, keepsSteps: true)
         let name = "\(scenario.name) \(scenario.variantName)"
         #expect(outcome.divergences.isEmpty, "\(name): \(outcome.divergences.prefix(5))", sourceLocation: sourceLocation)
         let expected = try #require(outcome.expected)
@@ -28,6 +28,9 @@ import TraceReplay
         let keys = Set(expected.keys).union(outcome.counts.keys).sorted()
         let differing = keys.filter { expected[$0] != outcome.counts[$0] }.map { "\($0): replay \(outcome.counts[$0] ?? 0), run \(expected[$0] ?? 0)" }
         #expect(differing.isEmpty, "\(name): \(differing)", sourceLocation: sourceLocation)
+        // Step by step too: each call counts in the replay what it counted in the run.
+        let steps = CountDiff.steps(records: records, replayed: outcome.steps).filter { $0.difference != 0 }
+        #expect(steps.isEmpty, "\(name): \(steps.count) step counts differ, first \(steps.prefix(3))", sourceLocation: sourceLocation)
     }
 
     /// The tiny scenario's threads stop inside calls and call out to observers: the trace says where (`resume`
@@ -94,5 +97,50 @@ import TraceReplay
             #expect(variant.mode == .simulated)
             try Self.check(variant)
         }
+    }
+}
+
+/// Issue 23 through the CLI: `run --operation-trace` writes the trace, `replay-trace` replays it, prints the diff
+/// and says by its exit code whether the replay reproduced the run (0), diverged (1) or could not read it (2).
+@Suite("ambar-bench run --operation-trace and replay-trace (Docs/calibration.md)", .serialized)
+struct OperationTraceCLITests {
+    @Test func writesReplaysAndJudgesATrace() throws {
+        let ws = try TemporaryDirectory("workbench-optrace-cli")
+        try ws.write("tiny.yaml", try Fixtures.text("tiny.yaml"))
+        let run = try bench(["run", "tiny.yaml", "--out", "out", "--operation-trace", "trace.jsonl"], in: ws.url)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let (header, records) = try TraceReplay.TraceCoding.read(ws.file("trace.jsonl"))
+        #expect(header.scenario == "tiny" && records.last?.op == "end" && records.count > 100)
+
+        let replay = try bench(["replay-trace", "trace.jsonl", "--diff-csv", "diff.csv", "--diff-json", "diff.json"], in: ws.url)
+        #expect(replay.status == 0, "stdout: \(replay.stdout)\nstderr: \(replay.stderr)")
+        #expect(replay.stdout.contains("the replay reproduces the run's counts exactly"))
+        #expect(replay.stdout.contains("contextSave"))
+        let csv = try String(contentsOf: ws.file("diff.csv"), encoding: .utf8)
+        #expect(csv.hasPrefix("n,op,thread,counter,ours,theirs,difference\n") && csv.contains(",,,contextSave,12,12,0\n"))
+        let document = try JSONDecoder().decode(TraceReplay.CountDiff.Document.self, from: Data(contentsOf: ws.file("diff.json")))
+        #expect(!document.steps.isEmpty && document.steps.allSatisfy { $0.difference == 0 })
+
+        // A trace whose run counted one more save than the replay makes: exit 1, the counter named.
+        var end = try #require(records.last)
+        end.counts?["contextSave", default: 0] += 1
+        try TraceReplay.TraceCoding.file(header: header, records: records.dropLast() + [end]).write(to: ws.file("altered.jsonl"))
+        let altered = try bench(["replay-trace", "altered.jsonl"], in: ws.url)
+        #expect(altered.status == 1)
+        #expect(altered.stdout.contains("DIVERGED") && altered.stdout.contains("contextSave"))
+
+        // Not a trace: exit 2, the file and line named.
+        try ws.write("bad.jsonl", "{\"format\":\"something-else\"}\n")
+        let bad = try bench(["replay-trace", "bad.jsonl"], in: ws.url)
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("bad.jsonl:1: not an operation trace"))
+
+        // A run of several variants needs a folder.
+        let many = try bench(["run", "tiny.yaml", "--out", "out", "-p", "matrix.stack.topology=[ambar, nested]", "--operation-trace", "t.jsonl"], in: ws.url)
+        #expect(many.status == 2 && many.stderr.contains("give a folder"))
+        let folder = try bench(["run", "tiny.yaml", "--out", "out", "-p", "matrix.stack.topology=[ambar, nested]", "--operation-trace", "traces"], in: ws.url)
+        #expect(folder.status == 0, "stderr: \(folder.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: ws.file("traces").path).sorted()
+        #expect(files == ["tiny-stack.topology=ambar.jsonl", "tiny-stack.topology=nested.jsonl"])
     }
 }

@@ -62,7 +62,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// - Throws: ``ObjectGraphError`` naming the store: not an SQLite file (134000), a store made with another
     ///   model (134100), a directory that cannot be written (134080).
     public func addPersistentStore(type: PersistentStoreType, at url: URL? = nil, options: StoreOptions = StoreOptions()) throws {
-        try queue.sync {
+        try Execution.recording(.coordinatorAdded(self, options: options, model: managedObjectModel, url: type == .sqlite ? url : nil)) { try queue.sync {
             precondition(store == nil, "ObjectGraph supports one persistent store per coordinator")
             switch type {
             case .sqlite:
@@ -76,8 +76,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
             case .inMemory:
                 store = InMemoryStore(model: managedObjectModel)
             }
-        }
-        Execution.recording(.coordinatorAdded(self, options: options, model: managedObjectModel, url: type == .sqlite ? url : nil)) {}
+        } }
     }
 
     /// The rows a lightweight migration copied when the store was added (nil: no migration ran), issue 21 item 8.

@@ -136,7 +136,7 @@ final class InterleavedReplay: OperationRecorder, @unchecked Sendable {  // touc
             t.semaphore.wait()
             while !t.terminate {
                 if let task = t.task {
-                    do { try replayer.apply(task) } catch { fail(error) }
+                    applyCounting(task, on: t)
                     t.task = nil
                 }
                 driverThread.semaphore.signal()
@@ -148,6 +148,17 @@ final class InterleavedReplay: OperationRecorder, @unchecked Sendable {  // touc
         body.stackSize = 4 << 20
         body.start()
         return t
+    }
+
+    /// Replays `record` on `t` and keeps what `t` counted meanwhile as the record's step (calls made inside it
+    /// included, other threads' work while it was stopped not: as the run counts a call).
+    private func applyCounting(_ record: OperationRecord, on t: ReplayThread) {
+        let before = ObjectGraphReplayBackend.counters(of: [t])
+        do { try replayer.apply(record) } catch { fail(error) }
+        guard replayer.keepsSteps else { return }
+        var delta: [String: Int] = [:]
+        for (k, v) in ObjectGraphReplayBackend.counters(of: [t]) where v != before[k, default: 0] { delta[k] = v - before[k, default: 0] }
+        if !delta.isEmpty { replayer.outcome.steps.append(ReplayStep(n: record.n, op: record.op, ctx: record.ctx, counts: delta)) }
     }
 
     private func fail(_ error: any Error) {
@@ -262,7 +273,7 @@ final class InterleavedReplay: OperationRecorder, @unchecked Sendable {  // touc
                 stop(t, at: t.points, inApp: true)
             } else if r.op != "resume", r.within != nil, r.at == t.points, index == cursor {
                 consume(t)
-                do { try replayer.apply(r) } catch { fail(error) }
+                applyCounting(r, on: t)
             } else {
                 return
             }
@@ -327,14 +338,17 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
         return try body()
     }
 
-    public func counters() -> [String: Int] {
+    public func counters() -> [String: Int] { Self.counters(of: simulation.members) }
+
+    /// What `threads` counted, by name: every costed operation but `blockRun`, and SQL statements by kind.
+    static func counters(of threads: [ExecutionThread]) -> [String: Int] {
         var result: [String: Int] = [:]
         for op in CostedOperation.allCases where op != .blockRun {
-            let n = simulation.members.reduce(0) { $0 + $1.counts[op.rawValue] }
+            let n = threads.reduce(0) { $0 + $1.counts[op.rawValue] }
             if n != 0 { result[op.name] = n }
         }
         for kind in StatementKind.allCases {
-            let n = simulation.members.reduce(0) { $0 + $1.statementCounts[kind.rawValue] }
+            let n = threads.reduce(0) { $0 + $1.statementCounts[kind.rawValue] }
             if n != 0 { result["sqlStatement[\(kind.name)]"] = n }
         }
         return result
