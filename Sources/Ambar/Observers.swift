@@ -93,12 +93,13 @@ public final class CountObserver<T: ManagedObjectType>: @unchecked Sendable {  /
         if change.invalidatedAll { return true }
         let entity = T.entityName
         func matches(_ o: ManagedObject) -> Bool { predicate.map { (try? $0.evaluate(with: o)) ?? true } ?? true }
-        for o in change.inserted.union(change.deleted).union(change.invalidated) where o.entity.name == entity {
+        // Issue 21 item 1: the count's fetch includes sub-entities, so their objects' changes count too.
+        for o in change.inserted.union(change.deleted).union(change.invalidated) where o.entity.isKindOf(entityNamed: entity) {
             if predicate == nil || matches(o) { return true }
         }
         guard predicate != nil else { return false }
-        if change.refreshed.contains(where: { $0.entity.name == entity }) { return true }
-        for o in change.updated where o.entity.name == entity {
+        if change.refreshed.contains(where: { $0.entity.isKindOf(entityNamed: entity) }) { return true }
+        for o in change.updated where o.entity.isKindOf(entityNamed: entity) {
             // Only a change to a key the predicate reads can move the object in or out of the count.
             let changed = Set(o.changedValuesForCurrentEvent().keys)
             if !changed.isDisjoint(with: keys) { return true }

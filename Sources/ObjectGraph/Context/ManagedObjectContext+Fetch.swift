@@ -134,9 +134,11 @@ extension ManagedObjectContext {
         }
     }
 
+    /// Whether an unsaved change touches objects a fetch of `entity` may return (those of its sub-entities too,
+    /// issue 21 item 1: a fetch that excludes them only overlays fewer).
     func hasPendingChanges(for entity: EntityDescription) -> Bool {
-        insertedSet.contains { $0.entity === entity } || updatedSet.contains { $0.entity === entity }
-            || deletedSet.contains { $0.entity === entity }
+        insertedSet.contains { entity.fetchIncludes($0.entity, subentities: true) } || updatedSet.contains { entity.fetchIncludes($0.entity, subentities: true) }
+            || deletedSet.contains { entity.fetchIncludes($0.entity, subentities: true) }
     }
 
     func releaseRetains(_ entries: [FetchEntry]) {
@@ -187,7 +189,9 @@ extension ManagedObjectContext {
         // Pending matches the store did not return, in a fixed order (permanent IDs by key, then temporary IDs
         // in the order they were made, i.e. inserted): never the order of a set.
         var pending: [ManagedObject] = []
-        for object in insertedSet.union(updatedSet) where object.entity === entity && !seen.contains(object.objectID) {
+        // Issue 21 item 1: objects of sub-entities too, unless the request excludes them (`includesSubentities`).
+        let subentities = request.includesSubentities
+        for object in insertedSet.union(updatedSet) where entity.fetchIncludes(object.entity, subentities: subentities) && !seen.contains(object.objectID) {
             if let predicate, try !predicate.evaluate(subject: object) { continue }
             pending.append(object)
         }

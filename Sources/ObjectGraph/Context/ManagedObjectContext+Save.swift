@@ -161,9 +161,11 @@ extension ManagedObjectContext {
         // (the store enforces it at every save), so objects whose constrained values are all as committed
         // cannot collide with one another: a group without a new value has nothing to check (an import that
         // updates existing objects found by unique ID, which never changes that ID).
+        // Groups are hierarchies (issue 21 item 1: a constraint a parent declares holds across its sub-entities):
+        // without inheritance each entity is its own root, as before.
         var fresh: [ObjectIdentifier] = []
         func noteFresh(_ entity: EntityDescription) {
-            let id = ObjectIdentifier(entity)
+            let id = ObjectIdentifier(entity.rootEntity)
             if fresh.last != id, !fresh.contains(id) { fresh.append(id) }
         }
         // The groups with something new are found first, without collecting anything: a save without an insert
@@ -185,16 +187,16 @@ extension ManagedObjectContext {
             candidates.append(object)
         }
         for object in updatedSet where !object.entity.constraintSlots.isEmpty && !object.isDeletedFlag
-            && fresh.contains(ObjectIdentifier(object.entity)) {
+            && fresh.contains(ObjectIdentifier(object.entity.rootEntity)) {
             candidates.append(object)
         }
         guard candidates.count > 1 else { return [] }
         let firstEntity = candidates[0].entity
         let groups = candidates.allSatisfy({ $0.entity === firstEntity })
-            ? [candidates] : Array(Dictionary(grouping: candidates, by: { ObjectIdentifier($0.entity) }).values)
-        for group in groups where group.count > 1 && fresh.contains(ObjectIdentifier(group[0].entity)) {
-            let entity = group[0].entity
-            for (n, slots) in entity.constraintSlots.enumerated() {
+            ? [candidates] : Array(Dictionary(grouping: candidates, by: { ObjectIdentifier($0.entity.rootEntity) }).values)
+        for hierarchyGroup in groups where hierarchyGroup.count > 1 && fresh.contains(ObjectIdentifier(hierarchyGroup[0].entity.rootEntity)) {
+            for (entity, n, group) in Self.constraintGroups(hierarchyGroup) where group.count > 1 {
+                let slots = entity.constraintSlots[n]
                 // The keys held by more than one object. A one-attribute constraint (the usual unique ID) is
                 // keyed by the value itself: no array per object.
                 let seen = slots.count == 1
@@ -217,6 +219,29 @@ extension ManagedObjectContext {
             }
         }
         return conflicts
+    }
+
+    /// The constraints to check among the objects of one hierarchy: each constraint once, on its declaring
+    /// entity, with the objects of that entity and of those below it (issue 21 item 1; semantics §1.6: an
+    /// inherited constraint's violations make one report). Without inheritance: the entity's constraints over
+    /// the whole group.
+    private static func constraintGroups(_ objects: [ManagedObject]) -> [(entity: EntityDescription, index: Int, objects: [ManagedObject])] {
+        let entity = objects[0].entity
+        guard entity.isInHierarchy else { return entity.constraintSlots.indices.map { (entity, $0, objects) } }
+        var result: [(entity: EntityDescription, index: Int, objects: [ManagedObject])] = []
+        var entities: [EntityDescription] = []
+        for object in objects where !entities.contains(where: { $0 === object.entity }) { entities.append(object.entity) }
+        entities.sort { $0.entityNumber < $1.entityNumber }
+        var done = Set<String>()
+        for member in entities {
+            for n in member.constraintSlots.indices {
+                let declarer = member.constraintDeclarers[n]
+                let constraintKey = "\(declarer.entityNumber):\(member.uniquenessConstraints[n].joined(separator: ","))"
+                guard done.insert(constraintKey).inserted else { continue }
+                result.append((member, n, objects.filter { $0.entity.isKindOf(entity: declarer) }))
+            }
+        }
+        return result
     }
 
     /// A one-attribute constraint's value as a key: an integer (the usual unique ID) hashes as one word.
@@ -250,6 +275,25 @@ extension ManagedObjectContext {
         var request = SaveRequest()
         request.author = transactionAuthor
         request.contextName = name
+        // Many-to-many rows, written once from the side that owns the join table; collected in the same pass
+        // over each object as its row (a pass of its own touched every object once more: a cache miss per
+        // object in a large save).
+        func addJoinChanges(_ object: ManagedObject) {
+            guard !object.isDeletedFlag && !object.toMany.isEmpty else { return }
+            for (index, state) in object.toMany.enumerated() {
+                guard let state, state.isChanged else { continue }
+                let relationship = object.entity.toManyRelationships[index]
+                guard SQLiteSchema.isManyToMany(object.entity, relationship) else { continue }
+                let join = SQLiteSchema.joinTable(object.entity, relationship)
+                guard join.isOwned(by: object.entity, relationship) else { continue }
+                for id in state.current.subtracting(state.original) {
+                    request.joinChanges.append(.init(entity: object.entity, relationship: relationship, source: object.objectID, destination: id, isInsert: true))
+                }
+                for id in state.original.subtracting(state.current) {
+                    request.joinChanges.append(.init(entity: object.entity, relationship: relationship, source: object.objectID, destination: id, isInsert: false))
+                }
+            }
+        }
         // In insertion order (temporary IDs count up), so permanent IDs follow it and the same workload gives
         // the same rows on every run, not an order that depends on set hashing.
         // Permanent IDs (obtained early) first, then temporary ones; each by key, compared as plain integers.
@@ -263,14 +307,32 @@ extension ManagedObjectContext {
         request.inserts.reserveCapacity(permanent.count + temporary.count)
         for (_, object) in [permanent, temporary].joined() {
             request.inserts.append(.init(id: object.objectID, values: object.values))
+            addJoinChanges(object)
         }
-        request.updates.reserveCapacity(updatedSet.count)
+        // Rows are written in (entity, store, primary key) order, not in the order the set hashes its objects
+        // (their addresses): the statements, and the history changes that record them, are the same on every
+        // run; and the table's B-tree is walked once front to back instead of at random, which keeps a large
+        // save's pages in SQLite's page cache and the CPU's (issue 22 item 5, Benchmarks/README.md, seventh
+        // round). The order is sorted as plain words with the object unretained: sorting the requests
+        // themselves moved their values' reference counts (a retain and a release per move).
+        var order: [(entity: Int, store: UInt32, key: Int64, object: Unmanaged<ManagedObject>)] = []
+        order.reserveCapacity(updatedSet.count)
         updatedSet.forEachUnretained { object in
+            addJoinChanges(object)
             // Issue 18 rule 3: an object updated by a transient change alone has nothing to write.
             guard !object.isDeletedFlag && !object.isInsertedFlag && object.hasPersistentChanges else { return }
-            // A slot set iterates in ascending order already: no sort, and no array of the slots per object (an
-            // allocation and its release: 0.4k instructions per updated object).
-            request.updates.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, values: object.values, changedSlots: object.changedSlots))
+            let id = object.objectID
+            order.append((id.entity.entityNumber, id.storeNumber, id.key, Unmanaged.passUnretained(object)))
+        }
+        order.sort { a, b in (a.entity, a.store, a.key) < (b.entity, b.store, b.key) }
+        request.updates.reserveCapacity(order.count)
+        for entry in order {
+            // The updated set holds every object listed here until the save is over.
+            entry.object._withUnsafeGuaranteedRef { object in
+                // A slot set iterates in ascending order already: no sort, and no array of the slots per object
+                // (an allocation and its release: 0.4k instructions per updated object).
+                request.updates.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, values: object.values, changedSlots: object.changedSlots))
+            }
         }
         for object in deletedSet where !object.isInsertedFlag && object.original != nil && object.snapshotVersion > 0 {
             var tombstone: [String: PropertyValue] = [:]
@@ -279,29 +341,30 @@ extension ManagedObjectContext {
             }
             request.deletes.append(.init(id: object.objectID, oldVersion: object.snapshotVersion, tombstone: tombstone))
         }
+        request.deletes.sort { Self.keyOrder($0.id, $1.id) }
         for object in lockedObjects where !object.hasChanges && !object.objectID.isTemporaryID && object.original != nil {
             request.locked.append((object.objectID, object.snapshotVersion))
         }
-        // Many-to-many rows, written once from the side that owns the join table.
-        func addJoinChanges(_ object: ManagedObject) {
-            guard !object.isDeletedFlag && !object.toMany.isEmpty else { return }
-            for (index, state) in object.toMany.enumerated() {
-                guard let state, state.isChanged else { continue }
-                let relationship = object.entity.toManyRelationships[index]
-                guard SQLiteSchema.isManyToMany(object.entity, relationship) else { continue }
-                let join = SQLiteSchema.joinTable(object.entity, relationship)
-                guard join.ownerEntity === object.entity, join.ownerRelationship == relationship.name else { continue }
-                for id in state.current.subtracting(state.original) {
-                    request.joinChanges.append(.init(entity: object.entity, relationship: relationship, source: object.objectID, destination: id, isInsert: true))
-                }
-                for id in state.original.subtracting(state.current) {
-                    request.joinChanges.append(.init(entity: object.entity, relationship: relationship, source: object.objectID, destination: id, isInsert: false))
-                }
+        request.locked.sort { Self.keyOrder($0.id, $1.id) }
+        if request.joinChanges.count > 1 {
+            // In an order of their own too (source, then destination; removals before additions), not the sets'.
+            request.joinChanges.sort { a, b in
+                if a.source != b.source { return Self.keyOrder(a.source, b.source) }
+                if a.destination != b.destination { return Self.keyOrder(a.destination, b.destination) }
+                return !a.isInsert && b.isInsert
             }
         }
-        insertedSet.forEachUnretained(addJoinChanges)
-        updatedSet.forEachUnretained(addJoinChanges)
         return request
+    }
+
+    /// The order a save writes rows in: by entity, then store, then primary key (a temporary ID's key is its
+    /// number; only join rows of inserted objects have one here).
+    @inline(__always)
+    static func keyOrder(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
+        let ea = a.entity.entityNumber, eb = b.entity.entityNumber
+        if ea != eb { return ea < eb }
+        if a.storeNumber != b.storeNumber { return a.storeNumber < b.storeNumber }  // temporary (0) first
+        return a.key < b.key
     }
 
     /// After the store committed: permanent IDs, new snapshots, unregistered deletes, `didSave`, notifications

@@ -388,6 +388,9 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public func insert(_ object: ManagedObject) {
         assertOnQueue()
         precondition(object.managedObjectContext == nil || object.managedObjectContext === self, "the object is in another context")
+        // Issue 21 item 1: Core Data raises (NSInternalInconsistencyException) for an instance of an abstract
+        // entity; like the other programmer errors here, it traps with a message.
+        precondition(!object.entity.isAbstract, "cannot insert an object of \(object.entity.name), which is abstract: insert one of its sub-entities")
         if object.isInsertedFlag, object.managedObjectContext === self { return }
         noteWillChange(object)
         object.prepareForInsert()
@@ -405,6 +408,10 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         return try Execution.recording(.insert(self, entity: name), result: { .object($0) }) {
             guard let entity = model.entity(named: name) else {
                 throw ObjectGraphError(.validation, "no entity named \(name)", entity: name)
+            }
+            // Issue 21 item 1: by name, an abstract entity is refused as an unknown one is (Core Data raises for both).
+            guard !entity.isAbstract else {
+                throw ObjectGraphError(.validation, "cannot insert an object of \(name), which is abstract: insert one of its sub-entities", entity: name)
             }
             return entity.managedObjectClass.init(entity: entity, insertInto: self)
         }

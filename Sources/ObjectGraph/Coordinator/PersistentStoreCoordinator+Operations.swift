@@ -28,14 +28,16 @@ extension PersistentStoreCoordinator {
     func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [FetchEntry] {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
-            limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly)
+            limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly,
+            includesSubentities: request.includesSubentities)
         let result: [FetchEntry] = try readStore { store in
-            let number = store.storeNumber
             if let entries = try store.fetchEntriesIfEvaluable(storeFetch) { return entries }
-            // The store cannot filter or order this fetch: take every row of the entity and do it here.
-            var all = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false)
+            // The store cannot filter or order this fetch: take every row of the entity (and of its sub-entities
+            // when included) and do it here.
+            var all = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false,
+                                 includesSubentities: request.includesSubentities)
             all.idsOnly = false
-            var rows = try store.fetch(all).map { (ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), $0.row!) }
+            var rows = try store.identifiedRows(all).map { ($0.id, $0.row!) }
             let resolver = StoreRowResolver(store: store)
             if let predicate = request.predicate {
                 rows = try rows.filter { try predicate.evaluate(subject: StoreRowSubject(id: $0.0, row: $0.1, resolver: resolver)) }
@@ -62,7 +64,7 @@ extension PersistentStoreCoordinator {
     func countRows(_ request: FetchRequest, entity: EntityDescription) throws -> Int {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: [], limit: request.fetchLimit,
-            offset: request.fetchOffset, idsOnly: true)
+            offset: request.fetchOffset, idsOnly: true, includesSubentities: request.includesSubentities)
         if let n = try readStore({ try $0.countIfEvaluable(storeFetch) }) { return n }
         let rows = try fetchRows(request, entity: entity, idsOnly: true)
         return rows.count

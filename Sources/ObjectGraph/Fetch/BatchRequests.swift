@@ -148,6 +148,10 @@ extension ManagedObjectContext {
             guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
                 throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
             }
+            // Issue 21 item 1: an abstract entity has no rows of its own (an insert of one is refused, as for objects).
+            guard !entity.isAbstract else {
+                throw ObjectGraphError(.invalidFetchRequest, "a batch insert into \(entity.name), which is abstract: insert into one of its sub-entities", entity: entity.name)
+            }
             var rows: [[PropertyValue]] = []
             rows.reserveCapacity(request.objects.count)
             for (n, object) in request.objects.enumerated() {

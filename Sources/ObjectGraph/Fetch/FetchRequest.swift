@@ -87,6 +87,9 @@ public struct FetchRequest: Sendable, Hashable {
     public var propertiesToFetch: [String]?
     /// Whether unsaved inserts, updates and deletes are laid over the store's results (default true).
     public var includesPendingChanges = true
+    /// Whether objects of the entity's sub-entities match too (default true, as `NSFetchRequest`'s), in the
+    /// store and among pending changes (issue 21 item 1, Docs/coredata-behaviour.md §11).
+    public var includesSubentities = true
     /// How pending changes meet `fetchOffset`, `fetchLimit` and the order of object-ID results (default
     /// Core Data's, ``PendingChangesOverlay/coreData``).
     public var pendingChangesOverlay: PendingChangesOverlay = .coreData
@@ -108,5 +111,14 @@ public struct FetchRequest: Sendable, Hashable {
         self.entityName = entityName
         self.predicate = predicate
         self.sortDescriptorsIfSet = sortDescriptors
+    }
+}
+
+extension FetchRequest {
+    /// Whether objects of `entity` are among what this request fetches: its entity or, with
+    /// ``includesSubentities``, one below it (`isKindOfEntity:`). A controller's and an observer's filter of
+    /// changed objects by entity (issue 21 item 1).
+    public func includes(_ entity: EntityDescription) -> Bool {
+        entity.name == entityName || (includesSubentities && entity.superentity != nil && entity.isKindOf(entityNamed: entityName))
     }
 }

@@ -206,7 +206,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
               let coordinator = context.persistentStoreCoordinator,
               let entity = try? context.entity(for: fetchRequest), !context.hasPendingChanges(for: entity) else { return nil }
         let fetch = StoreFetch(entity: entity, predicate: fetchRequest.predicate, sortDescriptors: fetchRequest.sortDescriptors,
-                               limit: 0, offset: 0, idsOnly: true)
+                               limit: 0, offset: 0, idsOnly: true, includesSubentities: fetchRequest.includesSubentities)
         guard let counts = try? coordinator.readStore({ try ($0 as? SQLiteStore)?.sectionCounts(fetch, keyPath: keyPath) }) else { return nil }
         Execution.count(.fetchExecuted)
         Execution.count(.rowFetched, counts.count)
@@ -270,7 +270,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     private func matches(_ object: ManagedObject) -> Bool {
         objectsEvaluated += 1
         Execution.count(.controllerObjectEvaluated)
-        guard object.entity.name == fetchRequest.entityName, !object.isDeletedFlag, object.managedObjectContext === managedObjectContext else { return false }
+        guard fetchRequest.includes(object.entity), !object.isDeletedFlag, object.managedObjectContext === managedObjectContext else { return false }
         guard let predicate = fetchRequest.predicate else { return true }
         return (try? predicate.evaluate(subject: object)) ?? false
     }
@@ -339,7 +339,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         guard includesUnloadedUpdates, fetchRequest.predicate != nil, delegate != nil, !needsFetch,
               let current = storedFetchedObjects else { return nil }
         let shown = Set(current.map(\.objectID))
-        let candidates = updated.filter { $0.entity.name == fetchRequest.entityName && !shown.contains($0) }
+        let candidates = updated.filter { fetchRequest.includes($0.entity) && !shown.contains($0) }
         guard !candidates.isEmpty else { return nil }
         guard let found = fetchAmong(Array(candidates)) else { return nil }
         let newcomers = Set(found)
@@ -372,7 +372,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             return
         }
         let touched = inserted.union(updated).union(refreshed).union(gone)
-            .filter { $0.entity.name == fetchRequest.entityName }
+            .filter { fetchRequest.includes($0.entity) }
         guard !touched.isEmpty else { return }
         changesProcessed += touched.count
 

@@ -8,15 +8,76 @@ import Synchronization
 public final class EntityDescription: @unchecked Sendable {  // immutable once the model has sealed it
     /// The entity's name.
     public let name: String
-    /// Every attribute, transient ones included, in declaration order.
-    public let attributes: [AttributeDescription]
-    /// Every persistent relationship, in declaration order (transient ones are in ``transientRelationships``).
-    public let relationships: [RelationshipDescription]
+    // Written while the model seals the entity (a sub-entity's lists gain its parent's first), then only read.
+    /// Every attribute, transient ones included, in declaration order; a sub-entity's start with those it
+    /// inherits (as `NSEntityDescription.attributesByName` includes inherited ones).
+    @exclusivity(unchecked) public private(set) var attributes: [AttributeDescription]
+    /// Every persistent relationship, in declaration order (transient ones are in ``transientRelationships``),
+    /// inherited ones first.
+    @exclusivity(unchecked) public private(set) var relationships: [RelationshipDescription]
     /// The transient relationships, in declaration order (issue 21 item 2): kept in the objects only, never
-    /// stored, with the rules of transient attributes.
-    public let transientRelationships: [RelationshipDescription]
-    /// Sets of attribute names whose combined values must be unique across the entity (semantics §1.6).
-    public let uniquenessConstraints: [[String]]
+    /// stored, with the rules of transient attributes. Inherited ones first.
+    @exclusivity(unchecked) public private(set) var transientRelationships: [RelationshipDescription]
+    /// Sets of attribute names whose combined values must be unique across the entity (semantics §1.6); a
+    /// sub-entity's start with the constraints it inherits, which hold across the whole hierarchy below the
+    /// entity that declares them (Docs/coredata-behaviour.md §11).
+    @exclusivity(unchecked) public private(set) var uniquenessConstraints: [[String]]
+    /// What this entity declares itself (the model's version hash covers these).
+    let declaredAttributes: [AttributeDescription]
+    let declaredRelationships: [RelationshipDescription]
+    let declaredTransientRelationships: [RelationshipDescription]
+    let declaredUniquenessConstraints: [[String]]
+
+    // MARK: Inheritance (issue 21 item 1, Docs/coredata-behaviour.md §11)
+    /// The name of the parent entity, nil for an entity at the root of its hierarchy.
+    public let parentName: String?
+    /// Whether the entity is abstract (`isAbstract`): it has no instances of its own, only its sub-entities do.
+    public let isAbstract: Bool
+    /// The parent entity (`superentity`), resolved by the model from ``parentName``.
+    @exclusivity(unchecked) public internal(set) var superentity: EntityDescription?
+    /// The entities whose parent this is (`subentities`), in the model's order.
+    @exclusivity(unchecked) public internal(set) var subentities: [EntityDescription] = []
+    /// The root of the entity's hierarchy (itself for an entity without a parent): its table holds the hierarchy.
+    package var rootEntity: EntityDescription { storedRoot ?? self }
+    @exclusivity(unchecked) private var storedRoot: EntityDescription?
+    /// `Z_ENT` of this entity and of every entity below it, ascending.
+    @exclusivity(unchecked) package internal(set) var kindNumbers: [Int] = []
+    /// Whether the entity has a parent or sub-entities (its table is shared, `Z_ENT` tells its rows apart).
+    package var isInHierarchy: Bool { superentity != nil || !subentities.isEmpty }
+    /// Per uniqueness constraint (``uniquenessConstraints``), the entity that declares it.
+    @exclusivity(unchecked) package private(set) var constraintDeclarers: [EntityDescription] = []
+    /// Per slot, for a to-one whose destination has sub-entities, the column that keeps the destination's
+    /// `Z_ENT` beside its key (`Z<n><NAME>`), so that the reference names its concrete entity; else nil.
+    @exclusivity(unchecked) package internal(set) var entityColumns: [String?] = []
+    /// The slots that have an ``entityColumns`` entry, in slot order (empty in a model without inheritance).
+    @exclusivity(unchecked) package internal(set) var entityColumnSlots: [Int] = []
+
+    /// Whether this entity is `entity` or one of its sub-entities, at any depth (`isKindOfEntity:`).
+    public func isKindOf(entity: EntityDescription) -> Bool {
+        var current: EntityDescription? = self
+        while let e = current {
+            if e === entity { return true }
+            current = e.superentity
+        }
+        return false
+    }
+
+    /// ``isKindOf(entity:)`` by the entity's name.
+    public func isKindOf(entityNamed name: String) -> Bool {
+        var current: EntityDescription? = self
+        while let e = current {
+            if e.name == name { return true }
+            current = e.superentity
+        }
+        return false
+    }
+
+    /// Whether a fetch of this entity returns objects of `entity`: this entity or, when `includesSubentities`,
+    /// one below it (semantics: `NSFetchRequest.includesSubentities`).
+    @inline(__always)
+    package func fetchIncludes(_ entity: EntityDescription, subentities: Bool) -> Bool {
+        entity === self || (subentities && entity.superentity != nil && entity.isKindOf(entity: self))
+    }
     /// The class instantiated for this entity's objects.
     @exclusivity(unchecked) public internal(set) var managedObjectClass: ManagedObject.Type
     /// The entity's name in the previous model version when it was renamed (`renamingIdentifier`): lightweight
@@ -134,10 +195,13 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     ///   - attributes: its attributes.
     ///   - relationships: its relationships; each needs an inverse on the destination.
     ///   - uniquenessConstraints: sets of attribute names that must be unique together.
+    ///   - parent: the name of the parent entity (issue 21 item 1): this entity inherits its attributes,
+    ///     relationships and uniqueness constraints, and its rows live in the table of the hierarchy's root.
+    ///   - isAbstract: whether the entity is abstract (no object of it can be inserted, only of its sub-entities).
     public init(
         name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self,
         attributes: [AttributeDescription] = [], relationships: [RelationshipDescription] = [],
-        uniquenessConstraints: [[String]] = []
+        uniquenessConstraints: [[String]] = [], parent: String? = nil, isAbstract: Bool = false
     ) {
         self.name = name
         self.managedObjectClass = managedObjectClass
@@ -147,6 +211,12 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.relationships = relationships.filter { !$0.isTransient }
         self.transientRelationships = relationships.filter(\.isTransient)
         self.uniquenessConstraints = uniquenessConstraints
+        self.declaredAttributes = attributes
+        self.declaredRelationships = self.relationships
+        self.declaredTransientRelationships = self.transientRelationships
+        self.declaredUniquenessConstraints = uniquenessConstraints
+        self.parentName = parent
+        self.isAbstract = isAbstract
         Self.everyEntity.withLock { $0.append(self) }
     }
 
@@ -185,13 +255,21 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     }
 
     // MARK: Sealing
+    /// Lays the entity out. A sub-entity is sealed after its parent: its slots, to-manys, transients and
+    /// constraints are the parent's, in the same order, followed by its own, so that its snapshot extends its
+    /// parent's and a parent's slot index means the same column for every entity below it.
     func seal(model: ManagedObjectModel, number: Int) throws {
         self.model = model
         self.entityNumber = number
+        let parent = superentity
         var seen = Set<String>()
-        var slots: [Slot] = []
-        var transients: [AttributeDescription] = []
-        var byName: [String: PropertyRef] = [:]
+        var slots: [Slot] = parent?.slots ?? []
+        var transients: [AttributeDescription] = parent?.transientAttributes ?? []
+        var byName: [String: PropertyRef] = parent?.propertiesByName ?? [:]
+        if let parent {
+            storedRoot = parent.rootEntity
+            for property in parent.propertyList { seen.insert(property.name.uppercased()) }
+        }
         let reserved: Set<String> = ["objectID", "entity", "self", "z_pk", "z_ent", "z_opt", "isfault", "description"]
         func claim(_ property: String) throws {
             guard !property.isEmpty, property.first!.isLetter || property.first == "_" else {
@@ -205,10 +283,13 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
                 throw ModelError(entity: name, property: property, "'\(property)' is a reserved name")
             }
             guard seen.insert(property.uppercased()).inserted else {
+                if let parent, parent.propertyRef(property) != nil || parent.propertyList.contains(where: { $0.name.uppercased() == property.uppercased() }) {
+                    throw ModelError(entity: name, property: property, "'\(property)' is inherited from '\(parent.name)'; a sub-entity cannot declare it again")
+                }
                 throw ModelError(entity: name, property: property, "more than one property named '\(property)' (names are compared case-insensitively, as store columns)")
             }
         }
-        for attribute in attributes {
+        for attribute in declaredAttributes {
             try claim(attribute.name)
             if attribute.defaultValue != .null, attribute.defaultValue.converted(to: attribute.type) == nil {
                 throw ModelError(entity: name, property: attribute.name, "default value \(attribute.defaultValue) does not fit type \(attribute.type.rawValue)")
@@ -227,8 +308,8 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
                 slots.append(.attribute(attribute))
             }
         }
-        var toMany: [RelationshipDescription] = []
-        for relationship in relationships {
+        var toMany: [RelationshipDescription] = parent?.toManyRelationships ?? []
+        for relationship in declaredRelationships {
             try claim(relationship.name)
             if relationship.isToMany {
                 byName[relationship.name] = .toMany(index: toMany.count)
@@ -238,12 +319,13 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
                 slots.append(.toOne(relationship))
             }
         }
-        for (index, relationship) in transientRelationships.enumerated() {
+        let inheritedTransientRelationships = parent?.transientRelationships.count ?? 0
+        for (index, relationship) in declaredTransientRelationships.enumerated() {
             try claim(relationship.name)
-            byName[relationship.name] = .transientRelationship(index: index)
+            byName[relationship.name] = .transientRelationship(index: inheritedTransientRelationships + index)
         }
-        var constraintSlots: [[Int]] = []
-        for constraint in uniquenessConstraints {
+        var constraintSlots: [[Int]] = parent?.constraintSlots ?? []
+        for constraint in declaredUniquenessConstraints {
             guard !constraint.isEmpty else {
                 throw ModelError(entity: name, property: nil, "an empty uniqueness constraint")
             }
@@ -256,9 +338,20 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             }
             constraintSlots.append(indices)
         }
+        if let parent {
+            attributes = parent.attributes + declaredAttributes
+            relationships = parent.relationships + declaredRelationships
+            transientRelationships = parent.transientRelationships + declaredTransientRelationships
+            uniquenessConstraints = parent.uniquenessConstraints + declaredUniquenessConstraints
+            constraintDeclarers = parent.constraintDeclarers
+        }
+        constraintDeclarers += declaredUniquenessConstraints.map { _ in self }
         self.slots = slots
+        // A sub-entity's own columns are named by the model (``assignHierarchyColumns(_:)``): siblings may
+        // declare the same name, and share one table.
         self.columnNames = slots.map { "Z" + $0.name.uppercased() }
-        self.storedTableName = "Z" + name.uppercased()
+        self.storedTableName = "Z" + rootEntity.name.uppercased()
+        self.entityColumns = slots.map { _ in nil }
         self.transientAttributes = transients
         self.toManyRelationships = toMany
         self.propertiesByName = byName
@@ -292,8 +385,9 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     }
 
     func resolveRelationships(in model: ManagedObjectModel) throws {
-        var targets: [String: (entity: EntityDescription, inverse: PropertyRef)] = [:]
-        for relationship in relationships {
+        // Inherited relationships were checked on the parent (resolved first) and point where its do.
+        var targets: [String: (entity: EntityDescription, inverse: PropertyRef)] = superentity?.relationshipTargets ?? [:]
+        for relationship in declaredRelationships {
             guard let destination = model.entitiesByName[relationship.destinationEntityName] else {
                 throw ModelError(entity: name, property: relationship.name, "destination entity '\(relationship.destinationEntityName)' does not exist")
             }
@@ -310,8 +404,8 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             targets[relationship.name] = (destination, inverseRef)
         }
         relationshipTargets = targets
-        var transientInverses: [(entity: EntityDescription, inverse: Int)] = []
-        for relationship in transientRelationships {
+        var transientInverses: [(entity: EntityDescription, inverse: Int)] = superentity?.transientRelationshipTargets ?? []
+        for relationship in declaredTransientRelationships {
             guard let destination = model.entitiesByName[relationship.destinationEntityName] else {
                 throw ModelError(entity: name, property: relationship.name, "destination entity '\(relationship.destinationEntityName)' does not exist")
             }
@@ -332,6 +426,70 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         }
         slotInverses = slots.map { if case .toOne(let r) = $0 { return targets[r.name]?.inverse } else { return nil } }
         slotDestinations = slots.map { if case .toOne(let r) = $0 { return targets[r.name]?.entity } else { return nil } }
+    }
+}
+
+extension EntityDescription {
+    /// Names this entity's own columns in its hierarchy's table, after its parent's (called in the hierarchy's
+    /// order, parents first, siblings by name). Inherited slots keep the parent's columns; an own slot takes
+    /// `Z<NAME>`, or `Z<NAME>1`, `Z<NAME>2`… when an entity named earlier already took that column (two siblings
+    /// with an attribute of the same name: inferred from Core Data's SQL logs). A root keeps the names sealing
+    /// gave it, so a model without inheritance is laid out as before.
+    func assignColumns(used: inout Set<String>) {
+        guard let parent = superentity else {
+            used.formUnion(columnNames)
+            return
+        }
+        var names = parent.columnNames
+        for slot in parent.slotCount..<slots.count {
+            let base = "Z" + slots[slot].name.uppercased()
+            var candidate = base
+            var n = 1
+            while used.contains(candidate) {
+                candidate = base + String(n)
+                n += 1
+            }
+            used.insert(candidate)
+            names.append(candidate)
+        }
+        columnNames = names
+    }
+
+    /// The `Z_ENT` column of each to-one whose destination has sub-entities (after relationships are resolved).
+    func assignEntityColumns() {
+        entityColumns = slots.indices.map { i in
+            guard let destination = slotDestinations[i], !destination.subentities.isEmpty else { return nil }
+            return "Z\(destination.entityNumber)" + String(columnNames[i].dropFirst())
+        }
+        entityColumnSlots = entityColumns.indices.filter { entityColumns[$0] != nil }
+    }
+
+    /// The entity that declares the relationship `name`: this one, or the highest parent that has it. A
+    /// many-to-many join table is named after the declaring entity, so a hierarchy shares it.
+    package func declaringEntity(ofRelationship name: String) -> EntityDescription {
+        var entity = self
+        while let parent = entity.superentity, parent.relationship(named: name) != nil { entity = parent }
+        return entity
+    }
+
+    /// The entities of this root's hierarchy, the root first, in `Z_ENT` order.
+    package var hierarchy: [EntityDescription] {
+        guard !subentities.isEmpty, let model else { return [self] }
+        return model.entitiesByNumber.filter { $0.rootEntity === self }
+    }
+
+    /// Sets the hierarchy the model resolved: root, and the `Z_ENT` numbers of this entity and those below it.
+    func setKinds(_ numbers: [Int]) { kindNumbers = numbers.sorted() }
+
+    /// `t0.Z_ENT = n` or `t0.Z_ENT IN (…)` for a fetch of this entity (with or without its sub-entities), nil
+    /// when the fetch covers every row of the table (an entity outside any hierarchy, or a root with its
+    /// sub-entities): a model without inheritance gets no condition, so its SQL is unchanged.
+    package func entityCondition(alias: String, includesSubentities: Bool) -> String? {
+        guard isInHierarchy else { return nil }
+        let numbers = includesSubentities ? kindNumbers : [entityNumber]
+        if numbers.count == rootEntity.kindNumbers.count { return nil }
+        if numbers.count == 1 { return "\(alias).Z_ENT = \(numbers[0])" }
+        return "\(alias).Z_ENT IN (\(numbers.map(String.init).joined(separator: ", ")))"
     }
 }
 

@@ -48,13 +48,70 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
         }
         self.entities = entities
         self.entitiesByName = byName
-        // Z_ENT numbers follow the names' order, so the same model always gets the same numbers.
-        let numbered = entities.map(\.name).sorted()
+        // Issue 21 item 1: parents resolved, cycles refused, each naming the entity at fault.
         for entity in entities {
-            try entity.seal(model: self, number: numbered.firstIndex(of: entity.name)! + 1)
+            guard let parentName = entity.parentName else { continue }
+            guard let parent = byName[parentName] else {
+                throw ModelError(entity: entity.name, property: nil, "parent entity '\(parentName)' does not exist")
+            }
+            var path = [entity.name]
+            var current: EntityDescription? = parent
+            while let e = current, !path.dropFirst().contains(e.name) {  // a cycle above this entity is its members' to report
+                path.append(e.name)
+                if e === entity {
+                    throw ModelError(entity: entity.name, property: nil, "the entity is its own ancestor (\(path.joined(separator: " → ")))")
+                }
+                current = e.parentName.flatMap { byName[$0] }
+            }
+            entity.superentity = parent
+            parent.subentities.append(entity)
         }
-        for entity in entities { try entity.resolveRelationships(in: self) }
+        // Z_ENT numbers: roots in the names' order, each followed by the entities below it (depth first,
+        // siblings by name), so the same model always gets the same numbers and a hierarchy's numbers are
+        // contiguous. Without inheritance this is the names' order, as before.
+        var ordered: [EntityDescription] = []
+        func visit(_ entity: EntityDescription) {
+            ordered.append(entity)
+            for child in entity.subentities.sorted(by: { $0.name < $1.name }) { visit(child) }
+        }
+        for root in entities.filter({ $0.superentity == nil }).sorted(by: { $0.name < $1.name }) { visit(root) }
+        for (index, entity) in ordered.enumerated() { entity.entityNumber = index + 1 }
+        self.entitiesByNumber = ordered
+        // Sealed and resolved in the model's order, each entity after its parent.
+        var parentsFirst: [EntityDescription] = []
+        var placed = Set<ObjectIdentifier>()
+        func place(_ entity: EntityDescription) {
+            guard !placed.contains(ObjectIdentifier(entity)) else { return }
+            if let parent = entity.superentity { place(parent) }
+            placed.insert(ObjectIdentifier(entity))
+            parentsFirst.append(entity)
+        }
+        for entity in entities { place(entity) }
+        for entity in parentsFirst {
+            try entity.seal(model: self, number: entity.entityNumber)
+        }
+        for entity in parentsFirst { try entity.resolveRelationships(in: self) }
+        var columns: [ObjectIdentifier: Set<String>] = [:]
+        for entity in ordered {
+            entity.assignColumns(used: &columns[ObjectIdentifier(entity.rootEntity), default: []])
+            var kinds: [Int] = []
+            var stack = [entity]
+            while let e = stack.popLast() {
+                kinds.append(e.entityNumber)
+                stack.append(contentsOf: e.subentities)
+            }
+            entity.setKinds(kinds)
+        }
+        for entity in ordered { entity.assignEntityColumns() }
         versionHash = Self.hash(of: entities)
+    }
+
+    /// The entities by `Z_ENT` (`entitiesByNumber[n - 1]` is entity number n).
+    package private(set) var entitiesByNumber: [EntityDescription] = []
+
+    /// The entity whose `Z_ENT` is `number`.
+    package func entity(number: Int) -> EntityDescription? {
+        number >= 1 && number <= entitiesByNumber.count ? entitiesByNumber[number - 1] : nil
     }
 
     /// Decodes a model file (JSON, the format of ``ModelFile``).
@@ -120,11 +177,15 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
         var text = ""
         for entity in entities.sorted(by: { $0.name < $1.name }) {
             text += "E:\(entity.name);"
-            for a in entity.attributes where !a.isTransient { text += "A:\(a.name):\(a.type.rawValue);" }
-            for r in entity.relationships {
+            // Issue 21 item 1: the parent and abstractness shape the store as Core Data's entity hash says they
+            // do; written only when present, so a model without inheritance keeps its hash.
+            if let parent = entity.parentName { text += "P:\(parent);" }
+            if entity.isAbstract { text += "X;" }
+            for a in entity.declaredAttributes where !a.isTransient { text += "A:\(a.name):\(a.type.rawValue);" }
+            for r in entity.declaredRelationships {
                 text += "R:\(r.name):\(r.destinationEntityName):\(r.inverseName):\(r.isToMany);"
             }
-            for c in entity.uniquenessConstraints { text += "U:\(c.joined(separator: ","));" }
+            for c in entity.declaredUniquenessConstraints { text += "U:\(c.joined(separator: ","));" }
         }
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in text.utf8 {

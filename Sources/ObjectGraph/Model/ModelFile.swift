@@ -10,6 +10,9 @@ import Foundation
 ///   "uniquenessConstraints": [["id"]]}]}
 /// ```
 ///
+/// An entity may name a `"parent"` entity and be `"abstract": true` (issue 21 item 1); an unknown parent or a
+/// cycle of parents is refused, naming the entity.
+///
 /// A relationship with `"transient": true` is kept by the objects and never stored; its inverse must be transient
 /// too (issue 21 item 2). An attribute takes `"transient": true` the same way.
 public struct ModelFile: Codable, Sendable, Equatable {
@@ -40,6 +43,24 @@ public struct ModelFile: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey { case entities, versions, current }
 
+    /// The entity named `name` and those above it, the entity first (issue 21 item 1); a parent that is missing
+    /// or a cycle ends the chain (the model refuses both).
+    public func lineage(of name: String) -> [Entity] {
+        var chain: [Entity] = []
+        var next = entities.first { $0.name == name }
+        while let entity = next, !chain.contains(where: { $0.name == entity.name }) {
+            chain.append(entity)
+            next = entity.parent.flatMap { parent in entities.first { $0.name == parent } }
+        }
+        return chain
+    }
+
+    /// The attributes of the entity named `name`, those it inherits first.
+    public func allAttributes(of name: String) -> [Attribute] { lineage(of: name).reversed().flatMap { $0.attributes ?? [] } }
+
+    /// The relationships of the entity named `name`, those it inherits first.
+    public func allRelationships(of name: String) -> [Relationship] { lineage(of: name).reversed().flatMap { $0.relationships ?? [] } }
+
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         versions = try c.decodeIfPresent([Version].self, forKey: .versions)
@@ -59,12 +80,19 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var uniquenessConstraints: [[String]]?
         /// The entity's name in the previous version, when renamed.
         public var renamingIdentifier: String?
+        /// The parent entity's name (issue 21 item 1): the entity inherits its properties and constraints.
+        public var parent: String?
+        /// Whether the entity is abstract (only its sub-entities have objects).
+        public var abstract: Bool?
 
-        public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil, uniquenessConstraints: [[String]]? = nil) {
+        public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil, uniquenessConstraints: [[String]]? = nil,
+                    parent: String? = nil, abstract: Bool? = nil) {
             self.name = name
             self.attributes = attributes
             self.relationships = relationships
             self.uniquenessConstraints = uniquenessConstraints
+            self.parent = parent
+            self.abstract = abstract
         }
 
         func makeEntity(class cls: ManagedObject.Type) throws -> EntityDescription {
@@ -72,7 +100,7 @@ public struct ModelFile: Codable, Sendable, Equatable {
             let relationships = (self.relationships ?? []).map { $0.makeRelationship() }
             let entity = EntityDescription(
                 name: name, managedObjectClass: cls, attributes: attributes, relationships: relationships,
-                uniquenessConstraints: uniquenessConstraints ?? [])
+                uniquenessConstraints: uniquenessConstraints ?? [], parent: parent, isAbstract: abstract ?? false)
             entity.renamingIdentifier = renamingIdentifier
             return entity
         }

@@ -46,6 +46,8 @@ package struct StoreFetch {
     var limit: Int
     var offset: Int
     var idsOnly: Bool
+    /// Whether rows of the entity's sub-entities are included (`includesSubentities`, issue 21 item 1).
+    var includesSubentities = true
 }
 
 /// The changes of one save, as the store writes them in one transaction.
@@ -132,7 +134,9 @@ package protocol PersistentStore: AnyObject {
 
     /// Whether the store filters, sorts and limits `fetch` itself; otherwise the coordinator does it in memory.
     func canEvaluate(_ fetch: StoreFetch) -> Bool
-    func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)]
+    /// The rows of a fetch, each under the ID of its own entity (a sub-entity's rows when the fetch includes
+    /// them, issue 21 item 1).
+    func identifiedRows(_ fetch: StoreFetch) throws -> [(id: ManagedObjectID, row: RowSnapshot?)]
     /// `fetch` when the store can evaluate it (``canEvaluate(_:)``), else nil, as the entries a context's fetch
     /// takes (object IDs of this store, an entry with a row marked as holding the row-cache reference the
     /// coordinator installs for it). The store decides and runs in one step (the SQLite store translates the
@@ -190,10 +194,7 @@ extension PersistentStore {
 extension PersistentStore {
     package func fetchEntriesIfEvaluable(_ fetch: StoreFetch) throws -> [FetchEntry]? {
         guard canEvaluate(fetch) else { return nil }
-        let entity = fetch.entity, number = storeNumber
-        return try self.fetch(fetch).map {
-            FetchEntry(id: ManagedObjectID(entity: entity, primaryKey: $0.key, storeNumber: number), row: $0.row, retained: $0.row != nil)
-        }
+        return try identifiedRows(fetch).map { FetchEntry(id: $0.id, row: $0.row, retained: $0.row != nil) }
     }
 
     package func countIfEvaluable(_ fetch: StoreFetch) throws -> Int? {
@@ -214,4 +215,9 @@ extension SaveRequest {
 
 extension PersistentStore {
     package var isInTransaction: Bool { false }
+
+    /// The keys and rows of a fetch (``identifiedRows(_:)`` without the entity of each row).
+    func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)] {
+        try identifiedRows(fetch).map { (key: $0.id.key, row: $0.row) }
+    }
 }

@@ -403,7 +403,13 @@ struct Reader {
         guard let entity = file.entities.first(where: { $0.name == spec.entity }) else {
             throw fail(child(node, "entity") ?? node, "no entity named '\(spec.entity)' in the model")
         }
-        let attributes = Dictionary((entity.attributes ?? []).map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
+        // Issue 21 item 1: the workload inserts objects of the entity, so it cannot be abstract; its attributes
+        // include those it inherits (the model checked that the parents exist and form no cycle).
+        if entity.abstract == true {
+            throw fail(child(node, "entity") ?? node, "'\(spec.entity)' is abstract: the workload inserts its objects; name one of its sub-entities")
+        }
+        let entityAttributes = file.allAttributes(of: spec.entity)
+        let attributes = Dictionary(entityAttributes.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
         let integers: Set<AttributeType> = [.integer16, .integer32, .integer64]
         // Issue 19 item 4: an entity need not have an integer id. Without `idKey`, `id` is used when it is an
         // integer attribute; otherwise the records have no number.
@@ -421,12 +427,12 @@ struct Reader {
         } else if spec.entities != nil {
             // An inline or registered entity: editors change its string and number attributes (its id aside).
             // An inline entity: editors change its string and number attributes (its id aside).
-            spec.fields = (entity.attributes ?? []).filter { $0.name != spec.idKey && [.string, .double, .float, .integer16, .integer32, .integer64].contains($0.type) }.map(\.name)
+            spec.fields = entityAttributes.filter { $0.name != spec.idKey && [.string, .double, .float, .integer16, .integer32, .integer64].contains($0.type) }.map(\.name)
         }
         if let n = child(node, "sortKey") {
             spec.sortKey = try string(n)
         } else if spec.idKey == nil {
-            spec.sortKey = spec.fields.first ?? (entity.attributes?.first?.name ?? "")
+            spec.sortKey = spec.fields.first ?? (entityAttributes.first?.name ?? "")
         }
         for f in spec.fields where attributes[f] == nil {
             throw fail(child(node, "fields") ?? node, "'\(f)' is not an attribute of \(spec.entity)")
@@ -525,9 +531,8 @@ struct Reader {
     func viewerRequest(_ node: Node, model: ModelSpec) throws -> ViewerRequest {
         _ = try keys(node, allowed: ["predicate", "sort", "sectionKey", "fetchLimit", "fetchBatchSize"])
         let file = model.entities ?? ScenarioLoader.workloadModel
-        let entity = file.entities.first { $0.name == model.entity }
-        let attributes = Set((entity?.attributes ?? []).map(\.name))
-        let properties = attributes.union((entity?.relationships ?? []).map(\.name))
+        let attributes = Set(file.allAttributes(of: model.entity).map(\.name))  // inherited ones too (issue 21 item 1)
+        let properties = attributes.union(file.allRelationships(of: model.entity).map(\.name))
         var request = ViewerRequest()
         if let n = child(node, "predicate") {
             let format = try string(n)

@@ -31,13 +31,26 @@ final class InMemoryStore: PersistentStore {
         fetch.predicate == nil && fetch.sortDescriptors.isEmpty && fetch.limit == 0 && fetch.offset == 0
     }
 
-    func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)] {
-        let table = tables[ObjectIdentifier(fetch.entity)] ?? [:]
-        return table.keys.sorted().map { ($0, fetch.idsOnly ? nil : table[$0]) }
+    /// The entities whose rows a fetch of `entity` covers (issue 21 item 1: its sub-entities' too, unless excluded).
+    private func kinds(_ entity: EntityDescription, subentities: Bool = true) -> [EntityDescription] {
+        guard subentities, !entity.subentities.isEmpty else { return [entity] }
+        return entity.kindNumbers.compactMap { model.entity(number: $0) }
+    }
+
+    func identifiedRows(_ fetch: StoreFetch) throws -> [(id: ManagedObjectID, row: RowSnapshot?)] {
+        var result: [(id: ManagedObjectID, row: RowSnapshot?)] = []
+        for kind in kinds(fetch.entity, subentities: fetch.includesSubentities) {
+            let table = tables[ObjectIdentifier(kind)] ?? [:]
+            for key in table.keys {
+                result.append((ManagedObjectID(entity: kind, primaryKey: key, storeNumber: storeNumber), fetch.idsOnly ? nil : table[key]))
+            }
+        }
+        // Keys are unique in a hierarchy (one sequence): key order, as the SQLite store's table.
+        return result.sorted { $0.id.key < $1.id.key }
     }
 
     func count(_ fetch: StoreFetch) throws -> Int {
-        tables[ObjectIdentifier(fetch.entity)]?.count ?? 0
+        kinds(fetch.entity, subentities: fetch.includesSubentities).reduce(0) { $0 + (tables[ObjectIdentifier($1)]?.count ?? 0) }
     }
 
     func rows(of entity: EntityDescription, keys: [Int64]) throws -> [Int64: RowSnapshot] {
@@ -52,21 +65,30 @@ final class InMemoryStore: PersistentStore {
         guard let destination = entity.destinationEntity(ofRelationship: relationship.name) else { return [] }
         if SQLiteSchema.isManyToMany(entity, relationship) {
             let join = SQLiteSchema.joinTable(entity, relationship)
-            let mine = join.ownerEntity === entity && join.ownerRelationship == relationship.name
+            let mine = join.isOwned(by: entity, relationship)
             let pairs = joins[join.name] ?? []
             let keys = mine ? pairs.filter { $0.owner == source.key }.map(\.destination) : pairs.filter { $0.destination == source.key }.map(\.owner)
-            return keys.sorted().map { ManagedObjectID(entity: destination, primaryKey: $0, storeNumber: storeNumber) }
+            let members = kinds(destination)
+            return keys.sorted().map { key in
+                let kind = members.first { tables[ObjectIdentifier($0)]?[key] != nil } ?? destination
+                return ManagedObjectID(entity: kind, primaryKey: key, storeNumber: storeNumber)
+            }
         }
         guard let slot = destination.slotIndex(of: relationship.inverseName) else { return [] }
-        let table = tables[ObjectIdentifier(destination)] ?? [:]
-        return table.filter { $0.value.values[slot] == .objectID(source) }.keys.sorted()
-            .map { ManagedObjectID(entity: destination, primaryKey: $0, storeNumber: storeNumber) }
+        var result: [ManagedObjectID] = []
+        for kind in kinds(destination) {
+            for (key, row) in tables[ObjectIdentifier(kind)] ?? [:] where row.values[slot] == .objectID(source) {
+                result.append(ManagedObjectID(entity: kind, primaryKey: key, storeNumber: storeNumber))
+            }
+        }
+        return result.sorted { $0.key < $1.key }
     }
 
     func allocateKeys(for entities: [EntityDescription]) throws -> [ManagedObjectID] {
         entities.map { entity in
-            let key = (maxKey[ObjectIdentifier(entity)] ?? 0) + 1
-            maxKey[ObjectIdentifier(entity)] = key
+            // Issue 21 item 1: one key sequence per hierarchy, its root's.
+            let key = (maxKey[ObjectIdentifier(entity.rootEntity)] ?? 0) + 1
+            maxKey[ObjectIdentifier(entity.rootEntity)] = key
             return ManagedObjectID(entity: entity, primaryKey: key, storeNumber: storeNumber)
         }
     }
@@ -93,7 +115,7 @@ final class InMemoryStore: PersistentStore {
         var keys = maxKey
         var newIDs: [ManagedObjectID: ManagedObjectID] = [:]
         for insert in request.inserts where insert.id.isTemporaryID {
-            let e = ObjectIdentifier(insert.id.entity)
+            let e = ObjectIdentifier(insert.id.entity.rootEntity)
             let key = (keys[e] ?? 0) + 1
             keys[e] = key
             newIDs[insert.id] = ManagedObjectID(entity: insert.id.entity, primaryKey: key, storeNumber: storeNumber)
@@ -123,12 +145,16 @@ final class InMemoryStore: PersistentStore {
             for (n, slots) in entity.constraintSlots.enumerated() {
                 let values = slots.map { row.values[$0] }
                 if values.contains(where: \.isNull) { continue }
-                for (key, other) in table where key != id.key && slots.map({ other.values[$0] }) == values {
-                    let otherID = ManagedObjectID(entity: entity, primaryKey: key, storeNumber: storeNumber)
-                    guard !written.contains(otherID), let existing = tables[ObjectIdentifier(entity)]?[key] else { continue }
-                    violations.append(StoreConstraintViolation(
-                        entity: entity, constraint: entity.uniquenessConstraints[n], values: values, id: reportedID,
-                        databaseID: otherID, databaseRow: existing))
+                // Issue 21 item 1: across the rows of the declaring entity and of those below it.
+                for kind in kinds(entity.constraintDeclarers[n]) {
+                    let table = kind === entity ? table : next[ObjectIdentifier(kind)] ?? [:]
+                    for (key, other) in table where key != id.key && slots.map({ other.values[$0] }) == values {
+                        let otherID = ManagedObjectID(entity: kind, primaryKey: key, storeNumber: storeNumber)
+                        guard !written.contains(otherID), let existing = tables[ObjectIdentifier(kind)]?[key] else { continue }
+                        violations.append(StoreConstraintViolation(
+                            entity: entity, constraint: entity.uniquenessConstraints[n], values: values, id: reportedID,
+                            databaseID: otherID, databaseRow: existing))
+                    }
                 }
             }
         }
@@ -138,7 +164,7 @@ final class InMemoryStore: PersistentStore {
         for d in request.deletes {
             for relationship in d.id.entity.relationships where SQLiteSchema.isManyToMany(d.id.entity, relationship) {
                 let join = SQLiteSchema.joinTable(d.id.entity, relationship)
-                let mine = join.ownerEntity === d.id.entity && join.ownerRelationship == relationship.name
+                let mine = join.isOwned(by: d.id.entity, relationship)
                 let key = d.id.key
                 // A self-inverse relationship stores a membership from each side: the key may be in either column.
                 nextJoins[join.name] = nextJoins[join.name]?.filter {
@@ -148,7 +174,7 @@ final class InMemoryStore: PersistentStore {
         }
         for change in request.joinChanges {
             let join = SQLiteSchema.joinTable(change.entity, change.relationship)
-            let mine = join.ownerEntity === change.entity && join.ownerRelationship == change.relationship.name
+            let mine = join.isOwned(by: change.entity, change.relationship)
             let (owner, other) = mine ? (change.source, change.destination) : (change.destination, change.source)
             let pair = Pair(owner: newIDs[owner]?.key ?? owner.key, destination: newIDs[other]?.key ?? other.key)
             if change.isInsert { nextJoins[join.name, default: []].insert(pair) } else { nextJoins[join.name]?.remove(pair) }

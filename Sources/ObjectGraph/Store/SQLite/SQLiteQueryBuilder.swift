@@ -338,7 +338,7 @@ struct SQLiteQueryBuilder {
         var from: String
         if SQLiteSchema.isManyToMany(split.entity, split.relationship) {
             let join = SQLiteSchema.joinTable(split.entity, split.relationship)
-            let mine = join.ownerEntity === split.entity && join.ownerRelationship == split.relationship.name
+            let mine = join.isOwned(by: split.entity, split.relationship)
             let (own, other) = mine ? (join.ownerColumn, join.destinationColumn) : (join.destinationColumn, join.ownerColumn)
             from = "FROM \(join.name) \(sub)j JOIN \(destination.tableName) \(sub)0 ON \(sub)0.Z_PK = \(sub)j.\(other)"
             from += " {JOINS} WHERE \(sub)j.\(own) = \(split.ownerAlias).Z_PK"

@@ -8,8 +8,10 @@ extension SQLiteStore {
         try runWriting {
             var history = HistoryRecord()
             var ids: [ManagedObjectID] = []
+            // Issue 21 item 1: a sub-entity's rows take keys from its root's sequence and count under the root.
+            let keyEntity = entity.rootEntity
             let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
-            read.bindInt(Int64(entity.entityNumber), at: 1)
+            read.bindInt(Int64(keyEntity.entityNumber), at: 1)
             var max: Int64 = 0
             while try read.step() { max = read.int64(at: 0) }
             var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
@@ -20,10 +22,14 @@ extension SQLiteStore {
             for values in rows {
                 // An existing row with the same unique values (semantics §6: upsert with constraints).
                 var existing: Int64?
-                for slots in entity.constraintSlots {
+                for (n, slots) in entity.constraintSlots.enumerated() {
                     let key = slots.map { values[$0] }
                     if key.contains(where: \.isNull) { continue }
-                    let condition = slots.map { "\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: " AND ")
+                    var condition = slots.map { "\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: " AND ")
+                    // Issue 21 item 1: over the rows of the entity that declares the constraint and those below it.
+                    if let rows = entity.constraintDeclarers[n].entityCondition(alias: entity.tableName, includesSubentities: true) {
+                        condition += " AND \(rows)"
+                    }
                     let find = try connection.cachedStatement("SELECT Z_PK FROM \(entity.tableName) WHERE \(condition)")
                     try find.bind(key)
                     while try find.step() { existing = find.int64(at: 0) }
@@ -59,7 +65,7 @@ extension SQLiteStore {
             }
             let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
             update.bindInt(max, at: 1)
-            update.bindInt(Int64(entity.entityNumber), at: 2)
+            update.bindInt(Int64(keyEntity.entityNumber), at: 2)
             try update.run()
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
             return ids

@@ -43,6 +43,14 @@ extension SQLiteStore {
             if let old, !claimed.insert(old.name).inserted {
                 throw refuse(entity.name, nil, "two entities map to \(old.name) of the previous version")
             }
+            // Issue 21 item 1: an entity keeps its place in its hierarchy. Moving one into or out of a hierarchy
+            // (a parent added, removed or changed) is refused: we have no evidence of what Core Data infers there.
+            if let old {
+                let parent = entity.superentity.map { $0.renamingIdentifier ?? $0.name }
+                if parent != old.parentName {
+                    throw refuse(entity.name, nil, "\(entity.name)'s parent changed from \(old.parentName ?? "none") to \(entity.parentName ?? "none") (moving an entity into or out of a hierarchy is not inferred)")
+                }
+            }
             var plan = EntityPlan(destination: entity, source: old)
             for slot in entity.slots {
                 switch slot {
@@ -100,6 +108,21 @@ extension SQLiteStore {
         return plans
     }
 
+    /// The `Z_ENT` column of a to-one into a hierarchy (issue 21 item 1), as copied: the previous version's
+    /// column with its numbers mapped to this version's, or, where the destination had no sub-entities then,
+    /// the destination's number.
+    static func referenceEntityExpression(_ entity: EntityDescription, slot: Int, old: EntityDescription,
+                                          numbers: [(Int, Int)], in destination: ManagedObjectModel) -> String {
+        guard case .toOne(let r) = entity.slots[slot], let target = entity.slotDestinations[slot] else { return "NULL" }
+        let oldName = r.renamingIdentifier ?? r.name
+        guard let j = old.slotIndex(of: oldName) else { return "NULL" }
+        if let oldColumn = old.entityColumns[j] {
+            let cases = numbers.map { "WHEN \($0.0) THEN \($0.1)" }.joined(separator: " ")
+            return "CASE \(oldColumn) \(cases) ELSE NULL END"
+        }
+        return "CASE WHEN \(old.columnName(forSlot: j)) IS NULL THEN NULL ELSE \(target.entityNumber) END"
+    }
+
     /// A default as the store keeps it (the attribute's type), nil for none.
     static func storedDefault(_ a: AttributeDescription) -> PropertyValue? {
         guard a.defaultValue != .null else { return nil }
@@ -136,7 +159,8 @@ extension SQLiteStore {
                 if let name = row[0].string { maxKeys[name] = row[1].int64 ?? 0 }
             }
             // The previous version's tables move aside (their indexes dropped: the new tables reuse the names).
-            var oldTables: [String] = source.entities.map(\.tableName)
+            var oldTables: [String] = []
+            for entity in source.entities where !oldTables.contains(entity.tableName) { oldTables.append(entity.tableName) }
             for entity in source.entities {
                 for r in entity.relationships where SQLiteSchema.isManyToMany(entity, r) {
                     let name = SQLiteSchema.joinTable(entity, r).name
@@ -155,19 +179,28 @@ extension SQLiteStore {
                 try db.execute(statement)
             }
             try step("tablesCreated")
+            // Issue 21 item 1: Z_ENT numbers of the previous version → this one's, for rows and references.
+            let numbers = plans.compactMap { plan in plan.source.map { ($0.entityNumber, plan.destination.entityNumber) } }
             for plan in plans {
                 guard let old = plan.source else { continue }
+                // A hierarchy's rows are copied entity by entity from their shared table.
+                let rowsOfOld = old.isInHierarchy ? " AND Z_ENT = \(old.entityNumber)" : ""
                 for (column, property) in plan.mustNotBeNull {
-                    let nulls = try db.query("SELECT count(*) FROM \(old.tableName)__OLD WHERE \(column) IS NULL").first?[0].int64 ?? 0
+                    let nulls = try db.query("SELECT count(*) FROM \(old.tableName)__OLD WHERE \(column) IS NULL\(rowsOfOld)").first?[0].int64 ?? 0
                     if nulls > 0 {
                         throw ObjectGraphError(.migration, "\(nulls) row(s) of \(plan.destination.name) have no \(property), which this version makes required without a default; the store is left as it was",
                                                entity: plan.destination.name, property: property, storePath: path)
                     }
                 }
                 let entity = plan.destination
-                let columns = ["Z_PK", "Z_ENT", "Z_OPT"] + entity.slots.indices.map { entity.columnName(forSlot: $0) }
-                let select = ["Z_PK", String(entity.entityNumber), "Z_OPT"] + plan.expressions
-                let insert = try db.statement("INSERT INTO \(entity.tableName) (\(columns.joined(separator: ", "))) SELECT \(select.joined(separator: ", ")) FROM \(old.tableName)__OLD")
+                var columns = ["Z_PK", "Z_ENT", "Z_OPT"] + entity.slots.indices.map { entity.columnName(forSlot: $0) }
+                var select = ["Z_PK", String(entity.entityNumber), "Z_OPT"] + plan.expressions
+                for slot in entity.entityColumnSlots {
+                    columns.append(entity.entityColumns[slot]!)
+                    select.append(Self.referenceEntityExpression(entity, slot: slot, old: old, numbers: numbers, in: destination))
+                }
+                let onlyOld = old.isInHierarchy ? " WHERE Z_ENT = \(old.entityNumber)" : ""
+                let insert = try db.statement("INSERT INTO \(entity.tableName) (\(columns.joined(separator: ", "))) SELECT \(select.joined(separator: ", ")) FROM \(old.tableName)__OLD\(onlyOld)")
                 try insert.bind(plan.arguments)
                 let rows = try insert.run()
                 copied += rows
@@ -202,7 +235,7 @@ extension SQLiteStore {
             // Persistent history survives: its changes name entities by number, which may have moved; the changes
             // of entities this version removed go (their objects are gone with their tables).
             if try !db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'ACHANGE'").isEmpty {
-                let mapped = plans.compactMap { plan in plan.source.map { ($0.entityNumber, plan.destination.entityNumber) } }
+                let mapped = numbers
                 let kept = Set(mapped.map(\.0))
                 let removed = source.entities.map(\.entityNumber).filter { !kept.contains($0) }
                 if !removed.isEmpty { try db.execute("DELETE FROM ACHANGE WHERE ZENTITY IN (\(removed.map(String.init).joined(separator: ", ")))") }

@@ -49,14 +49,15 @@ extension SQLiteStore {
         do {
             try connection.execute("BEGIN IMMEDIATE")
             for i in keyRanges.indices {
-                let entity = keyRanges[i].entity
+                // Issue 21 item 1: a hierarchy shares its root's key sequence (one Z_PK space per table).
+                let keyEntity = keyRanges[i].entity.rootEntity
                 let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
-                read.bindInt(Int64(entity.entityNumber), at: 1)
+                read.bindInt(Int64(keyEntity.entityNumber), at: 1)
                 var max: Int64 = 0
                 while try read.step() { max = read.int64(at: 0) }
                 let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
                 update.bindInt(max + keyRanges[i].count, at: 1)
-                update.bindInt(Int64(entity.entityNumber), at: 2)
+                update.bindInt(Int64(keyEntity.entityNumber), at: 2)
                 try update.run()
                 keyRanges[i].next = max + 1
             }
@@ -124,6 +125,10 @@ extension SQLiteStore {
             }
             try statement.bind(value, at: index)
         }
+        /// The `Z_ENT` column of a to-one into a hierarchy: the referenced object's entity (NULL for no object).
+        func bindEntity(of value: PropertyValue, to statement: SQLiteStatement, at index: Int32) throws {
+            if case .objectID(let id) = value { statement.bindInt(Int64(id.entity.entityNumber), at: index) } else { try statement.bind(.null, at: index) }
+        }
         // History is only recorded with tracking on: without it, nothing is collected for it either.
         let recordsHistory = historyTracking
 
@@ -167,7 +172,10 @@ extension SQLiteStore {
                 cached.resetKeepingBindings()  // every parameter is bound again below
                 statement = cached
             } else {
-                let columns = update.changedSlots.map { "\(entity.columnName(forSlot: $0)) = ?" }
+                // A to-one into a hierarchy writes its destination's Z_ENT beside its key (issue 21 item 1).
+                let columns = update.changedSlots.map { slot in
+                    "\(entity.columnName(forSlot: slot)) = ?" + (entity.entityColumns[slot].map { ", \($0) = ?" } ?? "")
+                }
                 let sql = "UPDATE \(entity.tableName) SET " + (["Z_OPT = ?"] + columns).joined(separator: ", ") + " WHERE Z_PK = ? AND Z_OPT = ?"
                 statement = try connection.cachedStatement(sql)
                 updateStatements[shape] = statement
@@ -178,9 +186,14 @@ extension SQLiteStore {
             }
             statement.bindInt(update.oldVersion + 1, at: 1)
             var index: Int32 = 2
+            let references = !entity.entityColumnSlots.isEmpty
             for slot in update.changedSlots {
                 try bind(update.values[slot], to: statement, at: index)
                 index += 1
+                if references, entity.entityColumns[slot] != nil {
+                    try bindEntity(of: update.values[slot], to: statement, at: index)
+                    index += 1
+                }
             }
             statement.bindInt(update.id.key, at: index)
             statement.bindInt(update.oldVersion, at: index + 1)
@@ -215,7 +228,8 @@ extension SQLiteStore {
             } else {
                 var columns = ["Z_PK", "Z_ENT", "Z_OPT"]
                 for i in 0..<entity.slotCount { columns.append(entity.columnName(forSlot: i)) }
-                let marks = (["?", String(entity.entityNumber), "1"] + Array(repeating: "?", count: entity.slotCount)).joined(separator: ", ")
+                for slot in entity.entityColumnSlots { columns.append(entity.entityColumns[slot]!) }
+                let marks = (["?", String(entity.entityNumber), "1"] + Array(repeating: "?", count: entity.slotCount + entity.entityColumnSlots.count)).joined(separator: ", ")
                 statement = try connection.cachedStatement("INSERT INTO \(entity.tableName) (\(columns.joined(separator: ", "))) VALUES (\(marks))")
                 insertStatements[ObjectIdentifier(entity)] = statement
             }
@@ -233,12 +247,19 @@ extension SQLiteStore {
                 try bind(value, to: statement, at: index)
                 index += 1
             }
+            if !entity.entityColumnSlots.isEmpty {
+                index = Int32(2 + entity.slotCount)
+                for slot in entity.entityColumnSlots {
+                    try bindEntity(of: slot < insert.values.count ? insert.values[slot] : .null, to: statement, at: index)
+                    index += 1
+                }
+            }
             try statement.run()
             if recordsHistory { history.inserts.append(id) }
         }
         for change in request.joinChanges {
             let join = SQLiteSchema.joinTable(change.entity, change.relationship)
-            let mine = join.ownerEntity === change.entity && join.ownerRelationship == change.relationship.name
+            let mine = join.isOwned(by: change.entity, change.relationship)
             let (owner, other) = mine ? (change.source, change.destination) : (change.destination, change.source)
             let ownerKey = newIDs[owner]?.key ?? owner.key
             let otherKey = newIDs[other]?.key ?? other.key
@@ -276,13 +297,14 @@ extension SQLiteStore {
             try connection.execute("BEGIN IMMEDIATE")
             var result: [ManagedObjectID] = []
             for entity in entities {
+                let keyEntity = entity.rootEntity  // issue 21 item 1: the hierarchy's sequence
                 let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
-                read.bindInt(Int64(entity.entityNumber), at: 1)
+                read.bindInt(Int64(keyEntity.entityNumber), at: 1)
                 var max: Int64 = 0
                 while try read.step() { max = read.int64(at: 0) }
                 let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
                 update.bindInt(max + 1, at: 1)
-                update.bindInt(Int64(entity.entityNumber), at: 2)
+                update.bindInt(Int64(keyEntity.entityNumber), at: 2)
                 try update.run()
                 result.append(ManagedObjectID(entity: entity, primaryKey: max + 1, storeNumber: storeNumber))
             }
@@ -305,16 +327,21 @@ extension SQLiteStore {
             for (n, slots) in entity.constraintSlots.enumerated() {
                 let constraintValues = slots.map { values[$0] }
                 if constraintValues.contains(where: \.isNull) { continue }
-                let condition = slots.map { "t0.\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: " AND ")
-                let statement = try connection.cachedStatement("SELECT \(selectColumnsForViolation(entity)) FROM \(entity.tableName) t0 WHERE \(condition)")
+                var condition = slots.map { "t0.\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: " AND ")
+                // Issue 21 item 1: a constraint holds over the rows of the entity that declares it and those below.
+                let declarer = entity.constraintDeclarers[n]
+                if let rows = declarer.entityCondition(alias: "t0", includesSubentities: true) { condition += " AND \(rows)" }
+                let select = selectColumnsForViolation(entity) + (entity.isInHierarchy ? ", t0.Z_ENT" : "")
+                let statement = try connection.cachedStatement("SELECT \(select) FROM \(entity.tableName) t0 WHERE \(condition)")
                 try statement.bind(constraintValues)
                 while try statement.step() {
                     let key = statement.int64(at: 0)
                     if key == ownKey { continue }
-                    let dbID = ManagedObjectID(entity: entity, primaryKey: key, storeNumber: storeNumber)
+                    let dbEntity = entity.isInHierarchy ? model.entity(number: Int(statement.int64(at: 1))) ?? entity : entity
+                    let dbID = ManagedObjectID(entity: dbEntity, primaryKey: key, storeNumber: storeNumber)
                     if deleted.contains(dbID) { continue }
                     var rowValues: [PropertyValue] = []
-                    let row = try rows(of: entity, keys: [key])[key]
+                    let row = try rows(of: dbEntity, keys: [key])[key]
                     rowValues = row?.values ?? []
                     violations.append(StoreConstraintViolation(
                         entity: entity, constraint: entity.uniquenessConstraints[n], values: constraintValues, id: id,

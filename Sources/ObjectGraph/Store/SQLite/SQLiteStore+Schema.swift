@@ -33,9 +33,10 @@ enum SQLiteSchema {
         /// pair (b, a)), since both objects change when one is added to the other.
         let isSelfInverse: Bool
 
-        /// Whether `relationship` of `entity` is the side whose key is in ``ownerColumn``.
+        /// Whether `relationship` of `entity` is the side whose key is in ``ownerColumn`` (a sub-entity owns the
+        /// side its parent declared).
         func isOwned(by entity: EntityDescription, _ relationship: RelationshipDescription) -> Bool {
-            ownerEntity === entity && ownerRelationship == relationship.name
+            ownerRelationship == relationship.name && ownerEntity === entity.declaringEntity(ofRelationship: relationship.name)
         }
 
         /// `DELETE` of every row naming an object of `entity` through `relationship` (bind its key at `?1`).
@@ -53,6 +54,7 @@ enum SQLiteSchema {
     }
 
     static func joinTable(_ entity: EntityDescription, _ relationship: RelationshipDescription) -> JoinTable {
+        let entity = entity.declaringEntity(ofRelationship: relationship.name)
         let destination = entity.destinationEntity(ofRelationship: relationship.name)!
         let canonical = (entity.name, relationship.name) <= (destination.name, relationship.inverseName)
         let (owner, ownerRel, other, otherRel) = canonical
@@ -76,22 +78,40 @@ enum SQLiteSchema {
         ]
         var joinTables = Set<String>()
         for entity in model.entities {
-            var columns = ["Z_PK INTEGER PRIMARY KEY", "Z_ENT INTEGER", "Z_OPT INTEGER"]
-            for (i, slot) in entity.slots.enumerated() {
-                columns.append("\(entity.columnName(forSlot: i)) \(columnType(slot))")
-            }
-            sql.append("CREATE TABLE \(entity.tableName) (\(columns.joined(separator: ", ")))")
-            for (i, slot) in entity.slots.enumerated() {
-                if case .toOne = slot {
-                    let column = entity.columnName(forSlot: i)
+            // Issue 21 item 1: one table per hierarchy, made with its root: every column of every entity in it.
+            if entity.superentity == nil {
+                let hierarchy = entity.hierarchy
+                var columns = ["Z_PK INTEGER PRIMARY KEY", "Z_ENT INTEGER", "Z_OPT INTEGER"]
+                var indexes: [String] = []
+                var named = Set<String>()
+                for member in hierarchy {
+                    for (i, slot) in member.slots.enumerated() {
+                        let column = member.columnName(forSlot: i)
+                        guard named.insert(column).inserted else { continue }
+                        columns.append("\(column) \(columnType(slot))")
+                        if case .toOne = slot { indexes.append(column) }
+                        if let entityColumn = member.entityColumns[i], named.insert(entityColumn).inserted {
+                            columns.append("\(entityColumn) INTEGER")
+                        }
+                    }
+                }
+                sql.append("CREATE TABLE \(entity.tableName) (\(columns.joined(separator: ", ")))")
+                for column in indexes {
                     sql.append("CREATE INDEX \(entity.tableName)_\(column)_INDEX ON \(entity.tableName) (\(column))")
                 }
+                // A constraint holds across the entity that declares it and those below it; one declared below
+                // the root is a partial index over their rows only.
+                var n = 0
+                for member in hierarchy {
+                    for (c, slots) in member.constraintSlots.enumerated() where member.constraintDeclarers[c] === member {
+                        let columns = slots.map { member.columnName(forSlot: $0) }.joined(separator: ", ")
+                        let rows = member.superentity == nil ? "" : " WHERE Z_ENT IN (\(member.kindNumbers.map(String.init).joined(separator: ", ")))"
+                        sql.append("CREATE UNIQUE INDEX \(entity.tableName)_UNIQUE_\(n) ON \(entity.tableName) (\(columns))\(rows)")
+                        n += 1
+                    }
+                }
             }
-            for (n, slots) in entity.constraintSlots.enumerated() {
-                let columns = slots.map { entity.columnName(forSlot: $0) }.joined(separator: ", ")
-                sql.append("CREATE UNIQUE INDEX \(entity.tableName)_UNIQUE_\(n) ON \(entity.tableName) (\(columns))")
-            }
-            sql.append("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (\(entity.entityNumber), '\(entity.name)', 0, 0)")
+            sql.append("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (\(entity.entityNumber), '\(entity.name)', \(entity.superentity?.entityNumber ?? 0), 0)")
             for relationship in entity.relationships where isManyToMany(entity, relationship) {
                 let join = joinTable(entity, relationship)
                 guard joinTables.insert(join.name).inserted else { continue }

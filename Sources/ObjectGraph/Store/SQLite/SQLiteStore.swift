@@ -156,13 +156,37 @@ final class SQLiteStore: PersistentStore {
 
     // MARK: Reading
 
+    /// `Z_PK`, `Z_OPT`, the slots' columns, then the `Z_ENT` columns of to-ones into a hierarchy (none without
+    /// inheritance).
     private func selectColumns(_ entity: EntityDescription) -> String {
         if let s = selectPrefix[ObjectIdentifier(entity)] { return s }
         var columns = ["t0.Z_PK", "t0.Z_OPT"]
         for i in 0..<entity.slotCount { columns.append("t0.\(entity.columnName(forSlot: i))") }
+        for slot in entity.entityColumnSlots { columns.append("t0.\(entity.entityColumns[slot]!)") }
         let s = columns.joined(separator: ", ")
         selectPrefix[ObjectIdentifier(entity)] = s
         return s
+    }
+
+    /// One column of the current row as a slot's value (the column is not NULL).
+    @inline(__always)
+    private func decodeValue(_ statement: SQLiteStatement, at col: Int, type: AttributeType?, destination: EntityDescription?) -> PropertyValue {
+        switch type {
+        case nil:
+            return .objectID(ManagedObjectID(entity: destination!, primaryKey: statement.int64(at: col), storeNumber: storeNumber))
+        case let type?:
+            switch type {
+            case .integer16, .integer32, .integer64: return .integer(statement.int64(at: col))
+            case .double, .float: return .double(statement.double(at: col))
+            case .boolean: return .bool(statement.int64(at: col) != 0)
+            case .date: return .date(Date(timeIntervalSinceReferenceDate: statement.double(at: col)))
+            case .string: return .string(statement.string(at: col))
+            case .decimal: return Decimal(string: statement.string(at: col)).map { .decimal($0) } ?? .null
+            case .uuid: return UUID(uuidString: statement.string(at: col)).map { .uuid($0) } ?? .null
+            case .uri: return URL(string: statement.string(at: col)).map { .uri($0) } ?? .null
+            case .binaryData: return .data(statement.data(at: col))
+            }
+        }
     }
 
     /// Decodes the slot columns of the current row (columns start at `offset`).
@@ -177,31 +201,94 @@ final class SQLiteStore: PersistentStore {
                 values.append(.null)
                 continue
             }
-            switch types[i] {
-            case nil:
-                let destination = destinations[i]!
-                values.append(.objectID(ManagedObjectID(entity: destination, primaryKey: statement.int64(at: col), storeNumber: storeNumber)))
-            case let type?:
-                switch type {
-                case .integer16, .integer32, .integer64: values.append(.integer(statement.int64(at: col)))
-                case .double, .float: values.append(.double(statement.double(at: col)))
-                case .boolean: values.append(.bool(statement.int64(at: col) != 0))
-                case .date: values.append(.date(Date(timeIntervalSinceReferenceDate: statement.double(at: col))))
-                case .string: values.append(.string(statement.string(at: col)))
-                case .decimal: values.append(Decimal(string: statement.string(at: col)).map { .decimal($0) } ?? .null)
-                case .uuid: values.append(UUID(uuidString: statement.string(at: col)).map { .uuid($0) } ?? .null)
-                case .uri: values.append(URL(string: statement.string(at: col)).map { .uri($0) } ?? .null)
-                case .binaryData: values.append(.data(statement.data(at: col)))
-                }
-            }
+            values.append(decodeValue(statement, at: col, type: types[i], destination: destinations[i]))
         }
         return values
+    }
+
+    /// A row of ``selectColumns(_:)`` (slots from `offset`), its references into a hierarchy naming their
+    /// concrete entity.
+    private func decodeRow(_ statement: SQLiteStatement, entity: EntityDescription, offset: Int) -> [PropertyValue] {
+        var values = decodeRow(statement, types: entity.slotAttributeTypes, destinations: entity.slotDestinations, offset: offset)
+        if !entity.entityColumnSlots.isEmpty {
+            concreteReferences(&values, statement, entity.entityColumnSlots, columns: (0..<entity.entityColumnSlots.count).map { offset + entity.slotCount + $0 })
+        }
+        return values
+    }
+
+    /// Issue 21 item 1: a to-one into a hierarchy names its destination's concrete entity, kept in its `Z_ENT`
+    /// column (`columns[k]` for `slots[k]`).
+    private func concreteReferences(_ values: inout [PropertyValue], _ statement: SQLiteStatement, _ slots: [Int], columns: [Int]) {
+        for (k, slot) in slots.enumerated() {
+            guard case .objectID(let id) = values[slot], !statement.isNull(at: columns[k]),
+                  let concrete = model.entity(number: Int(statement.int64(at: columns[k]))) else { continue }
+            values[slot] = .objectID(ManagedObjectID(entity: concrete, primaryKey: id.key, storeNumber: storeNumber))
+        }
+    }
+
+    /// Issue 21 item 1: the columns a fetch of an entity with its sub-entities reads (`Z_PK`, `Z_OPT`, `Z_ENT`,
+    /// then every column of every entity it covers, once), and where each entity's slots are among them: each
+    /// row is decoded as the entity its `Z_ENT` names.
+    struct HierarchySelect {
+        struct Layout {
+            let entity: EntityDescription
+            let slotColumns: [Int]
+            let entityColumns: [Int]
+        }
+        var sql: String
+        var layouts: [Int: Layout]
+
+        init(_ entity: EntityDescription, model: ManagedObjectModel) {
+            var columns = ["t0.Z_PK", "t0.Z_OPT", "t0.Z_ENT"]
+            var position: [String: Int] = [:]
+            func column(_ name: String) -> Int {
+                if let p = position[name] { return p }
+                columns.append("t0.\(name)")
+                position[name] = columns.count - 1
+                return columns.count - 1
+            }
+            var layouts: [Int: Layout] = [:]
+            for number in entity.kindNumbers {
+                guard let kind = model.entity(number: number) else { continue }
+                let slots = (0..<kind.slotCount).map { column(kind.columnName(forSlot: $0)) }
+                let entityColumns = kind.entityColumnSlots.map { column(kind.entityColumns[$0]!) }
+                layouts[number] = Layout(entity: kind, slotColumns: slots, entityColumns: entityColumns)
+            }
+            sql = columns.joined(separator: ", ")
+            self.layouts = layouts
+        }
+    }
+
+    /// Whether a fetch reads rows of more than one entity (a parent with sub-entities, `includesSubentities`).
+    private func readsHierarchy(_ fetch: StoreFetch) -> Bool {
+        fetch.includesSubentities && !fetch.entity.subentities.isEmpty
+    }
+
+    private func decodeRow(_ statement: SQLiteStatement, layout: HierarchySelect.Layout) -> [PropertyValue] {
+        let entity = layout.entity
+        let types = entity.slotAttributeTypes, destinations = entity.slotDestinations
+        var values: [PropertyValue] = []
+        values.reserveCapacity(types.count)
+        for i in 0..<types.count {
+            let col = layout.slotColumns[i]
+            values.append(statement.isNull(at: col) ? .null : decodeValue(statement, at: col, type: types[i], destination: destinations[i]))
+        }
+        if !entity.entityColumnSlots.isEmpty { concreteReferences(&values, statement, entity.entityColumnSlots, columns: layout.entityColumns) }
+        return values
+    }
+
+    /// `whereSQL` limited to the rows of the entities the fetch covers (issue 21 item 1); unchanged without
+    /// inheritance.
+    static func restricted(_ whereSQL: String, to fetch: StoreFetch) -> String {
+        guard let rows = fetch.entity.entityCondition(alias: "t0", includesSubentities: fetch.includesSubentities) else { return whereSQL }
+        return whereSQL.isEmpty ? rows : "\(rows) AND (\(whereSQL))"
     }
 
     private func buildQuery(_ fetch: StoreFetch, select: String) throws -> (sql: String, arguments: [PropertyValue]) {
         var builder = SQLiteQueryBuilder(root: fetch.entity)
         var whereSQL = ""
         if let predicate = fetch.predicate { whereSQL = try builder.condition(predicate.node) }
+        whereSQL = Self.restricted(whereSQL, to: fetch)
         let order = try builder.orderBy(fetch.sortDescriptors)
         var sql = "SELECT \(select) FROM \(fetch.entity.tableName) t0"
         for join in builder.joins { sql += " " + join }
@@ -221,8 +308,8 @@ final class SQLiteStore: PersistentStore {
         do { return try translated(fetch, select: "t0.Z_PK") != nil } catch { return true }
     }
 
-    func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)] {
-        try run(fetch, query: buildQuery(fetch, select: selectList(fetch)))
+    func identifiedRows(_ fetch: StoreFetch) throws -> [(id: ManagedObjectID, row: RowSnapshot?)] {
+        try run(fetch, query: buildQuery(fetch, select: selectList(fetch))) { (id: $0, row: $1) }
     }
 
     /// The entries made as the rows are read, with one translation of the predicate: the coordinator mapped the
@@ -230,35 +317,58 @@ final class SQLiteStore: PersistentStore {
     /// fetch).
     func fetchEntriesIfEvaluable(_ fetch: StoreFetch) throws -> [FetchEntry]? {
         guard let query = try translated(fetch, select: selectList(fetch)) else { return nil }
-        let entity = fetch.entity, number = storeNumber
-        return try run(fetch, query: query) {
-            FetchEntry(id: ManagedObjectID(entity: entity, primaryKey: $0, storeNumber: number), row: $1, retained: $1 != nil)
-        }
+        return try run(fetch, query: query) { FetchEntry(id: $0, row: $1, retained: $1 != nil) }
     }
 
     private func selectList(_ fetch: StoreFetch) -> String {
-        fetch.idsOnly ? "t0.Z_PK" : selectColumns(fetch.entity)
-    }
-
-    private func run(_ fetch: StoreFetch, query: (sql: String, arguments: [PropertyValue])) throws -> [(key: Int64, row: RowSnapshot?)] {
-        try run(fetch, query: query) { (key: $0, row: $1) }
+        if readsHierarchy(fetch) { return fetch.idsOnly ? "t0.Z_PK, t0.Z_ENT" : HierarchySelect(fetch.entity, model: model).sql }
+        return fetch.idsOnly ? "t0.Z_PK" : selectColumns(fetch.entity)
     }
 
     /// Each row of the query's result made into an `Element` as it is read (no array of pairs to map again).
     private func run<Element>(_ fetch: StoreFetch, query: (sql: String, arguments: [PropertyValue]),
-                              _ make: (Int64, RowSnapshot?) -> Element) throws -> [Element] {
+                              _ make: (ManagedObjectID, RowSnapshot?) -> Element) throws -> [Element] {
         let (sql, arguments) = query
+        if readsHierarchy(fetch) { return try runHierarchy(fetch, sql: sql, arguments: arguments, make) }
+        let entity = fetch.entity, number = storeNumber
         return try run {
             let statement = try connection.cachedStatement(sql)
             try statement.bind(arguments)
             var result: [Element] = []
-            let types = fetch.entity.slotAttributeTypes, destinations = fetch.entity.slotDestinations
+            let types = entity.slotAttributeTypes, destinations = entity.slotDestinations
+            let references = entity.entityColumnSlots
+            let referenceColumns = references.indices.map { 2 + entity.slotCount + $0 }
             while try statement.step() {
-                let key = statement.int64(at: 0)
+                let id = ManagedObjectID(entity: entity, primaryKey: statement.int64(at: 0), storeNumber: number)
                 if fetch.idsOnly {
-                    result.append(make(key, nil))
+                    result.append(make(id, nil))
                 } else {
-                    result.append(make(key, RowSnapshot(values: decodeRow(statement, types: types, destinations: destinations, offset: 2), version: statement.int64(at: 1))))
+                    var values = decodeRow(statement, types: types, destinations: destinations, offset: 2)
+                    if !references.isEmpty { concreteReferences(&values, statement, references, columns: referenceColumns) }
+                    result.append(make(id, RowSnapshot(values: values, version: statement.int64(at: 1))))
+                }
+            }
+            return result
+        }
+    }
+
+    /// ``run(_:query:_:)`` for a fetch over a hierarchy: each row's ID and values are its `Z_ENT`'s entity's.
+    private func runHierarchy<Element>(_ fetch: StoreFetch, sql: String, arguments: [PropertyValue],
+                                       _ make: (ManagedObjectID, RowSnapshot?) -> Element) throws -> [Element] {
+        let select = fetch.idsOnly ? nil : HierarchySelect(fetch.entity, model: model)
+        let number = storeNumber
+        return try run {
+            let statement = try connection.cachedStatement(sql)
+            try statement.bind(arguments)
+            var result: [Element] = []
+            while try statement.step() {
+                let kind = Int(statement.int64(at: fetch.idsOnly ? 1 : 2))
+                guard let entity = model.entity(number: kind) else { continue }
+                let id = ManagedObjectID(entity: entity, primaryKey: statement.int64(at: 0), storeNumber: number)
+                if let layout = select?.layouts[kind] {
+                    result.append(make(id, RowSnapshot(values: decodeRow(statement, layout: layout), version: statement.int64(at: 1))))
+                } else {
+                    result.append(make(id, nil))
                 }
             }
             return result
@@ -293,7 +403,7 @@ final class SQLiteStore: PersistentStore {
                 let statement = try connection.cachedStatement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK = ?")
                 statement.bindInt(keys[0], at: 1)
                 while try statement.step() {
-                    result[keys[0]] = RowSnapshot(values: decodeRow(statement, types: entity.slotAttributeTypes, destinations: entity.slotDestinations, offset: 2), version: statement.int64(at: 1))
+                    result[keys[0]] = RowSnapshot(values: decodeRow(statement, entity: entity, offset: 2), version: statement.int64(at: 1))
                 }
                 return
             }
@@ -304,7 +414,7 @@ final class SQLiteStore: PersistentStore {
                 let statement = try connection.statement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK IN (\(marks))")
                 for (i, key) in part.enumerated() { statement.bindInt(key, at: Int32(i + 1)) }
                 while try statement.step() {
-                    result[statement.int64(at: 0)] = RowSnapshot(values: decodeRow(statement, types: entity.slotAttributeTypes, destinations: entity.slotDestinations, offset: 2), version: statement.int64(at: 1))
+                    result[statement.int64(at: 0)] = RowSnapshot(values: decodeRow(statement, entity: entity, offset: 2), version: statement.int64(at: 1))
                 }
             }
         }
@@ -314,22 +424,27 @@ final class SQLiteStore: PersistentStore {
     func relatedKeys(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
         let entity = source.entity
         guard let destination = entity.destinationEntity(ofRelationship: relationship.name) else { return [] }
-        let sql: String
+        var sql: String
+        // Issue 21 item 1: a destination with sub-entities names each member's entity from its row's Z_ENT.
+        let concrete = !destination.subentities.isEmpty
         if SQLiteSchema.isManyToMany(entity, relationship) {
             let join = SQLiteSchema.joinTable(entity, relationship)
-            let mine = join.ownerEntity === entity && join.ownerRelationship == relationship.name
+            let mine = join.isOwned(by: entity, relationship)
             let (from, to) = mine ? (join.ownerColumn, join.destinationColumn) : (join.destinationColumn, join.ownerColumn)
-            sql = "SELECT \(to) FROM \(join.name) WHERE \(from) = ? ORDER BY \(to)"
+            sql = concrete
+                ? "SELECT j.\(to), d.Z_ENT FROM \(join.name) j JOIN \(destination.tableName) d ON d.Z_PK = j.\(to) WHERE j.\(from) = ? ORDER BY j.\(to)"
+                : "SELECT \(to) FROM \(join.name) WHERE \(from) = ? ORDER BY \(to)"
         } else {
             guard let slot = destination.slotIndex(of: relationship.inverseName) else { return [] }
-            sql = "SELECT Z_PK FROM \(destination.tableName) WHERE \(destination.columnName(forSlot: slot)) = ? ORDER BY Z_PK"
+            sql = "SELECT Z_PK\(concrete ? ", Z_ENT" : "") FROM \(destination.tableName) WHERE \(destination.columnName(forSlot: slot)) = ? ORDER BY Z_PK"
         }
         return try run {
             let statement = try connection.cachedStatement(sql)
             statement.bindInt(source.key, at: 1)
             var ids: [ManagedObjectID] = []
             while try statement.step() {
-                ids.append(ManagedObjectID(entity: destination, primaryKey: statement.int64(at: 0), storeNumber: storeNumber))
+                let member = concrete ? model.entity(number: Int(statement.int64(at: 1))) ?? destination : destination
+                ids.append(ManagedObjectID(entity: member, primaryKey: statement.int64(at: 0), storeNumber: storeNumber))
             }
             return ids
         }
@@ -379,7 +494,7 @@ extension SQLiteStore {
     func sectionCounts(_ fetch: StoreFetch, keyPath: String) throws -> [(value: PropertyValue, count: Int)]? {
         var builder = SQLiteQueryBuilder(root: fetch.entity)
         let column: SQLiteQueryBuilder.Column
-        let whereSQL: String
+        var whereSQL: String
         let order: String
         do {
             column = try builder.column(keyPath)
@@ -393,6 +508,7 @@ extension SQLiteStore {
         }
         var sql = "SELECT \(column.sql), count(*) FROM \(fetch.entity.tableName) t0"
         for join in builder.joins { sql += " " + join }
+        whereSQL = Self.restricted(whereSQL, to: fetch)
         if !whereSQL.isEmpty { sql += " WHERE " + whereSQL }
         sql += " GROUP BY \(column.sql)"
         if !order.isEmpty { sql += " ORDER BY " + order }
