@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
         .library(name: "Ambar", targets: ["Ambar"]),
         .library(name: "Workbench", targets: ["Workbench"]),
+        .library(name: "TraceReplay", targets: ["TraceReplay"]),
         .executable(name: "ambar-bench", targets: ["ambar-bench"]),
     ],
     dependencies: [
@@ -40,9 +41,11 @@ let package = Package(
             name: "Ambar",
             dependencies: ["ObjectGraph"]
         ),
+        // The operation trace and its replay (Docs/calibration.md): shared by every replayer, Foundation only.
+        .target(name: "TraceReplay"),
         .target(
             name: "Workbench",
-            dependencies: ["Ambar", "ObjectGraph", "CSQLite"] + jemalloc + [
+            dependencies: ["Ambar", "ObjectGraph", "CSQLite", "TraceReplay"] + jemalloc + [
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "CSV", package: "CSV.swift"),
@@ -52,7 +55,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "ambar-bench",
-            dependencies: ["Workbench", "ObjectGraph", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Workbench", "ObjectGraph", "TraceReplay", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "ambar-crash",
@@ -68,7 +71,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WorkbenchTests",
-            dependencies: ["Workbench", "Ambar", "ObjectGraph", .product(name: "Yams", package: "Yams")],
+            dependencies: ["Workbench", "Ambar", "ObjectGraph", "TraceReplay", .product(name: "Yams", package: "Yams")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

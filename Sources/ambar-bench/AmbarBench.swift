@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ObjectGraph
+import TraceReplay
 import Workbench
 
 /// `ambar-bench`: a thin shell over Workbench. Exit codes: 0 ok, 1 a threshold, baseline or oracle check
@@ -13,9 +14,9 @@ struct AmbarBench: ParsableCommand {
         discussion: """
             Exit codes: 0 ok, 1 a threshold, baseline or oracle check failed, 2 bad input (nothing ran), 3 an internal or I/O failure after work began, 130 interrupted (the report keeps every finished variant).
 
-            Documentation, in the repository: Docs/scenarios.md (the scenario format), Docs/workbench.md (metrics, reports, the command line, exit codes, and sweeps sharded over a CI matrix: Docs/examples/capacity-matrix.yml), Docs/what-the-workbench-counts.md (what each counter stands for in Core Data), Docs/simulation.md (simulated mode), Docs/coredata-behaviour.md (the Core Data behaviour we reproduce, and how sure we are of it), Docs/choosing-a-merge-policy.md (the policies compared; `guide` writes its measured part).
+            Documentation, in the repository: Docs/scenarios.md (the scenario format), Docs/workbench.md (metrics, reports, the command line, exit codes, and sweeps sharded over a CI matrix: Docs/examples/capacity-matrix.yml), Docs/what-the-workbench-counts.md (what each counter stands for in Core Data), Docs/simulation.md (simulated mode), Docs/calibration.md (operation traces and their replay), Docs/coredata-behaviour.md (the Core Data behaviour we reproduce, and how sure we are of it), Docs/choosing-a-merge-policy.md (the policies compared; `guide` writes its measured part).
             """,
-        subcommands: [Run.self, Replay.self, Calibrate.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self, Guide.self],
+        subcommands: [Run.self, Replay.self, ReplayTrace.self, Calibrate.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self, Guide.self],
         defaultSubcommand: Run.self)
 
     /// ArgumentParser's own main, except that a command-line mistake is bad input: exit code 2 (Docs/workbench.md),
@@ -151,10 +152,12 @@ struct Run: ParsableCommand {
     @OptionGroup var common: CommonOptions
     @Option(name: .long, help: "Compare against a named baseline after running.") var baseline: String?
     @Option(name: .long, help: "Run every n-th variant: i/n (the i-th of n shards; `ambar-bench merge` combines the shards' run folders into one report: Docs/workbench.md \"When one machine is not enough\", Docs/examples/capacity-matrix.yml).") var shard: String?
+    @Option(name: .customLong("operation-trace"), help: "Write each simulated variant's operation trace (every Core Data call, in order; Docs/calibration.md): OUT.jsonl for a run of one variant, else a folder with one file per variant. `ambar-bench replay-trace` replays one.") var operationTrace: String?
 
     func run() throws {
         try guarded {
-            let options = try common.suiteOptions(shard: shard)
+            var options = try common.suiteOptions(shard: shard)
+            options.operationTrace = operationTrace.map { URL(fileURLWithPath: $0) }
             let outcomes = try Suite.run(files: files, options: options)
             var code = report(outcomes, reportsRoot: options.reportsRoot)
             if let baseline {
@@ -399,6 +402,27 @@ struct Replay: ParsableCommand {
             }).run()
             print("oracle: \(result.oracle.summary)")
             return 0
+        }
+    }
+}
+
+struct ReplayTrace: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay-trace",
+        abstract: "Replay an operation trace (run --operation-trace) through ObjectGraph and compare its counts with the run's.",
+        discussion: "Prints every counter of the run beside the replay's, and the steps (records) whose counts differ. Exit code 0 when the replay reproduces the run exactly, 1 when it diverges (another result, or another count), 2 when the file cannot be read. Docs/calibration.md.")
+    @Argument(help: "The operation trace (JSON Lines).") var file: String
+    @Option(name: .customLong("diff-csv"), help: "Also write the per-step and overall diff as CSV (n,op,thread,counter,ours,theirs,difference).") var diffCSV: String?
+    @Option(name: .customLong("diff-json"), help: "Also write the diff as JSON.") var diffJSON: String?
+    @Option(name: .long, help: "How many differing step rows to print.") var limit: Int = 20
+
+    func run() throws {
+        try guarded {
+            let check = try TraceCheck.run(file: URL(fileURLWithPath: file))
+            print(check.text(limit: limit))
+            if let diffCSV { try Data(CountDiff.csv(check.overall + check.steps).utf8).write(to: URL(fileURLWithPath: diffCSV)) }
+            if let diffJSON { try CountDiff.json(check.document).write(to: URL(fileURLWithPath: diffJSON)) }
+            return check.matches ? 0 : 1
         }
     }
 }

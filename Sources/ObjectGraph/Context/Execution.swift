@@ -133,6 +133,10 @@ open class ExecutionThread: @unchecked Sendable {  // counts are touched by the 
     public let counts: UnsafeMutablePointer<Int>
     /// SQL statements by ``StatementKind`` raw value (a breakdown of ``CostedOperation/sqlStatement``'s count).
     public let statementCounts: UnsafeMutablePointer<Int>
+    /// Where this thread's Core Data calls are recorded (an operation trace is being written), nil otherwise.
+    package var operationRecorder: (any OperationRecorder)?
+    /// How deep in recorded calls the thread is: only calls at depth 0 are the app's own.
+    package var recordingDepth = 0
 
     public init(simulation: any ExecutionSimulation, isSimulated: Bool = true) {
         self.simulation = simulation

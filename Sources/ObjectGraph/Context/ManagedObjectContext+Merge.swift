@@ -18,13 +18,13 @@ extension ManagedObjectContext {
         } else {
             return
         }
-        merge(changes)
+        Execution.recording(.merge(self, changes)) { merge(changes) }
     }
 
     /// Merges a change set of object IDs on this context's queue, as ``mergeChanges(fromContextDidSave:)`` does.
     public func mergeChanges(fromObjectIDs changes: ContextObjectIDChanges) {
         assertOnQueue()
-        merge(changes)
+        Execution.recording(.merge(self, changes)) { merge(changes) }
     }
 
     /// Merges object IDs changed elsewhere (another process, a batch request, another coordinator, history)
@@ -35,6 +35,10 @@ extension ManagedObjectContext {
     /// infinite: the cached rows among the updated IDs are read again (one query per entity, on the first
     /// context's queue of each coordinator), and the row cache keeps them.
     public static func mergeChanges(fromRemoteContextSave changes: ContextObjectIDChanges, into contexts: [ManagedObjectContext]) {
+        Execution.recording(.mergeRemote(changes, contexts)) { mergeRemote(changes, into: contexts) }
+    }
+
+    private static func mergeRemote(_ changes: ContextObjectIDChanges, into contexts: [ManagedObjectContext]) {
         var reloaded: [PersistentStoreCoordinator] = []
         for context in contexts {
             context.performAndWait {
@@ -140,7 +144,7 @@ extension ManagedObjectContext {
         pendingDeleted.subtract(cascaded)
         let mergedIDs = ContextObjectIDChanges(
             inserted: changes.inserted, updated: changes.updated, deleted: Set(deleted.map(\.objectID)), refreshed: refreshedIDs)
-        NotificationCenter.default.post(name: Self.didMergeChangesObjectIDsNotification, object: self, userInfo: mergedIDs.userInfo)
+        Execution.callout { NotificationCenter.default.post(name: Self.didMergeChangesObjectIDsNotification, object: self, userInfo: mergedIDs.userInfo) }
     }
 
     /// Registered objects among `ids`, walking whichever of the two is smaller.
@@ -160,7 +164,7 @@ extension ManagedObjectContext {
         // (issue 18 rule 23; semantics §2.3, §3.1).
         automaticMergeObserver = NotificationCenter.default.addObserver(
             forName: Self.didSaveNotification, object: nil, queue: nil
-        ) { [weak self] notification in
+        ) { [weak self] notification in Execution.libraryWork {
             guard let self, let saver = notification.object as? ManagedObjectContext, saver !== self else { return }
             // Semantics §3.3: a child merges its parent's saves; a root context merges saves of sibling contexts
             // on its coordinator (not of other coordinators, not of batch requests).
@@ -176,15 +180,15 @@ extension ManagedObjectContext {
             guard let changes = rows?.changes ?? ContextDidSave(notification).map(ContextObjectIDChanges.init(saved:)) else { return }
             let announced = Execution.now()
             let held = SavedRowsHold(rows)
-            self.queue.async { [weak self] in
+            self.queue.async { [weak self] in Execution.delivering("automaticMerge", to: self) {
                 // The saved rows stay cached until this merge is done: let go of them here, on this queue, rather
                 // than whenever the queue happens to free the block.
                 defer { held.rows = nil }
                 guard let self else { return }
                 self.merge(changes)
                 self.automaticMergeHook?(announced, Execution.now(), changes)
-            }
-        }
+            } }
+        } }
     }
 }
 

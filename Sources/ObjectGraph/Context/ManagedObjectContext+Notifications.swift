@@ -49,7 +49,7 @@ extension ManagedObjectContext {
         if let invalidatedAll { info[NotificationKey.invalidatedAllObjects.rawValue] = invalidatedAll }
         counters.objectsDidChangeNotifications += 1
         Execution.count(.notificationPosted)
-        NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: info)
+        Execution.callout { NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: info) }
     }
 }
 

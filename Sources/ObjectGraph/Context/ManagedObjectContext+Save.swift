@@ -10,41 +10,44 @@ extension ManagedObjectContext {
     /// - Throws: validation errors (15xx, 1560 for several), 133020 / 133021 with the conflict list, store
     ///   errors naming the file. After a failure nothing is written and the context keeps its changes.
     public func save() throws {
-        assertOnQueue()
-        Execution.trace("save", "\(name ?? "context"): \(insertedSet.count) inserted, \(updatedSet.count) updated, \(deletedSet.count) deleted")
-        precondition(!isSaving, "ObjectGraph: save() called re-entrantly from a save (willSave or an observer)")
-        isSaving = true
-        defer { isSaving = false }
-        processPendingChanges()
-        dropFaultedInserts()
-        guard hasChanges else {
-            // Issue 18, rule 6 (recorded on Apple): a save with nothing to save still posts will-save and did-save,
-            // with empty sets; it calls no object's willSave or didSave and reaches no store.
+        let insertedBeforeSave = OperationRecording.thread != nil ? insertedSet.map { ($0, $0.objectID) } : []
+        return try Execution.recording(.save(self), result: { _ in .saved(insertedBeforeSave.map { ($0.1, $0.0.objectID) }) }) {
+            assertOnQueue()
+            Execution.trace("save", "\(name ?? "context"): \(insertedSet.count) inserted, \(updatedSet.count) updated, \(deletedSet.count) deleted")
+            precondition(!isSaving, "ObjectGraph: save() called re-entrantly from a save (willSave or an observer)")
+            isSaving = true
+            defer { isSaving = false }
+            processPendingChanges()
+            dropFaultedInserts()
+            guard hasChanges else {
+                // Issue 18, rule 6 (recorded on Apple): a save with nothing to save still posts will-save and did-save,
+                // with empty sets; it calls no object's willSave or didSave and reaches no store.
+                Execution.count(.notificationPosted)
+                Execution.callout { NotificationCenter.default.post(name: Self.willSaveNotification, object: self) }
+                postDidSave(inserted: [], updated: [], deleted: [])
+                return
+            }
+            if let saveRefusal, let error = saveRefusal(self) { throw error }
             Execution.count(.notificationPosted)
-            NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
-            postDidSave(inserted: [], updated: [], deleted: [])
-            return
-        }
-        if let saveRefusal, let error = saveRefusal(self) { throw error }
-        Execution.count(.notificationPosted)
-        NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
-        // The three change sets are disjoint (an insert never joins the updated set; a delete leaves both), so
-        // each object is called once without building their union; iterated as they were before any willSave
-        // (the copies keep their members alive whatever willSave does to the context's sets).
-        let (inserted, updated, deleted) = (insertedSet, updatedSet, deletedSet)
-        inserted.forEachUnretained { $0.willSave() }
-        updated.forEachUnretained { $0.willSave() }
-        deleted.forEachUnretained { $0.willSave() }
-        processPendingChanges()
-        // Issue 21 item 3: the event's changes (willSave's included) are registered; what the save does next
-        // (conflict resolution, snapshots) is not undoable.
-        undoCaptureSuppressed += 1
-        defer { undoCaptureSuppressed -= 1 }
-        try validateChanges()
-        if let parent {
-            try pushToParent(parent)
-        } else {
-            try saveToCoordinator()
+            Execution.callout { NotificationCenter.default.post(name: Self.willSaveNotification, object: self) }
+            // The three change sets are disjoint (an insert never joins the updated set; a delete leaves both), so
+            // each object is called once without building their union; iterated as they were before any willSave
+            // (the copies keep their members alive whatever willSave does to the context's sets).
+            let (inserted, updated, deleted) = (insertedSet, updatedSet, deletedSet)
+            inserted.forEachUnretained { $0.willSave() }
+            updated.forEachUnretained { $0.willSave() }
+            deleted.forEachUnretained { $0.willSave() }
+            processPendingChanges()
+            // Issue 21 item 3: the event's changes (willSave's included) are registered; what the save does next
+            // (conflict resolution, snapshots) is not undoable.
+            undoCaptureSuppressed += 1
+            defer { undoCaptureSuppressed -= 1 }
+            try validateChanges()
+            if let parent {
+                try pushToParent(parent)
+            } else {
+                try saveToCoordinator()
+            }
         }
     }
 
@@ -451,10 +454,10 @@ extension ManagedObjectContext {
         if let historyToken { info[Key.newChangeToken.rawValue] = historyToken }
         if let queryGeneration { info[Key.queryGeneration.rawValue] = queryGeneration }
         Execution.count(.notificationPosted)
-        NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
+        Execution.callout { NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info) }
         var idInfo = ids.userInfo
         if let historyToken { idInfo[Key.newChangeToken.rawValue] = historyToken }
-        NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)
+        Execution.callout { NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo) }
     }
 
     /// Holds the registered objects that `object`'s to-ones and loaded to-manys name (no lookup creates one).

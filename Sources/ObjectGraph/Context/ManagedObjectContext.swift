@@ -55,6 +55,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         set {
             precondition(parent == nil, "a child context has no coordinator of its own")
             _coordinator = newValue
+            Execution.recording(.setCoordinator(self, newValue)) {}
         }
     }
     @exclusivity(unchecked) private var _coordinator: PersistentStoreCoordinator?
@@ -66,6 +67,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             precondition(_coordinator == nil || newValue == nil, "a context has a coordinator or a parent, not both")
             let old = storedParent
             storedParent = newValue
+            Execution.recording(.setParent(self, newValue)) {}
             guard old !== newValue else { return }
             old?.forgetChild(self)
             // Semantics §2.2: the parent learns of the child, so that a root save can give the child's objects
@@ -80,7 +82,9 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// made and given its parent on another thread than the parent's queue, while the parent may be saving.
     private let children = Mutex<[WeakContext]>([])
     /// A name, carried in notifications and history.
-    public var name: String?
+    public var name: String? {
+        didSet { Execution.recording(.setting(self, "name", name ?? "")) {} }
+    }
     /// Anything the app wants to keep with the context (`NSManagedObjectContext.userInfo`).
     public var userInfo: [String: any Sendable] = [:]
     /// When set, ``save()`` first asks it; an error it returns refuses the save with nothing changed (used by
@@ -98,13 +102,20 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// The query generation this context reads (issue 21 item 4): nil when unpinned (``queryGenerationToken``).
     let pinnedGeneration = Mutex<QueryGenerationToken?>(nil)
     /// The author recorded in persistent history for this context's saves.
-    public var transactionAuthor: String?
+    public var transactionAuthor: String? {
+        didSet { Execution.recording(.setting(self, "transactionAuthor", transactionAuthor ?? "")) {} }
+    }
     /// How conflicts are settled when this context saves to a coordinator (default `.error`, semantics §7).
-    public var mergePolicy: MergePolicy = .error
+    public var mergePolicy: MergePolicy = .error {
+        didSet { Execution.recording(.setting(self, "mergePolicy", mergePolicy.traceName)) {} }
+    }
     /// How long cached rows may fulfil faults, in seconds; negative is infinite (the default, semantics §2.3).
     public var stalenessInterval: TimeInterval {
         get { storedStalenessInterval }
-        set { storedStalenessInterval = newValue }
+        set {
+            storedStalenessInterval = newValue
+            Execution.recording(.setting(self, "stalenessInterval", String(newValue))) {}
+        }
     }
     private var storedStalenessInterval: TimeInterval = -1
     /// Whether a fault whose row is gone becomes a deleted object with nil/zero values (default true) or throws.
@@ -116,7 +127,10 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Whether the context merges saves of its parent (or, for a root context, of sibling contexts on its
     /// coordinator) by itself (semantics §3.3). Default false.
     public var automaticallyMergesChangesFromParent = false {
-        didSet { updateAutomaticMerging() }
+        didSet {
+            Execution.recording(.setting(self, "automaticallyMergesChangesFromParent", String(automaticallyMergesChangesFromParent))) {}
+            updateAutomaticMerging()
+        }
     }
     /// Whether registered objects are held strongly (default false: only objects with changes are).
     public var retainsRegisteredObjects: Bool {
@@ -181,9 +195,11 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         case .mainQueue: self.queue = queue ?? ContextQueue.main
         case .privateQueue: self.queue = queue ?? ContextQueue(label: "ObjectGraph.context")
         }
+        Execution.recording(.contextCreated(self)) {}
     }
 
     deinit {
+        Execution.recordFree(self)
         if let automaticMergeObserver { NotificationCenter.default.removeObserver(automaticMergeObserver) }
         // Issue 18 rule 1: a context that goes turns its objects into faults as reset() does. That breaks the
         // cycles of objects holding one another, so a dropped context frees its objects, and its objects stop
@@ -333,35 +349,41 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     /// The object for `id` if it is registered here; never loads anything.
     public func registeredObject(for id: ManagedObjectID) -> ManagedObject? {
-        assertOnQueue()
-        return registry[id]
+        return Execution.recording(.objectWithID(self, id, how: "registered"), result: { .object($0) }) {
+            assertOnQueue()
+            return registry[id]
+        }
     }
 
     /// The object for `id`: the registered one, or a new fault. Never does I/O and never fails; a fault for a
     /// missing row fails when it fires (semantics §4).
     public func object(with id: ManagedObjectID) -> ManagedObject {
-        if let existing = registry[id] { return existing }
-        let object = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
-        object.objectID = id
-        object.becomeNewFault()
-        if !id.isTemporaryID, let coordinator = persistentStoreCoordinator {
-            coordinator.rowCache.retain(id)
-            object.cacheReference = coordinator.rowCache
+        return Execution.recording(.objectWithID(self, id, how: "object"), result: { .object($0) }) {
+            if let existing = registry[id] { return existing }
+            let object = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
+            object.objectID = id
+            object.becomeNewFault()
+            if !id.isTemporaryID, let coordinator = persistentStoreCoordinator {
+                coordinator.rowCache.retain(id)
+                object.cacheReference = coordinator.rowCache
+            }
+            register(object)
+            return object
         }
-        register(object)
-        return object
     }
 
     /// The object for `id`, loaded: never a fault; throws when its row does not exist (semantics §4).
     public func existingObject(with id: ManagedObjectID) throws -> ManagedObject {
-        assertOnQueue()
-        if let existing = registry[id], !existing.isFaultFlag { return existing }
-        if id.isTemporaryID, registry[id] == nil {
-            throw ObjectGraphError(.referentialIntegrity, "no object with temporary ID \(id) in this context", entity: id.entity.name, objectID: id)
+        return try Execution.recording(.objectWithID(self, id, how: "existing"), result: { .object($0) }) {
+            assertOnQueue()
+            if let existing = registry[id], !existing.isFaultFlag { return existing }
+            if id.isTemporaryID, registry[id] == nil {
+                throw ObjectGraphError(.referentialIntegrity, "no object with temporary ID \(id) in this context", entity: id.entity.name, objectID: id)
+            }
+            let object = self.object(with: id)
+            try fulfillFault(object, throwing: true)
+            return object
         }
-        let object = self.object(with: id)
-        try fulfillFault(object, throwing: true)
-        return object
     }
 
     /// Inserts an object created with a nil context.
@@ -385,44 +407,48 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     /// Creates and inserts an object of the named entity, of the entity's class.
     public func insertNewObject(forEntityName name: String) throws -> ManagedObject {
-        guard let entity = model.entity(named: name) else {
-            throw ObjectGraphError(.validation, "no entity named \(name)", entity: name)
+        return try Execution.recording(.insert(self, entity: name), result: { .object($0) }) {
+            guard let entity = model.entity(named: name) else {
+                throw ObjectGraphError(.validation, "no entity named \(name)", entity: name)
+            }
+            // Issue 21 item 1: by name, an abstract entity is refused as an unknown one is (Core Data raises for both).
+            guard !entity.isAbstract else {
+                throw ObjectGraphError(.validation, "cannot insert an object of \(name), which is abstract: insert one of its sub-entities", entity: name)
+            }
+            return entity.managedObjectClass.init(entity: entity, insertInto: self)
         }
-        // Issue 21 item 1: by name, an abstract entity is refused as an unknown one is (Core Data raises for both).
-        guard !entity.isAbstract else {
-            throw ObjectGraphError(.validation, "cannot insert an object of \(name), which is abstract: insert one of its sub-entities", entity: name)
-        }
-        return entity.managedObjectClass.init(entity: entity, insertInto: self)
     }
 
     /// Marks an object deleted; delete rules run at the next ``processPendingChanges()`` or save.
     public func delete(_ object: ManagedObject) {
-        assertOnQueue()
-        guard object.managedObjectContext === self else { return }
-        // Issue 18, rule 13 (recorded on Apple): deleting an object already deleted calls prepareForDeletion()
-        // again, and changes nothing else.
-        if object.isDeletedFlag {
-            object.prepareForDeletion()
-            return
-        }
-        if object.isFaultFlag {
-            do { try fulfillFault(object, throwing: true) } catch {
-                // The row is already gone: nothing to delete (semantics §1.4).
+        return Execution.recording(.delete(object)) {
+            assertOnQueue()
+            guard object.managedObjectContext === self else { return }
+            // Issue 18, rule 13 (recorded on Apple): deleting an object already deleted calls prepareForDeletion()
+            // again, and changes nothing else.
+            if object.isDeletedFlag {
+                object.prepareForDeletion()
                 return
             }
+            if object.isFaultFlag {
+                do { try fulfillFault(object, throwing: true) } catch {
+                    // The row is already gone: nothing to delete (semantics §1.4).
+                    return
+                }
+            }
+            noteWillChange(object)
+            object.prepareForDeletion()
+            object.isDeletedFlag = true
+            object.deletePropagated = false
+            if object.isInsertedFlag {
+                insertedSet.remove(object)
+                pendingInserted.remove(object)
+                object.isInsertPending = false
+            }
+            unmarkUpdated(object)
+            deletedSet.insert(object)
+            pendingDeleted.insert(object)
         }
-        noteWillChange(object)
-        object.prepareForDeletion()
-        object.isDeletedFlag = true
-        object.deletePropagated = false
-        if object.isInsertedFlag {
-            insertedSet.remove(object)
-            pendingInserted.remove(object)
-            object.isInsertPending = false
-        }
-        unmarkUpdated(object)
-        deletedSet.insert(object)
-        pendingDeleted.insert(object)
     }
 
     // The updated and pending-update sets, with a flag on each member: noting a change to an object already in
@@ -483,19 +509,21 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Runs delete rules for new deletes and posts objects-did-change for changes not yet announced
     /// (semantics §2.1 step 1).
     public func processPendingChanges() {
-        propagateDeletes()
-        // Issue 21 item 3: the event's changes become one undo action (CDPG: processPendingChanges "causes
-        // changes to registered managed objects to be recorded with the undo manager").
-        if undoRecords != nil { registerUndoEvent() }
-        defer { storedUndoManager?.endEventGroup() }
-        guard !pendingInserted.isEmpty || !pendingUpdated.isEmpty || !pendingDeleted.isEmpty else { return }
-        let inserted = pendingInserted, updated = pendingUpdated.subtracting(pendingInserted).subtracting(pendingDeleted), deleted = pendingDeleted
-        pendingInserted.removeAll(keepingCapacity: pendingInserted.count <= Self.keptSetCapacity)
-        clearPendingUpdates()
-        pendingDeleted = []
-        for object in inserted { object.isInsertPending = false }
-        postObjectsDidChange(inserted: inserted, updated: updated, deleted: deleted)
-        for object in updated { object.eventChangedSlots = [] }
+        return Execution.recording(.contextCall(self, "processPendingChanges")) {
+            propagateDeletes()
+            // Issue 21 item 3: the event's changes become one undo action (CDPG: processPendingChanges "causes
+            // changes to registered managed objects to be recorded with the undo manager").
+            if undoRecords != nil { registerUndoEvent() }
+            defer { storedUndoManager?.endEventGroup() }
+            guard !pendingInserted.isEmpty || !pendingUpdated.isEmpty || !pendingDeleted.isEmpty else { return }
+            let inserted = pendingInserted, updated = pendingUpdated.subtracting(pendingInserted).subtracting(pendingDeleted), deleted = pendingDeleted
+            pendingInserted.removeAll(keepingCapacity: pendingInserted.count <= Self.keptSetCapacity)
+            clearPendingUpdates()
+            pendingDeleted = []
+            for object in inserted { object.isInsertPending = false }
+            postObjectsDidChange(inserted: inserted, updated: updated, deleted: deleted)
+            for object in updated { object.eventChangedSlots = [] }
+        }
     }
 
     func propagateDeletes() {
@@ -626,150 +654,158 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// changes; with true it takes the parent store's values (the row cache unless stale) and keeps its local
     /// changes on top. Never a conflict.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
-        assertOnQueue()
-        guard object.managedObjectContext === self else { return }
-        // Issue 21 item 3: a refresh (and the merges built on it) is not an undoable change (inferred).
-        undoCaptureSuppressed += 1
-        defer { undoCaptureSuppressed -= 1 }
-        if !mergeChanges || !object.hasPersistentChanges || object.isFaultFlag {
-            if object.isInsertedFlag {
-                // Issue 18 rule 12: refresh(_:mergeChanges: false) turns an inserted object into a fault too. It
-                // stays registered and inserted (Docs/core-data-rules.md); having no row, it fires as an
-                // inaccessible fault, and the save drops it.
-                guard !mergeChanges, !object.isFaultFlag else { return }
-                hasFaultedInserts = true
+        return Execution.recording(.refresh(object, mergeChanges: mergeChanges)) {
+            assertOnQueue()
+            guard object.managedObjectContext === self else { return }
+            // Issue 21 item 3: a refresh (and the merges built on it) is not an undoable change (inferred).
+            undoCaptureSuppressed += 1
+            defer { undoCaptureSuppressed -= 1 }
+            if !mergeChanges || !object.hasPersistentChanges || object.isFaultFlag {
+                if object.isInsertedFlag {
+                    // Issue 18 rule 12: refresh(_:mergeChanges: false) turns an inserted object into a fault too. It
+                    // stays registered and inserted (Docs/core-data-rules.md); having no row, it fires as an
+                    // inaccessible fault, and the save drops it.
+                    guard !mergeChanges, !object.isFaultFlag else { return }
+                    hasFaultedInserts = true
+                    object.willTurnIntoFault()
+                    object.becomeFault()
+                    object.didTurnIntoFault()
+                    return
+                }
+                if mergeChanges, object.isFaultFlag { return }
+                // Semantics §3.2: with merging, transient values are put back after the reload (issue 18 rule 5), and
+                // the object keeps the related objects it holds (a merge does not trim the graph); without, both go.
+                let kept = mergeChanges ? (transients: object.transients, links: object.transientLinks, changed: object.transientsChanged, held: object.heldObjects) : nil
                 object.willTurnIntoFault()
+                unmarkUpdated(object)
+                if object.isDeletedFlag {
+                    deletedSet.remove(object)
+                    object.isDeletedFlag = false
+                }
                 object.becomeFault()
                 object.didTurnIntoFault()
+                if let kept {
+                    object.heldObjects = kept.held
+                    // A clean object refreshed with merge loads the new values now (it was in use).
+                    try? fulfillFault(object, throwing: false)
+                    object.transients = kept.transients
+                    object.transientLinks = kept.links
+                    object.transientsChanged = kept.changed
+                    if kept.changed { markUpdated(object) }
+                }
                 return
             }
-            if mergeChanges, object.isFaultFlag { return }
-            // Semantics §3.2: with merging, transient values are put back after the reload (issue 18 rule 5), and
-            // the object keeps the related objects it holds (a merge does not trim the graph); without, both go.
-            let kept = mergeChanges ? (transients: object.transients, links: object.transientLinks, changed: object.transientsChanged, held: object.heldObjects) : nil
-            object.willTurnIntoFault()
-            unmarkUpdated(object)
-            if object.isDeletedFlag {
-                deletedSet.remove(object)
-                object.isDeletedFlag = false
+            guard !object.isInsertedFlag else { return }
+            // Keep the local changes, take the parent store's row, lay the changes back on top.
+            let localSlots = object.changedSlots.map { ($0, object.values[$0]) }
+            let localToMany = object.toMany.enumerated().compactMap { i, s -> (Int, Set<ManagedObjectID>, Set<ManagedObjectID>)? in
+                guard let s, s.isChanged else { return nil }
+                return (i, s.current.subtracting(s.original), s.original.subtracting(s.current))
             }
-            object.becomeFault()
-            object.didTurnIntoFault()
-            if let kept {
-                object.heldObjects = kept.held
-                // A clean object refreshed with merge loads the new values now (it was in use).
-                try? fulfillFault(object, throwing: false)
-                object.transients = kept.transients
-                object.transientLinks = kept.links
-                object.transientsChanged = kept.changed
-                if kept.changed { markUpdated(object) }
+            guard let row = try? rowForFault(object.objectID) else { return }
+            object.fill(from: row)
+            for i in object.toMany.indices { object.toMany[i] = nil }
+            for (slot, value) in localSlots { object.setSlot(slot, value) }
+            for (index, added, removed) in localToMany {
+                let base = (try? object.relatedIDs(index)) ?? []
+                object.setToManyIDs(index, base.union(added).subtracting(removed))
             }
-            return
+            noteChange(object)
         }
-        guard !object.isInsertedFlag else { return }
-        // Keep the local changes, take the parent store's row, lay the changes back on top.
-        let localSlots = object.changedSlots.map { ($0, object.values[$0]) }
-        let localToMany = object.toMany.enumerated().compactMap { i, s -> (Int, Set<ManagedObjectID>, Set<ManagedObjectID>)? in
-            guard let s, s.isChanged else { return nil }
-            return (i, s.current.subtracting(s.original), s.original.subtracting(s.current))
-        }
-        guard let row = try? rowForFault(object.objectID) else { return }
-        object.fill(from: row)
-        for i in object.toMany.indices { object.toMany[i] = nil }
-        for (slot, value) in localSlots { object.setSlot(slot, value) }
-        for (index, added, removed) in localToMany {
-            let base = (try? object.relatedIDs(index)) ?? []
-            object.setToManyIDs(index, base.union(added).subtracting(removed))
-        }
-        noteChange(object)
     }
 
     /// Refreshes every registered object, keeping unsaved changes (semantics §4), and announces the materialized
     /// ones as refreshed in one objects-did-change.
     public func refreshAllObjects() {
-        assertOnQueue()
-        // Issue 18 rule 9 (semantics §3.1, §4): every materialized registered object is reported as refreshed
-        // (faults stay quiet; an insert is not refreshed), once: observers and fetched results controllers see one
-        // change cycle of updates or moves.
-        var refreshed = Set<ManagedObject>()
-        for object in liveRegistered() {
-            if !object.isFaultFlag, !object.isInsertedFlag { refreshed.insert(object) }
-            // Issue 18 rule 5 (CoreDataPlus, semantics §3.2): transient values go back to their defaults, also in
-            // objects that keep their persistent changes (an insert has nothing to reload: it keeps them).
-            if !object.isInsertedFlag, !object.entity.transientAttributes.isEmpty || !object.transientLinks.isEmpty {
-                object.resetTransients()
-                if !object.hasPersistentChanges { unmarkUpdated(object) }
+        return Execution.recording(.contextCall(self, "refreshAllObjects")) {
+            assertOnQueue()
+            // Issue 18 rule 9 (semantics §3.1, §4): every materialized registered object is reported as refreshed
+            // (faults stay quiet; an insert is not refreshed), once: observers and fetched results controllers see one
+            // change cycle of updates or moves.
+            var refreshed = Set<ManagedObject>()
+            for object in liveRegistered() {
+                if !object.isFaultFlag, !object.isInsertedFlag { refreshed.insert(object) }
+                // Issue 18 rule 5 (CoreDataPlus, semantics §3.2): transient values go back to their defaults, also in
+                // objects that keep their persistent changes (an insert has nothing to reload: it keeps them).
+                if !object.isInsertedFlag, !object.entity.transientAttributes.isEmpty || !object.transientLinks.isEmpty {
+                    object.resetTransients()
+                    if !object.hasPersistentChanges { unmarkUpdated(object) }
+                }
+                refresh(object, mergeChanges: object.hasChanges)
+                if !object.hasChanges, !object.isFaultFlag, !object.isInsertedFlag {
+                    object.willTurnIntoFault()
+                    object.becomeFault()
+                    object.didTurnIntoFault()
+                }
             }
-            refresh(object, mergeChanges: object.hasChanges)
-            if !object.hasChanges, !object.isFaultFlag, !object.isInsertedFlag {
-                object.willTurnIntoFault()
-                object.becomeFault()
-                object.didTurnIntoFault()
+            for object in refreshed where object.isUpdatePending {
+                pendingUpdated.remove(object)
+                object.isUpdatePending = false
             }
+            postObjectsDidChange(inserted: [], updated: [], deleted: [], refreshed: refreshed)
         }
-        for object in refreshed where object.isUpdatePending {
-            pendingUpdated.remove(object)
-            object.isUpdatePending = false
-        }
-        postObjectsDidChange(inserted: [], updated: [], deleted: [], refreshed: refreshed)
     }
 
     /// Throws away inserts and deletes and returns updated objects to their committed values (semantics §4).
     public func rollback() {
-        assertOnQueue()
-        // Semantics §4: rollback empties the undo stack (CDPG: "removes everything from the undo stack").
-        clearUndo()
-        let inserted = insertedSet, deleted = deletedSet, updated = updatedSet
-        for object in inserted {
-            object.isInsertedFlag = false
-            unregister(object)
-            object.managedObjectContext = nil
-        }
-        for object in updated.union(deleted) {
-            object.isDeletedFlag = false
-            object.deletePropagated = false
-            if object.isInsertedFlag { continue }
-            object.willTurnIntoFault()
-            object.becomeFault()
-            object.didTurnIntoFault()
-        }
-        insertedSet = []
-        hasFaultedInserts = false
-        clearUpdated()
-        deletedSet = []
-        for object in pendingInserted { object.isInsertPending = false }
-        pendingInserted = []
-        clearPendingUpdates()
-        pendingDeleted = []
-        // Objects that pointed at rolled-back inserts were updated, so they became faults above.
-        for object in liveRegistered() where !object.isFaultFlag {
-            for i in object.toMany.indices { if object.toMany[i]?.isChanged == true { object.toMany[i] = nil } }
-        }
-        if !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty {
-            postObjectsDidChange(inserted: [], updated: [], deleted: [], refreshed: updated.union(deleted), invalidated: inserted)
+        return Execution.recording(.contextCall(self, "rollback")) {
+            assertOnQueue()
+            // Semantics §4: rollback empties the undo stack (CDPG: "removes everything from the undo stack").
+            clearUndo()
+            let inserted = insertedSet, deleted = deletedSet, updated = updatedSet
+            for object in inserted {
+                object.isInsertedFlag = false
+                unregister(object)
+                object.managedObjectContext = nil
+            }
+            for object in updated.union(deleted) {
+                object.isDeletedFlag = false
+                object.deletePropagated = false
+                if object.isInsertedFlag { continue }
+                object.willTurnIntoFault()
+                object.becomeFault()
+                object.didTurnIntoFault()
+            }
+            insertedSet = []
+            hasFaultedInserts = false
+            clearUpdated()
+            deletedSet = []
+            for object in pendingInserted { object.isInsertPending = false }
+            pendingInserted = []
+            clearPendingUpdates()
+            pendingDeleted = []
+            // Objects that pointed at rolled-back inserts were updated, so they became faults above.
+            for object in liveRegistered() where !object.isFaultFlag {
+                for i in object.toMany.indices { if object.toMany[i]?.isChanged == true { object.toMany[i] = nil } }
+            }
+            if !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty {
+                postObjectsDidChange(inserted: [], updated: [], deleted: [], refreshed: updated.union(deleted), invalidated: inserted)
+            }
         }
     }
 
     /// Forgets every registered object (semantics §4): they become invalid; an objects-did-change with
     /// `invalidatedAll` is posted, and fetched results controllers must fetch again.
     public func reset() {
-        assertOnQueue()
-        Execution.trace("reset", name ?? "context")
-        clearUndo()  // semantics §4: the undo stack is cleared
-        let objects = liveRegistered()
-        orphanAll(objects)
-        hasFaultedInserts = false
-        registry.removeAll()
-        strongRegistered = [:]
-        insertedSet = []
-        clearUpdated()
-        deletedSet = []
-        for object in pendingInserted { object.isInsertPending = false }
-        pendingInserted = []
-        clearPendingUpdates()
-        pendingDeleted = []
-        advanceQueryGeneration()  // semantics §3.7: reset() advances a pinned context's generation
-        postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: Set(objects.map(\.objectID)))
+        return Execution.recording(.contextCall(self, "reset")) {
+            assertOnQueue()
+            Execution.trace("reset", name ?? "context")
+            clearUndo()  // semantics §4: the undo stack is cleared
+            let objects = liveRegistered()
+            orphanAll(objects)
+            hasFaultedInserts = false
+            registry.removeAll()
+            strongRegistered = [:]
+            insertedSet = []
+            clearUpdated()
+            deletedSet = []
+            for object in pendingInserted { object.isInsertPending = false }
+            pendingInserted = []
+            clearPendingUpdates()
+            pendingDeleted = []
+            advanceQueryGeneration()  // semantics §3.7: reset() advances a pinned context's generation
+            postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: Set(objects.map(\.objectID)))
+        }
     }
 
     /// Turns the objects into faults without a context (reset, deinitialization; semantics §4): issue 18 rule 2,
@@ -901,7 +937,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             if descendant.queue.isCurrent {
                 descendant.adoptPermanentIDs(mapping)
             } else {
-                descendant.queue.async { [weak descendant] in descendant?.adoptPermanentIDs(mapping) }
+                descendant.queue.async { [weak descendant] in Execution.delivering("permanentIDs", to: descendant) { descendant?.adoptPermanentIDs(mapping) } }
             }
         }
     }

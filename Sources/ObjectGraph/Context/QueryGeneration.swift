@@ -121,6 +121,12 @@ extension ManagedObjectContext {
     /// - Throws: 134070 for a child context (it reads its parent's generation), a context without a coordinator, or
     ///   a token of another coordinator's store.
     public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws {
+        // The operation trace (issue 23) replays `.current` and nil; a token of another context is recorded as such.
+        let traced = token == nil ? "none" : (token === QueryGenerationToken.current ? "current" : "token")
+        try Execution.recording(.setting(self, "queryGeneration", traced)) { try pin(token) }
+    }
+
+    private func pin(_ token: QueryGenerationToken?) throws {
         guard let token else {
             pinnedGeneration.withLock { $0 = nil }
             return

@@ -65,7 +65,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// - Throws: ``ObjectGraphError`` naming the store: not an SQLite file (134000), a store made with another
     ///   model (134100), a directory that cannot be written (134080).
     public func addPersistentStore(type: PersistentStoreType, at url: URL? = nil, options: StoreOptions = StoreOptions()) throws {
-        try queue.sync {
+        try Execution.recording(.coordinatorAdded(self, options: options, model: managedObjectModel, url: type == .sqlite ? url : nil)) { try queue.sync {
             precondition(store == nil, "ObjectGraph supports one persistent store per coordinator")
             switch type {
             case .sqlite:
@@ -85,7 +85,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
             case .inMemory:
                 store = InMemoryStore(model: managedObjectModel)
             }
-        }
+        } }
     }
 
     /// The rows a lightweight migration copied when the store was added (nil: no migration ran), issue 21 item 8.
@@ -112,18 +112,20 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// refreshed objects show the saved values instead of this cache's stale rows (semantics §2.4). Only rows
     /// this coordinator already caches are touched; rows `other` no longer caches are invalidated here.
     public func adoptSnapshots(updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>, from other: PersistentStoreCoordinator) {
-        guard other !== self else { return }
-        let mine = rowCache.rows(among: updated)
-        guard !mine.isEmpty || !deleted.isEmpty else { return }
-        let theirs = Dictionary(other.rowCache.rows(among: Set(mine.map(\.0))).compactMap { id, row in row.map { (id, $0) } }, uniquingKeysWith: { a, _ in a })
-        var fresh: [(ManagedObjectID, RowSnapshot)] = []
-        var stale: [ManagedObjectID] = []
-        for (id, row) in mine {
-            if let newer = theirs[id], newer.version > (row?.version ?? 0) { fresh.append((id, newer)) } else if theirs[id] == nil { stale.append(id) }
+        return Execution.recording(.adoptSnapshots(self, updated: updated, deleted: deleted, from: other)) {
+            guard other !== self else { return }
+            let mine = rowCache.rows(among: updated)
+            guard !mine.isEmpty || !deleted.isEmpty else { return }
+            let theirs = Dictionary(other.rowCache.rows(among: Set(mine.map(\.0))).compactMap { id, row in row.map { (id, $0) } }, uniquingKeysWith: { a, _ in a })
+            var fresh: [(ManagedObjectID, RowSnapshot)] = []
+            var stale: [ManagedObjectID] = []
+            for (id, row) in mine {
+                if let newer = theirs[id], newer.version > (row?.version ?? 0) { fresh.append((id, newer)) } else if theirs[id] == nil { stale.append(id) }
+            }
+            rowCache.install(fresh, retain: false)
+            rowCache.invalidate(stale)
+            rowCache.markDeleted(rowCache.rows(among: deleted).map(\.0))
         }
-        rowCache.install(fresh, retain: false)
-        rowCache.invalidate(stale)
-        rowCache.markDeleted(rowCache.rows(among: deleted).map(\.0))
     }
 
     /// Posts the remote-change notification on every coordinator of the same file that asked for it, this one
@@ -137,7 +139,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
             var info: [AnyHashable: Any] = ["storeURL": URL(fileURLWithPath: path)]
             if let id = try? other.withStore({ $0.identifier }) { info["storeUUID"] = id }
             if let token { info["historyToken"] = token }
-            NotificationCenter.default.post(name: Self.storeRemoteChangeNotification, object: other, userInfo: info)
+            Execution.callout { NotificationCenter.default.post(name: Self.storeRemoteChangeNotification, object: other, userInfo: info) }
         }
     }
 
@@ -159,6 +161,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
             precondition(newValue >= 1, "a connection pool has at least one connection")
             poolSize.withLock { $0 = newValue }
             readers.withLock { $0 }?.capacityChanged()
+            Execution.recording(.setPoolSize(self, newValue)) {}
         }
     }
 

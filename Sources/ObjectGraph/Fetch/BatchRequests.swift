@@ -142,85 +142,91 @@ extension ManagedObjectContext {
 
     /// Runs a batch insert in the store; touches no context and no row cache, posts no did-save.
     public func execute(_ request: BatchInsertRequest) throws -> BatchResult {
-        assertOnQueue()
-        let coordinator = try batchCoordinator()
-        guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
-            throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
-        }
-        // Issue 21 item 1: an abstract entity has no rows of its own (an insert of one is refused, as for objects).
-        guard !entity.isAbstract else {
-            throw ObjectGraphError(.invalidFetchRequest, "a batch insert into \(entity.name), which is abstract: insert into one of its sub-entities", entity: entity.name)
-        }
-        var rows: [[PropertyValue]] = []
-        rows.reserveCapacity(request.objects.count)
-        for (n, object) in request.objects.enumerated() {
-            var values = entity.slots.map { slot -> PropertyValue in
-                if case .attribute(let a) = slot { return a.defaultValue.converted(to: a.type) ?? .null }
-                return .null
+        return try Execution.recording(.batchInsert(self, request), result: { .ids($0.objectIDs ?? []) }) {
+            assertOnQueue()
+            let coordinator = try batchCoordinator()
+            guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
+                throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
             }
-            for (key, raw) in object {
-                guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot] else {
-                    throw ObjectGraphError(.validation, "batch insert row \(n): \(key) is not a stored attribute of \(entity.name)", entity: entity.name, property: key)
-                }
-                guard let v = PropertyValue.from(raw is NSNull ? nil : raw, attributeType: a.type) else {
-                    throw ObjectGraphError(.validation, "batch insert row \(n): wrong type for \(key) (\(a.type.rawValue))", entity: entity.name, property: key)
-                }
-                values[slot] = v
+            // Issue 21 item 1: an abstract entity has no rows of its own (an insert of one is refused, as for objects).
+            guard !entity.isAbstract else {
+                throw ObjectGraphError(.invalidFetchRequest, "a batch insert into \(entity.name), which is abstract: insert into one of its sub-entities", entity: entity.name)
             }
-            rows.append(values)
+            var rows: [[PropertyValue]] = []
+            rows.reserveCapacity(request.objects.count)
+            for (n, object) in request.objects.enumerated() {
+                var values = entity.slots.map { slot -> PropertyValue in
+                    if case .attribute(let a) = slot { return a.defaultValue.converted(to: a.type) ?? .null }
+                    return .null
+                }
+                for (key, raw) in object {
+                    guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot] else {
+                        throw ObjectGraphError(.validation, "batch insert row \(n): \(key) is not a stored attribute of \(entity.name)", entity: entity.name, property: key)
+                    }
+                    guard let v = PropertyValue.from(raw is NSNull ? nil : raw, attributeType: a.type) else {
+                        throw ObjectGraphError(.validation, "batch insert row \(n): wrong type for \(key) (\(a.type.rawValue))", entity: entity.name, property: key)
+                    }
+                    values[slot] = v
+                }
+                rows.append(values)
+            }
+            let rule: BatchUpsertRule
+            switch mergePolicy.type {
+            case .mergeByPropertyObjectTrump, .overwrite: rule = .replace
+            case .mergeByPropertyStoreTrump, .rollback: rule = .keep
+            case .error: rule = .fail
+            }
+            let ids = try coordinator.batch { try $0.batchInsert(entity, rows: rows, upsert: rule, author: transactionAuthor, contextName: name) }
+            return result(ids, request.resultType)
         }
-        let rule: BatchUpsertRule
-        switch mergePolicy.type {
-        case .mergeByPropertyObjectTrump, .overwrite: rule = .replace
-        case .mergeByPropertyStoreTrump, .rollback: rule = .keep
-        case .error: rule = .fail
-        }
-        let ids = try coordinator.batch { try $0.batchInsert(entity, rows: rows, upsert: rule, author: transactionAuthor, contextName: name) }
-        return result(ids, request.resultType)
     }
 
     /// Runs a batch update in the store.
     public func execute(_ request: BatchUpdateRequest) throws -> BatchResult {
-        assertOnQueue()
-        let coordinator = try batchCoordinator()
-        guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
-            throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
-        }
-        var values: [Int: PropertyValue] = [:]
-        for (key, raw) in request.propertiesToUpdate {
-            guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot] else {
-                throw ObjectGraphError(.validation, "batch update: \(key) is not a stored attribute of \(entity.name)", entity: entity.name, property: key)
+        return try Execution.recording(.batchUpdate(self, request), result: { .ids($0.objectIDs ?? []) }) {
+            assertOnQueue()
+            let coordinator = try batchCoordinator()
+            guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
+                throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
             }
-            guard let v = PropertyValue.from(raw is NSNull ? nil : raw, attributeType: a.type) else {
-                throw ObjectGraphError(.validation, "batch update: wrong type for \(key) (\(a.type.rawValue))", entity: entity.name, property: key)
+            var values: [Int: PropertyValue] = [:]
+            for (key, raw) in request.propertiesToUpdate {
+                guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot] else {
+                    throw ObjectGraphError(.validation, "batch update: \(key) is not a stored attribute of \(entity.name)", entity: entity.name, property: key)
+                }
+                guard let v = PropertyValue.from(raw is NSNull ? nil : raw, attributeType: a.type) else {
+                    throw ObjectGraphError(.validation, "batch update: wrong type for \(key) (\(a.type.rawValue))", entity: entity.name, property: key)
+                }
+                values[slot] = v
             }
-            values[slot] = v
+            let ids = try coordinator.fetchRows(FetchRequest(entityName: entity.name, predicate: request.predicate), entity: entity, idsOnly: true).map(\.id)
+            guard !ids.isEmpty else { return result([], request.resultType) }
+            _ = try coordinator.batch { try $0.batchUpdate(ids, values: values, author: transactionAuthor, contextName: name) }
+            return result(ids, request.resultType)
         }
-        let ids = try coordinator.fetchRows(FetchRequest(entityName: entity.name, predicate: request.predicate), entity: entity, idsOnly: true).map(\.id)
-        guard !ids.isEmpty else { return result([], request.resultType) }
-        _ = try coordinator.batch { try $0.batchUpdate(ids, values: values, author: transactionAuthor, contextName: name) }
-        return result(ids, request.resultType)
     }
 
     /// Runs a batch delete in the store.
     public func execute(_ request: BatchDeleteRequest) throws -> BatchResult {
-        assertOnQueue()
-        let coordinator = try batchCoordinator()
-        var ids: [ManagedObjectID]
-        if let given = request.objectIDs {
-            guard Set(given.map(\.entity.name)).count <= 1 else {
-                throw ObjectGraphError(.invalidFetchRequest, "a batch delete by object IDs takes IDs of one entity")
+        return try Execution.recording(.batchDelete(self, request), result: { .ids($0.objectIDs ?? []) }) {
+            assertOnQueue()
+            let coordinator = try batchCoordinator()
+            var ids: [ManagedObjectID]
+            if let given = request.objectIDs {
+                guard Set(given.map(\.entity.name)).count <= 1 else {
+                    throw ObjectGraphError(.invalidFetchRequest, "a batch delete by object IDs takes IDs of one entity")
+                }
+                ids = given.filter { !$0.isTemporaryID }
+            } else if let fetch = request.fetchRequest {
+                let entity = try self.entity(for: fetch)
+                ids = try coordinator.fetchRows(fetch, entity: entity, idsOnly: true).map(\.id)
+            } else {
+                ids = []
             }
-            ids = given.filter { !$0.isTemporaryID }
-        } else if let fetch = request.fetchRequest {
-            let entity = try self.entity(for: fetch)
-            ids = try coordinator.fetchRows(fetch, entity: entity, idsOnly: true).map(\.id)
-        } else {
-            ids = []
+            guard !ids.isEmpty else { return result([], request.resultType) }
+            let deleted = try coordinator.batch { try $0.batchDelete(ids, author: transactionAuthor, contextName: name) }
+            return result(deleted, request.resultType)
         }
-        guard !ids.isEmpty else { return result([], request.resultType) }
-        let deleted = try coordinator.batch { try $0.batchDelete(ids, author: transactionAuthor, contextName: name) }
-        return result(deleted, request.resultType)
     }
 }
 

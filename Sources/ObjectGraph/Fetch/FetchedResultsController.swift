@@ -97,10 +97,15 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// How changed objects are evaluated (default ``ChangeEvaluation/coreData``).
     public let changeEvaluation: ChangeEvaluation
     /// The delegate; without one the controller does not track changes (semantics §5).
-    public weak var delegate: AnyObject?
+    public weak var delegate: AnyObject? {
+        didSet { Execution.recording(.controllerDelegate(self, set: delegate != nil)) {} }
+    }
 
     /// The fetched objects in order, nil before ``performFetch()``.
-    public private(set) var fetchedObjects: [ManagedObject]?
+    public var fetchedObjects: [ManagedObject]? {
+        Execution.recording(.controllerObjects(self), result: { .objects($0 ?? []) }) { storedFetchedObjects }
+    }
+    private var storedFetchedObjects: [ManagedObject]?
     /// The sections, nil before ``performFetch()``.
     public private(set) var sections: [FetchedSectionInfo]?
     /// Changes handled since the fetch (deterministic counter).
@@ -109,7 +114,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// `frcObjectsEvaluated`, also counted as ``CostedOperation/controllerObjectEvaluated`` in a simulation).
     public private(set) var objectsEvaluated = 0
     /// The number of objects in the results (the workbench's `frcObjects`); 0 before ``performFetch()``.
-    public var objectCount: Int { fetchedObjects?.count ?? 0 }
+    public var objectCount: Int { storedFetchedObjects?.count ?? 0 }
 
     /// Sort keys by position, read from an object only when a change needs them (reading them fires its fault,
     /// and with `fetchBatchSize` its batch's query).
@@ -132,6 +137,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         self.sectionNameKeyPath = sectionNameKeyPath
         self.cacheName = cacheName
         self.changeEvaluation = changeEvaluation
+        Execution.recording(.controllerCreated(self, fetchRequest, managedObjectContext, sectionKey: sectionNameKeyPath, evaluation: changeEvaluation.rawValue)) {}
     }
 
     deinit {
@@ -142,36 +148,38 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// Runs the fetch and starts tracking changes.
     /// - Throws: ``ObjectGraphError`` when the request's sort descriptors are not set or the fetch fails.
     public func performFetch() throws {
-        // Semantics §5 / issue 18 rule 16 (recorded on Apple): nil sort descriptors fail, an empty list does not.
-        guard fetchRequest.sortDescriptorsIfSet != nil else {
-            throw ObjectGraphError(.invalidFetchRequest, "a fetched results controller needs sort descriptors", entity: fetchRequest.entityName)
-        }
-        // Issue 18 rule 26 (semantics §4 fetchBatchSize): the store orders the IDs; with a batch size the objects
-        // are faults whose rows are read a batch at a time as they are used. Nothing here reads every object.
-        let objects = try managedObjectContext.fetch(fetchRequest)
-        sectionNames = try sectionNames(of: objects)
-        keys = Array(repeating: nil, count: objects.count)
-        fetchedObjects = objects
-        sections = Self.group(objects, sectionNames)
-        needsFetch = false
-        if observer == nil {
-            observer = NotificationCenter.default.addObserver(
-                forName: ManagedObjectContext.objectsDidChangeNotification, object: managedObjectContext, queue: nil
-            ) { [weak self] note in
-                guard let self, let change = ObjectsDidChange(note) else { return }
-                self.handle(change)
+        return try Execution.recording(.controllerFetch(self)) {
+            // Semantics §5 / issue 18 rule 16 (recorded on Apple): nil sort descriptors fail, an empty list does not.
+            guard fetchRequest.sortDescriptorsIfSet != nil else {
+                throw ObjectGraphError(.invalidFetchRequest, "a fetched results controller needs sort descriptors", entity: fetchRequest.entityName)
             }
-            mergeObserver = NotificationCenter.default.addObserver(
-                forName: ManagedObjectContext.didMergeChangesObjectIDsNotification, object: managedObjectContext, queue: nil
-            ) { [weak self] note in
-                guard let self, let ids = ContextObjectIDChanges(note) else { return }
-                // Issue 18 rule 10: already done within the merge's objects-did-change when it posted one.
-                if self.mergeHandled {
-                    self.mergeHandled = false
-                    return
-                }
-                guard let newcomers = self.newMatches(ids.updated.subtracting(ids.refreshed)) else { return }
-                self.handle(inserted: newcomers, updated: [], refreshed: [], gone: [], invalidatedAll: false)
+            // Issue 18 rule 26 (semantics §4 fetchBatchSize): the store orders the IDs; with a batch size the objects
+            // are faults whose rows are read a batch at a time as they are used. Nothing here reads every object.
+            let objects = try managedObjectContext.fetch(fetchRequest)
+            sectionNames = try sectionNames(of: objects)
+            keys = Array(repeating: nil, count: objects.count)
+            storedFetchedObjects = objects
+            sections = Self.group(objects, sectionNames)
+            needsFetch = false
+            if observer == nil {
+                observer = NotificationCenter.default.addObserver(
+                    forName: ManagedObjectContext.objectsDidChangeNotification, object: managedObjectContext, queue: nil
+                ) { [weak self] note in Execution.libraryWork {
+                    guard let self, let change = ObjectsDidChange(note) else { return }
+                    self.handle(change)
+                } }
+                mergeObserver = NotificationCenter.default.addObserver(
+                    forName: ManagedObjectContext.didMergeChangesObjectIDsNotification, object: managedObjectContext, queue: nil
+                ) { [weak self] note in Execution.libraryWork {
+                    guard let self, let ids = ContextObjectIDChanges(note) else { return }
+                    // Issue 18 rule 10: already done within the merge's objects-did-change when it posted one.
+                    if self.mergeHandled {
+                        self.mergeHandled = false
+                        return
+                    }
+                    guard let newcomers = self.newMatches(ids.updated.subtracting(ids.refreshed)) else { return }
+                    self.handle(inserted: newcomers, updated: [], refreshed: [], gone: [], invalidatedAll: false)
+                } }
             }
         }
     }
@@ -332,7 +340,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// over their IDs finds them, and they arrive as inserts. Nil when there are none.
     private func newMatches(_ updated: Set<ManagedObjectID>) -> Set<ManagedObject>? {
         guard includesUnloadedUpdates, fetchRequest.predicate != nil, delegate != nil, !needsFetch,
-              let current = fetchedObjects else { return nil }
+              let current = storedFetchedObjects else { return nil }
         let shown = Set(current.map(\.objectID))
         let candidates = updated.filter { fetchRequest.includes($0.entity) && !shown.contains($0) }
         guard !candidates.isEmpty else { return nil }
@@ -361,7 +369,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     }
 
     private func handle(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, refreshed: Set<ManagedObject>, gone: Set<ManagedObject>, invalidatedAll: Bool) {
-        guard delegate != nil, !needsFetch, var objects = fetchedObjects else { return }
+        guard delegate != nil, !needsFetch, var objects = storedFetchedObjects else { return }
         if invalidatedAll {
             needsFetch = true  // reset(): the controller must fetch again; no per-object deletes.
             return
@@ -492,19 +500,21 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         // In index-path order, not the order of a set.
         let reloaded = objectChanges.filter { $0.2 == .update }.map(\.0.objectID)
 
-        fetchedObjects = objects
+        storedFetchedObjects = objects
         keys = sortKeys
         sectionNames = names
         sections = newSections
         guard !sectionChanges.isEmpty || !objectChanges.isEmpty else { return }
-        if let snapshotDelegate = delegate as? any FetchedResultsControllerSnapshotDelegate {
-            snapshotDelegate.controller(self, didChangeContentWith: Self.snapshot(newSections, reloaded: reloaded))
-            return
+        Execution.callout {
+            if let snapshotDelegate = delegate as? any FetchedResultsControllerSnapshotDelegate {
+                snapshotDelegate.controller(self, didChangeContentWith: Self.snapshot(newSections, reloaded: reloaded))
+                return
+            }
+            guard let delegate = delegate as? any FetchedResultsControllerDelegate else { return }
+            delegate.controllerWillChangeContent(self)
+            for (section, index, type) in sectionChanges { delegate.controller(self, didChange: section, atSectionIndex: index, for: type) }
+            for (object, old, type, new) in objectChanges { delegate.controller(self, didChange: object, at: old, for: type, newIndexPath: new) }
+            delegate.controllerDidChangeContent(self)
         }
-        guard let delegate = delegate as? any FetchedResultsControllerDelegate else { return }
-        delegate.controllerWillChangeContent(self)
-        for (section, index, type) in sectionChanges { delegate.controller(self, didChange: section, atSectionIndex: index, for: type) }
-        for (object, old, type, new) in objectChanges { delegate.controller(self, didChange: object, at: old, for: type, newIndexPath: new) }
-        delegate.controllerDidChangeContent(self)
     }
 }

@@ -244,6 +244,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     }
 
     deinit {
+        Execution.recordFree(self)
         if let cacheReference { cacheReference.release(objectID) }
     }
 

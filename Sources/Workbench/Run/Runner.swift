@@ -1,5 +1,6 @@
 import Ambar
 import Foundation
+import TraceReplay
 import ObjectGraph
 import Synchronization
 
@@ -120,6 +121,8 @@ public struct VariantRunner {
     public var countsMainQueueOperations = false
     /// Issue 20 item 11: the most events of a variant events.jsonl keeps (the oracle checks every one).
     public var eventsKept = EventHistory.defaultLimit
+    /// Told of the variant's operation trace when one is asked for (simulated mode; Docs/calibration.md).
+    public var operationTrace: (@Sendable (TraceHeader, [OperationRecord]) -> Void)?
 
     public init(scenario: Scenario, workDirectory: URL, progress: (@Sendable (String) -> Void)? = nil, tracer: (@Sendable (TraceRecord) -> Void)? = nil) {
         self.scenario = scenario
@@ -134,10 +137,32 @@ public struct VariantRunner {
             return try run(simulation: nil)
         case .simulated:
             let profile = try CostProfile.load(scenario.profile)
-            let scheduler = Scheduler(seed: scenario.seed, profile: profile, tracer: tracer)
+            let recorder = operationTrace != nil ? OperationTraceRecorder() : nil
+            let scheduler = Scheduler(seed: scenario.seed, profile: profile, tracer: tracer, operationRecorder: recorder)
             var result = try scheduler.run { try run(simulation: scheduler) }
             result.profile = profile.name
             Self.addOperationRows(scheduler.totals, profile: profile, to: &result)
+            if let recorder, let operationTrace {
+                // The model, then each migration's next version (the order the run's coordinators meet them).
+                let model = scenario.model.entities ?? ScenarioLoader.workloadModel
+                let nextVersions = scenario.phases.flatMap(\.actors).compactMap { actor -> ModelFile? in
+                    if case .migrator(let m) = actor { return m.to }
+                    return nil
+                }
+                var models = [try JSONDecoder().decode(TraceModel.self, from: TraceCoding.line(model))]
+                for next in nextVersions {
+                    var version = try JSONDecoder().decode(TraceModel.self, from: TraceCoding.line(next))
+                    version.version = "next"
+                    models.append(version)
+                }
+                let header = TraceHeader(scenario: scenario.name, variant: scenario.variantName, seed: scenario.seed, profile: profile.name, models: models)
+                var end = OperationRecord(op: "end")
+                end.counts = Self.replayedCounts(scheduler.totals)
+                var records = recorder.records
+                end.n = records.count + 1
+                records.append(end)
+                operationTrace(header, records)
+            }
             return result
         }
     }
@@ -156,6 +181,15 @@ public struct VariantRunner {
         thread.start()
         done.wait()
         return try outcome!.get()
+    }
+
+    /// The counts a replay of the operation trace must reproduce (Docs/calibration.md): every costed operation but
+    /// `blockRun` (a queue's dispatch, not a Core Data call), and SQL statements by kind.
+    static func replayedCounts(_ totals: OperationTotals) -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for op in CostedOperation.allCases where op != .blockRun && totals.all[op.rawValue] != 0 { counts[op.name] = totals.all[op.rawValue] }
+        for kind in StatementKind.allCases where totals.statementsAll[kind.rawValue] != 0 { counts["sqlStatement[\(kind.name)]"] = totals.statementsAll[kind.rawValue] }
+        return counts
     }
 
     /// Per operation: the count charged in all and on the main queue, and the main queue's virtual time for it.

@@ -1,4 +1,5 @@
 import Foundation
+import TraceReplay
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -15,6 +16,9 @@ public struct Suite {
         public var runID: String?
         /// Where to write the trace of every simulated variant (JSON Lines).
         public var trace: URL?
+        /// Where to write each simulated variant's operation trace (Docs/calibration.md): a `.jsonl` file when the
+        /// run has one variant, else a folder that gets `<scenario>-<variant>.jsonl` per variant.
+        public var operationTrace: URL?
         /// Asked before each variant: true stops the run there, keeping what finished (default: a signal came).
         public var shouldStop: @Sendable () -> Bool = { Suite.stopRequested.load(ordering: .relaxed) }
         public init() {}
@@ -40,6 +44,11 @@ public struct Suite {
     /// Validates every file first (nothing runs on bad input), then runs each file's variants.
     public static func run(files: [String], options: Options) throws -> [Outcome] {
         let loaded = try files.map { try ScenarioLoader.load(file: $0, overrides: options.overrides) }
+        if let target = options.operationTrace {
+            // Checked before anything runs: a bad --operation-trace leaves no half-written report.
+            let variants = loaded.flatMap(\.variants)
+            for v in variants { try OperationTraceFiles.check(v, target: target, variants: variants.count) }
+        }
         try checkWritable(options.reportsRoot)
         let cleaned = cleanLeftovers(reportsRoot: options.reportsRoot)
         if cleaned > 0 { options.progress?("removed \(cleaned) folder(s) left by interrupted runs") }
@@ -85,7 +94,18 @@ public struct Suite {
                 var tracer: (@Sendable (TraceRecord) -> Void)?
                 if let traceWriter { tracer = { traceWriter.record($0) } }
                 let progress = options.progress
-                let runner = VariantRunner(scenario: variant, workDirectory: work, progress: { line in progress?("  \(line)") }, tracer: tracer)
+                var runner = VariantRunner(scenario: variant, workDirectory: work, progress: { line in progress?("  \(line)") }, tracer: tracer)
+                if let target = options.operationTrace {
+                    let file = try OperationTraceFiles.file(for: variant, target: target, variants: loaded.reduce(0) { $0 + $1.variants.count })
+                    runner.operationTrace = { header, records in
+                        do {
+                            try TraceCoding.file(header: header, records: records).write(to: file)
+                            progress?("  operation trace: \(file.path) (\(records.count) records)")
+                        } catch {
+                            progress?("  operation trace: cannot write \(file.path): \(error)")
+                        }
+                    }
+                }
                 do {
                     results.append(try runner.run())
                 } catch {
@@ -209,5 +229,31 @@ public struct Suite {
         merged.variants = results.count
         results.sort { ($0.variant, $0.repetition) < ($1.variant, $1.repetition) }
         return try ReportWriter.write(results: results, manifest: merged, events: events, reportsRoot: reportsRoot)
+    }
+}
+
+/// Where `run --operation-trace` writes each variant's operation trace.
+enum OperationTraceFiles {
+    static func check(_ variant: Scenario, target: URL, variants: Int) throws {
+        guard variant.mode == .simulated else {
+            throw WorkbenchError(.badInput, "--operation-trace needs simulated mode (\(variant.name) \(variant.variantName) runs in real mode)")
+        }
+        if target.pathExtension == "jsonl" {
+            guard variants == 1 else {
+                throw WorkbenchError(.badInput, "--operation-trace \(target.path): the run has \(variants) variants; give a folder (one file per variant) or pick one variant with -p")
+            }
+        }
+    }
+
+    static func file(for variant: Scenario, target: URL, variants: Int) throws -> URL {
+        try check(variant, target: target, variants: variants)
+        if target.pathExtension == "jsonl" {
+            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            return target
+        }
+        try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+        let name = "\(variant.name)-\(variant.variantName)\(variant.repetition > 1 ? "-\(variant.repetition)" : "")"
+            .map { $0.isLetter || $0.isNumber || "-_.=".contains($0) ? $0 : "_" }
+        return target.appendingPathComponent(String(name) + ".jsonl")
     }
 }

@@ -34,11 +34,14 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     public private(set) var step = 0
     /// Told of every step, call and block end when a trace was asked for (Docs/simulation.md "Traces").
     private let tracer: (@Sendable (TraceRecord) -> Void)?
+    /// Where every thread of the simulation records its Core Data calls (an operation trace, Docs/calibration.md).
+    let operationRecorder: OperationTraceRecorder?
 
-    public init(seed: UInt64, profile: CostProfile, tracer: (@Sendable (TraceRecord) -> Void)? = nil) {
+    public init(seed: UInt64, profile: CostProfile, tracer: (@Sendable (TraceRecord) -> Void)? = nil, operationRecorder: OperationTraceRecorder? = nil) {
         self.seed = seed
         self.profile = profile
         self.tracer = tracer
+        self.operationRecorder = operationRecorder
     }
 
     /// No block takes no time (1 ns at least), so a loop of blocks always moves the clock on, even on a profile
@@ -102,7 +105,9 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         let runner = Participant(name: "runner", simulation: self)
         live.append(runner)
         ExecutionThread.install(runner)
+        if operationRecorder != nil { OperationRecording.started() }
         defer {
+            if operationRecorder != nil { OperationRecording.stopped() }
             waitUntilQuiet()
             for worker in workers {
                 worker.terminate = true
@@ -314,6 +319,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
             p.counts[i] = 0
             if tracer != nil, let queue = p.queueStack.last { queue.traceOps[CostedOperation.names[i], default: 0] += n }
             cost &+= UInt64(n) &* profile.nanos[i]
+            if operationRecorder != nil { p.charge(i, n) }
             totals.all[i] += n
             if onMain { totals.main[i] += n }
         }
@@ -322,6 +328,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
             guard n != 0 else { continue }
             p.statementCounts[k] = 0
             totals.statementsAll[k] += n
+            if operationRecorder != nil { p.charge(CostedOperation.count + k, n) }
             if onMain { totals.statementsMain[k] += n }
         }
         p.now &+= cost
@@ -330,6 +337,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     /// Gives the baton to the owner of the earliest event; returns when an event of `me` is picked (at once when
     /// it is the earliest). An exiting thread hands the baton on and does not wait.
     private func yield(_ me: Participant, exiting: Bool = false) {
+        if let operationRecorder, !exiting { operationRecorder.schedulingPoint(me) }
         while true {
             guard let entry = heap.popMin() else {
                 if let waiter = quietWaiter {
@@ -436,10 +444,19 @@ final class Participant: ExecutionThread, @unchecked Sendable {  // touched by t
     var terminate = false
     var assignment: (VirtualQueue, @Sendable () -> Void)?
     var state = "running"
+    /// Everything charged so far, operations by raw value then statements by kind (kept only while an operation
+    /// trace is written: a call's record gets what its thread counted while it ran).
+    private(set) var charged: [Int] = []
+
+    func charge(_ index: Int, _ n: Int) {
+        if charged.isEmpty { charged = Array(repeating: 0, count: CostedOperation.count + StatementKind.count) }
+        charged[index] += n
+    }
 
     init(name: String, simulation: Scheduler) {
         self.name = name
         super.init(simulation: simulation)
+        operationRecorder = simulation.operationRecorder
     }
 }
 

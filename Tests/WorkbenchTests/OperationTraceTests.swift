@@ -1,0 +1,148 @@
+import Foundation
+import Synchronization
+import Testing
+import TraceReplay
+@testable import Workbench
+
+/// Issue 23: the operation trace of a simulated run, replayed through ObjectGraph, reproduces the run's counts.
+@Suite struct OperationTraceTests {
+    /// Runs `scenario` with an operation trace; returns the trace (header, records).
+    static func traced(_ scenario: Scenario) throws -> (TraceHeader, [OperationRecord]) {
+        let work = try TemporaryDirectory("workbench-optrace")
+        let captured = Mutex<(TraceHeader, [OperationRecord])?>(nil)
+        var runner = VariantRunner(scenario: scenario, workDirectory: work.url)
+        runner.operationTrace = { header, records in captured.withLock { $0 = (header, records) } }
+        _ = try runner.run()
+        return try #require(captured.withLock { $0 })
+    }
+
+    /// Every count the run reports (each costed operation but a queue's block dispatch, and SQL statements by
+    /// kind) is reproduced exactly by the replay, and no call's result differs (Docs/calibration.md).
+    static func check(_ scenario: Scenario, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let (header, records) = try traced(scenario)
+        let outcome = try ObjectGraphReplayBackend.replay(header: header, records: records, keepsSteps: true)
+        let name = "\(scenario.name) \(scenario.variantName)"
+        #expect(outcome.divergences.isEmpty, "\(name): \(outcome.divergences.prefix(5))", sourceLocation: sourceLocation)
+        let expected = try #require(outcome.expected)
+        #expect(!expected.isEmpty, "\(name): the run counted nothing", sourceLocation: sourceLocation)
+        let keys = Set(expected.keys).union(outcome.counts.keys).sorted()
+        let differing = keys.filter { expected[$0] != outcome.counts[$0] }.map { "\($0): replay \(outcome.counts[$0] ?? 0), run \(expected[$0] ?? 0)" }
+        #expect(differing.isEmpty, "\(name): \(differing)", sourceLocation: sourceLocation)
+        // Step by step too: each call counts in the replay what it counted in the run.
+        let steps = CountDiff.steps(records: records, replayed: outcome.steps).filter { $0.difference != 0 }
+        #expect(steps.isEmpty, "\(name): \(steps.count) step counts differ, first \(steps.prefix(3))", sourceLocation: sourceLocation)
+    }
+
+    /// The tiny scenario's threads stop inside calls and call out to observers: the trace says where (`resume`
+    /// records, calls made `within` another), and the replay follows it (Docs/calibration.md "Interleaving").
+    @Test func tinyScenarioReplaysExactly() throws {
+        for variant in try tinyScenario().variants {
+            let (_, records) = try Self.traced(variant)
+            #expect(records.contains { $0.op == "resume" } && records.contains { $0.within != nil })
+            #expect(records.contains { $0.op == "save" && $0.counts?["contextSave"] == 1 }, "a call's record has what its thread counted")
+            try Self.check(variant)
+        }
+    }
+
+    /// The topologies no shipped scenario uses, on the tiny scenario.
+    @Test(arguments: ["ambar7", "viewChildren", "privateRoot", "headless"])
+    func otherTopologiesReplayExactly(_ topology: String) throws {
+        var overrides = ["stack.topology=\(topology)"]
+        if topology == "headless" { overrides += ["phases.run.actors=[]"] }
+        for variant in try tinyScenario(overrides: overrides).variants { try Self.check(variant) }
+    }
+
+    static var root: URL { URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent() }
+
+    /// Each shipped scenario (Scenarios/*.yaml), scaled down to a few hundred objects and a fraction of a second
+    /// so that all of them replay in seconds; every matrix variant runs (repeats: one).
+    static let scaled: [String: [String]] = [
+        "big-import-memory": ["phases.run.importer.objects=300", "phases.run.importer.chunkSize=100"],
+        "capacity": ["phases.seed.importer.objects=100", "phases.seed.importer.chunkSize=50", "phases.run.importer.objects=300",
+                     "matrix.phases.run.importer.chunkSize=[50, 150]", "matrix.phases.run.viewer.visibleObjects=[5, 20]"],
+        "ci-regression": ["phases.seed.importer.objects=200", "phases.seed.importer.chunkSize=100", "phases.run.duration=300ms",
+                          "phases.run.importer.objects=400", "phases.run.importer.chunkSize=100"],
+        "conflict-storm": ["phases.seed.importer.objects=40", "phases.seed.importer.chunkSize=40", "phases.run.duration=400ms",
+                           "phases.run.importer.objects=200"],
+        "editor-saves": ["phases.seed.importer.objects=100", "phases.seed.importer.chunkSize=50", "phases.run.duration=400ms",
+                         "phases.run.importer.objects=300", "phases.run.importer.chunkSize=50"],
+        "few-visible-objects": ["phases.seed.importer.objects=300", "phases.seed.importer.chunkSize=150", "phases.run.importer.objects=300",
+                                "phases.run.importer.chunkSize=100", "matrix.phases.run.viewer.visibleObjects=[1, 10, 100]"],
+        "history-and-batch": ["phases.seed.importer.objects=200", "phases.seed.importer.chunkSize=100", "phases.run.duration=500ms",
+                              "phases.run.importer.objects=400", "phases.run.importer.chunkSize=100", "phases.run.batch.size=20"],
+        "import-memory": ["phases.run.importer.objects=400", "phases.run.importer.chunkSize=100", "phases.run.importer.groups=20"],
+        "migration": ["matrix.phases.seed.importer.objects=[300]", "phases.seed.importer.chunkSize=100"],
+        "policy-comparison": ["repeat=1", "phases.seed.importer.objects=100", "phases.seed.importer.chunkSize=50", "phases.run.duration=300ms",
+                              "phases.run.importer.objects=200", "phases.run.importer.chunkSize=50"],
+        "query-generation-wal": ["phases.seed.importer.objects=100", "phases.seed.importer.chunkSize=50", "phases.run.importer.objects=300",
+                                 "phases.run.importer.chunkSize=100"],
+        "read-only-view": ["phases.seed.importer.objects=100", "phases.seed.importer.chunkSize=50", "phases.run.duration=400ms",
+                           "phases.run.importer.objects=300", "phases.run.importer.chunkSize=100"],
+        "rollback-temporaries": ["phases.seed.importer.objects=200", "phases.seed.importer.chunkSize=100", "phases.run.duration=400ms",
+                                 "phases.run.importer.objects=300", "phases.run.importer.chunkSize=100"],
+        "thousands-of-imports": ["phases.seed.importer.objects=200", "phases.seed.importer.chunkSize=100", "phases.run.importer.objects=600",
+                                 "phases.run.importer.chunkSize=100"],
+    ]
+
+    @Test func everyShippedScenarioIsScaled() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Scenarios").path)
+            .filter { $0.hasSuffix(".yaml") }.map { String($0.dropLast(5)) }.sorted()
+        #expect(files == Self.scaled.keys.sorted(), "each shipped scenario needs its scaled-down parameters here")
+    }
+
+    @Test(arguments: scaled.keys.sorted())
+    func shippedScenarioReplaysExactly(_ name: String) throws {
+        let file = Self.root.appendingPathComponent("Scenarios/\(name).yaml").path
+        let loaded = try ScenarioLoader.load(file: file, overrides: Self.scaled[name] ?? [])
+        try #require(!loaded.variants.isEmpty)
+        for variant in loaded.variants {
+            #expect(variant.mode == .simulated)
+            try Self.check(variant)
+        }
+    }
+}
+
+/// Issue 23 through the CLI: `run --operation-trace` writes the trace, `replay-trace` replays it, prints the diff
+/// and says by its exit code whether the replay reproduced the run (0), diverged (1) or could not read it (2).
+@Suite("ambar-bench run --operation-trace and replay-trace (Docs/calibration.md)", .serialized)
+struct OperationTraceCLITests {
+    @Test func writesReplaysAndJudgesATrace() throws {
+        let ws = try TemporaryDirectory("workbench-optrace-cli")
+        try ws.write("tiny.yaml", try Fixtures.text("tiny.yaml"))
+        let run = try bench(["run", "tiny.yaml", "--out", "out", "--operation-trace", "trace.jsonl"], in: ws.url)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let (header, records) = try TraceReplay.TraceCoding.read(ws.file("trace.jsonl"))
+        #expect(header.scenario == "tiny" && records.last?.op == "end" && records.count > 100)
+
+        let replay = try bench(["replay-trace", "trace.jsonl", "--diff-csv", "diff.csv", "--diff-json", "diff.json"], in: ws.url)
+        #expect(replay.status == 0, "stdout: \(replay.stdout)\nstderr: \(replay.stderr)")
+        #expect(replay.stdout.contains("the replay reproduces the run's counts exactly"))
+        #expect(replay.stdout.contains("contextSave"))
+        let csv = try String(contentsOf: ws.file("diff.csv"), encoding: .utf8)
+        #expect(csv.hasPrefix("n,op,thread,counter,ours,theirs,difference\n") && csv.contains(",,,contextSave,12,12,0\n"))
+        let document = try JSONDecoder().decode(TraceReplay.CountDiff.Document.self, from: Data(contentsOf: ws.file("diff.json")))
+        #expect(!document.steps.isEmpty && document.steps.allSatisfy { $0.difference == 0 })
+
+        // A trace whose run counted one more save than the replay makes: exit 1, the counter named.
+        var end = try #require(records.last)
+        end.counts?["contextSave", default: 0] += 1
+        try TraceReplay.TraceCoding.file(header: header, records: records.dropLast() + [end]).write(to: ws.file("altered.jsonl"))
+        let altered = try bench(["replay-trace", "altered.jsonl"], in: ws.url)
+        #expect(altered.status == 1)
+        #expect(altered.stdout.contains("DIVERGED") && altered.stdout.contains("contextSave"))
+
+        // Not a trace: exit 2, the file and line named.
+        try ws.write("bad.jsonl", "{\"format\":\"something-else\"}\n")
+        let bad = try bench(["replay-trace", "bad.jsonl"], in: ws.url)
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("bad.jsonl:1: not an operation trace"))
+
+        // A run of several variants needs a folder.
+        let many = try bench(["run", "tiny.yaml", "--out", "out", "-p", "matrix.stack.topology=[ambar, nested]", "--operation-trace", "t.jsonl"], in: ws.url)
+        #expect(many.status == 2 && many.stderr.contains("give a folder"))
+        let folder = try bench(["run", "tiny.yaml", "--out", "out", "-p", "matrix.stack.topology=[ambar, nested]", "--operation-trace", "traces"], in: ws.url)
+        #expect(folder.status == 0, "stderr: \(folder.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: ws.file("traces").path).sorted()
+        #expect(files == ["tiny-stack.topology=ambar.jsonl", "tiny-stack.topology=nested.jsonl"])
+    }
+}
