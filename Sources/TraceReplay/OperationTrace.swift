@@ -35,8 +35,8 @@ public struct TraceHeader: Codable, Sendable, Equatable {
     }
 }
 
-/// A model in the trace: the shape of the project's model files (`entities` with `attributes`, `relationships`
-/// and `uniquenessConstraints`), enough to build the same model with Core Data's `NSEntityDescription`s.
+/// A model in the trace: the shape of the project's model files (`entities` with `attributes`, `relationships`,
+/// `uniquenessConstraints`, and `parent`/`abstract` for inheritance), enough to build the same model with Core Data's `NSEntityDescription`s.
 public struct TraceModel: Codable, Sendable, Equatable {
     public struct Attribute: Codable, Sendable, Equatable {
         public var name: String
@@ -89,8 +89,13 @@ public struct TraceModel: Codable, Sendable, Equatable {
         public var relationships: [Relationship]?
         public var uniquenessConstraints: [[String]]?
         public var renamingIdentifier: String?
-        public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil) {
-            (self.name, self.attributes, self.relationships) = (name, attributes, relationships)
+        /// The parent entity's name: the entity inherits its properties and constraints (`NSEntityDescription`'s
+        /// `superentity`, the parent listing it in `subentities`).
+        public var parent: String?
+        /// Only its sub-entities have objects (`isAbstract`).
+        public var abstract: Bool?
+        public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil, parent: String? = nil, abstract: Bool? = nil) {
+            (self.name, self.attributes, self.relationships, self.parent, self.abstract) = (name, attributes, relationships, parent, abstract)
         }
     }
     public var entities: [Entity]

@@ -60,3 +60,19 @@ import TraceReplay
         #expect(OperationTraceRecorder.settled(settled) == settled)
     }
 }
+
+/// Issue 23 with issue 21 item 1: the trace's model header carries entity inheritance (`parent`, `abstract`), so
+/// a run on a model with a hierarchy replays exactly (Core Data's replay builds `superentity`/`subentities`).
+@Suite struct OperationTraceInheritanceTests {
+    @Test func aModelWithInheritanceTracesAndReplaysExactly() throws {
+        let variant = try #require(try ScenarioLoader.load(text: InheritanceScenarioTests.yaml, file: "shelf.yaml").variants.first)
+        let (header, _) = try OperationTraceTests.traced(variant)
+        let entities = try #require(header.models.first?.entities)
+        #expect(entities.first { $0.name == "Item" }?.abstract == true)
+        #expect(entities.filter { $0.parent == "Item" }.map(\.name).sorted() == ["Book", "Film"])
+        // Read back from the file's bytes: the fields survive the JSON.
+        let (read, _) = try TraceReplay.TraceCoding.read(TraceReplay.TraceCoding.line(header), name: "header")
+        #expect(read == header)
+        try OperationTraceTests.check(variant)
+    }
+}
