@@ -158,7 +158,7 @@ public struct SQLDebugLog: Sendable {
         Double(text.prefix(while: { $0.isNumber || $0 == "." || $0 == "e" || $0 == "-" }))
     }
 
-    private static func read(_ line: Substring, into counts: inout SQLLogCounts) {
+    static func read(_ line: Substring, into counts: inout SQLLogCounts) {
         switch event(line) {
         case .statement(let kind)?: counts.statements[kind, default: 0] += 1
         case .fetchExecution(let secs, let rows)?:

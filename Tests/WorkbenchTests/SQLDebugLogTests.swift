@@ -124,3 +124,56 @@ import TraceReplay
         #expect(figures.count == 19)
     }
 }
+
+/// Issue 23 item 4, the shared part of the Apple side (Docs/calibration.md "The Apple side"): the log split by the
+/// tool's step markers, the diff restricted to what Core Data can report, and the fit's samples.
+@Suite struct CalibrationReportTests {
+    @Test func theLogIsSplitByStepMarkers() throws {
+        let sample = try Fixtures.text("coredata-sqldebug-sample.log")
+        let text = "CoreData: sql: BEGIN EXCLUSIVE\n" + SQLDebugStepLog.marker(7) + sample + SQLDebugStepLog.marker(8) + SQLDebugStepLog.marker(9)
+        var log = SQLDebugStepLog()
+        var steps: [(n: Int, counts: SQLLogCounts)] = []
+        var rest = Substring(text)
+        while !rest.isEmpty {
+            steps += log.feed(String(rest.prefix(13)))
+            rest = rest.dropFirst(13)
+        }
+        #expect(steps.map(\.n) == [7, 8, 9])
+        #expect(steps[0].counts.statements == ["begin": 1])
+        #expect(steps[1].counts == SQLDebugLog.count(sample))
+        #expect(steps[2].counts == SQLLogCounts())
+    }
+
+    /// A replay that measured exactly the run's counts diffs to zero on every counter Core Data can report, and
+    /// nothing else is compared; the samples pair each step's time with our counts of the same record.
+    @Test func diffAndSamplesFromMeasuredSteps() throws {
+        let variant = try #require(try tinyScenario().variants.first)
+        let (_, records) = try OperationTraceTests.traced(variant)
+        let steps = records.filter { $0.op != "end" }.map { r -> StepMeasurement in
+            let c = r.counts ?? [:]
+            var sql = SQLLogCounts()
+            for kind in ["select", "insert", "update", "delete", "other"] where c["sqlStatement[\(kind)]", default: 0] > 0 { sql.statements[kind] = c["sqlStatement[\(kind)]"] }
+            sql.faultsFromDatabase = c["faultFulfilledFromStore", default: 0]
+            sql.rowsFetched = c["rowFetched", default: 0]
+            return StepMeasurement(n: r.n, op: r.op, thread: r.thread, nanoseconds: UInt64(1000 * (c["objectRegistered", default: 0] + 1)), mainThreadNanoseconds: 0,
+                                   sql: sql, notifications: c["notificationPosted", default: 0], saves: c["contextSave", default: 0], registeredObjects: 0)
+        }
+        let document = CalibrationReport.diff(records: records, steps: steps, ours: "run", theirs: "measured")
+        #expect(!document.overall.isEmpty && document.overall.allSatisfy { $0.difference == 0 }, "\(document.overall.filter { $0.difference != 0 })")
+        #expect(document.overall.allSatisfy { CalibrationReport.measuredCounters.contains($0.counter) })
+        #expect(document.overall.contains { $0.counter == "sqlStatement[insert]" && $0.ours > 0 })
+        #expect(!document.steps.isEmpty && document.steps.allSatisfy { $0.difference == 0 && CalibrationReport.measuredCounters.contains($0.counter) })
+        // One fewer statement measured in one step shows as that step's difference.
+        var short = steps
+        let i = try #require(short.firstIndex { $0.sql.statements["insert", default: 0] > 0 })
+        short[i].sql.statements["insert"]! -= 1
+        let changed = CalibrationReport.diff(records: records, steps: short, ours: "run", theirs: "measured").steps.filter { $0.difference != 0 }
+        #expect(changed.map(\.counter) == ["sqlStatement", "sqlStatement[insert]"] && changed.allSatisfy { $0.n == short[i].n && $0.difference == -1 })
+
+        let samples = CalibrationReport.samples(records: records, steps: steps)
+        #expect(samples.count == records.filter { $0.op != "end" && !($0.counts ?? [:]).isEmpty }.count)
+        let csv = CalibrationReport.stepsCSV(steps)
+        #expect(csv.hasPrefix("n,op,thread,ns,mainThreadNs,statements,select,insert,update,delete,begin,commit,other,faultsFromDatabase,rowsFetched,notifications,saves,registeredObjects\n"))
+        #expect(csv.split(separator: "\n").count == steps.count + 1)
+    }
+}
