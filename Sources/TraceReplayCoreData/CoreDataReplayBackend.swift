@@ -14,9 +14,8 @@ import TraceReplay
 ///
 /// What it cannot express is written in ``unexpressed`` (the tool prints it and puts it in its summary):
 /// `adoptSnapshots` (Ambar's row-cache hand-over: Core Data has no such call), a connection pool size set after
-/// the store opened, ObjectGraph's resurrecting ObjectTrump rule and an app's own merge policy class, a
-/// controller's non-default change evaluation, and the app-side filter of a history fetch (the trace keeps the
-/// transactions the app kept; Core Data is asked for all of them).
+/// the store opened, ObjectGraph's resurrecting ObjectTrump rule and an app's own merge policy class, and a
+/// controller's non-default change evaluation.
 public final class CoreDataReplayBackend: ReplayBackend {
     public typealias Coordinator = NSPersistentStoreCoordinator
     public typealias Context = NSManagedObjectContext

@@ -177,3 +177,19 @@ import TraceReplay
         #expect(csv.split(separator: "\n").count == steps.count + 1)
     }
 }
+
+/// Issue 23 item 5: the copyable macOS workflow writes the traces of every shipped scenario with the parameters
+/// OperationTraceTests replays exactly here (so what Core Data replays is what this suite checked).
+@Suite struct CalibrationWorkflowTests {
+    @Test func workflowTracesEveryShippedScenarioWithTheTestedParameters() throws {
+        let text = try String(contentsOf: OperationTraceTests.root.appendingPathComponent("Calibration/workflows/calibrate-macos.yml"), encoding: .utf8)
+        var found: [String: [String]] = [:]
+        for line in text.split(separator: "\n") where line.contains("ambar-bench run Scenarios/") {
+            let name = try #require(line.components(separatedBy: "Scenarios/").last?.components(separatedBy: ".yaml").first)
+            found[name] = line.components(separatedBy: "-p '").dropFirst().compactMap { $0.components(separatedBy: "'").first }
+            #expect(line.contains("--operation-trace traces/\(name)"))
+        }
+        #expect(found == OperationTraceTests.scaled)
+        #expect(text.contains("runs-on: macos-latest") && text.contains("--product ambar-calibrate") && text.contains("upload-artifact"))
+    }
+}
