@@ -7,6 +7,9 @@ let jemalloc: [Target.Dependency] = Context.environment["AMBAR_WITHOUT_JEMALLOC"
 
 let package = Package(
     name: "Ambar",
+    // Apple platforms only matter to the Core Data replay (TraceReplayCoreData, ambar-calibrate): the throwing
+    // `performAndWait`, batch insert and history fetch requests it uses need these (never built there yet).
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
         .library(name: "Ambar", targets: ["Ambar"]),

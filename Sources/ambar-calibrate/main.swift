@@ -31,37 +31,46 @@ func hardwareModel() -> String {
     return String(cString: bytes)
 }
 
-var traces: [String] = []
-var out: String?
-var device = hardwareModel()
-var os = "\(ProcessInfo.processInfo.operatingSystemVersionString)"
-#if os(macOS)
-os = "macOS " + os
-#elseif os(iOS)
-os = "iOS " + os
-#endif
-var fallbackPath: String?
-var arguments = CommandLine.arguments.dropFirst()
-while let a = arguments.popFirst() {
-    switch a {
-    case "--out": out = arguments.popFirst()
-    case "--device": device = arguments.popFirst() ?? device
-    case "--os": os = arguments.popFirst() ?? os
-    case "--fallback": fallbackPath = arguments.popFirst()
-    case "-h", "--help": print(usage); exit(0)
-    default:
-        if a.hasPrefix("-") { fail("unknown option \(a)\n\(usage)", status: 2) }
-        traces.append(a)
-    }
+/// What the command line asked for.
+struct Config: Sendable {
+    var traces: [String] = []
+    var out: URL
+    var device: String
+    var os: String
+    var fallbackPath: String?
 }
-guard let out, !traces.isEmpty else { fail(usage, status: 2) }
-let outURL = URL(fileURLWithPath: out, isDirectory: true)
 
-let clock = MainThreadClock()
-let log: SQLLogCapture
-do { log = try SQLLogCapture() } catch { fail("ambar-calibrate: \(error)", status: 2) }
+func parseArguments() -> Config {
+    var traces: [String] = []
+    var out: String?
+    var device = hardwareModel()
+    var osName = ProcessInfo.processInfo.operatingSystemVersionString
+    #if os(macOS)
+    osName = "macOS " + osName
+    #elseif os(iOS)
+    osName = "iOS " + osName
+    #endif
+    var fallbackPath: String?
+    var arguments = CommandLine.arguments.dropFirst()
+    while let a = arguments.popFirst() {
+        switch a {
+        case "--out": out = arguments.popFirst()
+        case "--device": device = arguments.popFirst() ?? device
+        case "--os": osName = arguments.popFirst() ?? osName
+        case "--fallback": fallbackPath = arguments.popFirst()
+        case "-h", "--help": print(usage); exit(0)
+        default:
+            if a.hasPrefix("-") { fail("unknown option \(a)\n\(usage)", status: 2) }
+            traces.append(a)
+        }
+    }
+    guard let out, !traces.isEmpty else { fail(usage, status: 2) }
+    return Config(traces: traces, out: URL(fileURLWithPath: out, isDirectory: true), device: device, os: osName, fallbackPath: fallbackPath)
+}
 
-let worker = Thread {
+/// Replays every trace, writes the outputs; returns the exit status. Runs on a thread of its own.
+func calibrate(_ config: Config, log: SQLLogCapture, clock: MainThreadClock) -> Int32 {
+    let (outURL, device, os, traces) = (config.out, config.device, config.os, config.traces)
     var status: Int32 = 0
     var samples: [ProfileFit.Sample] = []
     var summary = "ambar-calibrate on \(device), \(os)\n"
@@ -69,7 +78,7 @@ let worker = Thread {
     var fallback: (name: String, costs: [String: Double])?
     do {
         try FileManager.default.createDirectory(at: outURL, withIntermediateDirectories: true)
-        if let fallbackPath {
+        if let fallbackPath = config.fallbackPath {
             let text = try String(contentsOfFile: fallbackPath, encoding: .utf8)
             let figures = ProfileFit.figures(inProfile: text)
             guard !figures.isEmpty else { fail("\(fallbackPath): no figures read (expected lines `  name: { ns: N, ... }`)", status: 2) }
@@ -115,8 +124,14 @@ let worker = Thread {
         print("ambar-calibrate: \(error)")
         status = 1
     }
-    exit(status)
+    return status
 }
+
+let config = parseArguments()
+let clock = MainThreadClock()
+let log: SQLLogCapture
+do { log = try SQLLogCapture() } catch { fail("ambar-calibrate: \(error)", status: 2) }
+let worker = Thread { [config, log, clock] in exit(calibrate(config, log: log, clock: clock)) }
 worker.stackSize = 8 << 20
 worker.start()
 // The main thread serves main-queue contexts until the worker exits the process.
