@@ -7,12 +7,16 @@ let jemalloc: [Target.Dependency] = Context.environment["AMBAR_WITHOUT_JEMALLOC"
 
 let package = Package(
     name: "Ambar",
+    // Apple platforms only matter to the Core Data replay (TraceReplayCoreData, ambar-calibrate): the throwing
+    // `performAndWait`, batch insert and history fetch requests it uses need these (never built there yet).
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
         .library(name: "Ambar", targets: ["Ambar"]),
         .library(name: "Workbench", targets: ["Workbench"]),
         .library(name: "TraceReplay", targets: ["TraceReplay"]),
         .executable(name: "ambar-bench", targets: ["ambar-bench"]),
+        .executable(name: "ambar-calibrate", targets: ["ambar-calibrate"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -43,6 +47,11 @@ let package = Package(
         ),
         // The operation trace and its replay (Docs/calibration.md): shared by every replayer, Foundation only.
         .target(name: "TraceReplay"),
+        // The replay over Apple's Core Data and its tool (Docs/calibration.md "The Apple side"): every source is
+        // inside `#if canImport(CoreData)`, so on Linux they are an empty module and a tool that says it needs
+        // Core Data. Never compiled or run on an Apple platform here.
+        .target(name: "TraceReplayCoreData", dependencies: ["TraceReplay"]),
+        .executableTarget(name: "ambar-calibrate", dependencies: ["TraceReplay", "TraceReplayCoreData"]),
         .target(
             name: "Workbench",
             dependencies: ["Ambar", "ObjectGraph", "CSQLite", "TraceReplay"] + jemalloc + [

@@ -35,8 +35,8 @@ public struct TraceHeader: Codable, Sendable, Equatable {
     }
 }
 
-/// A model in the trace: the shape of the project's model files (`entities` with `attributes`, `relationships`
-/// and `uniquenessConstraints`), enough to build the same model with Core Data's `NSEntityDescription`s.
+/// A model in the trace: the shape of the project's model files (`entities` with `attributes`, `relationships`,
+/// `uniquenessConstraints`, and `parent`/`abstract` for inheritance), enough to build the same model with Core Data's `NSEntityDescription`s.
 public struct TraceModel: Codable, Sendable, Equatable {
     public struct Attribute: Codable, Sendable, Equatable {
         public var name: String
@@ -89,8 +89,13 @@ public struct TraceModel: Codable, Sendable, Equatable {
         public var relationships: [Relationship]?
         public var uniquenessConstraints: [[String]]?
         public var renamingIdentifier: String?
-        public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil) {
-            (self.name, self.attributes, self.relationships) = (name, attributes, relationships)
+        /// The parent entity's name: the entity inherits its properties and constraints (`NSEntityDescription`'s
+        /// `superentity`, the parent listing it in `subentities`).
+        public var parent: String?
+        /// Only its sub-entities have objects (`isAbstract`).
+        public var abstract: Bool?
+        public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil, parent: String? = nil, abstract: Bool? = nil) {
+            (self.name, self.attributes, self.relationships, self.parent, self.abstract) = (name, attributes, relationships, parent, abstract)
         }
     }
     public var entities: [Entity]
@@ -359,4 +364,42 @@ public struct ReplayError: Error, CustomStringConvertible, Equatable {
     public var message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }
+}
+
+extension TraceValue {
+    /// The value as Foundation has it (an `Int64`, `Double`, `Decimal`, `String`, `Bool`, `Date`, `Data`, `UUID`,
+    /// `URL`, or nil): what a backend sets through key-value coding. Objects are the backend's to resolve.
+    public func foundationValue() throws -> Any? {
+        switch self {
+        case .null: return nil
+        case .integer(let i): return i
+        case .double(let d): return d
+        case .decimal(let d): return Decimal(string: d)
+        case .string(let s): return s
+        case .bool(let b): return b
+        case .date(let t): return Date(timeIntervalSinceReferenceDate: t)
+        case .data(let d): return d
+        case .uuid(let u): return UUID(uuidString: u)
+        case .url(let u): return URL(string: u)
+        case .object, .objects: throw ReplayError("an object value outside a context")
+        }
+    }
+}
+
+/// A merge policy as the trace names it (`objectTrump`, `storeTrump+resurrect`, `error custom:MyPolicy`).
+public struct TraceMergePolicy: Equatable, Sendable {
+    /// error, storeTrump, objectTrump, overwrite, rollback.
+    public var type: String
+    /// ObjectGraph's resurrecting rule for ObjectTrump (an object deleted elsewhere and changed here is saved again).
+    public var resurrect: Bool
+    /// The class of an app's own policy, which no replayer can rebuild.
+    public var custom: String?
+
+    public init(_ name: String) {
+        let parts = name.split(separator: " ", maxSplits: 1)
+        let base = parts.first.map(String.init) ?? name
+        resurrect = base.hasSuffix("+resurrect")
+        type = resurrect ? String(base.dropLast("+resurrect".count)) : base
+        custom = parts.count > 1 && parts[1].hasPrefix("custom:") ? String(parts[1].dropFirst("custom:".count)) : nil
+    }
 }

@@ -147,9 +147,14 @@ extension ManagedObjectContext {
         Execution.callout { NotificationCenter.default.post(name: Self.didMergeChangesObjectIDsNotification, object: self, userInfo: mergedIDs.userInfo) }
     }
 
-    /// Registered objects among `ids`, walking whichever of the two is smaller.
+    /// Registered objects among `ids`, walking whichever of the two is smaller, in key order (entity, store,
+    /// key): the merge refreshes and deletes them in this order, and a refresh in a child context fulfils the
+    /// object from its parent at a scheduling point, where another thread may change what the parent holds. In
+    /// the order of the set (its storage's address seeds the hash) the same run counted a fault fulfilled from
+    /// the row cache in one process and from the parent's object in another.
     private func registeredObjects(in ids: Set<ManagedObjectID>) -> [ManagedObject] {
         registry.liveObjects(among: ids, examined: &counters.mergeObjectsExamined)
+            .sorted { Self.keyOrder($0.objectID, $1.objectID) }
     }
 
     func updateAutomaticMerging() {

@@ -397,11 +397,9 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
     }
 
     static func policy(_ name: String) throws -> MergePolicy {
-        let base = name.split(separator: " ").first.map(String.init) ?? name
-        let resurrect = base.hasSuffix("+resurrect")
-        let typeName = resurrect ? String(base.dropLast("+resurrect".count)) : base
-        guard let type = MergePolicy.PolicyType.allCases.first(where: { $0.name == typeName }) else { throw ReplayError("unknown merge policy \(name)") }
-        return MergePolicy(type: type, deletedElsewhere: resurrect ? .resurrect : .delete)
+        let parsed = TraceMergePolicy(name)
+        guard let type = MergePolicy.PolicyType.allCases.first(where: { $0.name == parsed.type }) else { throw ReplayError("unknown merge policy \(name)") }
+        return MergePolicy(type: type, deletedElsewhere: parsed.resurrect ? .resurrect : .delete)
     }
 
     public func perform<T>(_ context: ManagedObjectContext, _ body: () throws -> T) throws -> T {
@@ -430,21 +428,7 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
         }
     }
 
-    static func swiftValue(_ value: TraceValue) throws -> Any? {
-        switch value {
-        case .null: return nil
-        case .integer(let i): return i
-        case .double(let d): return d
-        case .decimal(let d): return Decimal(string: d)
-        case .string(let s): return s
-        case .bool(let b): return b
-        case .date(let t): return Date(timeIntervalSinceReferenceDate: t)
-        case .data(let d): return d
-        case .uuid(let u): return UUID(uuidString: u)
-        case .url(let u): return URL(string: u)
-        case .object, .objects: throw ReplayError("an object value outside a context")
-        }
-    }
+    static func swiftValue(_ value: TraceValue) throws -> Any? { try value.foundationValue() }
 
     public func read(_ how: String, key: String?, of object: ManagedObject) throws -> [ManagedObject] {
         let value: Any?

@@ -19,6 +19,10 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         var modelVersions: [ManagedObjectModel] = []
         var nextContext = 1
         var nextTemporary = 1
+        /// Store identifiers met in error messages, numbered in the order met (``stableMessage(_:_:)``).
+        var stores: [String: Int] = [:]
+        /// Set when the simulation ended (``close()``): what happens after is not the run's.
+        var closed = false
         /// Each thread's calls in flight and where it stopped, by thread.
         var threads: [ObjectIdentifier: ThreadState] = [:]
     }
@@ -44,8 +48,49 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
 
     public init() {}
 
-    /// The records so far.
-    public var records: [OperationRecord] { lock.withLock { $0.records } }
+    /// The simulation ended: nothing after is recorded. Its workers end on real threads, at times of their own,
+    /// and let go of what they held then; recorded, those frees made the trace of one run differ from the next
+    /// (and another recording simulation in the same process kept the hooks on).
+    func close() { lock.withLock { $0.closed = true } }
+
+    /// The records so far, with what the app let go in a stable order (``settled(_:)``).
+    public var records: [OperationRecord] { Self.settled(lock.withLock { $0.records }) }
+
+    /// The objects one thread let go together (a run of `free` records with nothing between them, or one
+    /// record's `releasedBefore`/`releasedAfter`) in the order of their context and reference, not the order
+    /// they were freed in: a container the app dropped frees its elements in its own order (a set's follows
+    /// addresses), which made two runs of one scenario and seed write different bytes. A replay drops them all at
+    /// the same place, so the order carries nothing.
+    static func settled(_ records: [OperationRecord]) -> [OperationRecord] {
+        func key(_ r: TraceRelease) -> (Int, Int, ObjectRef) {
+            (r.ctx, r.obj == nil ? 1 : 0, r.obj ?? ObjectRef(entity: "", key: 0))
+        }
+        func precedes(_ a: TraceRelease, _ b: TraceRelease) -> Bool {
+            let (x, y) = (key(a), key(b))
+            return (x.0, x.1) != (y.0, y.1) ? (x.0, x.1) < (y.0, y.1) : x.2 < y.2
+        }
+        var records = records
+        for i in records.indices {
+            if let before = records[i].releasedBefore, before.count > 1 { records[i].releasedBefore = before.sorted(by: precedes) }
+            if let after = records[i].releasedAfter, after.count > 1 { records[i].releasedAfter = after.sorted(by: precedes) }
+        }
+        var start = 0
+        while start < records.count {
+            var end = start + 1
+            if records[start].op == "free" {
+                while end < records.count, records[end].op == "free", records[end].thread == records[start].thread { end += 1 }
+                if end - start > 1 {
+                    let run = records[start..<end].sorted { precedes(TraceRelease(ctx: $0.ctx ?? 0, obj: $0.obj), TraceRelease(ctx: $1.ctx ?? 0, obj: $1.obj)) }
+                    for (offset, var r) in run.enumerated() {
+                        r.n = start + offset + 1
+                        records[start + offset] = r
+                    }
+                }
+            }
+            start = end
+        }
+        return records
+    }
 
     /// The models the coordinators opened the store with, in the order first met.
     var models: [ManagedObjectModel] { lock.withLock { $0.modelVersions } }
@@ -55,6 +100,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     package func record(_ call: RecordedCall, on thread: ExecutionThread) {
         let counted = Self.counted(thread)
         lock.withLock { state in
+            guard !state.closed else { return }
             var r = OperationRecord(op: "")
             Self.describe(call, into: &r, &state)
             Self.begin(r, on: thread, counted: counted, &state)
@@ -142,6 +188,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     /// code it is counted, in app code (a call-out) it is not (a replay has no app code to stop in).
     func schedulingPoint(_ thread: ExecutionThread) {
         lock.withLock { state in
+            guard !state.closed else { return }
             let id = ObjectIdentifier(thread)
             guard state.threads[id]?.inFlight.isEmpty == false else { return }
             Self.resumeIfStopped(thread, &state)
@@ -153,6 +200,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
 
     package func calloutBegan(on thread: ExecutionThread) {
         lock.withLock { state in
+            guard !state.closed else { return }
             let id = ObjectIdentifier(thread)
             guard state.threads[id]?.inFlight.isEmpty == false else { return }
             Self.resumeIfStopped(thread, &state)
@@ -163,6 +211,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     package func result(_ result: RecordedResult, of call: RecordedCall, on thread: ExecutionThread) {
         let counted = Self.counted(thread)
         lock.withLock { state in
+            guard !state.closed else { return }
             guard let index = Self.end(on: thread, counted: counted, &state) else { return }
             let ctx: Int? = {
                 switch call {
@@ -178,7 +227,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
             case .none:
                 return
             case .failed(let message):
-                r.error = message
+                r.error = Self.stableMessage(message, &state)
             case .object(let object):
                 guard let object else { r.outCount = 0; break }
                 r.out = [Self.ref(object.objectID, &state)]
@@ -222,6 +271,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     package func delivered(_ kind: String, to context: ManagedObjectContext, on thread: ExecutionThread) {
         let counted = Self.counted(thread)
         lock.withLock { state in
+            guard !state.closed else { return }
             var r = OperationRecord(op: "deliver")
             r.ctx = Self.number(context, &state)
             r.key = kind
@@ -231,11 +281,15 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
 
     package func deliveryEnded(on thread: ExecutionThread) {
         let counted = Self.counted(thread)
-        lock.withLock { state in _ = Self.end(on: thread, counted: counted, &state) }
+        lock.withLock { state in
+            guard !state.closed else { return }
+            _ = Self.end(on: thread, counted: counted, &state)
+        }
     }
 
     package func freed(_ object: ManagedObject, on thread: ExecutionThread) {
         lock.withLock { state in
+            guard !state.closed else { return }
             guard let ctx = state.exposed.removeValue(forKey: ObjectIdentifier(object)) else { return }
             Self.release(TraceRelease(ctx: ctx, obj: Self.ref(object.objectID, &state)), on: thread, &state)
         }
@@ -243,6 +297,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
 
     package func freed(_ context: ManagedObjectContext, on thread: ExecutionThread) {
         lock.withLock { state in
+            guard !state.closed else { return }
             guard let ctx = state.contexts.removeValue(forKey: ObjectIdentifier(context)) else { return }
             Self.release(TraceRelease(ctx: ctx, obj: nil), on: thread, &state)
         }
@@ -266,6 +321,26 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         r.obj = release.obj
         r.thread = state.threads[id]?.name ?? (thread as? Participant)?.name
         append(r, by: thread, &state)
+    }
+
+    /// An error's text with each store identifier in an object's URI (`x-coredata://<UUID>/Record/p8`) replaced by
+    /// `store1`, `store2`… in the order the trace meets them: a store's identifier is a fresh UUID on each run,
+    /// and the same scenario and seed must write the same trace.
+    fileprivate static func stableMessage(_ message: String, _ state: inout State) -> String {
+        let scheme = "x-coredata://"
+        var out = ""
+        var rest = message[...]
+        while let found = rest.range(of: scheme) {
+            out += rest[..<found.upperBound]
+            rest = rest[found.upperBound...]
+            let end = rest.firstIndex(of: "/") ?? rest.endIndex
+            let identifier = String(rest[..<end])
+            let n = state.stores[identifier] ?? (state.stores.count + 1)
+            state.stores[identifier] = n
+            out += "store\(n)"
+            rest = rest[end...]
+        }
+        return out + rest
     }
 
     // MARK: Describing calls

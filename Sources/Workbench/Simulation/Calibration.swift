@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import TraceReplay
 import ObjectGraph
 import Synchronization
 
@@ -252,14 +253,7 @@ public enum Calibration {
             rhs[i] += weight * Double(measured.nanos[i])
         }
         // Non-negative least squares by coordinate descent, from the measured figures.
-        var cost = measured.nanos.map(Double.init)
-        for _ in 0..<2000 {
-            for i in 0..<k where gram[i][i] > 0 {
-                var residual = rhs[i]
-                for j in 0..<k { residual -= gram[i][j] * cost[j] }
-                cost[i] = max(0, cost[i] + residual / gram[i][i])
-            }
-        }
+        let cost = NonNegativeLeastSquares.solve(gram: gram, rhs: rhs, start: measured.nanos.map(Double.init))
         var profile = measured
         let scenariosText = names.joined(separator: ", ")
         for op in CostedOperation.allCases where gram[op.rawValue][op.rawValue] > 0 {

@@ -107,8 +107,12 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         ExecutionThread.install(runner)
         if operationRecorder != nil { OperationRecording.started() }
         defer {
-            if operationRecorder != nil { OperationRecording.stopped() }
             waitUntilQuiet()
+            // The run is over: its workers end on real threads (what they let go then is not the run's).
+            if let operationRecorder {
+                operationRecorder.close()
+                OperationRecording.stopped()
+            }
             for worker in workers {
                 worker.terminate = true
                 worker.semaphore.signal()

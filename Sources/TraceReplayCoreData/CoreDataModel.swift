@@ -1,0 +1,139 @@
+// NEVER COMPILED OR RUN HERE. This target builds only where Apple's Core Data can be imported (macOS, iOS); on
+// the Linux machines this project is developed on it is an empty module. It was written against Apple's
+// documented API and has not been compiled, run or checked on an Apple platform (Docs/calibration.md, README
+// "What has and has not run on Apple platforms"). Expect to fix compile errors on first use.
+#if canImport(CoreData)
+import CoreData
+import Foundation
+import TraceReplay
+
+/// Builds Core Data models from the trace's header (``TraceModel``): entities, attributes, relationships with their
+/// inverses, uniqueness constraints, and inheritance (`superentity` / `subentities`, `isAbstract`).
+public enum CoreDataModelBuilder {
+    /// One `NSManagedObjectModel` per model version of the header, oldest first.
+    public static func models(_ header: TraceHeader) throws -> [NSManagedObjectModel] {
+        try header.models.map(model)
+    }
+
+    public static func model(_ trace: TraceModel) throws -> NSManagedObjectModel {
+        var entities: [String: NSEntityDescription] = [:]
+        for e in trace.entities {
+            let entity = NSEntityDescription()
+            entity.name = e.name
+            entity.managedObjectClassName = NSStringFromClass(NSManagedObject.self)
+            entity.isAbstract = e.abstract ?? false
+            if let renaming = e.renamingIdentifier { entity.renamingIdentifier = renaming }
+            var properties: [NSPropertyDescription] = []
+            for a in e.attributes ?? [] { properties.append(try attribute(a, entity: e.name)) }
+            entity.properties = properties
+            entities[e.name] = entity
+        }
+        // Relationships need every entity (destination, inverse).
+        var relationships: [String: [String: NSRelationshipDescription]] = [:]
+        for e in trace.entities {
+            for r in e.relationships ?? [] {
+                guard let destination = entities[r.destination] else {
+                    throw ReplayError("model: entity \(e.name), relationship \(r.name): no entity \(r.destination)")
+                }
+                let rel = NSRelationshipDescription()
+                rel.name = r.name
+                rel.destinationEntity = destination
+                rel.isOptional = r.optional ?? true
+                rel.isTransient = r.transient ?? false
+                rel.minCount = r.minCount ?? 0
+                rel.maxCount = (r.toMany ?? false) ? (r.maxCount ?? 0) : 1
+                switch r.deleteRule ?? "nullify" {
+                case "cascade": rel.deleteRule = .cascadeDeleteRule
+                case "deny": rel.deleteRule = .denyDeleteRule
+                case "noAction": rel.deleteRule = .noActionDeleteRule
+                default: rel.deleteRule = .nullifyDeleteRule
+                }
+                relationships[e.name, default: [:]][r.name] = rel
+            }
+        }
+        for e in trace.entities {
+            for r in e.relationships ?? [] {
+                guard let rel = relationships[e.name]?[r.name] else { continue }
+                // The inverse is declared on the destination or on one of its parents.
+                var owner: String? = r.destination
+                while let name = owner, relationships[name]?[r.inverse] == nil {
+                    owner = trace.entities.first { $0.name == name }?.parent
+                }
+                guard let name = owner, let inverse = relationships[name]?[r.inverse] else {
+                    throw ReplayError("model: entity \(e.name), relationship \(r.name): no inverse \(r.inverse) on \(r.destination)")
+                }
+                rel.inverseRelationship = inverse
+            }
+            if let rels = relationships[e.name], let entity = entities[e.name] {
+                let declared = (e.relationships ?? []).compactMap { rels[$0.name] }
+                entity.properties = entity.properties + declared
+            }
+        }
+        for e in trace.entities {
+            guard let entity = entities[e.name] else { continue }
+            if let constraints = e.uniquenessConstraints, !constraints.isEmpty {
+                entity.uniquenessConstraints = constraints.map { $0 as [Any] }
+            }
+        }
+        // Inheritance last: a parent lists its sub-entities, in the header's order.
+        for e in trace.entities {
+            guard let parentName = e.parent else { continue }
+            guard let parent = entities[parentName], let child = entities[e.name] else {
+                throw ReplayError("model: entity \(e.name): no parent entity \(parentName)")
+            }
+            parent.subentities = parent.subentities + [child]
+        }
+        let model = NSManagedObjectModel()
+        model.entities = trace.entities.compactMap { entities[$0.name] }
+        if let version = trace.version { model.versionIdentifiers = [version] }
+        return model
+    }
+
+    static func attribute(_ a: TraceModel.Attribute, entity: String) throws -> NSAttributeDescription {
+        let d = NSAttributeDescription()
+        d.name = a.name
+        switch a.type {
+        case "integer16": d.attributeType = .integer16AttributeType
+        case "integer32": d.attributeType = .integer32AttributeType
+        case "integer64": d.attributeType = .integer64AttributeType
+        case "double": d.attributeType = .doubleAttributeType
+        case "float": d.attributeType = .floatAttributeType
+        case "decimal": d.attributeType = .decimalAttributeType
+        case "string": d.attributeType = .stringAttributeType
+        case "boolean": d.attributeType = .booleanAttributeType
+        case "date": d.attributeType = .dateAttributeType
+        case "binaryData": d.attributeType = .binaryDataAttributeType
+        case "uuid": d.attributeType = .UUIDAttributeType
+        case "uri": d.attributeType = .URIAttributeType
+        default: throw ReplayError("model: entity \(entity), attribute \(a.name): unknown type \(a.type)")
+        }
+        d.isOptional = a.optional ?? true
+        d.isTransient = a.transient ?? false
+        if let renaming = a.renamingIdentifier { d.renamingIdentifier = renaming }
+        if let v = a.defaultValue { d.defaultValue = defaultValue(v, type: d.attributeType) }
+        // Validation bounds: NSAttributeDescription takes predicates with their warnings.
+        var rules: [NSPredicate] = []
+        var warnings: [String] = []
+        if let min = a.minValue { rules.append(NSPredicate(format: "SELF >= %@", NSNumber(value: min))); warnings.append("\(a.name) below \(min)") }
+        if let max = a.maxValue { rules.append(NSPredicate(format: "SELF <= %@", NSNumber(value: max))); warnings.append("\(a.name) above \(max)") }
+        if let min = a.minLength { rules.append(NSPredicate(format: "length >= %d", min)); warnings.append("\(a.name) shorter than \(min)") }
+        if let max = a.maxLength { rules.append(NSPredicate(format: "length <= %d", max)); warnings.append("\(a.name) longer than \(max)") }
+        if !rules.isEmpty { d.setValidationPredicates(rules, withValidationWarnings: warnings) }
+        return d
+    }
+
+    static func defaultValue(_ v: TraceModel.Scalar, type: NSAttributeType) -> Any? {
+        switch (v, type) {
+        case (.number(let n), .integer16AttributeType), (.number(let n), .integer32AttributeType), (.number(let n), .integer64AttributeType):
+            return NSNumber(value: Int64(n))
+        case (.number(let n), .decimalAttributeType): return NSDecimalNumber(value: n)
+        case (.number(let n), .dateAttributeType): return Date(timeIntervalSinceReferenceDate: n)
+        case (.number(let n), _): return NSNumber(value: n)
+        case (.bool(let b), _): return NSNumber(value: b)
+        case (.string(let s), .UUIDAttributeType): return UUID(uuidString: s)
+        case (.string(let s), .URIAttributeType): return URL(string: s)
+        case (.string(let s), _): return s
+        }
+    }
+}
+#endif
