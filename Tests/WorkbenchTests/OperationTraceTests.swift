@@ -74,6 +74,8 @@ import TraceReplay
         "migration": ["matrix.phases.seed.importer.objects=[300]", "phases.seed.importer.chunkSize=100"],
         "policy-comparison": ["repeat=1", "phases.seed.importer.objects=100", "phases.seed.importer.chunkSize=50", "phases.run.duration=300ms",
                               "phases.run.importer.objects=200", "phases.run.importer.chunkSize=50"],
+        "query-generation-wal": ["phases.seed.importer.objects=100", "phases.seed.importer.chunkSize=50", "phases.run.importer.objects=300",
+                                 "phases.run.importer.chunkSize=100"],
         "read-only-view": ["phases.seed.importer.objects=100", "phases.seed.importer.chunkSize=50", "phases.run.duration=400ms",
                            "phases.run.importer.objects=300", "phases.run.importer.chunkSize=100"],
         "rollback-temporaries": ["phases.seed.importer.objects=200", "phases.seed.importer.chunkSize=100", "phases.run.duration=400ms",

@@ -1,5 +1,5 @@
 // ambar-perf: every comparison of issue 7 in one process, printed as one table (Benchmarks/README.md).
-//   ambar-perf [--quick] [--reps N] [--rounds N] [--only import,update,fetch,fetchscale,save,merge,frc,memory]
+//   ambar-perf [--quick] [--reps N] [--rounds N] [--only import,update,fetch,fetchscale,save,merge,frc,memory,readers]
 import Foundation
 import PerfKit
 
@@ -21,7 +21,7 @@ func parseOptions() -> Options {
         case "--rounds": options.rounds = max(1, Int(args.popFirst() ?? "") ?? 21)
         case "--only": options.only = Set((args.popFirst() ?? "").split(separator: ",").map(String.init))
         case "-h", "--help":
-            print("usage: ambar-perf [--quick] [--reps N] [--rounds N] [--only import,update,fetch,fetchscale,save,merge,frc,memory]")
+            print("usage: ambar-perf [--quick] [--reps N] [--rounds N] [--only import,update,fetch,fetchscale,save,merge,frc,memory,readers]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("unknown argument \(arg)\n".utf8))
@@ -242,6 +242,27 @@ if wanted("memory") {
         rows.append(Row(comparison: "memory: peak allocated above start, chunked import (save + reset every \(count(chunk))) of \(count(memorySizes.large)) vs \(count(memorySizes.small))",
                         ours: mib(large.peakAboveStart), peer: mib(small.peakAboveStart), ratio: r, ratioText: String(format: "%.2f×", r), goal: "≤ 1.2×", met: r <= 1.2))
     }
+}
+
+// MARK: a fetch during a background save on the same coordinator (issue 22 item 8)
+if wanted("readers") {
+    let saved = options.quick ? 20_000 : 100_000
+    var pooled: [Double] = [], serial: [Double] = [], saves: [Double] = [], unchecked: [Double] = []
+    for rep in 0..<options.reps {
+        log("fetch during a save of \(count(saved)) updates, rep \(rep + 1)/\(options.reps)")
+        let p = try fetchWaitDuringSave(pool: 4, rows: saved)
+        let s = try fetchWaitDuringSave(pool: 1, rows: saved)
+        unchecked.append(try fetchWaitDuringSave(pool: 4, rows: saved, autocheckpoint: false).longestFetch)
+        pooled.append(p.longestFetch)
+        serial.append(s.longestFetch)
+        saves.append(p.save)
+    }
+    let (p, s) = (median(pooled), median(serial))
+    rows.append(Row(comparison: "longest fetch of 20 during a save of \(count(saved)) updates (\(ms(median(saves)))) by another context of the same coordinator: read connections (connectionPoolMaxSize 4) vs one serialized connection (1)",
+                    ours: ms(p), peer: ms(s), ratio: p / s, ratioText: String(format: "%.3f×", p / s), goal: "< 5 ms", met: p < 0.005))
+    let u = median(unchecked)
+    rows.append(Row(comparison: "the same with SQLite's automatic checkpoint off (diagnostic: the checkpoint inside the save's COMMIT holds a WAL lock new readers wait for; no goal)",
+                    ours: ms(u), peer: ms(p), ratio: u / p, ratioText: String(format: "%.2f×", u / p), goal: "—", met: nil))
 }
 
 // MARK: the table

@@ -130,7 +130,7 @@ extension ManagedObjectContext {
                 return try parent.performAndWait { parent.childReadHook?(); return try parent.count(for: request) }
             }
             guard let coordinator = persistentStoreCoordinator else { return 0 }
-            return try coordinator.countRows(request, entity: entity)
+            return try coordinator.countRows(request, entity: entity, generation: try readGeneration())
         }
     }
 
@@ -170,7 +170,7 @@ extension ManagedObjectContext {
             guard let coordinator = persistentStoreCoordinator else {
                 throw ObjectGraphError(.persistentStoreOperation, "the context has no coordinator")
             }
-            entries = try coordinator.fetchRows(base, entity: entity, idsOnly: idsOnly)
+            entries = try coordinator.fetchRows(base, entity: entity, idsOnly: idsOnly, generation: try readGeneration())
         }
         guard overlay else { return entries }
 
@@ -317,7 +317,7 @@ extension ManagedObjectContext {
                     object.hold(one: destination, at: slot)
                     if destination.isFaultFlag { faults.append(destination) }
                 }
-                let rows = try coordinator.rows(for: faults.map(\.objectID))
+                let rows = try coordinator.rows(for: faults.map(\.objectID), generation: try readGeneration())
                 for destination in faults {
                     if let row = rows[destination.objectID] {
                         destination.fill(from: row)
@@ -332,7 +332,7 @@ extension ManagedObjectContext {
                 guard !sources.isEmpty else { continue }
                 var request = FetchRequest(entityName: destination.name)
                 request.predicate = .in(relationship.inverseName, sources.map(\.objectID))
-                let entries = try coordinator.fetchRows(request, entity: destination, idsOnly: false)
+                let entries = try coordinator.fetchRows(request, entity: destination, idsOnly: false, generation: try readGeneration())
                 var bySource: [ManagedObjectID: Set<ManagedObjectID>] = [:]
                 for entry in entries {
                     if case .objectID(let owner)? = entry.row?.values[inverseSlot] { bySource[owner, default: []].insert(entry.id) }

@@ -81,6 +81,8 @@ extension ManagedObjectContext {
     /// smaller of the registry and each ID set is walked (semantics §3.1 cost model).
     func merge(_ changes: ContextObjectIDChanges) {
         Execution.trace("merge", "\(name ?? "context"): \(changes.inserted.count) inserted, \(changes.updated.count) updated, \(changes.deleted.count) deleted")
+        // Semantics §3.7: a merge moves a pinned context to a new generation (taken at its next read).
+        advanceQueryGeneration()
         // Issue 21 item 3: merged changes are not undoable (inferred).
         undoCaptureSuppressed += 1
         mergeAndAnnounce(changes)

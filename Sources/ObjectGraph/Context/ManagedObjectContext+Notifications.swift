@@ -26,6 +26,9 @@ extension ManagedObjectContext {
         case refreshedObjectIDs = "refreshed_objectIDs"
         case invalidatedObjectIDs = "invalidated_objectIDs"
         case newChangeToken = "newChangeToken"
+        /// `NSManagedObjectContextQueryGenerationKey`: the did-save's ``QueryGenerationToken``, the generation after
+        /// the save (semantics §2.1 step 7, §3.7). The string is our inference; Core Data publishes only the symbol.
+        case queryGeneration = "managedObjectContextQueryGenerationKey"
     }
 
     func postObjectsDidChange(
@@ -85,6 +88,9 @@ public struct ContextDidSave: @unchecked Sendable {  // objects: use on the savi
     public var inserted: Set<ManagedObject>
     public var updated: Set<ManagedObject>
     public var deleted: Set<ManagedObject>
+    /// The generation after the save (`NSManagedObjectContextQueryGenerationKey`), nil for a child's save into its
+    /// parent and for a store without generations.
+    public var queryGeneration: QueryGenerationToken?
 
     public init?(_ notification: Notification) {
         guard notification.name == ManagedObjectContext.didSaveNotification else { return nil }
@@ -94,6 +100,7 @@ public struct ContextDidSave: @unchecked Sendable {  // objects: use on the savi
         inserted = info[Key.insertedObjects.rawValue] as? Set<ManagedObject> ?? []
         updated = info[Key.updatedObjects.rawValue] as? Set<ManagedObject> ?? []
         deleted = info[Key.deletedObjects.rawValue] as? Set<ManagedObject> ?? []
+        queryGeneration = info[Key.queryGeneration.rawValue] as? QueryGenerationToken
     }
 }
 

@@ -413,7 +413,9 @@ extension ManagedObjectContext {
         inserted.forEachUnretained { $0.didSave() }
         updated.forEachUnretained { $0.didSave() }
         deleted.forEachUnretained { $0.didSave() }
-        postDidSave(inserted: inserted, updated: updated, deleted: deleted, rowCache: coordinator.rowCache, historyToken: historyToken)
+        // Semantics §3.7: the save advances a pinned context's generation; the did-save names the one after it.
+        postDidSave(inserted: inserted, updated: updated, deleted: deleted, rowCache: coordinator.rowCache, historyToken: historyToken,
+                    queryGeneration: queryGenerationAfterSave(to: coordinator))
     }
 
     /// `set.filter(isIncluded)`, but the set itself when every member is kept (the usual case: a save's
@@ -435,7 +437,7 @@ extension ManagedObjectContext {
     /// Posts did-save (with the objects) and did-save-object-IDs. `rowCache` is the coordinator's cache when the
     /// save reached the store (nil for a child's push into its parent).
     func postDidSave(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>,
-                     rowCache: RowCache? = nil, historyToken: PersistentHistoryToken? = nil) {
+                     rowCache: RowCache? = nil, historyToken: PersistentHistoryToken? = nil, queryGeneration: QueryGenerationToken? = nil) {
         typealias Key = NotificationKey
         let ids = ContextObjectIDChanges(
             inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)), deleted: Set(deleted.map(\.objectID)))
@@ -450,6 +452,7 @@ extension ManagedObjectContext {
             info[SavedRows.userInfoKey] = SavedRows(ids, cache: rowCache)
         }
         if let historyToken { info[Key.newChangeToken.rawValue] = historyToken }
+        if let queryGeneration { info[Key.queryGeneration.rawValue] = queryGeneration }
         Execution.count(.notificationPosted)
         Execution.callout { NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info) }
         var idInfo = ids.userInfo

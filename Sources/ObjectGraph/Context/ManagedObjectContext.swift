@@ -99,6 +99,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// main-queue accounting).
     package var childReadHook: (@Sendable () -> Void)?
     package var automaticMergeHook: (@Sendable (_ announcedAt: UInt64, _ finishedAt: UInt64, _ changes: ContextObjectIDChanges) -> Void)?
+    /// The query generation this context reads (issue 21 item 4): nil when unpinned (``queryGenerationToken``).
+    let pinnedGeneration = Mutex<QueryGenerationToken?>(nil)
     /// The author recorded in persistent history for this context's saves.
     public var transactionAuthor: String? {
         didSet { Execution.recording(.setting(self, "transactionAuthor", transactionAuthor ?? "")) {} }
@@ -575,7 +577,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         guard object.isFaultFlag else { return }
         if let batch = object.faultBatch, !batch.isLoaded, let coordinator = persistentStoreCoordinator, parent == nil {
             batch.isLoaded = true
-            _ = try coordinator.rows(for: batch.ids)
+            // A pinned context reads each fault in its generation (issue 21 item 4): nothing to batch into the cache.
+            if pinnedGeneration.withLock({ $0 }) == nil { _ = try coordinator.rows(for: batch.ids) }
         }
         object.faultBatch = nil
         guard let row = try rowForFault(object.objectID) else {
@@ -609,7 +612,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         }
         guard let coordinator = persistentStoreCoordinator else { return nil }
         if id.isTemporaryID { return nil }
-        return try coordinator.row(for: id, staleness: stalenessInterval)
+        return try coordinator.row(for: id, staleness: stalenessInterval, generation: try readGeneration())
     }
 
     /// A row for a child's fault: this context's current state of the object when it has one (the child
@@ -630,7 +633,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         } else if object.objectID.isTemporaryID || persistentStoreCoordinator == nil {
             ids = []
         } else {
-            ids = Set(try persistentStoreCoordinator!.relatedIDs(of: object.objectID, relationship: relationship))
+            ids = Set(try persistentStoreCoordinator!.relatedIDs(of: object.objectID, relationship: relationship, generation: try readGeneration()))
         }
         counters.relationshipFaultsFired += 1
         object.installToMany(index, stored: ids)
@@ -642,7 +645,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         }
         if let parent { return try parent.performAndWait { parent.childReadHook?(); return try parent.toManyForChild(id, index: index) } }
         guard !id.isTemporaryID, let coordinator = persistentStoreCoordinator else { return [] }
-        return Set(try coordinator.relatedIDs(of: id, relationship: id.entity.toManyRelationships[index]))
+        return Set(try coordinator.relatedIDs(of: id, relationship: id.entity.toManyRelationships[index], generation: try readGeneration()))
     }
 
     // MARK: Refresh, rollback, reset
@@ -800,6 +803,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             pendingInserted = []
             clearPendingUpdates()
             pendingDeleted = []
+            advanceQueryGeneration()  // semantics §3.7: reset() advances a pinned context's generation
             postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: Set(objects.map(\.objectID)))
         }
     }

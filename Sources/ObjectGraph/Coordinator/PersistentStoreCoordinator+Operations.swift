@@ -25,12 +25,20 @@ extension PersistentStoreCoordinator {
     /// Runs a fetch in the store. Rows come back installed in the row cache, each with one reference the
     /// caller adopts or releases (``FetchEntry/retained``). The entries are built here as a context's fetch takes
     /// them, not as pairs that the context mapped to entries again (an array and a copy of every row less).
-    func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool) throws -> [FetchEntry] {
+    /// `generation`: a pinned context's (issue 21 item 4): the rows come from it, and the cache only takes the
+    /// references (its rows may be older than the cache's; another context must not fault them in).
+    func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, generation: StoreGeneration? = nil) throws -> [FetchEntry] {
+        // Issue 22 item 8: rows read on a read connection are installed with the generation the read began at.
+        try rowCache.reading { try fetchRows(request, entity: entity, idsOnly: idsOnly, snapshot: $0, generation: generation) }
+    }
+
+    private func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, snapshot: UInt64,
+                           generation: StoreGeneration?) throws -> [FetchEntry] {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
             limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly,
             includesSubentities: request.includesSubentities)
-        let result: [FetchEntry] = try readStore { store in
+        let result: [FetchEntry] = try read(in: generation) { store in
             if let entries = try store.fetchEntriesIfEvaluable(storeFetch) { return entries }
             // The store cannot filter or order this fetch: take every row of the entity (and of its sub-entities
             // when included) and do it here.
@@ -56,23 +64,36 @@ extension PersistentStoreCoordinator {
         count { $0.rowsRead += result.count }
         Execution.count(.rowFetched, result.count)
         if !idsOnly {
-            rowCache.installRetaining(result)
+            if generation != nil {
+                rowCache.retain(result.lazy.filter { $0.row != nil }.map(\.id))
+            } else {
+                rowCache.installRetaining(result, snapshot: snapshot)
+            }
         }
         return result
     }
 
-    func countRows(_ request: FetchRequest, entity: EntityDescription) throws -> Int {
+    func countRows(_ request: FetchRequest, entity: EntityDescription, generation: StoreGeneration? = nil) throws -> Int {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: [], limit: request.fetchLimit,
             offset: request.fetchOffset, idsOnly: true, includesSubentities: request.includesSubentities)
-        if let n = try readStore({ try $0.countIfEvaluable(storeFetch) }) { return n }
-        let rows = try fetchRows(request, entity: entity, idsOnly: true)
+        if let n = try read(in: generation, { try $0.countIfEvaluable(storeFetch) }) { return n }
+        let rows = try fetchRows(request, entity: entity, idsOnly: true, generation: generation)
         return rows.count
     }
 
     /// The row of one object for a fault: from the row cache when fresh enough, else from the store.
     /// nil when the row does not exist.
-    func row(for id: ManagedObjectID, staleness: TimeInterval) throws -> RowSnapshot? {
+    /// With a pinned context's `generation`, the row comes from the generation, never from the cache (which may
+    /// hold a newer one), and is not cached (issue 21 item 4).
+    func row(for id: ManagedObjectID, staleness: TimeInterval, generation: StoreGeneration? = nil) throws -> RowSnapshot? {
+        if let generation {
+            count { $0.rowCacheMisses += 1 }
+            guard let row = try readPinned(generation, { try $0.rows(of: id.entity, keys: [id.key]) })[id.key] else { return nil }
+            count { $0.rowsRead += 1 }
+            Execution.count(.faultFulfilledFromStore)
+            return row
+        }
         switch rowCache.lookup(id, staleness: staleness) {
         case .fresh(let row):
             count { $0.rowCacheHits += 1 }
@@ -84,30 +105,35 @@ extension PersistentStoreCoordinator {
             return nil
         case .miss:
             count { $0.rowCacheMisses += 1 }
-            let rows = try readStore { try $0.rows(of: id.entity, keys: [id.key]) }
-            // Issue 18 rule 27: a row read (and a fault fulfilled from the store) only when the store has the row.
-            guard let row = rows[id.key] else { return nil }
-            count { $0.rowsRead += 1 }
-            Execution.count(.faultFulfilledFromStore)
-            rowCache.install([(id, row)], retain: false)
-            return row
+            return try rowCache.reading { snapshot in
+                let rows = try readStore { try $0.rows(of: id.entity, keys: [id.key]) }
+                // Issue 18 rule 27: a row read (and a fault fulfilled from the store) only when the store has the row.
+                guard let row = rows[id.key] else { return nil }
+                count { $0.rowsRead += 1 }
+                Execution.count(.faultFulfilledFromStore)
+                rowCache.install([(id, row)], retain: false, snapshot: snapshot)
+                return row
+            }
         }
     }
 
     /// Rows of several objects in one query per entity (batch faulting, prefetching). Installs them in the
     /// cache without references.
-    func rows(for ids: [ManagedObjectID]) throws -> [ManagedObjectID: RowSnapshot] {
-        var result: [ManagedObjectID: RowSnapshot] = [:]
-        let byEntity = Dictionary(grouping: ids.filter { !$0.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
-        for group in byEntity.values {
-            let entity = group[0].entity
-            let rows = try readStore { try $0.rows(of: entity, keys: group.map(\.key)) }
-            for id in group { if let row = rows[id.key] { result[id] = row } }
+    func rows(for ids: [ManagedObjectID], generation: StoreGeneration? = nil) throws -> [ManagedObjectID: RowSnapshot] {
+        try rowCache.reading { snapshot in
+            var result: [ManagedObjectID: RowSnapshot] = [:]
+            let byEntity = Dictionary(grouping: ids.filter { !$0.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
+            for group in byEntity.values {
+                let entity = group[0].entity
+                let rows = try read(in: generation) { try $0.rows(of: entity, keys: group.map(\.key)) }
+                for id in group { if let row = rows[id.key] { result[id] = row } }
+            }
+            count { $0.rowsRead += result.count; $0.rowCacheMisses += ids.count }
+            Execution.count(.rowFetched, result.count)
+            // A pinned context's rows stay out of the cache (issue 21 item 4).
+            if generation == nil { rowCache.install(result.map { ($0.key, $0.value) }, retain: false, snapshot: snapshot) }
+            return result
         }
-        count { $0.rowsRead += result.count; $0.rowCacheMisses += ids.count }
-        Execution.count(.rowFetched, result.count)
-        rowCache.install(result.map { ($0.key, $0.value) }, retain: false)
-        return result
     }
 
     /// Reads again from the store the rows among `ids` that the row cache holds, one query per entity, and
@@ -120,6 +146,13 @@ extension PersistentStoreCoordinator {
         let byEntity = Dictionary(grouping: cached, by: { ObjectIdentifier($0.entity) })
         // Entities in model order and keys ascending: the same statements on every run.
         for group in byEntity.values.sorted(by: { $0[0].entity.entityNumber < $1[0].entity.entityNumber }) {
+            try rowCache.reading { try reload(group, snapshot: $0) }
+        }
+    }
+
+    /// One entity's rows of ``reloadCachedRows(_:)``, read on the coordinator's queue and installed with `snapshot`.
+    private func reload(_ group: [ManagedObjectID], snapshot: UInt64) throws {
+        do {
             let entity = group[0].entity
             let rows = try withStore { try $0.rows(of: entity, keys: group.map(\.key).sorted()) }
             var fresh: [(ManagedObjectID, RowSnapshot)] = []
@@ -129,14 +162,14 @@ extension PersistentStoreCoordinator {
             }
             count { $0.rowsRead += fresh.count }
             Execution.count(.rowFetched, fresh.count)
-            rowCache.install(fresh, retain: false)
+            rowCache.install(fresh, retain: false, snapshot: snapshot)
             rowCache.invalidate(gone)
         }
     }
 
     /// The destinations of a to-many relationship in the store.
-    func relatedIDs(of source: ManagedObjectID, relationship: RelationshipDescription) throws -> [ManagedObjectID] {
-        let ids = try readStore { try $0.relatedKeys(of: source, relationship: relationship) }
+    func relatedIDs(of source: ManagedObjectID, relationship: RelationshipDescription, generation: StoreGeneration? = nil) throws -> [ManagedObjectID] {
+        let ids = try read(in: generation) { try $0.relatedKeys(of: source, relationship: relationship) }
         count { $0.rowsRead += ids.count }
         Execution.count(.rowFetched, ids.count)
         return ids

@@ -26,9 +26,10 @@ public struct CoordinatorCounters: Sendable, Equatable, Codable {
     public init() {}
 }
 
-/// Mediates between contexts and a store (`NSPersistentStoreCoordinator`): one serial queue for store access,
-/// and the row cache of snapshots with versions (semantics §0, §2.3, §8).
-public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store` is guarded by `queue`; cache and counters by their locks
+/// Mediates between contexts and a store (`NSPersistentStoreCoordinator`): one serial queue for the writer and
+/// every request that is not a read, a pool of read connections beside it (SQLite in WAL mode, semantics §8
+/// "Connection pool"), and the row cache of snapshots with versions (semantics §0, §2.3, §8).
+public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store` is guarded by `queue`; cache, counters and readers by their locks
     /// The model of every store of this coordinator.
     public let managedObjectModel: ManagedObjectModel
     /// A name for debugging and reports.
@@ -41,6 +42,8 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     private let remoteChanges = Mutex<(enabled: Bool, path: String?)>((false, nil))
     private let counterState = Mutex(CoordinatorCounters())
     private let poolSize = Mutex(PersistentStoreCoordinator.defaultConnectionPoolSize)
+    /// The SQLite store's read connections (nil: no store yet, or one without a pool).
+    private let readers = Mutex<SQLiteReaderPool?>(nil)
     /// Tells this coordinator's reader lanes apart from another's in a simulation (never printed).
     private let poolID = PersistentStoreCoordinator.nextPoolID.add(1, ordering: .relaxed).newValue
     private static let nextPoolID = Atomic<Int>(0)
@@ -69,7 +72,13 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
                 guard let url else {
                     throw ObjectGraphError(.persistentStoreOpen, "an SQLite store needs a file URL")
                 }
-                store = try SQLiteStore(url: url, model: managedObjectModel, options: options)
+                if let size = options.connectionPoolMaxSize, size < 1 {
+                    throw ObjectGraphError(.persistentStoreOpen, "connectionPoolMaxSize (NSPersistentStoreConnectionPoolMaxSizeKey) must be at least 1, not \(size)", storePath: url.path)
+                }
+                let sqlite = try SQLiteStore(url: url, model: managedObjectModel, options: options)
+                store = sqlite
+                if let size = options.connectionPoolMaxSize { connectionPoolSize = size }
+                readers.withLock { $0 = sqlite.readerPool }
                 let path = url.standardizedFileURL.path
                 remoteChanges.withLock { $0 = (options.remoteChangeNotifications, path) }
                 CoordinatorRegistry.add(self, path: path)
@@ -136,38 +145,70 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
 
     func count(_ update: (inout CoordinatorCounters) -> Void) { counterState.withLock { update(&$0) } }
 
-    /// The connection pool's size a simulation models (semantics §8 "Connection pool"; issue 18 rule 28).
+    /// The connection pool's size (semantics §8 "Connection pool"; issue 18 rule 28, issue 22 item 8): the store
+    /// option ``StoreOptions/connectionPoolMaxSize`` sets it when the store is added.
     ///
     /// Since iOS 10 / macOS 10.12 Core Data's SQLite store keeps a small pool of connections: contexts that are not
-    /// nested fetch and fault concurrently with each other and with one writer. With a pool of `n > 1`, a simulated
-    /// run lets reads (fetches, faults, counts, history) overlap on `n - 1` reader connections while writes stay
-    /// serialized on the coordinator; `1` gives back the serialized coordinator of older systems. Apple documents
-    /// the default only as greater than one and platform-dependent: ours, 4, is inferred. Real mode keeps one
-    /// connection per coordinator whatever this says (its store layer is serial).
+    /// nested fetch and fault concurrently with each other and with one writer. With a pool of `n > 1`, reads
+    /// (fetches, faults, counts, history) run on up to `n - 1` read-only connections of an SQLite store in WAL mode
+    /// and see its last committed state without waiting for the coordinator's queue, where writes stay serialized;
+    /// a simulated run gives them `n - 1` lanes of virtual time. `1` gives back the serialized coordinator of older
+    /// systems: every request on the coordinator's queue and its one connection. Apple documents the default only as
+    /// greater than one and platform-dependent: ours, 4, is inferred.
     public var connectionPoolSize: Int {
         get { poolSize.withLock { $0 } }
         set {
             precondition(newValue >= 1, "a connection pool has at least one connection")
             poolSize.withLock { $0 = newValue }
+            readers.withLock { $0 }?.capacityChanged()
             Execution.recording(.setPoolSize(self, newValue)) {}
         }
     }
 
+    /// Read connections of the store open now (held by a read or idle), 0 without a pool.
+    public var openReadConnections: Int { readers.withLock { $0 }?.openReaders ?? 0 }
+
     /// The pool size new coordinators model (inferred: Apple says only "greater than one").
     public static let defaultConnectionPoolSize = 4
 
-    /// Runs a read with the store: on the coordinator's queue, or in a simulation with a pool, on one of its reader
-    /// connections, overlapping a write in progress (semantics §8).
+    /// Runs a read with the store: on one of its read connections, overlapping a write in progress (semantics §8,
+    /// issue 22 item 8), or on the coordinator's queue (a pool of 1, a store without readers, a read made on the
+    /// queue itself). A read whose rows go into the row cache runs inside ``RowCache/reading(_:)``.
     func readStore<T>(_ body: (any PersistentStore) throws -> T) throws -> T {
         let pool = connectionPoolSize
-        guard pool > 1, Execution.isSimulated, !queue.isCurrent else { return try withStore(body) }
-        return try Execution.pooled(SharedResource(id: "readers:\(poolID)", label: "\(name).readers"), capacity: pool - 1) {
-            // One thread runs at a time in a simulation, so the store is not touched concurrently; a writer that
-            // yielded inside its transaction would show a reader its uncommitted rows, so then the read waits.
-            guard let store, !store.isInTransaction else { return try withStore(body) }
-            return try body(store)
+        if pool > 1, !queue.isCurrent {
+            if let readers = readers.withLock({ $0 }) {
+                func read() throws -> T? { try readers.withReader(capacity: pool - 1, body) }
+                // A simulation gives the readers lanes of virtual time; the read itself runs on a reader connection
+                // there too (one thread at a time: the same rows, statements and counts on every run).
+                if let result = Execution.isSimulated ? try Execution.pooled(readerLanes, capacity: pool - 1, read) : try read() {
+                    return result
+                }
+            } else if Execution.isSimulated {
+                // A store without read connections (in memory, or not in WAL mode): a simulation still models the
+                // pool's overlap. One thread runs at a time, so the store is not touched concurrently; a writer that
+                // yielded inside its transaction would show a reader its uncommitted rows, so then the read waits.
+                return try Execution.pooled(readerLanes, capacity: pool - 1) {
+                    guard let store, !store.isInTransaction else { return try withStore(body) }
+                    return try body(store)
+                }
+            }
         }
+        return try withStore(body)
     }
+
+    /// Sets what the SQLite store calls inside each save's write transaction just before its `COMMIT` (tests hold a
+    /// save's transaction open with it to show what a concurrent read does).
+    func setBeforeCommit(_ hook: (@Sendable () -> Void)?) {
+        queue.sync { (store as? SQLiteStore)?.beforeCommit = hook }
+    }
+
+    /// The store's read connections, nil without (no store, in memory, not in WAL mode).
+    var readerPool: SQLiteReaderPool? { readers.withLock { $0 } }
+    var hasReadConnections: Bool { readerPool != nil }
+
+    /// The reader lanes of this coordinator in a simulation.
+    var readerLanes: SharedResource { SharedResource(id: "readers:\(poolID)", label: "\(name).readers") }
 
     /// Runs `body` with the store on the coordinator's queue.
     func withStore<T>(_ body: (any PersistentStore) throws -> T) throws -> T {

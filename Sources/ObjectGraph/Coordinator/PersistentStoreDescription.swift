@@ -20,6 +20,8 @@ public struct PersistentStoreDescription: Sendable, Hashable {
     public static let migrateAutomaticallyOptionKey = "NSMigratePersistentStoresAutomaticallyOption"
     /// `NSInferMappingModelAutomaticallyOption`.
     public static let inferMappingModelOptionKey = "NSInferMappingModelAutomaticallyOption"
+    /// `NSPersistentStoreConnectionPoolMaxSizeKey` (a number: ``StoreOptions/connectionPoolMaxSize``).
+    public static let connectionPoolMaxSizeKey = "NSPersistentStoreConnectionPoolMaxSizeKey"
 
     /// SQLite (the default, as Core Data's) or in-memory.
     public var type: PersistentStoreType = .sqlite
@@ -66,6 +68,7 @@ public struct PersistentStoreDescription: Sendable, Hashable {
         all[Self.readOnlyOptionKey] = String(storeOptions.readOnly)
         all[Self.migrateAutomaticallyOptionKey] = String(shouldMigrateStoreAutomatically)
         all[Self.inferMappingModelOptionKey] = String(shouldInferMappingModelAutomatically)
+        if let size = storeOptions.connectionPoolMaxSize { all[Self.connectionPoolMaxSizeKey] = String(size) }
         return all
     }
 
@@ -77,6 +80,15 @@ public struct PersistentStoreDescription: Sendable, Hashable {
         case Self.readOnlyOptionKey: storeOptions.readOnly = value
         case Self.migrateAutomaticallyOptionKey: shouldMigrateStoreAutomatically = value
         case Self.inferMappingModelOptionKey: shouldInferMappingModelAutomatically = value
+        default: otherOptions[key] = String(value)
+        }
+    }
+
+    /// Sets a number option by Core Data's key (`setOption(_:forKey:)` with an `NSNumber`):
+    /// ``connectionPoolMaxSizeKey`` sets ``StoreOptions/connectionPoolMaxSize``; other keys are kept as given.
+    public mutating func setOption(_ value: Int, forKey key: String) {
+        switch key {
+        case Self.connectionPoolMaxSizeKey: storeOptions.connectionPoolMaxSize = value
         default: otherOptions[key] = String(value)
         }
     }

@@ -19,9 +19,67 @@ final class RowCache: Sendable {
         /// The newest version this entry held, kept when the row is forgotten (``invalidate(_:)``): no older row
         /// is cached again while the entry lives. 0 after a delete.
         var newest: Int64 = 0
+        /// The ``generation`` of the last authoritative change of this entry (a save's rows, a delete, a conflict's
+        /// database row): a read whose snapshot began before it leaves the entry's row alone.
+        var writtenAt: UInt64 = 0
     }
 
     private let entries = Mutex<[ManagedObjectID: Entry]>([:])
+    /// Counts the authoritative changes (issue 22 item 8). A read takes the value before its first statement
+    /// (``reading(_:)``) and installs its rows with it: every change counted after that value may be newer than what
+    /// the read saw, so its row does not replace the entry such a change wrote, even at the same or a higher version
+    /// (a delete keeps no version to compare with).
+    private let generation = Atomic<UInt64>(0)
+    /// The reads under way and, while any is, the generation of the last authoritative change of rows that have no
+    /// entry now (released, or never cached): a read begun before such a change must not create an entry with the
+    /// row it read (a save of a row nobody held, then a fetch that read it before the commit).
+    private struct Reads {
+        var active: [UInt64: Int] = [:]
+        var departed: [ManagedObjectID: UInt64] = [:]
+    }
+    private let reads = Mutex(Reads())
+    /// The number of reads under way, for the writer's fast path (no lock while nobody reads).
+    private let activeReads = Atomic<Int>(0)
+
+    /// Runs a read of rows that `body` installs with the snapshot it is given (``install(_:retain:snapshot:)``):
+    /// the generation before the read's first statement (issue 22 item 8: readers of the pool and the writer at once).
+    func reading<T>(_ body: (UInt64) throws -> T) rethrows -> T {
+        // Sequentially consistent on both sides: either this read sees a change's generation, or the change sees this
+        // read under way and keeps its generation for it (``departed``).
+        activeReads.add(1, ordering: .sequentiallyConsistent)
+        let snapshot = reads.withLock { r in
+            let g = generation.load(ordering: .sequentiallyConsistent)
+            r.active[g, default: 0] += 1
+            return g
+        }
+        defer {
+            reads.withLock { r in
+                if r.active[snapshot] == 1 { r.active[snapshot] = nil } else { r.active[snapshot]! -= 1 }
+                if r.active.isEmpty {
+                    r.departed.removeAll()
+                } else if r.departed.count > 4096, let oldest = r.active.keys.min() {
+                    r.departed = r.departed.filter { $0.value > oldest }
+                }
+            }
+            activeReads.subtract(1, ordering: .sequentiallyConsistent)
+        }
+        return try body(snapshot)
+    }
+
+    /// Keeps the generation of a change of rows without an entry, while reads are under way.
+    private func departing<S: Sequence>(_ changes: S) where S.Element == (ManagedObjectID, UInt64) {
+        guard activeReads.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        reads.withLock { r in
+            guard !r.active.isEmpty else { return }
+            for (id, g) in changes where g > 0 { r.departed[id] = max(r.departed[id] ?? 0, g) }
+        }
+    }
+
+    /// The generations of changes of rows without an entry, for a read's install (empty while nobody reads).
+    private func departedChanges() -> [ManagedObjectID: UInt64] {
+        guard activeReads.load(ordering: .sequentiallyConsistent) > 0 else { return [:] }
+        return reads.withLock { $0.departed }
+    }
 
     static func now() -> UInt64 { Execution.now() }
 
@@ -62,18 +120,39 @@ final class RowCache: Sendable {
     /// checked each updated row under a lock of its own, 0.1k instructions per row).
     func versionMismatches<S: Sequence>(_ expected: S) -> [(id: ManagedObjectID, expected: Int64, cached: Int64, row: RowSnapshot?)]
     where S.Element == (ManagedObjectID, Int64) {
-        entries.withLock { table in
-            var result: [(id: ManagedObjectID, expected: Int64, cached: Int64, row: RowSnapshot?)] = []
-            for (id, version) in expected {
-                guard let i = table.index(forKey: id) else { continue }
-                if table.values[i].deleted {
-                    if version != 0 { result.append((id, version, 0, nil)) }
-                    continue
-                }
-                guard let cached = table.values[i].row?.version, cached != version else { continue }
-                result.append((id, version, cached, table.values[i].row))
+        var result: [(id: ManagedObjectID, expected: Int64, cached: Int64, row: RowSnapshot?)] = []
+        inBatches(expected) { table, element in
+            let (id, version) = element
+            guard let i = table.index(forKey: id) else { return }
+            if table.values[i].deleted {
+                if version != 0 { result.append((id, version, 0, nil)) }
+                return
             }
-            return result
+            guard let cached = table.values[i].row?.version, cached != version else { return }
+            result.append((id, version, cached, table.values[i].row))
+        }
+        return result
+    }
+
+    /// The most rows one hold of the table's lock goes through: a save of 100k rows installs, checks or releases
+    /// them in holds of this many, so that a fetch or a fault of another context, which reads on a read connection
+    /// beside the save (issue 22 item 8), waits for one hold at most, not for the whole save's.
+    static let lockBatch = 1024
+
+    /// Runs `body` for each element under the table's lock, released and taken again every ``lockBatch`` elements.
+    private func inBatches<S: Sequence>(_ elements: S, _ body: (inout [ManagedObjectID: Entry], S.Element) -> Void) {
+        var iterator = elements.makeIterator()
+        var more = true
+        while more {
+            entries.withLock { table in
+                for _ in 0..<Self.lockBatch {
+                    guard let element = iterator.next() else {
+                        more = false
+                        return
+                    }
+                    body(&table, element)
+                }
+            }
         }
     }
 
@@ -84,75 +163,124 @@ final class RowCache: Sendable {
     /// One reference more for each of `ids` (an ID listed twice gains two), under one lock: for a context that
     /// hands references to many objects at once.
     func retain<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
-        entries.withLock { table in
-            for id in ids { table[id, default: Entry()].references += 1 }
-        }
+        inBatches(ids) { table, id in table[id, default: Entry()].references += 1 }
     }
 
     func release(_ id: ManagedObjectID) {
-        entries.withLock { Self.release(id, in: &$0) }
+        entries.withLock { table in
+            if let gone = Self.release(id, in: &table) { departing(CollectionOfOne(gone)) }
+        }
     }
 
     func release<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
-        entries.withLock { table in
-            for id in ids { Self.release(id, in: &table) }
+        inBatches(ids) { table, id in
+            if let gone = Self.release(id, in: &table) { departing(CollectionOfOne(gone)) }
         }
     }
 
-    /// One reference less; the entry goes with its last reference. One hash lookup for both.
-    private static func release(_ id: ManagedObjectID, in table: inout [ManagedObjectID: Entry]) {
-        guard let i = table.index(forKey: id) else { return }
+    /// One reference less; the entry goes with its last reference. One hash lookup for both. Returns the entry's
+    /// last authoritative change when it went and one was recorded.
+    private static func release(_ id: ManagedObjectID, in table: inout [ManagedObjectID: Entry]) -> (ManagedObjectID, UInt64)? {
+        guard let i = table.index(forKey: id) else { return nil }
         if table.values[i].references > 1 {
             table.values[i].references -= 1
-        } else {
-            table.remove(at: i)
+            return nil
         }
+        let writtenAt = table.values[i].writtenAt
+        table.remove(at: i)
+        return writtenAt > 0 ? (id, writtenAt) : nil
     }
 
     /// Stores fresh rows. With `retain`, each row gains one reference that the caller hands to an object or
     /// gives back with ``release(_:)``; without, rows nobody uses are not kept. A row older than one the entry
     /// held leaves it as it is (the reference is still taken).
-    func install(_ rows: [(ManagedObjectID, RowSnapshot)], retain: Bool) {
-        install(rows, count: rows.count, retain: retain)
+    /// `snapshot`: the ``snapshotGeneration`` a read took before reading the rows; nil for the authoritative rows
+    /// of a save or of the database inside its transaction, which every later read must respect.
+    func install(_ rows: [(ManagedObjectID, RowSnapshot)], retain: Bool, snapshot: UInt64? = nil) {
+        install(rows, count: rows.count, retain: retain, snapshot: snapshot)
     }
 
     /// ``install(_:retain:)`` for rows produced on the way (a fetch's rows with their IDs, without an array of
     /// them first); `count` is at least the number of rows, to size the table once.
-    func install<Rows: Sequence>(_ rows: Rows, count: Int, retain: Bool) where Rows.Element == (ManagedObjectID, RowSnapshot) {
+    func install<Rows: Sequence>(_ rows: Rows, count: Int, retain: Bool, snapshot: UInt64? = nil) where Rows.Element == (ManagedObjectID, RowSnapshot) {
         guard count > 0 else { return }
         let now = Self.now()
-        entries.withLock { table in
+        let generation = self.generation(snapshot)
+        if retain { entries.withLock { $0.reserveCapacity($0.count + count) } }
+        var batch = -1
+        var stamp = Stamp.authoritative(0)
+        inBatches(rows) { table, element in
+            let (id, row) = element
+            // The reads under way are looked at again with each hold of the lock.
+            batch += 1
+            if batch % Self.lockBatch == 0 { stamp = self.stamp(generation) }
             if retain {
-                table.reserveCapacity(table.count + count)
-                for (id, row) in rows {
-                    // One hash lookup per row: the entry is created or updated in place.
-                    Self.store(row, now: now, in: &table[id, default: Entry()], retaining: true)
-                }
-            } else {
-                for (id, row) in rows {
-                    guard let i = table.index(forKey: id), table.values[i].references > 0 else { continue }
-                    Self.store(row, now: now, in: &table.values[i], retaining: false)
-                }
+                // One hash lookup per row: the entry is created or updated in place.
+                Self.store(row, now: now, in: &table[id, default: Entry()], retaining: true, stamp: stamp, id: id)
+            } else if let i = table.index(forKey: id), table.values[i].references > 0 {
+                Self.store(row, now: now, in: &table.values[i], retaining: false, stamp: stamp, id: id)
+            } else if case .authoritative(let g) = stamp, activeReads.load(ordering: .sequentiallyConsistent) > 0 {
+                departing(CollectionOfOne((id, g)))
             }
+        }
+    }
+
+    /// How an install is stamped: an authoritative one takes the next generation (under the table's lock), a read
+    /// keeps the generation its snapshot began at, and the changes of rows without an entry made since.
+    private enum Stamp {
+        case authoritative(UInt64)
+        case read(UInt64, departed: [ManagedObjectID: UInt64])
+    }
+
+    /// An install's generation: a read's snapshot, or the next one for an authoritative install (taken once for all
+    /// its rows).
+    private enum Generation {
+        case read(UInt64)
+        case authoritative(UInt64)
+    }
+
+    private func generation(_ snapshot: UInt64?) -> Generation {
+        if let snapshot { return .read(snapshot) }
+        return .authoritative(generation.add(1, ordering: .sequentiallyConsistent).newValue)
+    }
+
+    /// The stamp of one hold of the lock (a read takes the departed changes again under each).
+    private func stamp(_ generation: Generation) -> Stamp {
+        switch generation {
+        case .read(let snapshot): .read(snapshot, departed: departedChanges())
+        case .authoritative(let g): .authoritative(g)
         }
     }
 
     /// ``install(_:count:retain:)`` with a reference each for a fetch's rows, skipping the entries without a row:
     /// a loop over the fetch's own array, without the lazy filter and its closures per row (0.1k instructions).
-    func installRetaining(_ rows: [FetchEntry]) {
+    func installRetaining(_ rows: [FetchEntry], snapshot: UInt64? = nil) {
         guard !rows.isEmpty else { return }
         let now = Self.now()
-        entries.withLock { table in
-            table.reserveCapacity(table.count + rows.count)
-            for entry in rows {
-                guard let row = entry.row else { continue }
-                Self.store(row, now: now, in: &table[entry.id, default: Entry()], retaining: true)
-            }
+        let generation = self.generation(snapshot)
+        entries.withLock { $0.reserveCapacity($0.count + rows.count) }
+        var batch = -1
+        var stamp = Stamp.authoritative(0)
+        inBatches(rows) { table, entry in
+            batch += 1
+            if batch % Self.lockBatch == 0 { stamp = self.stamp(generation) }
+            guard let row = entry.row else { return }
+            Self.store(row, now: now, in: &table[entry.id, default: Entry()], retaining: true, stamp: stamp, id: entry.id)
         }
     }
 
-    private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, retaining: Bool) {
+    private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, retaining: Bool, stamp: Stamp, id: ManagedObjectID? = nil) {
         if retaining { entry.references += 1 }
+        switch stamp {
+        case .read(let snapshot, let departed):
+            // Issue 22 item 8: a read that began before the writer installed this entry (or changed the row while it
+            // had no entry) read the file as it was before that save; its row, whatever its version, must not replace
+            // the save's (a deleted entry included: a delete keeps no version to compare with).
+            if snapshot < entry.writtenAt { return }
+            if !departed.isEmpty, let id, let g = departed[id], snapshot < g { return }
+        case .authoritative(let generation):
+            entry.writtenAt = generation
+        }
         // Semantics §1.1, §2.3: a cached row only moves to newer versions. Rows are read on the coordinator's queue
         // and cached after leaving it, so a fetch, a fault or a conflict check can come back with a row older than
         // the one a save of this coordinator committed and cached meanwhile. Put back, that older row became the
@@ -167,14 +295,16 @@ final class RowCache: Sendable {
     }
 
     func markDeleted<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
-        entries.withLock { table in
-            for id in ids {
-                guard var entry = table[id] else { continue }
-                entry.row = nil
-                entry.deleted = true
-                entry.newest = 0
-                table[id] = entry
+        let stamp = generation.add(1, ordering: .sequentiallyConsistent).newValue
+        inBatches(ids) { table, id in
+            guard let i = table.index(forKey: id) else {
+                if activeReads.load(ordering: .sequentiallyConsistent) > 0 { departing(CollectionOfOne((id, stamp))) }
+                return
             }
+            table.values[i].row = nil
+            table.values[i].deleted = true
+            table.values[i].newest = 0
+            table.values[i].writtenAt = stamp
         }
     }
 

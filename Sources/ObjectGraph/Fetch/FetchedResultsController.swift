@@ -207,7 +207,10 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
               let entity = try? context.entity(for: fetchRequest), !context.hasPendingChanges(for: entity) else { return nil }
         let fetch = StoreFetch(entity: entity, predicate: fetchRequest.predicate, sortDescriptors: fetchRequest.sortDescriptors,
                                limit: 0, offset: 0, idsOnly: true, includesSubentities: fetchRequest.includesSubentities)
-        guard let counts = try? coordinator.readStore({ try ($0 as? SQLiteStore)?.sectionCounts(fetch, keyPath: keyPath) }) else { return nil }
+        // A pinned context counts its sections in its generation (issue 21 item 4).
+        let generation: StoreGeneration?
+        do { generation = try context.readGeneration() } catch { return nil }
+        guard let counts = try? coordinator.read(in: generation, { try ($0 as? SQLiteStore)?.sectionCounts(fetch, keyPath: keyPath) }) else { return nil }
         Execution.count(.fetchExecuted)
         Execution.count(.rowFetched, counts.count)
         return counts

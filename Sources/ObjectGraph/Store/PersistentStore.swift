@@ -27,6 +27,13 @@ public struct StoreOptions: Sendable, Hashable {
     /// Infer the migration's mapping (`NSInferMappingModelAutomaticallyOption`); without it there is no mapping
     /// model to use and a migration fails with 134140.
     public var inferMappingModel = false
+    /// The connections a store may use at once (`NSPersistentStoreConnectionPoolMaxSizeKey`, iOS 10 / macOS 10.12):
+    /// one writer and, for an SQLite store in WAL mode, `n - 1` read connections beside it, so a fetch or a fault
+    /// does not wait for a save of another context on the same coordinator (semantics §8). `1` serializes every
+    /// request of the coordinator on one connection, as before iOS 10. nil keeps the coordinator's
+    /// ``PersistentStoreCoordinator/connectionPoolSize`` (4 unless set: Apple documents the default only as greater
+    /// than one, so 4 is inferred). Must be at least 1.
+    public var connectionPoolMaxSize: Int?
 
     /// Default options.
     public init() {}
@@ -128,7 +135,7 @@ package protocol PersistentStore: AnyObject {
     var url: URL? { get }
     var type: PersistentStoreType { get }
     var statementCounts: StatementCounts { get }
-    /// Whether a write transaction is open (a simulated reader connection then waits: see
+    /// Whether a write transaction is open (a simulated read of a store without read connections then waits: see
     /// ``PersistentStoreCoordinator/connectionPoolSize``).
     var isInTransaction: Bool { get }
 

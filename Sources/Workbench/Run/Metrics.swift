@@ -16,6 +16,8 @@ public enum MetricCatalog {
         "rowCacheMisses", "operations",
         // Simulated mode (Docs/simulation.md).
         "mainBlocked", "mainStall", "mainBlocks", "framesMissed", "runTime", "costedOperations", "costedTime", "frames", "wallSeconds", "frcObjects", "importerRegisteredObjects", "refetches", "importerStoppedByDuration", "migrationTime", "rowsMigrated",
+        // Issue 21 item 4: the store's write-ahead log, which a pinned query generation keeps from being checkpointed.
+        "walSize",
     ]).union(QueueCounters.metricNames)
     public static let statistics = ["count", "p50", "p90", "p99", "p99.9", "max", "mean", "value", "total", "peak"]
     /// Counters that are the same for the same scenario and seed on any machine (the CI gate is exact on them):

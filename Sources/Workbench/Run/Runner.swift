@@ -230,7 +230,16 @@ public struct VariantRunner {
         let currentPhase = Mutex("setup")
         let stopSampling = Atomic<Bool>(false)
         let view = stack.viewContext
+        // Issue 21 item 4: the -wal file's largest size, sampled with memory (a pinned query generation keeps
+        // SQLite from checkpointing the log past it, so it grows with every commit made meanwhile).
+        let walPath = storeURL.path + "-wal"
+        let peakWAL = Atomic<Int64>(0)
+        @Sendable func sampleWAL() {
+            let size = ((try? FileManager.default.attributesOfItem(atPath: walPath))?[.size] as? NSNumber)?.int64Value ?? 0
+            _ = peakWAL.max(size, ordering: .relaxed)
+        }
         @Sendable func sample() {
+            sampleWAL()
             let reading = MemoryProbe.reading()
             let s = TimeSample(seconds: Double(Clock.now() - runStart) / 1e9, phase: currentPhase.withLock { $0 }, allocated: reading.allocated,
                                resident: reading.resident, mainQueueDepth: main.depth, viewRegisteredObjects: nil)
@@ -511,6 +520,8 @@ public struct VariantRunner {
             host.append(MetricRow("threadAllocated", "total", Double(threadAllocated), "bytes"))
             host.append(MetricRow("threadFreed", "total", Double(threadFreed), "bytes"))
         }
+        sampleWAL()
+        host.append(MetricRow("walSize", "peak", Double(peakWAL.load(ordering: .relaxed)), "bytes"))
         host.append(MetricRow("sqliteMemory", "peak", Double(SQLiteStatistics.memoryHighwater), "bytes"))
         host.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.memoryUsed), "bytes"))
         host.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.pageCacheOverflow), "bytes", label: "pageCacheOverflow"))

@@ -360,6 +360,13 @@ public struct TopologyBuilder {
         }
         stack.makeWriter = { self.context(external, role: "writer") }
         stack.policies = resolvedPolicies
+        if scenario.stack.pinViewGeneration {
+            // Issue 21 item 4: the view context reads one generation of the store until a merge, save or reset.
+            let view = stack.viewContext
+            do { try view.performAndWait { try view.setQueryGenerationFrom(.current) } } catch {
+                throw WorkbenchError(.badInput, "stack.pinViewGeneration: \(error)")
+            }
+        }
         return stack
     }
 }

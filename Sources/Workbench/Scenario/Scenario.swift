@@ -106,13 +106,18 @@ public struct StackSpec: Sendable, Codable, Equatable {
     public var viewStaleness: Double?
     /// ObjectTrump's rule for rows deleted elsewhere.
     public var objectTrumpDeletedElsewhere: String
-    /// Connections per coordinator a simulated run models (semantics §8): readers overlap on all but one, writes
-    /// serialize; 1 is the serialized coordinator of systems before iOS 10 / macOS 10.12.
+    /// Connections per coordinator (semantics §8, `NSPersistentStoreConnectionPoolMaxSizeKey`): reads run on all but
+    /// one (read connections of an SQLite store in WAL mode, in both modes; lanes of virtual time in a simulation),
+    /// writes serialize; 1 is the serialized coordinator of systems before iOS 10 / macOS 10.12.
     public var connectionPool: Int = PersistentStoreCoordinator.defaultConnectionPoolSize
     /// Ambar topologies: where each smart merge's ID sets are freed (nil: Core Data's place, the merging queue).
     public var mergeRelease: AmbarMergeRelease? = nil
     /// How the view context learns of background saves (issue 19 item 7).
     public var merge: MergeMode = .didSave
+    /// Pins the view context to a query generation (issue 21 item 4, semantics §3.7): `setQueryGenerationFrom(.current)`
+    /// before the first phase. Its reads keep one snapshot until a merge, save or reset advances it, and SQLite
+    /// cannot checkpoint the WAL past it meanwhile (`walSize.peak` shows the cost).
+    public var pinViewGeneration: Bool = false
 }
 
 public struct Phase: Sendable, Codable, Equatable {

@@ -579,7 +579,7 @@ struct Reader {
     }
 
     func stackSpec(_ node: Node) throws -> StackSpec {
-        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere", "connectionPool", "mergeRelease", "merge"], required: ["topology"])
+        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere", "connectionPool", "mergeRelease", "merge", "pinViewGeneration"], required: ["topology"])
         var spec = StackSpec(topology: try choice(child(node, "topology")!, TopologyKind.self), mergePolicy: nil, policies: [:],
                              singleCoordinator: false, viewStaleness: nil, objectTrumpDeletedElsewhere: "delete",
                              connectionPool: PersistentStoreCoordinator.defaultConnectionPoolSize)
@@ -609,6 +609,13 @@ struct Reader {
             spec.objectTrumpDeletedElsewhere = s
         }
         if let n = child(node, "mergeRelease") { spec.mergeRelease = try choice(n, AmbarMergeRelease.self) }
+        if let n = child(node, "pinViewGeneration") {
+            spec.pinViewGeneration = try bool(n)
+            // Semantics §3.7: only a context on the coordinator can be pinned; a child reads its parent's generation.
+            if spec.pinViewGeneration, [.nested, .viewChildren, .privateRoot, .headless].contains(spec.topology) {
+                throw fail(n, "the `\(spec.topology.rawValue)` topology's view context is \(spec.topology == .headless ? "absent" : "a child context, which Core Data cannot pin to a query generation"): remove pinViewGeneration or choose ambar, container or history")
+            }
+        }
         return spec
     }
 

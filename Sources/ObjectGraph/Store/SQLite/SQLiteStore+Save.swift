@@ -94,6 +94,7 @@ extension SQLiteStore {
         do {
             let outcome = try write(request, keys: keys)
             if case .committed = outcome {
+                beforeCommit?()
                 try connection.execute("COMMIT")
                 // Counted inside the writer's hold, so a simulation keeps the file's writer busy for them.
                 request.countCommitted()

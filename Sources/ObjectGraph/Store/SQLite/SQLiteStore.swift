@@ -2,7 +2,8 @@ import CSQLite
 import Foundation
 
 /// The SQLite store: Core Data's layout, WAL, `BEGIN IMMEDIATE` saves, every UPDATE and DELETE guarded by
-/// `Z_OPT` (semantics §1.1). Used only on its coordinator's queue.
+/// `Z_OPT` (semantics §1.1). Used only on its coordinator's queue; in WAL mode its ``readerPool`` reads beside it
+/// (issue 22 item 8), each reader a store of its own on a read-only connection, used by one thread at a time.
 final class SQLiteStore: PersistentStore {
     let url: URL?
     let identifier: String
@@ -10,8 +11,15 @@ final class SQLiteStore: PersistentStore {
     let model: ManagedObjectModel
     let connection: SQLiteConnection
     var type: PersistentStoreType { .sqlite }
-    var statementCounts: StatementCounts { connection.statementCounts }
+    var statementCounts: StatementCounts { connection.statementCounts + (readerPool?.statementCounts ?? StatementCounts()) }
     private let path: String
+    /// The busy timeout of the store's connections (readers open with it too).
+    let busyTimeout: TimeInterval
+    /// The read connections beside this writer: WAL stores only (nil for a reader, and for another journal mode,
+    /// where a reader would wait for the writer's lock anyway).
+    private(set) var readerPool: SQLiteReaderPool?
+    /// Called inside a save's write transaction, just before its `COMMIT` (tests hold the transaction open with it).
+    var beforeCommit: (@Sendable () -> Void)?
     /// Whether saves and batch requests record persistent history (semantics §3.6).
     let historyTracking: Bool
     /// The token of the last transaction this store recorded.
@@ -25,6 +33,7 @@ final class SQLiteStore: PersistentStore {
         self.model = model
         self.path = url.path
         self.historyTracking = options.persistentHistoryTracking
+        self.busyTimeout = options.busyTimeout
         let directory = url.deletingLastPathComponent()
         if !options.readOnly, !FileManager.default.fileExists(atPath: directory.path) {
             do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
@@ -64,9 +73,23 @@ final class SQLiteStore: PersistentStore {
             throw Self.storeError(error, path: url.path, opening: true)
         }
         storeNumber = StoreRegistry.number(for: identifier)
+        let journalMode = options.pragmas.first { $0.key.lowercased() == "journal_mode" }?.value.lowercased() ?? "wal"
+        if journalMode == "wal" || options.readOnly { readerPool = SQLiteReaderPool(writer: self) }
     }
 
-    func close() {}
+    /// A reader of `writer`'s file (``init(readerOf:)``): the writer's identity on another connection.
+    init(reader connection: SQLiteConnection, of writer: SQLiteStore) {
+        self.url = writer.url
+        self.model = writer.model
+        self.path = writer.path
+        self.historyTracking = writer.historyTracking
+        self.busyTimeout = writer.busyTimeout
+        self.identifier = writer.identifier
+        self.storeNumber = writer.storeNumber
+        self.connection = connection
+    }
+
+    func close() { readerPool?.close() }
 
     static func storeError(_ error: SQLiteError, path: String, opening: Bool = false) -> ObjectGraphError {
         if error.isNotADatabase {

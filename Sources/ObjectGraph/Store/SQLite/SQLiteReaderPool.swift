@@ -1,0 +1,156 @@
+import CSQLite
+import Foundation
+
+/// The read connections of an SQLite store beside its one writer (issue 22 item 8; semantics §8 "Connection pool").
+///
+/// Since iOS 10 / macOS 10.12 Core Data's SQLite store keeps a small pool of connections in WAL mode: contexts that
+/// are not nested fetch and fault at the same time as each other and as one writer. Each reader here is a
+/// read-only connection to the same file, wrapped in a store of its own (``SQLiteStore/init(readerOf:)``) so the
+/// store's reading code runs unchanged on it; a read takes an idle reader (opening one when fewer than `capacity`
+/// exist) or waits until one is given back. In WAL mode a reader sees the last committed state of the file and
+/// never waits for the writer's open transaction. As GRDB's `DatabasePool` does, readers are opened read-only
+/// (`SQLITE_OPEN_READONLY`), with the store's busy timeout for SQLite's rare busy cases in WAL mode. Unlike GRDB's
+/// `read`, a read here is not wrapped in a transaction of its own: each statement reads the file as it was when it
+/// started, every row carries its version (`Z_OPT`), and the row cache takes no row older than one the writer
+/// installed (``RowCache``), so the extra `BEGIN`/`COMMIT` per read would buy nothing and cost two statements.
+final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded by `condition`
+    private let condition = NSCondition()
+    private var idle: [SQLiteStore] = []
+    private var open = 0
+    private var leased = 0
+    private var closed = false
+    /// Statements the readers ran and gave back (a reader's own counts are read only while nobody holds it).
+    private var returnedCounts = StatementCounts()
+    private unowned let writer: SQLiteStore
+
+    init(writer: SQLiteStore) {
+        self.writer = writer
+    }
+
+    /// Runs `body` with a reader, holding it for the call: one of at most `capacity` readers; when all are held, the
+    /// caller waits for one. Nil when the pool is closed or no reader could be opened (the caller reads on the
+    /// writer's connection then, on the coordinator's queue).
+    func withReader<T>(capacity: Int, _ body: (SQLiteStore) throws -> T) throws -> T? {
+        guard let reader = checkOut(capacity: max(1, capacity)) else { return nil }
+        defer { checkIn(reader) }
+        return try body(reader)
+    }
+
+    private func checkOut(capacity: Int) -> SQLiteStore? {
+        condition.lock()
+        while !closed, idle.isEmpty, open >= capacity { condition.wait() }
+        if closed {
+            condition.unlock()
+            return nil
+        }
+        if let reader = idle.popLast() {
+            leased += 1
+            condition.unlock()
+            return reader
+        }
+        open += 1
+        leased += 1
+        condition.unlock()
+        // Opened outside the lock: opening a connection reads the file's header.
+        if let reader = try? SQLiteStore(readerOf: writer) { return reader }
+        condition.lock()
+        open -= 1
+        leased -= 1
+        condition.broadcast()
+        condition.unlock()
+        return nil
+    }
+
+    private func checkIn(_ reader: SQLiteStore) {
+        condition.lock()
+        returnedCounts = returnedCounts + reader.connection.statementCounts
+        reader.connection.statementCounts = StatementCounts()
+        leased -= 1
+        if closed { open -= 1 } else { idle.append(reader) }
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// A reader taken out of the pool for a query generation (issue 21 item 4): an idle one, else a new one. It does
+    /// not count against the pool's capacity while the generation holds it (a pinned context must not starve the
+    /// other readers, nor wait for them); ``adopt(_:capacity:)`` gives it back.
+    func detach() throws -> SQLiteStore {
+        condition.lock()
+        if let reader = idle.popLast() {
+            open -= 1
+            condition.unlock()
+            return reader
+        }
+        condition.unlock()
+        return try SQLiteStore(readerOf: writer)
+    }
+
+    /// Takes back a reader a generation held (its transaction ended): it joins the idle readers when the pool has
+    /// room, and is closed otherwise.
+    func adopt(_ reader: SQLiteStore, capacity: Int) {
+        condition.lock()
+        returnedCounts = returnedCounts + reader.connection.statementCounts
+        reader.connection.statementCounts = StatementCounts()
+        if !closed, open < capacity {
+            open += 1
+            idle.append(reader)
+            condition.signal()
+        }
+        condition.unlock()
+    }
+
+    /// Counts statements a generation's reader ran (it is not held by the pool meanwhile).
+    func absorbCounts(of reader: SQLiteStore) {
+        condition.lock()
+        returnedCounts = returnedCounts + reader.connection.statementCounts
+        reader.connection.statementCounts = StatementCounts()
+        condition.unlock()
+    }
+
+    /// Wakes callers waiting for a reader after the capacity grew.
+    func capacityChanged() {
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The statements every reader ran, for the coordinator's counters.
+    var statementCounts: StatementCounts {
+        condition.lock()
+        defer { condition.unlock() }
+        return returnedCounts
+    }
+
+    /// Readers open now (held or idle).
+    var openReaders: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return open
+    }
+
+    /// Closes the idle readers; readers held now close when they are given back. Reads after this run on the writer.
+    func close() {
+        condition.lock()
+        closed = true
+        open -= idle.count
+        idle.removeAll()
+        condition.broadcast()
+        condition.unlock()
+    }
+}
+
+extension SQLiteStore {
+    /// A reader of `writer`'s file for its pool: a read-only connection with the predicate functions, sharing the
+    /// writer's model, identity and store number (nothing is written to the file, no statement is run to open it).
+    convenience init(readerOf writer: SQLiteStore) throws {
+        guard let url = writer.url else { throw ObjectGraphError(.persistentStoreOpen, "a reader needs a store file") }
+        let connection: SQLiteConnection
+        do {
+            connection = try SQLiteConnection(path: url.path, readOnly: true, busyTimeout: writer.busyTimeout)
+        } catch let error as SQLiteError {
+            throw Self.storeError(error, path: url.path, opening: true)
+        }
+        registerPredicateFunctions(connection.handle)
+        self.init(reader: connection, of: writer)
+    }
+}

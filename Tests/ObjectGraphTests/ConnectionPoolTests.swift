@@ -1,0 +1,286 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+@testable import ObjectGraph
+
+/// Issue 22 item 8: a coordinator's SQLite store reads on a pool of read connections beside its writer (semantics
+/// §8 "Connection pool"): a fetch does not wait for a save of another context on the same coordinator, and a pool
+/// of one keeps the serialized coordinator. Each test orders its events with semaphores and an event log, not
+/// with clocks: the save's transaction is held open (inside it, before its `COMMIT`) until the test lets it go.
+@Suite struct ConnectionPoolTests {
+    /// Events in the order they happened, from any thread.
+    final class EventLog: Sendable {
+        private let events = Mutex<[String]>([])
+        func add(_ event: String) { events.withLock { $0.append(event) } }
+        var all: [String] { events.withLock { $0 } }
+    }
+
+    /// A background save of `inserted` new items whose write transaction stays open until `release` is signalled;
+    /// `inTransaction` is signalled once it is open. Runs on a thread of its own; `done` is signalled after it.
+    final class HeldSave: Sendable {
+        let inTransaction = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        let errors = EventLog()
+
+        func start(_ stack: TestStack, inserting inserted: Int, log: EventLog) {
+            let (inTransaction, release) = (self.inTransaction, self.release)
+            stack.coordinator.setBeforeCommit {
+                inTransaction.signal()
+                release.wait()
+                log.add("commit")
+            }
+            let background = stack.context(name: "background")
+            let (done, errors) = (self.done, self.errors)
+            Thread {
+                do {
+                    try background.performAndWait {
+                        for i in 0..<inserted {
+                            let item = Item(context: background)
+                            item.id = Int64(100 + i)
+                            item.price = 1
+                        }
+                        try background.save()
+                    }
+                } catch { errors.add("\(error)") }
+                log.add("saved")
+                done.signal()
+            }.start()
+        }
+    }
+
+    @Test("Issue 22 item 8, §8 Connection pool: a fetch on the same coordinator completes while a background save's transaction is open, and reads the last committed rows")
+    func fetchDoesNotWaitForTheWriter() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        #expect(stack.coordinator.connectionPoolSize == PersistentStoreCoordinator.defaultConnectionPoolSize)
+        let log = EventLog()
+        let save = HeldSave()
+        save.start(stack, inserting: 2, log: log)
+        save.inTransaction.wait()
+        let view = stack.context(name: "view")
+        let (fetched, counted) = try view.performAndWait {
+            (try fetchItems(view).map(\.id), try view.count(for: FetchRequest(entityName: "Item")))
+        }
+        log.add("fetched")
+        // The fault of an object not yet registered in `view` reads its row on a read connection too.
+        save.release.signal()
+        save.done.wait()
+        #expect(save.errors.all == [])
+        #expect(fetched == [1, 2, 3], "a read connection sees the last committed state, not the open transaction's rows")
+        #expect(counted == 3)
+        #expect(log.all == ["fetched", "commit", "saved"], "the fetch completed while the save's transaction was open")
+        #expect(stack.coordinator.openReadConnections >= 1)
+        // After the commit, a read sees the saved rows.
+        #expect(try view.performAndWait { try fetchItems(view).map(\.id) } == [1, 2, 3, 100, 101])
+    }
+
+    @Test("Issue 22 item 8, §8 Connection pool: a fault of another context fires on a read connection while a save's transaction is open")
+    func faultDoesNotWaitForTheWriter() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(2)
+        let log = EventLog()
+        let save = HeldSave()
+        save.start(stack, inserting: 1, log: log)
+        save.inTransaction.wait()
+        let view = stack.context(name: "view")
+        let price = try view.performAndWait { () throws -> Double in
+            let item = try #require(view.object(with: ids[1]) as? Item)
+            return item.price
+        }
+        log.add("faulted")
+        save.release.signal()
+        save.done.wait()
+        #expect(price == 20)
+        #expect(log.all == ["faulted", "commit", "saved"])
+    }
+
+    @Test("Issue 22 item 8, §8 Connection pool: connectionPoolMaxSize 1 keeps the serialized coordinator: a fetch during an open save waits for its commit and sees its rows")
+    func poolOfOneSerializes() throws {
+        var options = StoreOptions()
+        options.connectionPoolMaxSize = 1
+        let stack = try TestStack(options: options)
+        #expect(stack.coordinator.connectionPoolSize == 1)
+        try stack.seed(3)
+        let log = EventLog()
+        let save = HeldSave()
+        save.start(stack, inserting: 2, log: log)
+        save.inTransaction.wait()
+        let view = stack.context(name: "view")
+        let asking = DispatchSemaphore(value: 0)
+        let fetchDone = DispatchSemaphore(value: 0)
+        let fetched = EventLog()
+        Thread {
+            asking.signal()
+            let ids = (try? view.performAndWait { try fetchItems(view).map(\.id) }) ?? []
+            for id in ids { fetched.add("\(id)") }
+            log.add("fetched")
+            fetchDone.signal()
+        }.start()
+        asking.wait()
+        log.add("released")
+        save.release.signal()
+        fetchDone.wait()
+        save.done.wait()
+        // Whenever the fetch reached the coordinator, it could not complete before the commit.
+        #expect(fetched.all == ["1", "2", "3", "100", "101"])
+        let events = log.all
+        #expect(events.firstIndex(of: "commit")! < events.firstIndex(of: "fetched")!)
+        #expect(stack.coordinator.openReadConnections == 0, "a pool of one opens no read connection")
+    }
+
+    @Test("Issue 22 item 8: connectionPoolMaxSize comes from NSPersistentStoreConnectionPoolMaxSizeKey; 0 is refused naming the option")
+    func poolSizeOption() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("og-pool-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var description = PersistentStoreDescription(url: directory.appendingPathComponent("a.sqlite"))
+        description.setOption(2, forKey: PersistentStoreDescription.connectionPoolMaxSizeKey)
+        #expect(description.storeOptions.connectionPoolMaxSize == 2)
+        #expect(description.options[PersistentStoreDescription.connectionPoolMaxSizeKey] == "2")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeModel())
+        try coordinator.addPersistentStore(with: description)
+        #expect(coordinator.connectionPoolSize == 2)
+
+        var bad = PersistentStoreDescription(url: directory.appendingPathComponent("b.sqlite"))
+        bad.setOption(0, forKey: PersistentStoreDescription.connectionPoolMaxSizeKey)
+        let other = PersistentStoreCoordinator(managedObjectModel: try makeModel())
+        let error = #expect(throws: ObjectGraphError.self) { try other.addPersistentStore(with: bad) }
+        #expect(error?.message.contains("NSPersistentStoreConnectionPoolMaxSizeKey") == true)
+    }
+
+    @Test("Issue 22 item 8: a store in another journal mode has no read connections (a reader would wait for the writer's lock); reads go through the coordinator")
+    func poolNeedsWAL() throws {
+        var options = StoreOptions()
+        options.pragmas["journal_mode"] = "DELETE"
+        let stack = try TestStack(options: options)
+        try stack.seed(2)
+        let view = stack.context()
+        #expect(try view.performAndWait { try fetchItems(view).count } == 2)
+        #expect(stack.coordinator.openReadConnections == 0)
+    }
+
+    // MARK: The row cache with readers and the writer at once
+
+    @Test("Issue 22 item 8, §2.3: a reader's row older than the writer's install leaves the writer's row, even at the same version; a later reader's row is taken")
+    func readerSnapshotOlderThanWriterInstallIsRefused() throws {
+        let stack = try TestStack()
+        let id = try #require(try stack.seed(1).first)
+        let cache = stack.coordinator.rowCache
+        cache.retain(id)
+        defer { cache.release(id) }
+        let old = RowSnapshot(values: [.integer(1), .string("reader"), .double(10), .null, .bool(false), .null], version: 2)
+        let saved = RowSnapshot(values: [.integer(1), .string("writer"), .double(20), .null, .bool(false), .null], version: 2)
+        cache.reading { before in  // a reader starts ...
+            cache.install([(id, saved)], retain: false)  // ... the writer installs its save ...
+            cache.install([(id, old)], retain: false, snapshot: before)  // ... the reader's rows arrive
+        }
+        #expect(cache.version(of: id)?.row == saved)
+        let newer = RowSnapshot(values: saved.values, version: 3)
+        cache.reading { after in cache.install([(id, newer)], retain: false, snapshot: after) }
+        #expect(cache.version(of: id)?.version == 3, "a read begun after the writer's install is taken")
+    }
+
+    @Test("Issue 22 item 8, §2.3: a row a save changed while no object held it is not cached from a read begun before the save")
+    func readerSnapshotOlderThanUnheldWriteIsRefused() throws {
+        let stack = try TestStack()
+        let id = try #require(try stack.seed(1).first)
+        let cache = stack.coordinator.rowCache
+        let saved = RowSnapshot(values: [.integer(1), .string("writer"), .double(20), .null, .bool(false), .null], version: 3)
+        let old = RowSnapshot(values: [.integer(1), .string("reader"), .double(10), .null, .bool(false), .null], version: 2)
+        cache.reading { before in
+            // The save's row is cached while an object holds it; the object goes away before the read's rows arrive.
+            cache.retain(id)
+            cache.install([(id, saved)], retain: false)
+            cache.release(id)
+            cache.installRetaining([FetchEntry(id: id, row: old, retained: true)], snapshot: before)
+            #expect(cache.version(of: id) == nil, "the row read before the save was cached")
+            cache.release(id)
+        }
+        // With no read under way the record of the save is gone, and a new read caches what it reads.
+        cache.reading { now in cache.installRetaining([FetchEntry(id: id, row: saved, retained: true)], snapshot: now) }
+        #expect(cache.version(of: id)?.version == 3)
+        cache.release(id)
+    }
+
+    @Test("Issue 22 item 8, §2.3: a reader's row read before a delete does not bring the deleted row back into the cache")
+    func readerSnapshotOlderThanDeleteIsRefused() throws {
+        let stack = try TestStack()
+        let id = try #require(try stack.seed(1).first)
+        let cache = stack.coordinator.rowCache
+        cache.retain(id)
+        defer { cache.release(id) }
+        try cache.reading { before in
+            let row = try #require(try stack.coordinator.readStore { try $0.rows(of: id.entity, keys: [id.key]) }[id.key])
+            cache.markDeleted([id])
+            cache.installRetaining([FetchEntry(id: id, row: row, retained: true)], snapshot: before)
+            cache.release(id)
+        }
+        #expect(cache.version(of: id)?.version == 0, "the entry stays deleted")
+        if case .deleted = cache.lookup(id, staleness: -1) {} else { Issue.record("a fault would see the deleted row again") }
+    }
+
+    @Test("Issue 22 item 8, §1.1, §2.3: readers on the pool and saves on one coordinator at once: no lost update, every save's value read back (TSan suite)")
+    func readersAndWriterAtOnce() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(20)
+        let rounds = 30
+        let failures = EventLog()
+        let group = DispatchGroup()
+        // Two writers each own half of the items and raise their prices once per round.
+        for w in 0..<2 {
+            group.enter()
+            let writer = stack.context(policy: .error, name: "writer\(w)")
+            Thread {
+                defer { group.leave() }
+                do {
+                    for _ in 0..<rounds {
+                        try writer.performAndWait {
+                            for (n, id) in ids.enumerated() where n % 2 == w {
+                                let item = try #require(writer.existingObject(with: id) as? Item)
+                                item.price += 1
+                            }
+                            try writer.save()
+                        }
+                    }
+                } catch { failures.add("writer\(w): \(error)") }
+            }.start()
+        }
+        // Three readers fetch and fault the same items meanwhile; prices only grow.
+        for r in 0..<3 {
+            group.enter()
+            let reader = stack.context(name: "reader\(r)")
+            reader.stalenessInterval = 0
+            Thread {
+                defer { group.leave() }
+                do {
+                    var last = [Double](repeating: 0, count: ids.count)
+                    for _ in 0..<rounds {
+                        try reader.performAndWait {
+                            let items = try fetchItems(reader)
+                            for (n, item) in items.enumerated() {
+                                reader.refresh(item, mergeChanges: false)
+                                if item.price < last[n] { failures.add("reader\(r) saw item \(n) go back") }
+                                last[n] = item.price
+                            }
+                            reader.reset()
+                        }
+                    }
+                } catch { failures.add("reader\(r): \(error)") }
+            }.start()
+        }
+        group.wait()
+        #expect(failures.all == [])
+        let rows = try stack.sql("SELECT ZID, ZPRICE, Z_OPT FROM ZITEM ORDER BY ZID")
+        for row in rows {
+            let n = Int(row[0].int64!)
+            #expect(row[1] == .real(Double(n * 10 + rounds)), "item \(n) lost an update")
+            #expect(row[2].int64 == Int64(1 + rounds))
+        }
+        // What the cache holds for a saved row is the saved row.
+        let check = stack.context()
+        try check.performAndWait {
+            for item in try fetchItems(check) { #expect(item.price == Double(Int(item.id) * 10 + rounds)) }
+        }
+    }
+}
