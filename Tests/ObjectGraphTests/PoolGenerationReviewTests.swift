@@ -136,4 +136,19 @@ import Testing
         let names = try view.performAndWait { try fetchItems(view).map { "\($0.name ?? "-") \($0.price)" } }
         #expect(names == ["item 1 10.0", "item 2 25.0", "item 3 30.0"])
     }
+
+    @Test("§3.7, §8: a generation's connection handed back still inside its read transaction (its COMMIT failed) is closed, not reused: later reads see later commits")
+    func readerStillInTransactionIsNotReused() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        let pool = try #require(stack.coordinator.readerPool)
+        let reader = try pool.detach()
+        try reader.connection.execute("BEGIN DEFERRED")
+        _ = try reader.connection.query("SELECT count(*) FROM Z_METADATA")
+        pool.adopt(reader, capacity: 3)
+        #expect(pool.openReaders == 0)
+        try QueryGenerationTests.raisePrices(stack, by: 1)
+        #expect(try QueryGenerationTests.prices(stack.context()) == [11, 21])
+        try reader.connection.execute("ROLLBACK")
+    }
 }
