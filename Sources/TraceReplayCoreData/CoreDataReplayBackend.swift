@@ -307,6 +307,13 @@ public final class CoreDataReplayBackend: ReplayBackend {
         let request = NSFetchRequest<NSManagedObject>(entityName: r.entity)
         let built = Self.request(r)
         request.predicate = built.predicate
+        // A request that never set its sort descriptors (the trace has no `sort`) is given an empty list: Apple's
+        // NSFetchedResultsController.init(fetchRequest:managedObjectContext:sectionNameKeyPath:cacheName:) says "The
+        // fetch request must have at least one sort descriptor", and a nil list raises NSInvalidArgumentException,
+        // which Swift cannot catch. Docs/core-data-rules.md rule 16 (verified on Apple): an empty list is accepted and
+        // nil fails performFetch(); so this call is not replayed as made, and the summary says so.
+        // UNVERIFIED: whether the exception for nil comes from init (published crash logs) or from performFetch (rule 16).
+        if r.sort == nil { note("controller: a request without sort descriptors (the run's performFetch failed) is replayed with an empty list (Core Data raises an uncatchable exception for none)") }
         request.sortDescriptors = built.sortDescriptors ?? []
         request.fetchLimit = built.fetchLimit
         request.fetchOffset = built.fetchOffset
