@@ -47,6 +47,8 @@ public final class CoreDataReplayBackend: ReplayBackend {
     private func note(_ text: String) { if !unexpressed.contains(text) { unexpressed.append(text) } }
 
     /// Objects registered in every context of the replay now.
+    // UNVERIFIED (semantics): `contexts` keeps every context ever made alive, so a trace's `freeContext` does not
+    // free a Core Data context here: it goes on registering objects (counted below) and receiving automatic merges.
     public func registeredObjects() -> Int {
         contexts.reduce(0) { total, c in total + c.performAndWait { c.registeredObjects.count } }
     }
@@ -136,6 +138,13 @@ public final class CoreDataReplayBackend: ReplayBackend {
         }
     }
 
+    // Swift 6: Apple declares `@preconcurrency nonisolated func performAndWait<T>(_ block: @Sendable () throws -> T)
+    // rethrows -> T` (NSManagedObjectContext performAndWait(_:) page, macOS 12+), so capturing `body`, `self` or a
+    // managed object in these blocks is a Sendable diagnostic. Under @preconcurrency it is a warning, not an error
+    // (reproduced with a two-module stand-in on Swift 6.3); the calls are synchronous, so nothing escapes.
+    // UNVERIFIED: that the macOS SDK's overlay keeps @preconcurrency on both performAndWait overloads (the
+    // Objective-C `performAndWait(_: @Sendable () -> Void)` page does not show it); if the build errors here, wrap
+    // `body` with withoutActuallyEscaping in an @unchecked Sendable box.
     public func perform<T>(_ context: NSManagedObjectContext, _ body: () throws -> T) throws -> T {
         try context.performAndWait { try body() }
     }
