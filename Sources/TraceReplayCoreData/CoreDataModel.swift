@@ -116,8 +116,8 @@ public enum CoreDataModelBuilder {
         var warnings: [String] = []
         if let min = a.minValue { rules.append(NSPredicate(format: "SELF >= %@", NSNumber(value: min))); warnings.append("\(a.name) below \(min)") }
         if let max = a.maxValue { rules.append(NSPredicate(format: "SELF <= %@", NSNumber(value: max))); warnings.append("\(a.name) above \(max)") }
-        if let min = a.minLength { rules.append(NSPredicate(format: "length >= %d", min)); warnings.append("\(a.name) shorter than \(min)") }
-        if let max = a.maxLength { rules.append(NSPredicate(format: "length <= %d", max)); warnings.append("\(a.name) longer than \(max)") }
+        if let min = a.minLength { rules.append(NSPredicate(format: "length >= %ld", min)); warnings.append("\(a.name) shorter than \(min)") }
+        if let max = a.maxLength { rules.append(NSPredicate(format: "length <= %ld", max)); warnings.append("\(a.name) longer than \(max)") }
         if !rules.isEmpty { d.setValidationPredicates(rules, withValidationWarnings: warnings) }
         return d
     }

@@ -47,6 +47,8 @@ public final class CoreDataReplayBackend: ReplayBackend {
     private func note(_ text: String) { if !unexpressed.contains(text) { unexpressed.append(text) } }
 
     /// Objects registered in every context of the replay now.
+    // UNVERIFIED (semantics): `contexts` keeps every context ever made alive, so a trace's `freeContext` does not
+    // free a Core Data context here: it goes on registering objects (counted below) and receiving automatic merges.
     public func registeredObjects() -> Int {
         contexts.reduce(0) { total, c in total + c.performAndWait { c.registeredObjects.count } }
     }
@@ -136,6 +138,13 @@ public final class CoreDataReplayBackend: ReplayBackend {
         }
     }
 
+    // Swift 6: Apple declares `@preconcurrency nonisolated func performAndWait<T>(_ block: @Sendable () throws -> T)
+    // rethrows -> T` (NSManagedObjectContext performAndWait(_:) page, macOS 12+), so capturing `body`, `self` or a
+    // managed object in these blocks is a Sendable diagnostic. Under @preconcurrency it is a warning, not an error
+    // (reproduced with a two-module stand-in on Swift 6.3); the calls are synchronous, so nothing escapes.
+    // UNVERIFIED: that the macOS SDK's overlay keeps @preconcurrency on both performAndWait overloads (the
+    // Objective-C `performAndWait(_: @Sendable () -> Void)` page does not show it); if the build errors here, wrap
+    // `body` with withoutActuallyEscaping in an @unchecked Sendable box.
     public func perform<T>(_ context: NSManagedObjectContext, _ body: () throws -> T) throws -> T {
         try context.performAndWait { try body() }
     }
@@ -269,6 +278,16 @@ public final class CoreDataReplayBackend: ReplayBackend {
     }
 
     public func batch(_ r: TraceBatchRequest, objectIDs: [NSManagedObjectID]?, in context: NSManagedObjectContext) throws -> [NSManagedObjectID] {
+        // Batch requests run in SQL: Apple's NSBatchDeleteRequest page says "available only when using a SQLite
+        // persistent store" (likewise the batch update and insert requests, which run against the store): refused
+        // here (a divergence when the run's batch succeeded).
+        // UNVERIFIED: whether Core Data throws an NSError or raises an (uncatchable) exception for a batch request on
+        // an in-memory store; refused here either way.
+        let stores = context.persistentStoreCoordinator?.persistentStores ?? []
+        guard !stores.isEmpty, stores.allSatisfy({ $0.type == NSSQLiteStoreType }) else {
+            note("batch: a batch \(r.kind) on a store that is not SQLite (Core Data runs batch requests only on SQLite stores; not made)")
+            throw ReplayError("batch \(r.kind) on \(r.entity): Core Data's batch requests need a SQLite store")
+        }
         switch r.kind {
         case "insert":
             let rows: [[String: Any]] = try (r.rows ?? []).map { row in try row.mapValues { try $0.foundationValue() ?? NSNull() } }
@@ -307,6 +326,13 @@ public final class CoreDataReplayBackend: ReplayBackend {
         let request = NSFetchRequest<NSManagedObject>(entityName: r.entity)
         let built = Self.request(r)
         request.predicate = built.predicate
+        // A request that never set its sort descriptors (the trace has no `sort`) is given an empty list: Apple's
+        // NSFetchedResultsController.init(fetchRequest:managedObjectContext:sectionNameKeyPath:cacheName:) says "The
+        // fetch request must have at least one sort descriptor", and a nil list raises NSInvalidArgumentException,
+        // which Swift cannot catch. Docs/core-data-rules.md rule 16 (verified on Apple): an empty list is accepted and
+        // nil fails performFetch(); so this call is not replayed as made, and the summary says so.
+        // UNVERIFIED: whether the exception for nil comes from init (published crash logs) or from performFetch (rule 16).
+        if r.sort == nil { note("controller: a request without sort descriptors (the run's performFetch failed) is replayed with an empty list (Core Data raises an uncatchable exception for none)") }
         request.sortDescriptors = built.sortDescriptors ?? []
         request.fetchLimit = built.fetchLimit
         request.fetchOffset = built.fetchOffset

@@ -20,6 +20,10 @@ public final class SQLLogCapture: @unchecked Sendable {  // `steps` and `waiting
     private var parser = SQLDebugStepLog()
 
     public init() throws {
+        // UNVERIFIED: Apple documents these keys nowhere on developer.apple.com; `-com.apple.CoreData.SQLDebug 1` and
+        // `-com.apple.CoreData.Logging.stderr 1` are the launch arguments in published use (argument domain). Set here
+        // in the application domain before any Core Data call, which Core Data is expected, not known, to read; this
+        // also persists them in the tool's preferences (~/Library/Preferences/ambar-calibrate.plist).
         UserDefaults.standard.set(1, forKey: "com.apple.CoreData.SQLDebug")
         UserDefaults.standard.set(1, forKey: "com.apple.CoreData.Logging.stderr")
         var fds: [Int32] = [0, 0]

@@ -119,6 +119,8 @@ import Workbench
         #"{"entities": [{"name": "A", "attributes": [{"name": "d", "type": "date", "defaultValue": "2020-01-01T00:00:00Z"}, {"name": "u", "type": "uuid"}, {"name": "x", "type": "decimal", "defaultValue": "1.5"}, {"name": "b", "type": "boolean", "defaultValue": true}, {"name": "n", "type": "double", "minValue": 0, "maxValue": 10}, {"name": "t", "type": "string", "transient": true}]}]}"#,
         #"{"entities": [{"name": "P", "relationships": [{"name": "kids", "destination": "P", "inverse": "parent", "toMany": true, "minCount": 0, "maxCount": 3}, {"name": "parent", "destination": "P", "inverse": "kids", "deleteRule": "nullify"}]}]}"#,
         String(decoding: (try? JSONEncoder().encode(ScenarioLoader.workloadModel)) ?? Data(), as: UTF8.self),
+        // Issue 21 item 1: a hierarchy (abstract root, constraint inherited, sibling names that clash).
+        #"{"entities": [{"name": "Post", "abstract": true, "attributes": [{"name": "title", "type": "string"}], "relationships": [{"name": "tag", "destination": "Tag", "inverse": "posts"}], "uniquenessConstraints": [["title"]]}, {"name": "Note", "parent": "Post", "attributes": [{"name": "extra", "type": "string"}]}, {"name": "Photo", "parent": "Post", "attributes": [{"name": "extra", "type": "integer64"}]}, {"name": "Tag", "relationships": [{"name": "posts", "destination": "Post", "inverse": "tag", "toMany": true}]}]}"#,
     ]
     static let modelTokens = [
         "{", "}", "[", "]", ",", ":", "\"", "\"name\"", "\"type\"", "\"attributes\"", "\"relationships\"", "\"entities\"",
@@ -127,6 +129,7 @@ import Workbench
         "\"integer16\"", "\"integer64\"", "\"string\"", "\"binaryData\"", "\"uri\"", "\"cascade\"", "\"deny\"", "true", "false",
         "null", "-1", "1e400", "0", "9999999999999999999", "\"Z_PK\"", "\"objectID\"", "\"a\\\"b\"", "\"a b\"", "\"\"",
         "\"\\u0000\"", "\"🙂\"", "\"DROP TABLE x\"", "\"Item\"", "\"Tag\"",
+        "\"parent\"", "\"abstract\"", "\"Post\"", "\"Note\"",
     ]
 
     final class ModelTarget: @unchecked Sendable {  // used by one thread at a time (the fuzz thread)

@@ -62,6 +62,7 @@ struct ScenarioGenerator {
         "stack.topology", "stack.policies.all", "stack.mergePolicy", "stack.merge", "stack.viewStaleness", "stack.connectionPool",
         "phases.run.duration", "phases.run.importer.objects", "phases.run.importer.chunkSize", "phases.run.editor.rate",
         "phases.run.viewer.frc", "phases.seed.importer.objects", "seed", "mode", "stack.singleCoordinator", "no.such.key",
+        "stack.pinViewGeneration",
     ]
 
     mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &rng) }
@@ -140,6 +141,9 @@ struct ScenarioGenerator {
                 "model: { entities: [{ name: Item, attributes: [{ name: id, type: integer64 }, { name: label, type: string }] }], entity: Item, sortKey: label }",
                 "model: { sortKey: nope }",
                 "model: { entity: Group, sortKey: name }",
+                // Issue 21 item 1: a workload entity below an abstract parent, and the abstract one itself (refused).
+                "model: { entities: [{ name: Base, abstract: true, attributes: [{ name: id, type: integer64 }] }, { name: Item, parent: Base, attributes: [{ name: label, type: string }] }], entity: Item, sortKey: label }",
+                "model: { entities: [{ name: Base, abstract: true, attributes: [{ name: id, type: integer64 }, { name: label, type: string }] }, { name: Item, parent: Base }], entity: Base, sortKey: label }",
             ])
             lines.append(model)
         }
@@ -154,6 +158,7 @@ struct ScenarioGenerator {
         if chance(0.15) { lines.append("  singleCoordinator: \(bool())") }
         if chance(0.15) { lines.append("  viewStaleness: \(choice(["0", "-1", "2.5", "10"]))") }
         if chance(0.15) { lines.append("  connectionPool: \(number(1...8))") }
+        if chance(0.1) { lines.append("  pinViewGeneration: \(bool())") }  // issue 21 item 4
         if chance(0.15) { lines.append("  merge: \(choice(MergeMode.allCases.map(\.rawValue)))") }
         if chance(0.1) { lines.append("  mergeRelease: \(choice(AmbarMergeRelease.allCases.map(\.rawValue)))") }
         if chance(0.1) { lines.append("  objectTrumpDeletedElsewhere: \(choice(["delete", "resurrect"]))") }
@@ -200,7 +205,7 @@ struct ScenarioGenerator {
         case "phases.run.editor.rate": return rate()
         case "phases.run.viewer.frc": return choice(ControllerEvaluation.allCases.map(\.rawValue))
         case "mode": return choice(ExecutionMode.allCases.map(\.rawValue))
-        case "stack.singleCoordinator": return bool()
+        case "stack.singleCoordinator", "stack.pinViewGeneration": return bool()
         default: return number(0...300)
         }
     }
@@ -232,6 +237,7 @@ struct ScenarioGenerator {
         case "objects", "visibleObjects", "window", "size", "chunkSize", "fetchLimit", "fetchBatchSize": return number(0...300)
         case "edits", "parallel", "saveEvery", "groups", "connectionPool": return number(1...4)
         case "updateFraction", "viewStaleness": return fraction()
+        case "pinViewGeneration": return bool()
         case "frc": return choice(ControllerEvaluation.allCases.map(\.rawValue))
         case "distribution": return choice(Distribution.allCases.map(\.rawValue))
         case "reset": return choice(ImportReset.allCases.map(\.rawValue))
