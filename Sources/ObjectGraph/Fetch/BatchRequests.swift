@@ -199,9 +199,14 @@ extension ManagedObjectContext {
                 }
                 values[slot] = v
             }
-            let ids = try coordinator.fetchRows(FetchRequest(entityName: entity.name, predicate: request.predicate), entity: entity, idsOnly: true).map(\.id)
-            guard !ids.isEmpty else { return result([], request.resultType) }
-            _ = try coordinator.batch { try $0.batchUpdate(ids, values: values, author: transactionAuthor, contextName: name) }
+            // The rows are selected in the writer's turn (semantics §8): on a read connection, a save committed
+            // meanwhile would leave the update on rows it had moved out of the predicate.
+            let ids = try coordinator.batch(selecting: {
+                try coordinator.fetchRows(FetchRequest(entityName: entity.name, predicate: request.predicate), entity: entity, idsOnly: true).map(\.id)
+            }) { store, ids in
+                _ = try store.batchUpdate(ids, values: values, author: transactionAuthor, contextName: name)
+                return ids
+            }
             return result(ids, request.resultType)
         }
     }
@@ -211,20 +216,22 @@ extension ManagedObjectContext {
         return try Execution.recording(.batchDelete(self, request), result: { .ids($0.objectIDs ?? []) }) {
             assertOnQueue()
             let coordinator = try batchCoordinator()
-            var ids: [ManagedObjectID]
+            let select: () throws -> [ManagedObjectID]
             if let given = request.objectIDs {
                 guard Set(given.map(\.entity.name)).count <= 1 else {
                     throw ObjectGraphError(.invalidFetchRequest, "a batch delete by object IDs takes IDs of one entity")
                 }
-                ids = given.filter { !$0.isTemporaryID }
+                select = { given.filter { !$0.isTemporaryID } }
             } else if let fetch = request.fetchRequest {
                 let entity = try self.entity(for: fetch)
-                ids = try coordinator.fetchRows(fetch, entity: entity, idsOnly: true).map(\.id)
+                // Selected in the writer's turn, as a batch update's rows (semantics §8).
+                select = { try coordinator.fetchRows(fetch, entity: entity, idsOnly: true).map(\.id) }
             } else {
-                ids = []
+                select = { [] }
             }
-            guard !ids.isEmpty else { return result([], request.resultType) }
-            let deleted = try coordinator.batch { try $0.batchDelete(ids, author: transactionAuthor, contextName: name) }
+            let deleted = try coordinator.batch(selecting: select) { store, ids in
+                try store.batchDelete(ids, author: transactionAuthor, contextName: name)
+            }
             return result(deleted, request.resultType)
         }
     }
@@ -236,5 +243,21 @@ extension PersistentStoreCoordinator {
         let (result, token) = try withStore { store in (try body(store), store.lastHistoryToken) }
         postRemoteChange(token: token)
         return result
+    }
+
+    /// A batch update or delete: `select` finds its rows and `write` changes them, in one turn of the coordinator's
+    /// queue (reads made there run on the writer's connection), so no save of this coordinator commits between the
+    /// two (semantics §8: one writer; Core Data runs such a request as one statement). Nothing is written, nor
+    /// announced, when `select` finds no row.
+    func batch(selecting select: () throws -> [ManagedObjectID],
+               _ write: (any PersistentStore, [ManagedObjectID]) throws -> [ManagedObjectID]) throws -> [ManagedObjectID] {
+        let outcome = try withStore { store -> (ids: [ManagedObjectID], token: PersistentHistoryToken?)? in
+            let ids = try select()
+            guard !ids.isEmpty else { return nil }
+            return (try write(store, ids), store.lastHistoryToken)
+        }
+        guard let outcome else { return [] }
+        postRemoteChange(token: outcome.token)
+        return outcome.ids
     }
 }

@@ -86,12 +86,14 @@ final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded b
     }
 
     /// Takes back a reader a generation held (its transaction ended): it joins the idle readers when the pool has
-    /// room, and is closed otherwise.
+    /// room, and is closed otherwise. A reader still inside a transaction (its `COMMIT` failed) is closed: kept, it
+    /// would serve every later read the old snapshot and hold the WAL for good.
     func adopt(_ reader: SQLiteStore, capacity: Int) {
+        let ended = !reader.connection.isInTransaction
         condition.lock()
         returnedCounts = returnedCounts + reader.connection.statementCounts
         reader.connection.statementCounts = StatementCounts()
-        if !closed, open < capacity {
+        if ended, !closed, open < capacity {
             open += 1
             idle.append(reader)
             condition.signal()

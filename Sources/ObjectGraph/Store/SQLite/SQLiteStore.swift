@@ -15,8 +15,10 @@ final class SQLiteStore: PersistentStore {
     private let path: String
     /// The busy timeout of the store's connections (readers open with it too).
     let busyTimeout: TimeInterval
-    /// The read connections beside this writer: WAL stores only (nil for a reader, and for another journal mode,
-    /// where a reader would wait for the writer's lock anyway).
+    /// The read connections beside this writer: WAL stores only (nil for a reader; for another journal mode, where a
+    /// reader would wait for the writer's lock anyway and a generation would lock writers out; and with
+    /// `locking_mode` EXCLUSIVE, where no other connection can read the file). The mode SQLite reports decides, read
+    /// from the file for a read-only store.
     private(set) var readerPool: SQLiteReaderPool?
     /// Called inside a save's write transaction, just before its `COMMIT` (tests hold the transaction open with it).
     var beforeCommit: (@Sendable () -> Void)?
@@ -46,6 +48,8 @@ final class SQLiteStore: PersistentStore {
             throw Self.storeError(error, path: url.path, opening: true)
         }
         registerPredicateFunctions(connection.handle)
+        // Whether other connections can read beside this one: WAL, and no exclusive lock (read connections).
+        var sharesReads = false
         do {
             var pragmas = ["journal_mode": "WAL", "synchronous": "NORMAL"]
             pragmas.merge(options.pragmas) { _, new in new }
@@ -54,12 +58,24 @@ final class SQLiteStore: PersistentStore {
             // (issue 18, rule 21: a refused file stays byte for byte as it was).
             _ = try connection.query("SELECT count(*) FROM sqlite_master")
             var (metadata, migrateFrom) = try Self.refuseBeforeChanging(connection, model: model, options: options, path: url.path)
+            // What SQLite says the pragmas left (the mode each one answers with), not what they asked for: the read
+            // connections need WAL and a lock other connections can share (issue 22 item 8, semantics §3.7, §8).
+            var journalMode: String?
+            var lockingMode = "normal"
             for (name, value) in pragmas.sorted(by: { $0.key < $1.key }) where !(options.readOnly && name == "journal_mode") {
                 guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else {
                     throw ObjectGraphError(.persistentStoreOpen, "invalid pragma name \(name)", storePath: url.path)
                 }
-                _ = try connection.query("PRAGMA \(name) = \(value)")
+                let answer = try connection.query("PRAGMA \(name) = \(value)").first?.first?.string?.lowercased()
+                switch name.lowercased() {
+                case "journal_mode": journalMode = answer ?? journalMode
+                case "locking_mode": lockingMode = answer ?? lockingMode
+                default: break
+                }
             }
+            // A read-only store keeps the file's own mode (WAL persists in the file); only then is it asked.
+            if journalMode == nil { journalMode = try connection.query("PRAGMA journal_mode").first?.first?.string?.lowercased() }
+            sharesReads = journalMode == "wal" && lockingMode != "exclusive"
             if let source = migrateFrom, let found = metadata {
                 // Issue 21 item 8: lightweight migration, in one transaction (a kill leaves the old store whole).
                 migratedRows = try Self.migrate(connection, from: source, to: model, inferMapping: options.inferMappingModel, path: url.path)
@@ -73,8 +89,7 @@ final class SQLiteStore: PersistentStore {
             throw Self.storeError(error, path: url.path, opening: true)
         }
         storeNumber = StoreRegistry.number(for: identifier)
-        let journalMode = options.pragmas.first { $0.key.lowercased() == "journal_mode" }?.value.lowercased() ?? "wal"
-        if journalMode == "wal" || options.readOnly { readerPool = SQLiteReaderPool(writer: self) }
+        if sharesReads { readerPool = SQLiteReaderPool(writer: self) }
     }
 
     /// A reader of `writer`'s file (``init(readerOf:)``): the writer's identity on another connection.
