@@ -115,7 +115,7 @@ public struct TraceRelease: Codable, Sendable, Equatable {
 /// An object as the trace names it: a row by entity and primary key (`Record#12`), or an object not yet saved by
 /// the number the trace gave it at its insert (`Record~5`). A replayer maps both to its own objects: a row's key
 /// is the key our store gave it, which the `saved` record after each save tells for each inserted object.
-public struct ObjectRef: Hashable, Sendable, Codable, CustomStringConvertible, Comparable {
+public struct ObjectRef: Hashable, Sendable, TextCodable, Comparable {
     public var entity: String
     /// The primary key of a saved row.
     public var key: Int64?
@@ -137,18 +137,7 @@ public struct ObjectRef: Hashable, Sendable, Codable, CustomStringConvertible, C
         }
     }
 
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        guard let ref = ObjectRef(text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an object reference (Entity#key or Entity~n): \(text)"))
-        }
-        self = ref
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
+    public static var textForm: String { "an object reference (Entity#key or Entity~n)" }
 
     public static func < (a: ObjectRef, b: ObjectRef) -> Bool {
         (a.entity, a.key ?? -1, a.temporary ?? -1) < (b.entity, b.key ?? -1, b.temporary ?? -1)
@@ -157,7 +146,7 @@ public struct ObjectRef: Hashable, Sendable, Codable, CustomStringConvertible, C
 
 /// A value in the trace, as a tagged string: `i:5`, `d:1.5`, `dec:2.50`, `s:text`, `b:1`, `date:12.5` (seconds
 /// since 2001), `data:<base64>`, `uuid:…`, `url:…`, `obj:Record#3`, `objs:Record#3,Record#4` or `null`.
-public enum TraceValue: Hashable, Sendable, Codable, CustomStringConvertible {
+public enum TraceValue: Hashable, Sendable, TextCodable {
     case null
     case integer(Int64)
     case double(Double)
@@ -211,18 +200,7 @@ public enum TraceValue: Hashable, Sendable, Codable, CustomStringConvertible {
         }
     }
 
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        guard let value = TraceValue(text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a trace value: \(text)"))
-        }
-        self = value
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
+    public static var textForm: String { "a trace value" }
 }
 
 /// A fetch request as the trace writes it. The predicate is in the predicate format language, which both
@@ -401,5 +379,27 @@ public struct TraceMergePolicy: Equatable, Sendable {
         resurrect = base.hasSuffix("+resurrect")
         type = resurrect ? String(base.dropLast("+resurrect".count)) : base
         custom = parts.count > 1 && parts[1].hasPrefix("custom:") ? String(parts[1].dropFirst("custom:".count)) : nil
+    }
+}
+
+/// A trace type written as one string (its `description`) and read back with its failable `init?(_:)`.
+public protocol TextCodable: Codable, CustomStringConvertible {
+    init?(_ text: String)
+    /// What a valid text looks like, for the error of one that is not.
+    static var textForm: String { get }
+}
+
+extension TextCodable {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let value = Self(text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not \(Self.textForm): \(text)"))
+        }
+        self = value
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
     }
 }

@@ -766,14 +766,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 object.becomeFault()
                 object.didTurnIntoFault()
             }
-            insertedSet = []
             hasFaultedInserts = false
-            clearUpdated()
-            deletedSet = []
-            for object in pendingInserted { object.isInsertPending = false }
-            pendingInserted = []
-            clearPendingUpdates()
-            pendingDeleted = []
+            clearChangeSets()
             // Objects that pointed at rolled-back inserts were updated, so they became faults above.
             for object in liveRegistered() where !object.isFaultFlag {
                 for i in object.toMany.indices { if object.toMany[i]?.isChanged == true { object.toMany[i] = nil } }
@@ -782,6 +776,17 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 postObjectsDidChange(inserted: [], updated: [], deleted: [], refreshed: updated.union(deleted), invalidated: inserted)
             }
         }
+    }
+
+    /// Empties the change sets, processed and pending (rollback and reset).
+    private func clearChangeSets() {
+        insertedSet = []
+        clearUpdated()
+        deletedSet = []
+        for object in pendingInserted { object.isInsertPending = false }
+        pendingInserted = []
+        clearPendingUpdates()
+        pendingDeleted = []
     }
 
     /// Forgets every registered object (semantics §4): they become invalid; an objects-did-change with
@@ -796,13 +801,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             hasFaultedInserts = false
             registry.removeAll()
             strongRegistered = [:]
-            insertedSet = []
-            clearUpdated()
-            deletedSet = []
-            for object in pendingInserted { object.isInsertPending = false }
-            pendingInserted = []
-            clearPendingUpdates()
-            pendingDeleted = []
+            clearChangeSets()
             advanceQueryGeneration()  // semantics §3.7: reset() advances a pinned context's generation
             postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: Set(objects.map(\.objectID)))
         }
