@@ -122,8 +122,6 @@ final class InterleavedReplay: OperationRecorder, @unchecked Sendable {  // touc
         }
     }
 
-    var allThreads: [ReplayThread] { [driverThread] + order }
-
     private func thread(_ name: String) -> ReplayThread {
         if let t = threads[name] { return t }
         let t = ReplayThread(name: name, simulation: simulation)

@@ -19,6 +19,17 @@ extension SQLiteStore {
             let insert = try connection.cachedStatement("INSERT INTO \(entity.tableName) (\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))")
             let setters = (0..<entity.slotCount).map { "\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: ", ")
             let replace = try connection.cachedStatement("UPDATE \(entity.tableName) SET Z_OPT = Z_OPT + 1, \(setters) WHERE Z_PK = ?")
+            // The query that finds a row with the same unique values, per constraint: the same for every row, so
+            // written once for the batch rather than once per row.
+            let finds = entity.constraintSlots.enumerated().map { n, slots in
+                var condition = slots.map { "\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: " AND ")
+                // Issue 21 item 1: over the rows of the entity that declares the constraint and those below it.
+                if let rows = entity.constraintDeclarers[n].entityCondition(alias: entity.tableName, includesSubentities: true) {
+                    condition += " AND \(rows)"
+                }
+                // Issue 21 item 1: in a hierarchy the row found may be another entity's (its Z_ENT says which).
+                return "SELECT Z_PK\(entity.isInHierarchy ? ", Z_ENT" : "") FROM \(entity.tableName) WHERE \(condition)"
+            }
             for values in rows {
                 // An existing row with the same unique values (semantics §6: upsert with constraints).
                 var existing: Int64?
@@ -26,13 +37,7 @@ extension SQLiteStore {
                 for (n, slots) in entity.constraintSlots.enumerated() {
                     let key = slots.map { values[$0] }
                     if key.contains(where: \.isNull) { continue }
-                    var condition = slots.map { "\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: " AND ")
-                    // Issue 21 item 1: over the rows of the entity that declares the constraint and those below it.
-                    if let rows = entity.constraintDeclarers[n].entityCondition(alias: entity.tableName, includesSubentities: true) {
-                        condition += " AND \(rows)"
-                    }
-                    // Issue 21 item 1: in a hierarchy the row found may be another entity's (its Z_ENT says which).
-                    let find = try connection.cachedStatement("SELECT Z_PK\(entity.isInHierarchy ? ", Z_ENT" : "") FROM \(entity.tableName) WHERE \(condition)")
+                    let find = try connection.cachedStatement(finds[n])
                     try find.bind(key)
                     while try find.step() {
                         existing = find.int64(at: 0)

@@ -49,17 +49,7 @@ extension SQLiteStore {
         do {
             try connection.execute("BEGIN IMMEDIATE")
             for i in keyRanges.indices {
-                // Issue 21 item 1: a hierarchy shares its root's key sequence (one Z_PK space per table).
-                let keyEntity = keyRanges[i].entity.rootEntity
-                let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
-                read.bindInt(Int64(keyEntity.entityNumber), at: 1)
-                var max: Int64 = 0
-                while try read.step() { max = read.int64(at: 0) }
-                let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
-                update.bindInt(max + keyRanges[i].count, at: 1)
-                update.bindInt(Int64(keyEntity.entityNumber), at: 2)
-                try update.run()
-                keyRanges[i].next = max + 1
+                keyRanges[i].next = try reserveKeys(keyRanges[i].entity, count: keyRanges[i].count)
             }
             try connection.execute("COMMIT")
             Execution.count(.transaction)
@@ -289,6 +279,21 @@ extension SQLiteStore {
         return conflicts.isEmpty ? .committed(newIDs: [:], insertIDs: []) : .versionConflicts(conflicts)
     }
 
+    /// Takes `count` primary keys of `entity` in the open write transaction and returns the first. Issue 21 item 1:
+    /// a hierarchy shares its root's key sequence (one `Z_PK` space per table).
+    private func reserveKeys(_ entity: EntityDescription, count: Int64) throws -> Int64 {
+        let keyEntity = entity.rootEntity
+        let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
+        read.bindInt(Int64(keyEntity.entityNumber), at: 1)
+        var max: Int64 = 0
+        while try read.step() { max = read.int64(at: 0) }
+        let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
+        update.bindInt(max + count, at: 1)
+        update.bindInt(Int64(keyEntity.entityNumber), at: 2)
+        try update.run()
+        return max + 1
+    }
+
     func allocateKeys(for entities: [EntityDescription]) throws -> [ManagedObjectID] {
         try Execution.exclusive(writerResource) { try allocateKeysWriting(for: entities) }
     }
@@ -298,16 +303,7 @@ extension SQLiteStore {
             try connection.execute("BEGIN IMMEDIATE")
             var result: [ManagedObjectID] = []
             for entity in entities {
-                let keyEntity = entity.rootEntity  // issue 21 item 1: the hierarchy's sequence
-                let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
-                read.bindInt(Int64(keyEntity.entityNumber), at: 1)
-                var max: Int64 = 0
-                while try read.step() { max = read.int64(at: 0) }
-                let update = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
-                update.bindInt(max + 1, at: 1)
-                update.bindInt(Int64(keyEntity.entityNumber), at: 2)
-                try update.run()
-                result.append(ManagedObjectID(entity: entity, primaryKey: max + 1, storeNumber: storeNumber))
+                result.append(ManagedObjectID(entity: entity, primaryKey: try reserveKeys(entity, count: 1), storeNumber: storeNumber))
             }
             try connection.execute("COMMIT")
             return result

@@ -27,6 +27,10 @@ final class SQLiteStore: PersistentStore {
     /// The token of the last transaction this store recorded.
     var lastHistoryToken: PersistentHistoryToken?
     private var selectPrefix: [ObjectIdentifier: String] = [:]
+    /// Per entity, the query of one row by key (a fault's), written at its first use (not at every fault).
+    private var oneRowQueries: [ObjectIdentifier: String] = [:]
+    /// Per entity fetched with its sub-entities, ``HierarchySelect`` (built once, not at every fetch).
+    private var hierarchySelects: [ObjectIdentifier: HierarchySelect] = [:]
     /// The rows a lightweight migration copied when this store was opened (nil: none ran).
     private(set) var migratedRows: Int?
 
@@ -244,22 +248,33 @@ final class SQLiteStore: PersistentStore {
         return values
     }
 
+    /// What decoding a row of ``selectColumns(_:)`` needs of its entity, read once per query (not per row).
+    private struct RowShape {
+        let types: [AttributeType?]
+        let destinations: [EntityDescription?]
+        /// ``EntityDescription/entityColumnSlots``: their `Z_ENT` columns follow the slots' (none without inheritance).
+        let references: [Int]
+
+        init(_ entity: EntityDescription) {
+            (types, destinations, references) = (entity.slotAttributeTypes, entity.slotDestinations, entity.entityColumnSlots)
+        }
+    }
+
     /// A row of ``selectColumns(_:)`` (slots from `offset`), its references into a hierarchy naming their
     /// concrete entity.
-    private func decodeRow(_ statement: SQLiteStatement, entity: EntityDescription, offset: Int) -> [PropertyValue] {
-        var values = decodeRow(statement, types: entity.slotAttributeTypes, destinations: entity.slotDestinations, offset: offset)
-        if !entity.entityColumnSlots.isEmpty {
-            concreteReferences(&values, statement, entity.entityColumnSlots, columns: (0..<entity.entityColumnSlots.count).map { offset + entity.slotCount + $0 })
-        }
+    @inline(__always)
+    private func decodeRow(_ statement: SQLiteStatement, shape: RowShape, offset: Int) -> [PropertyValue] {
+        var values = decodeRow(statement, types: shape.types, destinations: shape.destinations, offset: offset)
+        if !shape.references.isEmpty { concreteReferences(&values, statement, shape.references, columns: (offset + shape.types.count)...) }
         return values
     }
 
     /// Issue 21 item 1: a to-one into a hierarchy names its destination's concrete entity, kept in its `Z_ENT`
-    /// column (`columns[k]` for `slots[k]`).
-    private func concreteReferences(_ values: inout [PropertyValue], _ statement: SQLiteStatement, _ slots: [Int], columns: [Int]) {
-        for (k, slot) in slots.enumerated() {
-            guard case .objectID(let id) = values[slot], !statement.isNull(at: columns[k]),
-                  let concrete = model.entity(number: Int(statement.int64(at: columns[k]))) else { continue }
+    /// column (the k-th of `columns` for `slots[k]`).
+    private func concreteReferences(_ values: inout [PropertyValue], _ statement: SQLiteStatement, _ slots: [Int], columns: some Sequence<Int>) {
+        for (slot, column) in zip(slots, columns) {
+            guard case .objectID(let id) = values[slot], !statement.isNull(at: column),
+                  let concrete = model.entity(number: Int(statement.int64(at: column))) else { continue }
             values[slot] = .objectID(ManagedObjectID(entity: concrete, primaryKey: id.key, storeNumber: storeNumber))
         }
     }
@@ -295,6 +310,13 @@ final class SQLiteStore: PersistentStore {
             sql = columns.joined(separator: ", ")
             self.layouts = layouts
         }
+    }
+
+    private func hierarchySelect(_ entity: EntityDescription) -> HierarchySelect {
+        if let select = hierarchySelects[ObjectIdentifier(entity)] { return select }
+        let select = HierarchySelect(entity, model: model)
+        hierarchySelects[ObjectIdentifier(entity)] = select
+        return select
     }
 
     /// Whether a fetch reads rows of more than one entity (a parent with sub-entities, `includesSubentities`).
@@ -359,7 +381,7 @@ final class SQLiteStore: PersistentStore {
     }
 
     private func selectList(_ fetch: StoreFetch) -> String {
-        if readsHierarchy(fetch) { return fetch.idsOnly ? "t0.Z_PK, t0.Z_ENT" : HierarchySelect(fetch.entity, model: model).sql }
+        if readsHierarchy(fetch) { return fetch.idsOnly ? "t0.Z_PK, t0.Z_ENT" : hierarchySelect(fetch.entity).sql }
         return fetch.idsOnly ? "t0.Z_PK" : selectColumns(fetch.entity)
     }
 
@@ -373,17 +395,13 @@ final class SQLiteStore: PersistentStore {
             let statement = try connection.cachedStatement(sql)
             try statement.bind(arguments)
             var result: [Element] = []
-            let types = entity.slotAttributeTypes, destinations = entity.slotDestinations
-            let references = entity.entityColumnSlots
-            let referenceColumns = references.indices.map { 2 + entity.slotCount + $0 }
+            let shape = RowShape(entity)
             while try statement.step() {
                 let id = ManagedObjectID(entity: entity, primaryKey: statement.int64(at: 0), storeNumber: number)
                 if fetch.idsOnly {
                     result.append(make(id, nil))
                 } else {
-                    var values = decodeRow(statement, types: types, destinations: destinations, offset: 2)
-                    if !references.isEmpty { concreteReferences(&values, statement, references, columns: referenceColumns) }
-                    result.append(make(id, RowSnapshot(values: values, version: statement.int64(at: 1))))
+                    result.append(make(id, RowSnapshot(values: decodeRow(statement, shape: shape, offset: 2), version: statement.int64(at: 1))))
                 }
             }
             return result
@@ -393,7 +411,7 @@ final class SQLiteStore: PersistentStore {
     /// ``run(_:query:_:)`` for a fetch over a hierarchy: each row's ID and values are its `Z_ENT`'s entity's.
     private func runHierarchy<Element>(_ fetch: StoreFetch, sql: String, arguments: [PropertyValue],
                                        _ make: (ManagedObjectID, RowSnapshot?) -> Element) throws -> [Element] {
-        let select = fetch.idsOnly ? nil : HierarchySelect(fetch.entity, model: model)
+        let select = fetch.idsOnly ? nil : hierarchySelect(fetch.entity)
         let number = storeNumber
         return try run {
             let statement = try connection.cachedStatement(sql)
@@ -439,24 +457,33 @@ final class SQLiteStore: PersistentStore {
         // Issue 21 item 1: an object ID names its row's own entity; in a shared table the row must be of it (a
         // sibling's or a parent's ID with the same key names no object, as in the in-memory store). Nothing is
         // added outside a hierarchy.
-        let kind = entity.entityCondition(alias: "t0", includesSubentities: false).map { " AND \($0)" } ?? ""
+        func kind() -> String { entity.entityCondition(alias: "t0", includesSubentities: false).map { " AND \($0)" } ?? "" }
+        let shape = RowShape(entity)
         try run {
             if keys.count == 1 {
-                let statement = try connection.cachedStatement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK = ?\(kind)")
+                let sql: String
+                if let query = oneRowQueries[ObjectIdentifier(entity)] {
+                    sql = query
+                } else {
+                    sql = "SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK = ?\(kind())"
+                    oneRowQueries[ObjectIdentifier(entity)] = sql
+                }
+                let statement = try connection.cachedStatement(sql)
                 statement.bindInt(keys[0], at: 1)
                 while try statement.step() {
-                    result[keys[0]] = RowSnapshot(values: decodeRow(statement, entity: entity, offset: 2), version: statement.int64(at: 1))
+                    result[keys[0]] = RowSnapshot(values: decodeRow(statement, shape: shape, offset: 2), version: statement.int64(at: 1))
                 }
                 return
             }
             // Chunks stay under SQLite's variable limit.
+            let condition = kind()
             for chunk in stride(from: 0, to: keys.count, by: 500) {
                 let part = keys[chunk..<min(chunk + 500, keys.count)]
                 let marks = Array(repeating: "?", count: part.count).joined(separator: ",")
-                let statement = try connection.statement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK IN (\(marks))\(kind)")
+                let statement = try connection.statement("SELECT \(selectColumns(entity)) FROM \(entity.tableName) t0 WHERE t0.Z_PK IN (\(marks))\(condition)")
                 for (i, key) in part.enumerated() { statement.bindInt(key, at: Int32(i + 1)) }
                 while try statement.step() {
-                    result[statement.int64(at: 0)] = RowSnapshot(values: decodeRow(statement, entity: entity, offset: 2), version: statement.int64(at: 1))
+                    result[statement.int64(at: 0)] = RowSnapshot(values: decodeRow(statement, shape: shape, offset: 2), version: statement.int64(at: 1))
                 }
             }
         }
