@@ -47,6 +47,18 @@ struct RankingTests {
         }
     }
 
+    @Test("Every number says what it stands for: a numeric or boolean matrix value is named with its key in the ranking, a policy or topology name stands alone")
+    func displayNamesCarryTheKeyOfBareValues() {
+        var r = Self.result("objectTrump", busy: 0.1)
+        #expect(Ranking.displayName(r) == "objectTrump")
+        r.parameters = ["stack.pinViewGeneration": "true"]
+        #expect(Ranking.displayName(r) == "pinViewGeneration=true")
+        r.parameters = ["phases.seed.importer.objects": "10000", "stack.topology": "ambar"]
+        #expect(Ranking.displayName(r) == "objects=10000 / ambar")
+        r.parameters = [:]
+        #expect(Ranking.displayName(r) == "default")
+    }
+
     @Test("Issue 20 item 8: criteria in order, the later ones only break ties; a sentence per variant; losses flagged even when promised")
     func ranksByObjective() throws {
         let results = [

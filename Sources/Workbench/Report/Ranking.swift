@@ -178,9 +178,14 @@ public struct Ranking: Sendable, Equatable {
         return Ranking(objective: objective, entries: entries, flags: flags, repetitions: repetitions)
     }
 
-    /// The variant's matrix values ("objectTrump / ambar"), or "default".
+    /// The variant's matrix values ("objectTrump / ambar"), or "default". A value that does not say what it is on
+    /// its own (a number or a boolean) comes with its key's last name ("pinViewGeneration=true", "objects=10000").
     static func displayName(_ r: VariantResult) -> String {
-        r.parameters.isEmpty ? "default" : r.parameters.sorted { $0.key < $1.key }.map(\.value).joined(separator: " / ")
+        guard !r.parameters.isEmpty else { return "default" }
+        return r.parameters.sorted { $0.key < $1.key }.map { key, value in
+            let bare = value == "true" || value == "false" || Double(value) != nil
+            return bare ? "\(key.split(separator: ".").last.map(String.init) ?? key)=\(value)" : value
+        }.joined(separator: " / ")
     }
 
     static func span(_ values: [Int]) -> String {
