@@ -130,7 +130,7 @@ import Testing
         #expect(stack.coordinator.openReadConnections == 0, "a pool of one opens no read connection")
     }
 
-    @Test("Issue 22 item 8: connectionPoolMaxSize comes from NSPersistentStoreConnectionPoolMaxSizeKey; 0 is refused naming the option")
+    @Test("§8, issue 22 item 8: connectionPoolMaxSize comes from NSPersistentStoreConnectionPoolMaxSizeKey; 0 is refused naming the option")
     func poolSizeOption() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("og-pool-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -149,7 +149,7 @@ import Testing
         #expect(error?.message.contains("NSPersistentStoreConnectionPoolMaxSizeKey") == true)
     }
 
-    @Test("Issue 22 item 8: a store in another journal mode has no read connections (a reader would wait for the writer's lock); reads go through the coordinator")
+    @Test("§8, issue 22 item 8: a store in another journal mode has no read connections (a reader would wait for the writer's lock); reads go through the coordinator")
     func poolNeedsWAL() throws {
         var options = StoreOptions()
         options.pragmas["journal_mode"] = "DELETE"
