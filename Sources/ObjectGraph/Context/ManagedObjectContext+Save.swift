@@ -121,8 +121,8 @@ extension ManagedObjectContext {
             // the merges did-save starts on other queues then do not run beside the freeing of a large save.
             let outcome = try coordinator.save(buildSaveRequest())
             switch outcome {
-            case .committed(let newIDs, let token):
-                didCommit(newIDs: newIDs, coordinator: coordinator, historyToken: token)
+            case .committed(let newIDs, let token, let savedRows):
+                didCommit(newIDs: newIDs, coordinator: coordinator, historyToken: token, savedRows: savedRows)
                 return
             case .versionConflicts(let records):
                 var conflicts: [MergeConflict] = []
@@ -369,7 +369,8 @@ extension ManagedObjectContext {
 
     /// After the store committed: permanent IDs, new snapshots, unregistered deletes, `didSave`, notifications
     /// (semantics §2.1 step 7).
-    private func didCommit(newIDs: [ManagedObjectID: ManagedObjectID], coordinator: PersistentStoreCoordinator, historyToken: PersistentHistoryToken?) {
+    private func didCommit(newIDs: [ManagedObjectID: ManagedObjectID], coordinator: PersistentStoreCoordinator, historyToken: PersistentHistoryToken?,
+                           savedRows: SaveReferences?) {
         let inserted = Self.keeping(insertedSet) { !$0.isDeletedFlag }
         let updated = Self.keeping(updatedSet) { !$0.isDeletedFlag && !$0.isInsertedFlag }
         let deleted = Self.keeping(deletedSet) { !$0.isInsertedFlag }
@@ -414,8 +415,8 @@ extension ManagedObjectContext {
         updated.forEachUnretained { $0.didSave() }
         deleted.forEachUnretained { $0.didSave() }
         // Semantics §3.7: the save advances a pinned context's generation; the did-save names the one after it.
-        postDidSave(inserted: inserted, updated: updated, deleted: deleted, rowCache: coordinator.rowCache, historyToken: historyToken,
-                    queryGeneration: queryGenerationAfterSave(to: coordinator))
+        postDidSave(inserted: inserted, updated: updated, deleted: deleted, rowCache: coordinator.rowCache, savedRows: savedRows,
+                    historyToken: historyToken, queryGeneration: queryGenerationAfterSave(to: coordinator))
     }
 
     /// `set.filter(isIncluded)`, but the set itself when every member is kept (the usual case: a save's
@@ -436,8 +437,10 @@ extension ManagedObjectContext {
 
     /// Posts did-save (with the objects) and did-save-object-IDs. `rowCache` is the coordinator's cache when the
     /// save reached the store (nil for a child's push into its parent).
+    /// `savedRows`: the references the coordinator took on the saved rows for this notification.
     func postDidSave(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>,
-                     rowCache: RowCache? = nil, historyToken: PersistentHistoryToken? = nil, queryGeneration: QueryGenerationToken? = nil) {
+                     rowCache: RowCache? = nil, savedRows: SaveReferences? = nil, historyToken: PersistentHistoryToken? = nil,
+                     queryGeneration: QueryGenerationToken? = nil) {
         typealias Key = NotificationKey
         let ids = ContextObjectIDChanges(
             inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)), deleted: Set(deleted.map(\.objectID)))
@@ -449,7 +452,7 @@ extension ManagedObjectContext {
         // Issue 18 rule 23 (semantics §2.3, §3.1): the notification keeps the saved rows cached until every
         // observer has let go of it, as the saved objects in Core Data's notification keep their snapshots.
         if let rowCache, !ids.inserted.isEmpty || !ids.updated.isEmpty {
-            info[SavedRows.userInfoKey] = SavedRows(ids, cache: rowCache)
+            info[SavedRows.userInfoKey] = SavedRows(ids, cache: rowCache, taken: savedRows)
         }
         if let historyToken { info[Key.newChangeToken.rawValue] = historyToken }
         if let queryGeneration { info[Key.queryGeneration.rawValue] = queryGeneration }

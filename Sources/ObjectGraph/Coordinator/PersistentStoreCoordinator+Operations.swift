@@ -14,7 +14,8 @@ package struct VersionConflictRecord {
 }
 
 package enum CoordinatorSaveOutcome {
-    case committed(newIDs: [ManagedObjectID: ManagedObjectID], historyToken: PersistentHistoryToken?)
+    /// `savedRows`: the references taken on the written rows for the did-save notification (``SaveReferences``).
+    case committed(newIDs: [ManagedObjectID: ManagedObjectID], historyToken: PersistentHistoryToken?, savedRows: SaveReferences?)
     case versionConflicts([VersionConflictRecord])
     case constraintViolations([StoreConstraintViolation])
 }
@@ -200,13 +201,13 @@ extension PersistentStoreCoordinator {
             count { $0.cacheConflicts += conflicts.count }
             return .versionConflicts(conflicts)
         }
-        if request.isEmpty { return .committed(newIDs: [:], historyToken: nil) }
+        if request.isEmpty { return .committed(newIDs: [:], historyToken: nil, savedRows: nil) }
         if request.checkVersionsOnly {
             switch try withStore({ try $0.save(request) }) {
             case .versionConflicts(let storeConflicts):
                 return try save(SaveRequest(inserts: [], updates: [], deletes: [], joinChanges: [], locked: [], checkVersionsOnly: false), conflicts: storeConflicts)
             default:
-                return .committed(newIDs: [:], historyToken: nil)
+                return .committed(newIDs: [:], historyToken: nil, savedRows: nil)
             }
         }
 
@@ -224,10 +225,14 @@ extension PersistentStoreCoordinator {
                     return v
                 }
             }
+            // Each saved row also gains the reference of the did-save notification that will announce it (issue 18
+            // rule 23), in the same lookup as its install (issue 22 item 5): ``SavedRows`` adopts them.
+            var updatedIDs: [ManagedObjectID] = [], insertedIDs: [ManagedObjectID] = []
             if !request.updates.isEmpty {
                 // Straight from the request, without an array of the new rows first.
                 rowCache.install(request.updates.lazy.map { u in (u.id, RowSnapshot(values: remap(u.values), version: u.oldVersion + 1)) },
-                                 count: request.updates.count, retain: false)
+                                 count: request.updates.count, retain: false, holding: true)
+                updatedIDs = request.updates.map(\.id)
             }
             if !request.inserts.isEmpty {
                 var installs: [(ManagedObjectID, RowSnapshot)] = []
@@ -236,8 +241,10 @@ extension PersistentStoreCoordinator {
                     let id = n < insertIDs.count ? insertIDs[n] : (newIDs[insert.id] ?? insert.id)
                     installs.append((id, RowSnapshot(values: remap(insert.values), version: 1)))
                 }
-                rowCache.install(installs, retain: true)
+                rowCache.install(installs, count: installs.count, retain: true, holding: true)
+                insertedIDs = installs.map(\.0)
             }
+            let taken = updatedIDs.isEmpty && insertedIDs.isEmpty ? nil : SaveReferences(cache: rowCache, inserted: insertedIDs, updated: updatedIDs)
             if !request.deletes.isEmpty { rowCache.markDeleted(request.deletes.map(\.id)) }
             count {
                 $0.saves += 1
@@ -247,7 +254,7 @@ extension PersistentStoreCoordinator {
             }
 
             postRemoteChange(token: token)
-            return .committed(newIDs: newIDs, historyToken: token)
+            return .committed(newIDs: newIDs, historyToken: token, savedRows: taken)
         case .versionConflicts(let storeConflicts):
             return try save(request, conflicts: storeConflicts)
         case .constraintViolations(let violations):

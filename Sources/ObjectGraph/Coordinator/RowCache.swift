@@ -202,11 +202,18 @@ final class RowCache: Sendable {
 
     /// ``install(_:retain:)`` for rows produced on the way (a fetch's rows with their IDs, without an array of
     /// them first); `count` is at least the number of rows, to size the table once.
-    func install<Rows: Sequence>(_ rows: Rows, count: Int, retain: Bool, snapshot: UInt64? = nil) where Rows.Element == (ManagedObjectID, RowSnapshot) {
+    /// `holding`: each row also gains one reference for the save's did-save notification, taken in the same hash
+    /// lookup as the install (``SaveReferences``): the result is that of this install followed by ``retain(_:)`` of
+    /// every row (without `retain`, a row nobody referenced is still not cached; its entry only holds the reference).
+    func install<Rows: Sequence>(_ rows: Rows, count: Int, retain: Bool, holding: Bool = false, snapshot: UInt64? = nil)
+    where Rows.Element == (ManagedObjectID, RowSnapshot) {
         guard count > 0 else { return }
         let now = Self.now()
         let generation = self.generation(snapshot)
+        // Sized for new entries only with `retain`: the rows a save holds without it are updates, cached already or
+        // not at all, and reserving room for all of them rehashed the whole table (0.5M cache misses in a save of 100k).
         if retain { entries.withLock { $0.reserveCapacity($0.count + count) } }
+        let references = (retain ? 1 : 0) + (holding ? 1 : 0)
         var batch = -1
         var stamp = Stamp.authoritative(0)
         inBatches(rows) { table, element in
@@ -216,13 +223,27 @@ final class RowCache: Sendable {
             if batch % Self.lockBatch == 0 { stamp = self.stamp(generation) }
             if retain {
                 // One hash lookup per row: the entry is created or updated in place.
-                Self.store(row, now: now, in: &table[id, default: Entry()], retaining: true, stamp: stamp, id: id)
+                Self.store(row, now: now, in: &table[id, default: Entry()], references: references, stamp: stamp, id: id)
+            } else if holding {
+                // One hash lookup per row for the install and the notification's reference (issue 22 item 5).
+                self.storeReferenced(row, now: now, in: &table[id, default: Entry()], stamp: stamp, id: id)
             } else if let i = table.index(forKey: id), table.values[i].references > 0 {
-                Self.store(row, now: now, in: &table.values[i], retaining: false, stamp: stamp, id: id)
+                Self.store(row, now: now, in: &table.values[i], references: 0, stamp: stamp, id: id)
             } else if case .authoritative(let g) = stamp, activeReads.load(ordering: .sequentiallyConsistent) > 0 {
                 departing(CollectionOfOne((id, g)))
             }
         }
+    }
+
+    /// An install without `retain` into `entry` (stored only when some object references the row, the departed
+    /// change recorded otherwise), then one reference more on it.
+    private func storeReferenced(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, stamp: Stamp, id: ManagedObjectID) {
+        if entry.references > 0 {
+            Self.store(row, now: now, in: &entry, references: 0, stamp: stamp, id: id)
+        } else if case .authoritative(let g) = stamp, activeReads.load(ordering: .sequentiallyConsistent) > 0 {
+            departing(CollectionOfOne((id, g)))
+        }
+        entry.references += 1
     }
 
     /// How an install is stamped: an authoritative one takes the next generation (under the table's lock), a read
@@ -265,12 +286,12 @@ final class RowCache: Sendable {
             batch += 1
             if batch % Self.lockBatch == 0 { stamp = self.stamp(generation) }
             guard let row = entry.row else { return }
-            Self.store(row, now: now, in: &table[entry.id, default: Entry()], retaining: true, stamp: stamp, id: entry.id)
+            Self.store(row, now: now, in: &table[entry.id, default: Entry()], references: 1, stamp: stamp, id: entry.id)
         }
     }
 
-    private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, retaining: Bool, stamp: Stamp, id: ManagedObjectID? = nil) {
-        if retaining { entry.references += 1 }
+    private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, references: Int, stamp: Stamp, id: ManagedObjectID? = nil) {
+        entry.references += references
         switch stamp {
         case .read(let snapshot, let departed):
             // Issue 22 item 8: a read that began before the writer installed this entry (or changed the row while it
@@ -350,11 +371,19 @@ final class SavedRows: Sendable {
     let changes: ContextObjectIDChanges
     private let cache: RowCache
 
-    init(_ changes: ContextObjectIDChanges, cache: RowCache) {
+    /// `taken`: the references the coordinator took when it cached the saved rows. They are this notification's
+    /// when they are on exactly the rows it names (the usual case: every updated object wrote its row); otherwise
+    /// (an object updated by a transient change alone is named but wrote no row) the rows are retained here and
+    /// `taken` gives its references back when it goes.
+    init(_ changes: ContextObjectIDChanges, cache: RowCache, taken: SaveReferences? = nil) {
         self.changes = changes
         self.cache = cache
-        cache.retain(changes.inserted)
-        cache.retain(changes.updated)
+        if let taken, taken.cache === cache, taken.covers(changes) {
+            taken.adopt()
+        } else {
+            cache.retain(changes.inserted)
+            cache.retain(changes.updated)
+        }
     }
 
     deinit {
@@ -368,5 +397,35 @@ final class SavedRows: Sendable {
     /// The saved rows a did-save notification carries, if it was posted by a context that saved to a coordinator.
     static func of(_ notification: Notification) -> SavedRows? {
         notification.userInfo?[userInfoKey] as? SavedRows
+    }
+}
+
+/// The references a coordinator's save took on the rows it wrote and cached, one per inserted and updated row, in
+/// the same hash lookup as their install (issue 22 item 5): the did-save notification's ``SavedRows`` adopts them
+/// instead of looking every row up once more. Given back when this goes, unless adopted.
+package final class SaveReferences: Sendable {
+    fileprivate let cache: RowCache
+    /// The rows held: the request's inserts (their permanent IDs) and updates.
+    private let inserted: [ManagedObjectID]
+    private let updated: [ManagedObjectID]
+    private let adopted = Atomic<Bool>(false)
+
+    init(cache: RowCache, inserted: [ManagedObjectID], updated: [ManagedObjectID]) {
+        (self.cache, self.inserted, self.updated) = (cache, inserted, updated)
+    }
+
+    /// Whether these are the references `changes` needs. A save's written rows are among the objects its
+    /// notification names (distinct IDs on both sides), so equal counts mean the same rows.
+    fileprivate func covers(_ changes: ContextObjectIDChanges) -> Bool {
+        changes.inserted.count == inserted.count && changes.updated.count == updated.count
+    }
+
+    /// Hands the references over: whoever adopts them gives them back.
+    fileprivate func adopt() { adopted.store(true, ordering: .relaxed) }
+
+    deinit {
+        guard !adopted.load(ordering: .relaxed) else { return }
+        cache.release(inserted)
+        cache.release(updated)
     }
 }
