@@ -372,12 +372,35 @@ extension ManagedObjectContext {
     private func didCommit(newIDs: [ManagedObjectID: ManagedObjectID], coordinator: PersistentStoreCoordinator, historyToken: PersistentHistoryToken?,
                            savedRows: SaveReferences?) {
         let inserted = Self.keeping(insertedSet) { !$0.isDeletedFlag }
-        let updated = Self.keeping(updatedSet) { !$0.isDeletedFlag && !$0.isInsertedFlag }
         let deleted = Self.keeping(deletedSet) { !$0.isInsertedFlag }
         remapIDs(newIDs)
         // Semantics §2.2: the descendants re-key their objects for these rows too; queued before the did-save
         // below, so that their automatic merges of it find the permanent IDs.
         propagatePermanentIDs(newIDs)
+        // One walk of the updated objects does what four did (issue 22 item 5: in a large save each walk missed the
+        // caches once per object): which of them the notification names, their new snapshots, their leaving the
+        // updated set, and their IDs for the notification's ID sets.
+        let changed = updatedSet  // walked as it is now, its members kept alive
+        var updatedIDs: [ManagedObjectID] = []
+        updatedIDs.reserveCapacity(changed.count)
+        var keepsAll = true
+        changed.forEachUnretained { object in
+            object.isInUpdatedSet = false  // the set is emptied below (``clearUpdated()``)
+            guard Self.isSavedUpdate(object) else {
+                keepsAll = false
+                return
+            }
+            updatedIDs.append(object.objectID)
+            object.transientsChanged = false
+            // A transient change alone wrote no row: the version stays (issue 18 rule 3).
+            guard object.hasPersistentChanges else { return }
+            object.original = RowSnapshot(values: object.values, version: object.snapshotVersion + 1)
+            object.changedSlots = []
+            settleToManys(object)
+        }
+        let updated = keepsAll ? changed : changed.filter(Self.isSavedUpdate)
+        var insertedIDs: [ManagedObjectID] = []
+        insertedIDs.reserveCapacity(inserted.count)
         for object in inserted {
             // The coordinator installed the new row with one reference for this object.
             if object.cacheReference != nil { coordinator.rowCache.release(object.objectID) }
@@ -387,14 +410,7 @@ extension ManagedObjectContext {
             object.original = RowSnapshot(values: object.values, version: 1)
             object.changedSlots = []
             settleToManys(object)
-        }
-        updated.forEachUnretained { object in
-            object.transientsChanged = false
-            // A transient change alone wrote no row: the version stays (issue 18 rule 3).
-            guard object.hasPersistentChanges else { return }
-            object.original = RowSnapshot(values: object.values, version: object.snapshotVersion + 1)
-            object.changedSlots = []
-            settleToManys(object)
+            insertedIDs.append(object.objectID)
         }
         for object in deletedSet {
             unregister(object)
@@ -406,7 +422,7 @@ extension ManagedObjectContext {
             }
         }
         insertedSet.removeAll(keepingCapacity: insertedSet.count <= Self.keptSetCapacity)
-        clearUpdated()
+        updatedSet.removeAll(keepingCapacity: updatedSet.count <= Self.keptSetCapacity)  // flags cleared in the walk
         deletedSet = []
         lockedObjects = []
         counters.saves += 1
@@ -414,9 +430,15 @@ extension ManagedObjectContext {
         inserted.forEachUnretained { $0.didSave() }
         updated.forEachUnretained { $0.didSave() }
         deleted.forEachUnretained { $0.didSave() }
+        let ids = ContextObjectIDChanges(inserted: Set(insertedIDs), updated: Set(updatedIDs), deleted: Set(deleted.map(\.objectID)))
         // Semantics §3.7: the save advances a pinned context's generation; the did-save names the one after it.
-        postDidSave(inserted: inserted, updated: updated, deleted: deleted, rowCache: coordinator.rowCache, savedRows: savedRows,
+        postDidSave(inserted: inserted, updated: updated, deleted: deleted, ids: ids, rowCache: coordinator.rowCache, savedRows: savedRows,
                     historyToken: historyToken, queryGeneration: queryGenerationAfterSave(to: coordinator))
+    }
+
+    /// Whether an object of the updated set is announced as updated by the save: not deleted, and not inserted.
+    private static func isSavedUpdate(_ object: ManagedObject) -> Bool {
+        !object.isDeletedFlag && !object.isInsertedFlag
     }
 
     /// `set.filter(isIncluded)`, but the set itself when every member is kept (the usual case: a save's
@@ -437,12 +459,13 @@ extension ManagedObjectContext {
 
     /// Posts did-save (with the objects) and did-save-object-IDs. `rowCache` is the coordinator's cache when the
     /// save reached the store (nil for a child's push into its parent).
-    /// `savedRows`: the references the coordinator took on the saved rows for this notification.
-    func postDidSave(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>,
+    /// `ids`: the objects' IDs when the caller collected them already; `savedRows`: the references the coordinator
+    /// took on the saved rows for this notification.
+    func postDidSave(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, deleted: Set<ManagedObject>, ids: ContextObjectIDChanges? = nil,
                      rowCache: RowCache? = nil, savedRows: SaveReferences? = nil, historyToken: PersistentHistoryToken? = nil,
                      queryGeneration: QueryGenerationToken? = nil) {
         typealias Key = NotificationKey
-        let ids = ContextObjectIDChanges(
+        let ids = ids ?? ContextObjectIDChanges(
             inserted: Set(inserted.map(\.objectID)), updated: Set(updated.map(\.objectID)), deleted: Set(deleted.map(\.objectID)))
         var info: [AnyHashable: Any] = [
             Key.insertedObjects.rawValue: inserted,
