@@ -315,7 +315,7 @@ extension ManagedObjectContext {
         // save's pages in SQLite's page cache and the CPU's (issue 22 item 5, Benchmarks/README.md, seventh
         // round). The order is sorted as plain words with the object unretained: sorting the requests
         // themselves moved their values' reference counts (a retain and a release per move).
-        var order: [(entity: Int, store: UInt32, key: Int64, object: Unmanaged<ManagedObject>)] = []
+        var order: UpdateOrder = []
         order.reserveCapacity(updatedSet.count)
         updatedSet.forEachUnretained { object in
             addJoinChanges(object)
@@ -324,7 +324,7 @@ extension ManagedObjectContext {
             let id = object.objectID
             order.append((id.entity.entityNumber, id.storeNumber, id.key, Unmanaged.passUnretained(object)))
         }
-        order.sort { a, b in (a.entity, a.store, a.key) < (b.entity, b.store, b.key) }
+        Self.sortInKeyOrder(&order)
         request.updates.reserveCapacity(order.count)
         for entry in order {
             // The updated set holds every object listed here until the save is over.
@@ -355,6 +355,52 @@ extension ManagedObjectContext {
             }
         }
         return request
+    }
+
+    /// A save's updated rows, as ``buildSaveRequest()`` orders them.
+    typealias UpdateOrder = [(entity: Int, store: UInt32, key: Int64, object: Unmanaged<ManagedObject>)]
+
+    /// Sorts `order` by entity, store and key (``keyOrder(_:_:)``). The usual large save updates rows of one entity
+    /// in one store whose keys are dense (a range at most four times their number): each is then placed in a
+    /// table by its key and read back in key order, in time linear in the save's size; a comparison sort grew as
+    /// n log n and, past the caches, missed them on most moves (issue 22 item 5: 68M instructions and 0.18M LL
+    /// misses in a save of 100k, against 5.1M and 2.5k for 10k). The order is the same either way (a key is
+    /// unique within its entity and store; a repeated one falls back to the sort).
+    static func sortInKeyOrder(_ order: inout UpdateOrder) {
+        guard order.count > 1 else { return }
+        let first = order[0]
+        var low = first.key, high = first.key, uniform = true
+        for entry in order {
+            guard entry.entity == first.entity && entry.store == first.store else {
+                uniform = false
+                break
+            }
+            low = min(low, entry.key)
+            high = max(high, entry.key)
+        }
+        let (range, overflow) = high.subtractingReportingOverflow(low)
+        if uniform, order.count >= 64, !overflow, range < Int64(order.count) * 4 {
+            var slots = [Unmanaged<ManagedObject>?](repeating: nil, count: Int(range) + 1)
+            var placed = true
+            for entry in order {
+                let i = Int(entry.key - low)
+                guard slots[i] == nil else {
+                    placed = false
+                    break
+                }
+                slots[i] = entry.object
+            }
+            if placed {
+                var n = 0
+                for (i, object) in slots.enumerated() {
+                    guard let object else { continue }
+                    order[n] = (first.entity, first.store, low + Int64(i), object)
+                    n += 1
+                }
+                return
+            }
+        }
+        order.sort { a, b in (a.entity, a.store, a.key) < (b.entity, b.store, b.key) }
     }
 
     /// The order a save writes rows in: by entity, then store, then primary key (a temporary ID's key is its

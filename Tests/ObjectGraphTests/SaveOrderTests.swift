@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+// Issue 22 item 5 (semantics §3.6 for the determinism rule): a save writes its updated rows in (entity, store,
+// primary key) order. A large save of one entity's dense keys is ordered by placing each row by its key; every
+// other save by a comparison sort. Both give the same order.
+@Suite struct SaveOrderTests {
+    /// Entries for `keys` (entity and store from `group`), each with an object of its own, in the order given.
+    private static func entries(_ keys: [(entity: Int, store: UInt32, key: Int64)], objects: [ManagedObject]) -> ManagedObjectContext.UpdateOrder {
+        keys.enumerated().map { n, k in (k.entity, k.store, k.key, Unmanaged.passUnretained(objects[n])) }
+    }
+
+    private static func sortedByComparison(_ order: ManagedObjectContext.UpdateOrder) -> ManagedObjectContext.UpdateOrder {
+        order.sorted { a, b in (a.entity, a.store, a.key) < (b.entity, b.store, b.key) }
+    }
+
+    private static func same(_ a: ManagedObjectContext.UpdateOrder, _ b: ManagedObjectContext.UpdateOrder) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { x, y in
+            x.entity == y.entity && x.store == y.store && x.key == y.key && x.object.toOpaque() == y.object.toOpaque()
+        }
+    }
+
+    @Test("Issue 22 item 5: the save's key order is the comparison sort's, for dense keys, sparse keys, several entities or stores, and small saves (§3.6)")
+    func keyOrderIsTheComparisonSortsWhateverTheKeys_3_6() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        let objects: [ManagedObject] = ctx.performAndWait { (0..<300).map { _ in Item(context: ctx) } }
+        // 1...300 in a fixed order of no pattern (7919 is prime to 300): the same entries on every run.
+        let dense = (0..<300).map { Int64($0 * 7919 % 300 + 1) }
+        #expect(Set(dense).count == 300)
+        let cases: [[(entity: Int, store: UInt32, key: Int64)]] = [
+            dense.map { (3, 1, $0) },                                   // one entity, dense keys: placed by key
+            dense.map { (3, 1, $0 + 1_000_000) },                       // dense keys far from 1
+            dense.map { (3, 1, $0 * 10) },                              // sparse keys: sorted
+            dense.map { (3 + Int($0 % 2), 1, $0) },                     // two entities
+            dense.map { (3, 1 + UInt32($0 % 3), $0) },                  // three stores
+            dense.prefix(40).map { (3, 1, $0) },                        // a small save
+            dense.map { (3, 1, $0 == 7 ? Int64.max : ($0 == 8 ? Int64.min : $0)) },  // a range that overflows
+        ]
+        for keys in cases {
+            let order = Self.entries(keys, objects: objects)
+            var placed = order
+            ManagedObjectContext.sortInKeyOrder(&placed)
+            #expect(Self.same(placed, Self.sortedByComparison(order)))
+        }
+        withExtendedLifetime(objects) {}
+    }
+}
