@@ -166,4 +166,31 @@ import Testing
         cache.release(id)
         #expect(cache.count == 0)
     }
+
+    @Test("Deinit releases beside a long install on another thread: every reference counts once, none is lost (§2.3)")
+    func releasesBesideALongInstallAllCount() async throws {
+        let cache = RowCache()
+        let entity = try #require(try TestStack().model.entity(named: "Item"))
+        let saved = (1...20_000).map { ManagedObjectID(entity: entity, primaryKey: Int64($0), storeNumber: 1) }
+        let fetched = (1...64).map { ManagedObjectID(entity: entity, primaryKey: Int64(100_000 + $0), storeNumber: 1) }
+        // The fetched rows are held once before, so that their entries live through the run.
+        cache.install(fetched.map { ($0, Self.row(1)) }, retain: true)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // A large save's install (many holds), then its references given back in batches.
+                cache.install(saved.map { ($0, Self.row(1)) }, retain: true)
+                cache.release(saved)
+            }
+            group.addTask {
+                // A context beside it: a fetch's references taken, then given back one by one as objects go.
+                for _ in 0..<200 {
+                    cache.installRetaining(fetched.map { FetchEntry(id: $0, row: Self.row(1), retained: true) })
+                    for id in fetched { cache.release(id) }
+                }
+            }
+        }
+        #expect(cache.count == fetched.count)
+        for id in fetched { cache.release(id) }
+        #expect(cache.count == 0)
+    }
 }
