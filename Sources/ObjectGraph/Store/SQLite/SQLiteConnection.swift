@@ -61,6 +61,17 @@ final class SQLiteConnection {
     func execute(_ sql: String) throws {
         statementCounts.other += 1
         Execution.countStatement(.other)
+        try executeUncounted(sql)
+    }
+
+    /// Sets a connection up as it opens (a reader of the pool, with the writer's per-connection pragmas): not
+    /// counted with the store's statements, as opening the connection is not (how many readers open depends on
+    /// the threads, and the counters must not).
+    func configure(_ pragmas: [(name: String, value: String)]) throws {
+        for (name, value) in pragmas { try executeUncounted("PRAGMA \(name) = \(value)") }
+    }
+
+    private func executeUncounted(_ sql: String) throws {
         var errmsg: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &errmsg)
         if rc != SQLITE_OK {

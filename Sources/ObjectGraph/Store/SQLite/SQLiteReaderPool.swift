@@ -9,7 +9,8 @@ import Foundation
 /// store's reading code runs unchanged on it; a read takes an idle reader (opening one when fewer than `capacity`
 /// exist) or waits until one is given back. In WAL mode a reader sees the last committed state of the file and
 /// never waits for the writer's open transaction. As GRDB's `DatabasePool` does, readers are opened read-only
-/// (`SQLITE_OPEN_READONLY`), with the store's busy timeout for SQLite's rare busy cases in WAL mode. Unlike GRDB's
+/// (`SQLITE_OPEN_READONLY`), with the store's busy timeout for SQLite's rare busy cases in WAL mode and the
+/// writer's per-connection pragmas (`cache_size`, `mmap_size`…, as GRDB runs `prepareDatabase` on each). Unlike GRDB's
 /// `read`, a read here is not wrapped in a transaction of its own: each statement reads the file as it was when it
 /// started, every row carries its version (`Z_OPT`), and the row cache takes no row older than one the writer
 /// installed (``RowCache``), so the extra `BEGIN`/`COMMIT` per read would buy nothing and cost two statements.
@@ -142,13 +143,17 @@ final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded b
 }
 
 extension SQLiteStore {
-    /// A reader of `writer`'s file for its pool: a read-only connection with the predicate functions, sharing the
-    /// writer's model, identity and store number (nothing is written to the file, no statement is run to open it).
+    /// A reader of `writer`'s file for its pool: a read-only connection with the predicate functions and the
+    /// writer's per-connection pragmas (``SQLiteStore/connectionPragmas``), sharing the writer's model, identity and
+    /// store number (nothing is written to the file; the pragmas are not counted as the store's statements).
     convenience init(readerOf writer: SQLiteStore) throws {
         guard let url = writer.url else { throw ObjectGraphError(.persistentStoreOpen, "a reader needs a store file") }
         let connection: SQLiteConnection
         do {
             connection = try SQLiteConnection(path: url.path, readOnly: true, busyTimeout: writer.busyTimeout)
+            // The writer's per-connection settings (GRDB's `DatabasePool` runs its `prepareDatabase` on every reader
+            // alike): a reader reads with the same cache, memory map and busy timeout as the writer.
+            try connection.configure(writer.connectionPragmas)
         } catch let error as SQLiteError {
             throw Self.storeError(error, path: url.path, opening: true)
         }
