@@ -47,4 +47,52 @@ import Testing
         let view = stack.context()
         #expect(try view.performAndWait { try fetchItems(view).count } == 2)
     }
+
+    @Test("Docs §8 (read connections): a pool made smaller closes its idle readers beyond the new size at once, and the held ones beyond it as they are given back; a pool of 1 keeps none")
+    func shrinkingThePoolClosesReaders() throws {
+        let stack = try TestStack()
+        let coordinator = stack.coordinator
+        let path = stack.url.path
+        let pool = try #require(coordinator.readerPool)
+        /// Three readers held at once (nested reads on this thread); `inside` runs while they are.
+        func holdThree(_ inside: () -> Void) throws {
+            try pool.withReader(capacity: 3) { _ in try pool.withReader(capacity: 3) { _ in try pool.withReader(capacity: 3) { _ in inside() } } }
+        }
+        try holdThree {}
+        #expect(coordinator.openReadConnections == 3)
+        #expect(SQLiteConnection.openConnections(path: path) == 4, "the writer and three idle readers")
+        coordinator.connectionPoolSize = 2
+        #expect(coordinator.openReadConnections == 1, "one reader beside the writer")
+        #expect(SQLiteConnection.openConnections(path: path) == 2)
+
+        coordinator.connectionPoolSize = 4
+        try holdThree { coordinator.connectionPoolSize = 1 }
+        #expect(coordinator.openReadConnections == 0, "readers held while the pool shrank close as they are given back")
+        #expect(SQLiteConnection.openConnections(path: path) == 1, "the writer alone")
+        let view = stack.context()
+        #expect(try view.performAndWait { try fetchItems(view).count } == 0)
+        #expect(coordinator.openReadConnections == 0, "a pool of 1 reads on the writer")
+    }
+
+    @Test("Docs §8 (read connections): when its coordinator goes, a store closes its writer and every reader: idle, and one a pinned context's query generation held (§3.7)")
+    func releasingTheCoordinatorClosesEveryConnection() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("og-readers-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("store.sqlite")
+        try {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeModel())
+            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            let pool = try #require(coordinator.readerPool)
+            try pool.withReader(capacity: 3) { _ in try pool.withReader(capacity: 3) { _ in } }
+            let pinned = ManagedObjectContext(concurrencyType: .privateQueue)
+            pinned.persistentStoreCoordinator = coordinator
+            try pinned.performAndWait {
+                try pinned.setQueryGenerationFrom(.current)
+                _ = try fetchItems(pinned)
+            }
+            #expect(coordinator.openReadConnections == 1, "one idle reader left in the pool; the generation took the other")
+            #expect(SQLiteConnection.openConnections(path: url.path) == 3)
+        }()
+        #expect(SQLiteConnection.openConnections(path: url.path) == 0)
+    }
 }

@@ -79,6 +79,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
                 store = sqlite
                 if let size = options.connectionPoolMaxSize { connectionPoolSize = size }
                 readers.withLock { $0 = sqlite.readerPool }
+                sqlite.readerPool?.capacityChanged(to: connectionPoolSize - 1)
                 let path = url.standardizedFileURL.path
                 remoteChanges.withLock { $0 = (options.remoteChangeNotifications, path) }
                 CoordinatorRegistry.add(self, path: path)
@@ -159,8 +160,11 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
         get { poolSize.withLock { $0 } }
         set {
             precondition(newValue >= 1, "a connection pool has at least one connection")
-            poolSize.withLock { $0 = newValue }
-            readers.withLock { $0 }?.capacityChanged()
+            // The readers take the new size under the same lock: two setters at once leave the pool the last size.
+            poolSize.withLock { size in
+                size = newValue
+                readers.withLock { $0 }?.capacityChanged(to: newValue - 1)
+            }
             Execution.recording(.setPoolSize(self, newValue)) {}
         }
     }

@@ -20,6 +20,9 @@ final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded b
     private var open = 0
     private var leased = 0
     private var closed = false
+    /// The most readers kept open: the coordinator's pool size less its writer (``capacityChanged(to:)``); a reader
+    /// given back beyond it is closed, not kept idle.
+    private var limit = Int.max
     /// Statements the readers ran and gave back (a reader's own counts are read only while nobody holds it).
     private var returnedCounts = StatementCounts()
     private unowned let writer: SQLiteStore
@@ -67,7 +70,7 @@ final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded b
         returnedCounts = returnedCounts + reader.connection.statementCounts
         reader.connection.statementCounts = StatementCounts()
         leased -= 1
-        if closed { open -= 1 } else { idle.append(reader) }
+        if closed || open > limit { open -= 1 } else { idle.append(reader) }
         condition.signal()
         condition.unlock()
     }
@@ -110,11 +113,20 @@ final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded b
         condition.unlock()
     }
 
-    /// Wakes callers waiting for a reader after the capacity grew.
-    func capacityChanged() {
+    /// Takes the pool's new capacity (the coordinator's pool size less its writer): wakes callers waiting for a
+    /// reader when it grew; when it shrank, closes the idle readers beyond it at once, and the held ones beyond it
+    /// as they are given back (an idle reader holds a file handle and its page cache).
+    func capacityChanged(to capacity: Int) {
         condition.lock()
+        limit = max(0, capacity)
+        var closing: [SQLiteStore] = []
+        while open > limit, let reader = idle.popLast() {
+            closing.append(reader)
+            open -= 1
+        }
         condition.broadcast()
         condition.unlock()
+        closing.removeAll()  // the last references: the connections close here, outside the lock
     }
 
     /// The statements every reader ran, for the coordinator's counters.
