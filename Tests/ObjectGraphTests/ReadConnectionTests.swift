@@ -95,4 +95,26 @@ import Testing
         }()
         #expect(SQLiteConnection.openConnections(path: url.path) == 0)
     }
+
+    @Test("Docs §8 (read connections): connectionPoolMaxSize sizes the pool of a store that serves requests concurrently; an in-memory store has none: it takes any value (0 too) without error, keeps the coordinator's pool size and opens no reader",
+          arguments: [0, 1, 8])
+    func inMemoryStoreIgnoresThePoolOption(size: Int) throws {
+        var options = StoreOptions()
+        options.connectionPoolMaxSize = size
+        let stack = try TestStack(type: .inMemory, options: options)
+        #expect(stack.coordinator.connectionPoolSize == PersistentStoreCoordinator.defaultConnectionPoolSize)
+        #expect(stack.coordinator.readerPool == nil && stack.coordinator.openReadConnections == 0)
+        try stack.seed(2)
+        let view = stack.context()
+        #expect(try view.performAndWait { try fetchItems(view).count } == 2)
+
+        // Core Data's key on a description, as a container passes it.
+        var description = PersistentStoreDescription()
+        description.type = .inMemory
+        description.setOption(size, forKey: PersistentStoreDescription.connectionPoolMaxSizeKey)
+        let other = PersistentStoreCoordinator(managedObjectModel: try makeModel())
+        try other.addPersistentStore(with: description)
+        #expect(other.connectionPoolSize == PersistentStoreCoordinator.defaultConnectionPoolSize)
+        #expect(other.storeType == .inMemory)
+    }
 }

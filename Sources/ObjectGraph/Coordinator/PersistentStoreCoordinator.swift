@@ -84,6 +84,9 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
                 remoteChanges.withLock { $0 = (options.remoteChangeNotifications, path) }
                 CoordinatorRegistry.add(self, path: path)
             case .inMemory:
+                // `connectionPoolMaxSize` does not apply (Docs §8): Core Data's key sizes the pool of "a store that
+                // supports concurrent request handling", and rows in memory have no WAL and no read connections.
+                // Any value is taken without a check and leaves `connectionPoolSize` as it is.
                 store = InMemoryStore(model: managedObjectModel)
             }
         } }
