@@ -228,11 +228,12 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     }
 
     /// The object ID named by a URI from ``ManagedObjectID/uriRepresentation``, nil when it names no entity of
-    /// this model or another store.
+    /// this model, an abstract entity (an object ID names its object's concrete entity, and an abstract entity has
+    /// no objects: Docs/coredata-behaviour.md §11.3), or another store.
     public func managedObjectID(forURIRepresentation uri: URL) -> ManagedObjectID? {
         guard uri.scheme == "x-coredata" else { return nil }
         let parts = uri.path.split(separator: "/")
-        guard parts.count == 2, let entity = managedObjectModel.entity(named: String(parts[0])) else { return nil }
+        guard parts.count == 2, let entity = managedObjectModel.entity(named: String(parts[0])), !entity.isAbstract else { return nil }
         let last = parts[1]
         guard let kind = last.first, let number = Int64(last.dropFirst()), number > 0 else { return nil }
         guard kind == "p", let host = uri.host, host == storeIdentifier else { return nil }
