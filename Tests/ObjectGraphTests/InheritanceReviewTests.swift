@@ -302,4 +302,41 @@ import Testing
             #expect(stack.coordinator.managedObjectID(forURIRepresentation: asNote)?.entity.name == "Note")
         }
     }
+
+    @Test("§11.3: a parent's fetch naming a sub-entity's key is refused naming the parent whatever the store holds: no stored row (an unsaved Memo pending), or rows a predicate's first clause already rules out",
+          arguments: [PersistentStoreType.sqlite, .inMemory])
+    func parentFetchRefusesSubentityKeysWithoutRowsToCheck(type: PersistentStoreType) throws {
+        let stack = try TestStack(model: T.model(), type: type)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            _ = try T.insert(ctx, "Memo", ["slug": "m1", "priority": 3])  // pending only: the store holds no row
+            var requests = [
+                FetchRequest(entityName: "Post", predicate: .compare("priority", .equalTo, 3)),
+                FetchRequest(entityName: "Post", sortDescriptors: [ObjectSortDescriptor("priority")]),
+                FetchRequest(entityName: "Post", predicate: .and([.compare("slug", .equalTo, "none"), .compare("priority", .equalTo, 3)])),
+                FetchRequest(entityName: "Person", predicate: .compare("favorite.priority", .equalTo, 3)),
+            ]
+            for n in requests.indices { requests[n].includesPendingChanges = true }
+            func check(_ when: String) {
+                for request in requests {
+                    do {
+                        let found = try ctx.fetch(request)
+                        Issue.record("\(type), \(when): \(request.entityName) fetched \(found.count) with a key of Memo")
+                    } catch let error as ObjectGraphError {
+                        #expect(error.code == .invalidFetchRequest && error.message.contains("priority"), "\(type), \(when)")
+                        if request.entityName == "Post" { #expect(error.entityName == "Post" && error.propertyName == "priority", "\(type), \(when)") }
+                    } catch { Issue.record("\(error)") }
+                    // A count has no order: its sort is neither run nor checked (the SQLite store's count ignores it).
+                    if request.sortDescriptors.isEmpty {
+                        #expect(throws: ObjectGraphError.self, "\(type), \(when): count") { try ctx.count(for: request) }
+                    }
+                }
+            }
+            check("no stored row")
+            try ctx.save()
+            _ = try T.insert(ctx, "Note", ["slug": "n1"])
+            try ctx.save()
+            check("stored rows")  // the first clause of the AND rules every stored row out
+        }
+    }
 }
