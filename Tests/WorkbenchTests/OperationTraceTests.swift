@@ -90,15 +90,20 @@ import TraceReplay
         #expect(files == Self.scaled.keys.sorted(), "each shipped scenario needs its scaled-down parameters here")
     }
 
-    @Test(arguments: scaled.keys.sorted())
-    func shippedScenarioReplaysExactly(_ name: String) throws {
-        let file = Self.root.appendingPathComponent("Scenarios/\(name).yaml").path
-        let loaded = try ScenarioLoader.load(file: file, overrides: Self.scaled[name] ?? [])
+    /// Scenarios/`name`.yaml with `overrides`: every variant is simulated and replays exactly (``check(_:sourceLocation:)``).
+    static func checkEveryVariant(_ name: String, overrides: [String]) throws {
+        let file = root.appendingPathComponent("Scenarios/\(name).yaml").path
+        let loaded = try ScenarioLoader.load(file: file, overrides: overrides)
         try #require(!loaded.variants.isEmpty)
         for variant in loaded.variants {
             #expect(variant.mode == .simulated)
-            try Self.check(variant)
+            try check(variant)
         }
+    }
+
+    @Test(arguments: scaled.keys.sorted())
+    func shippedScenarioReplaysExactly(_ name: String) throws {
+        try Self.checkEveryVariant(name, overrides: Self.scaled[name] ?? [])
     }
 
     /// The scenarios of Scenarios/published/ (published Core Data measurements) and Scenarios/long/, scaled down as
@@ -128,13 +133,7 @@ import TraceReplay
     @Test("Issue 23: the published and long scenarios, scaled down, replay through ObjectGraph with every count exact, call by call",
           arguments: scaledInFolders.keys.sorted())
     func scenarioInAFolderReplaysExactly(_ name: String) throws {
-        let file = Self.root.appendingPathComponent("Scenarios/\(name).yaml").path
-        let loaded = try ScenarioLoader.load(file: file, overrides: Self.scaledInFolders[name] ?? [])
-        try #require(!loaded.variants.isEmpty)
-        for variant in loaded.variants {
-            #expect(variant.mode == .simulated)
-            try Self.check(variant)
-        }
+        try Self.checkEveryVariant(name, overrides: Self.scaledInFolders[name] ?? [])
     }
 }
 
