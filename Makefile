@@ -87,7 +87,7 @@ bench-quick: deps
 
 TRIALS ?= 100
 RUNS ?= 10000
-TSAN_SUITES := ConcurrencyStressTests|RegistryTests|LeakTests|AmbarContainerTests|ToolkitObserverTests|ToolkitImportTests|MergeChangesTests|TwoCoordinatorTests|SimulationTests|AsynchronousFetchTests|StoreDescriptionTests|UndoManagerTests|ConnectionPoolTests|QueryGenerationTests|PoolGenerationReviewTests|RowCacheVersionTests
+TSAN_SUITES := ConcurrencyStressTests|RegistryTests|LeakTests|AmbarContainerTests|ToolkitObserverTests|ToolkitImportTests|MergeChangesTests|TwoCoordinatorTests|SimulationTests|AsynchronousFetchTests|StoreDescriptionTests|UndoManagerTests|ConnectionPoolTests|QueryGenerationTests|PoolGenerationReviewTests|RowCacheVersionTests|RowCacheDeferredReleaseTests|ReadConnectionTests
 
 crash-test: deps
 	$(SWIFT) build --product ambar-crash

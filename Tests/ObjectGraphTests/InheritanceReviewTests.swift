@@ -51,7 +51,7 @@ import Testing
         }
     }
 
-    @Test("§11.2, semantics §4: an object ID names its row's entity: the ID of another entity of the hierarchy (a sibling's, or the abstract parent's from a URI) with that key names no object",
+    @Test("§11.2, semantics §4: an object ID names its row's entity: the ID of another entity of the hierarchy (a sibling's, or the abstract parent's) with that key names no object",
           arguments: [PersistentStoreType.sqlite, .inMemory])
     func objectIDOfAnotherEntityFindsNoRow(type: PersistentStoreType) throws {
         let stack = try TestStack(model: T.model(), type: type)
@@ -61,8 +61,9 @@ import Testing
             let note = try #require(try ctx.fetch(FetchRequest(entityName: "Note", predicate: .compare("slug", .equalTo, "n1"))).first)
             let photo = try #require(stack.model.entity(named: "Photo"))
             let sibling = ManagedObjectID(entity: photo, primaryKey: note.objectID.key, storeNumber: note.objectID.storeNumber)
-            let abstractURI = URL(string: note.objectID.uriRepresentation.absoluteString.replacingOccurrences(of: "/Note/", with: "/Post/"))!
-            let parent = try #require(stack.coordinator.managedObjectID(forURIRepresentation: abstractURI))
+            // A URI naming the abstract parent gives no ID (§11.3, InheritanceReviewTests.uriOfAnAbstractEntityNamesNoID),
+            // so the parent's ID is built here as the sibling's is: the store must still find no row for it.
+            let parent = ManagedObjectID(entity: try #require(stack.model.entity(named: "Post")), primaryKey: note.objectID.key, storeNumber: note.objectID.storeNumber)
             let reader = stack.context()
             reader.performAndWait {
                 for id in [sibling, parent] {
@@ -281,5 +282,61 @@ import Testing
             #expect(try ctx.execute(delete).count == 0)
         }
         #expect(try stack.sql("SELECT count(*) FROM ZPOST WHERE ZSLUG = 'n1'") == [[.integer(1)]])
+    }
+
+    @Test("§11.3, semantics §4: an object ID names a concrete entity: a URI naming an abstract entity gives no ID (nil, as for an unknown entity), while the same key under the concrete entity does",
+          arguments: [PersistentStoreType.sqlite, .inMemory])
+    func uriOfAnAbstractEntityNamesNoID(type: PersistentStoreType) throws {
+        let stack = try TestStack(model: T.model(), type: type)
+        try T.seed(stack)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let note = try #require(try ctx.fetch(FetchRequest(entityName: "Note", predicate: .compare("slug", .equalTo, "n1"))).first)
+            let uri = note.objectID.uriRepresentation.absoluteString
+            #expect(try #require(stack.model.entity(named: "Post")).isAbstract)
+            #expect(stack.coordinator.managedObjectID(forURIRepresentation: URL(string: uri.replacingOccurrences(of: "/Note/", with: "/Post/"))!) == nil)
+            #expect(stack.coordinator.managedObjectID(forURIRepresentation: note.objectID.uriRepresentation) == note.objectID)
+            // A concrete parent (Note, whose sub-entity is Memo) still gives an ID.
+            let memo = try #require(try ctx.fetch(FetchRequest(entityName: "Memo")).first)
+            let asNote = URL(string: memo.objectID.uriRepresentation.absoluteString.replacingOccurrences(of: "/Memo/", with: "/Note/"))!
+            #expect(stack.coordinator.managedObjectID(forURIRepresentation: asNote)?.entity.name == "Note")
+        }
+    }
+
+    @Test("§11.3: a parent's fetch naming a sub-entity's key is refused naming the parent whatever the store holds: no stored row (an unsaved Memo pending), or rows a predicate's first clause already rules out",
+          arguments: [PersistentStoreType.sqlite, .inMemory])
+    func parentFetchRefusesSubentityKeysWithoutRowsToCheck(type: PersistentStoreType) throws {
+        let stack = try TestStack(model: T.model(), type: type)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            _ = try T.insert(ctx, "Memo", ["slug": "m1", "priority": 3])  // pending only: the store holds no row
+            var requests = [
+                FetchRequest(entityName: "Post", predicate: .compare("priority", .equalTo, 3)),
+                FetchRequest(entityName: "Post", sortDescriptors: [ObjectSortDescriptor("priority")]),
+                FetchRequest(entityName: "Post", predicate: .and([.compare("slug", .equalTo, "none"), .compare("priority", .equalTo, 3)])),
+                FetchRequest(entityName: "Person", predicate: .compare("favorite.priority", .equalTo, 3)),
+            ]
+            for n in requests.indices { requests[n].includesPendingChanges = true }
+            func check(_ when: String) {
+                for request in requests {
+                    do {
+                        let found = try ctx.fetch(request)
+                        Issue.record("\(type), \(when): \(request.entityName) fetched \(found.count) with a key of Memo")
+                    } catch let error as ObjectGraphError {
+                        #expect(error.code == .invalidFetchRequest && error.message.contains("priority"), "\(type), \(when)")
+                        if request.entityName == "Post" { #expect(error.entityName == "Post" && error.propertyName == "priority", "\(type), \(when)") }
+                    } catch { Issue.record("\(error)") }
+                    // A count has no order: its sort is neither run nor checked (the SQLite store's count ignores it).
+                    if request.sortDescriptors.isEmpty {
+                        #expect(throws: ObjectGraphError.self, "\(type), \(when): count") { try ctx.count(for: request) }
+                    }
+                }
+            }
+            check("no stored row")
+            try ctx.save()
+            _ = try T.insert(ctx, "Note", ["slug": "n1"])
+            try ctx.save()
+            check("stored rows")  // the first clause of the AND rules every stored row out
+        }
     }
 }

@@ -120,3 +120,77 @@ import Testing
         #expect(rows.first.map { mgDouble($0[1]) } == 30, "the acknowledged price is stored")
     }
 }
+
+/// Issue 22 item 8 (read connections beside the writer, behaviour doc §8): an object's deinit gives its row's
+/// reference back (semantics §2.3, snapshot reference counting). While a long hold has the row cache's table (a
+/// large save's install), that reference waits for the next hold instead of the deallocating thread waiting for the
+/// lock; no one sees the table without it.
+@Suite struct RowCacheDeferredReleaseTests {
+    static func row(_ key: Int64, version: Int64 = 1) -> RowSnapshot {
+        RowSnapshot(values: [], version: version)
+    }
+
+    @Test("A reference given back while the table is held is applied by the next hold, before anything is read (§2.3)")
+    func releaseDuringAHoldIsAppliedFirstByTheNextHold() throws {
+        let cache = RowCache()
+        let entity = try #require(try TestStack().model.entity(named: "Item"))
+        let kept = ManagedObjectID(entity: entity, primaryKey: 1, storeNumber: 1)
+        let letGo = ManagedObjectID(entity: entity, primaryKey: 2, storeNumber: 1)
+        cache.install([(kept, Self.row(1)), (letGo, Self.row(2))], retain: true)
+        #expect(cache.count == 2)
+        cache.holdingTableForTesting {
+            // The lock is taken: the release does not wait for it (it would never get it on this thread).
+            cache.release(letGo)
+        }
+        // The next look at the table applies it first: the entry went with its last reference.
+        #expect(cache.count == 1)
+        #expect(cache.version(of: letGo) == nil)
+        #expect(cache.version(of: kept)?.version == 1)
+        // A reference given back with the lock free is applied at once, as before.
+        cache.release(kept)
+        #expect(cache.count == 0)
+    }
+
+    @Test("References given back during a hold and taken again after it count in order: the entry stays (§2.3)")
+    func releaseThenRetainAcrossAHoldKeepsTheEntry() throws {
+        let cache = RowCache()
+        let entity = try #require(try TestStack().model.entity(named: "Item"))
+        let id = ManagedObjectID(entity: entity, primaryKey: 7, storeNumber: 1)
+        cache.install([(id, Self.row(7, version: 3))], retain: true)
+        cache.retain(id)
+        cache.holdingTableForTesting { cache.release(id) }
+        cache.retain(id)
+        cache.release(id)
+        // Two references were taken, one more, and two given back: one is left, with its row.
+        #expect(cache.version(of: id)?.version == 3)
+        cache.release(id)
+        #expect(cache.count == 0)
+    }
+
+    @Test("Deinit releases beside a long install on another thread: every reference counts once, none is lost (§2.3)")
+    func releasesBesideALongInstallAllCount() async throws {
+        let cache = RowCache()
+        let entity = try #require(try TestStack().model.entity(named: "Item"))
+        let saved = (1...20_000).map { ManagedObjectID(entity: entity, primaryKey: Int64($0), storeNumber: 1) }
+        let fetched = (1...64).map { ManagedObjectID(entity: entity, primaryKey: Int64(100_000 + $0), storeNumber: 1) }
+        // The fetched rows are held once before, so that their entries live through the run.
+        cache.install(fetched.map { ($0, Self.row(1)) }, retain: true)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // A large save's install (many holds), then its references given back in batches.
+                cache.install(saved.map { ($0, Self.row(1)) }, retain: true)
+                cache.release(saved)
+            }
+            group.addTask {
+                // A context beside it: a fetch's references taken, then given back one by one as objects go.
+                for _ in 0..<200 {
+                    cache.installRetaining(fetched.map { FetchEntry(id: $0, row: Self.row(1), retained: true) })
+                    for id in fetched { cache.release(id) }
+                }
+            }
+        }
+        #expect(cache.count == fetched.count)
+        for id in fetched { cache.release(id) }
+        #expect(cache.count == 0)
+    }
+}

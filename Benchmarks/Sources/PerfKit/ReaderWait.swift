@@ -14,7 +14,7 @@ import Synchronization
 ///
 /// `autocheckpoint` false turns SQLite's automatic checkpoint off (`wal_autocheckpoint = 0`): a diagnostic, since the
 /// checkpoint that runs inside the save's `COMMIT` holds a WAL lock that new read transactions wait for.
-public func fetchWaitDuringSave(pool: Int, rows: Int, autocheckpoint: Bool = true) throws -> (longestFetch: Double, fetches: Int, save: Double) {
+public func fetchWaitDuringSave(pool: Int, rows: Int, autocheckpoint: Bool = true) throws -> ReaderWait {
     let scratch = Scratch("readers-\(pool)")
     defer { scratch.remove() }
     let coordinator = PersistentStoreCoordinator(managedObjectModel: try OursModel.make(), name: "readers")
@@ -55,15 +55,48 @@ public func fetchWaitDuringSave(pool: Int, rows: Int, autocheckpoint: Bool = tru
         done.signal()
     }.start()
     started.wait()
-    var longest = 0.0, fetches = 0
+    var result = ReaderWait()
     while saving.load(ordering: .sequentiallyConsistent) {
+        // The clock reads bracket the schedstat reads: a preemption on the way out of reading the file is inside the
+        // wall time, so the wall time less the time runnable without a CPU never comes out too small.
         let t0 = nowNanos()
+        let s0 = threadSchedStat()
         let found = try view.performAndWait { try view.fetch(request).count }
+        let s1 = threadSchedStat()
+        let wall = nowNanos() - t0
         precondition(found == 20)
-        longest = max(longest, Double(nowNanos() - t0) / 1e9)
-        fetches += 1
+        var onCPU = 0.0, runQueue = 0.0
+        if let s0, let s1 {
+            onCPU = Double(s1.onCPU &- s0.onCPU) / 1e9
+            runQueue = Double(s1.runQueue &- s0.runQueue) / 1e9
+        }
+        let seconds = Double(wall) / 1e9
+        let blocked = max(0, seconds - onCPU - runQueue)
+        if seconds > result.longestFetch { (result.longestFetch, result.longestParts) = (seconds, (onCPU, runQueue, blocked)) }
+        result.longestBlocked = max(result.longestBlocked, blocked)
+        result.longestWithACPU = max(result.longestWithACPU, max(0, seconds - runQueue))
+        result.fetches += 1
         view.performAndWait { view.reset() }
     }
     done.wait()
-    return (longest, fetches, saveTime.withLock { $0 })
+    result.save = saveTime.withLock { $0 }
+    return result
+}
+
+/// What ``fetchWaitDuringSave(pool:rows:autocheckpoint:)`` measured (seconds).
+public struct ReaderWait: Sendable {
+    /// The longest fetch, wall clock.
+    public var longestFetch = 0.0
+    /// That fetch's wall time split by the thread's scheduler accounting (`/proc/thread-self/schedstat`): on a CPU,
+    /// runnable but waiting for a CPU (the machine's other threads: on 2 cores the save's own thread is one), and
+    /// blocked (a lock, a condition, I/O: the part a reader waits for the writer).
+    public var longestParts = (onCPU: 0.0, runQueue: 0.0, blocked: 0.0)
+    /// The longest time any fetch was blocked.
+    public var longestBlocked = 0.0
+    /// The longest fetch counting only the time its thread had a CPU or was blocked: its wall time less the time it
+    /// was runnable but waited for a CPU (a lock the kernel makes a waiter spin on counts as on a CPU).
+    public var longestWithACPU = 0.0
+    public var fetches = 0
+    /// The save's wall time.
+    public var save = 0.0
 }

@@ -44,6 +44,20 @@ public struct Scratch: Sendable {
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
+/// The calling thread's scheduler accounting from `/proc/thread-self/schedstat` (Linux): nanoseconds on a CPU and
+/// nanoseconds spent runnable but waiting for one (preempted or not yet scheduled). Nil where the file is missing.
+/// A span's wall time less both is the time the thread was blocked: on a lock, a condition or I/O.
+public func threadSchedStat() -> (onCPU: UInt64, runQueue: UInt64)? {
+    let fd = open("/proc/thread-self/schedstat", O_RDONLY)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 96)
+    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+    guard n > 0 else { return nil }
+    let fields = buffer[..<n].split(separator: UInt8(ascii: " ")).prefix(2).compactMap { UInt64(String(decoding: $0, as: UTF8.self)) }
+    return fields.count == 2 ? (fields[0], fields[1]) : nil
+}
+
 /// Runs `body` and returns its wall time in seconds.
 public func timed(_ body: () throws -> Void) rethrows -> Double {
     let t0 = nowNanos()

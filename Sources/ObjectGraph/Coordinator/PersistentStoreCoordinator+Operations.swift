@@ -42,7 +42,8 @@ extension PersistentStoreCoordinator {
         let result: [FetchEntry] = try read(in: generation) { store in
             if let entries = try store.fetchEntriesIfEvaluable(storeFetch) { return entries }
             // The store cannot filter or order this fetch: take every row of the entity (and of its sub-entities
-            // when included) and do it here.
+            // when included) and do it here, its keys checked first as a translation would.
+            try StoreRowSubject.checkKeys(of: request, in: entity)
             var all = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false,
                                  includesSubentities: request.includesSubentities)
             all.idsOnly = false
@@ -79,7 +80,10 @@ extension PersistentStoreCoordinator {
             entity: entity, predicate: request.predicate, sortDescriptors: [], limit: request.fetchLimit,
             offset: request.fetchOffset, idsOnly: true, includesSubentities: request.includesSubentities)
         if let n = try read(in: generation, { try $0.countIfEvaluable(storeFetch) }) { return n }
-        let rows = try fetchRows(request, entity: entity, idsOnly: true, generation: generation)
+        // A count has no order (as the store's own count ignores the sort, so does this one: not checked, not run).
+        var unsorted = request
+        unsorted.sortDescriptors = []
+        let rows = try fetchRows(unsorted, entity: entity, idsOnly: true, generation: generation)
         return rows.count
     }
 
@@ -315,12 +319,39 @@ struct StoreRowSubject: PredicateSubject {
         try resolve(keyPath[...])
     }
 
+    /// The property `key` names in `entity`; an invalid fetch request naming both when it has none.
+    private static func property(_ key: Substring, of entity: EntityDescription) throws -> EntityDescription.PropertyRef {
+        guard let ref = entity.propertiesByName[String(key)] else {
+            throw ObjectGraphError(.invalidFetchRequest, "keypath \(key) not found in entity \(entity.name)", entity: entity.name, property: String(key))
+        }
+        return ref
+    }
+
+    /// Refuses, before any row is read, every key of the fetch's predicate and sort that ``resolve(keyPath:)`` would
+    /// refuse for some row, so that the refusal does not depend on the rows the store holds (issue 21 item 1,
+    /// Docs/coredata-behaviour.md §11.3): with no row, or with rows a clause before it ruled out, a sub-entity's
+    /// key on a parent's fetch was never looked up, and the pending-changes overlay then matched unsaved objects
+    /// against their own entity. The SQLite store's translation refuses such keys whatever it holds.
+    static func checkKeys(of request: FetchRequest, in entity: EntityDescription) throws {
+        for path in request.predicate?.plainKeyPaths ?? [] { try checkKeyPath(path[...], in: entity) }
+        for sort in request.sortDescriptors { try checkKeyPath(sort.key.split(separator: ".")[...], in: entity) }
+    }
+
+    /// The keys ``resolve(_:)`` looks up along `path`: each one through the relationships before it.
+    private static func checkKeyPath(_ path: ArraySlice<Substring>, in entity: EntityDescription) throws {
+        guard let first = path.first else { return }
+        let destination: EntityDescription?
+        switch try property(first, of: entity) {
+        case .toOne(let slot): destination = entity.slotDestinations[slot]
+        case .toMany(let index): destination = entity.destinationEntity(ofRelationship: entity.toManyRelationships[index].name)
+        default: return  // an attribute or a transient ends the path as ``resolve(_:)`` reads it
+        }
+        if path.count > 1, let destination { try checkKeyPath(path.dropFirst(), in: destination) }
+    }
+
     private func resolve(_ path: ArraySlice<Substring>) throws -> KeyPathValue {
         guard let first = path.first else { return .single(.objectID(id)) }
-        guard let ref = entity.propertiesByName[String(first)] else {
-            throw ObjectGraphError(.invalidFetchRequest, "keypath \(first) not found in entity \(entity.name)", entity: entity.name, property: String(first))
-        }
-        switch ref {
+        switch try Self.property(first, of: entity) {
         case .attribute(let slot):
             return .single(row.values[slot])
         case .transient:

@@ -79,10 +79,14 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
                 store = sqlite
                 if let size = options.connectionPoolMaxSize { connectionPoolSize = size }
                 readers.withLock { $0 = sqlite.readerPool }
+                sqlite.readerPool?.capacityChanged(to: connectionPoolSize - 1)
                 let path = url.standardizedFileURL.path
                 remoteChanges.withLock { $0 = (options.remoteChangeNotifications, path) }
                 CoordinatorRegistry.add(self, path: path)
             case .inMemory:
+                // `connectionPoolMaxSize` does not apply (Docs §8): Core Data's key sizes the pool of "a store that
+                // supports concurrent request handling", and rows in memory have no WAL and no read connections.
+                // Any value is taken without a check and leaves `connectionPoolSize` as it is.
                 store = InMemoryStore(model: managedObjectModel)
             }
         } }
@@ -159,8 +163,11 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
         get { poolSize.withLock { $0 } }
         set {
             precondition(newValue >= 1, "a connection pool has at least one connection")
-            poolSize.withLock { $0 = newValue }
-            readers.withLock { $0 }?.capacityChanged()
+            // The readers take the new size under the same lock: two setters at once leave the pool the last size.
+            poolSize.withLock { size in
+                size = newValue
+                readers.withLock { $0 }?.capacityChanged(to: newValue - 1)
+            }
             Execution.recording(.setPoolSize(self, newValue)) {}
         }
     }
@@ -221,11 +228,12 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     }
 
     /// The object ID named by a URI from ``ManagedObjectID/uriRepresentation``, nil when it names no entity of
-    /// this model or another store.
+    /// this model, an abstract entity (an object ID names its object's concrete entity, and an abstract entity has
+    /// no objects: Docs/coredata-behaviour.md §11.3), or another store.
     public func managedObjectID(forURIRepresentation uri: URL) -> ManagedObjectID? {
         guard uri.scheme == "x-coredata" else { return nil }
         let parts = uri.path.split(separator: "/")
-        guard parts.count == 2, let entity = managedObjectModel.entity(named: String(parts[0])) else { return nil }
+        guard parts.count == 2, let entity = managedObjectModel.entity(named: String(parts[0])), !entity.isAbstract else { return nil }
         let last = parts[1]
         guard let kind = last.first, let number = Int64(last.dropFirst()), number > 0 else { return nil }
         guard kind == "p", let host = uri.host, host == storeIdentifier else { return nil }

@@ -25,6 +25,20 @@ extension ObjectPredicate {
         try node.evaluate(subject, variables)
     }
 
+    /// Every key path of the predicate as evaluation hands it to ``PredicateSubject/resolve(keyPath:)`` (a
+    /// collection operator taken out), in the predicate's order.
+    package var plainKeyPaths: [[Substring]] {
+        func paths(_ n: Node) -> [[Substring]] {
+            switch n {
+            case .constant: return []
+            case .and(let nodes), .or(let nodes): return nodes.flatMap(paths)
+            case .not(let n): return paths(n)
+            case .comparison(let c): return [c.left, c.right].compactMap(PredicateComparison.plainKeyPath)
+            }
+        }
+        return paths(node)
+    }
+
     /// Replaces `$NAME` variables with constants.
     public func withSubstitutionVariables(_ variables: [String: Any]) -> ObjectPredicate {
         let values = variables.mapValues(PropertyValue.init(any:))
@@ -106,15 +120,26 @@ extension PredicateComparison {
             guard let opIndex = parts.firstIndex(where: { $0.hasPrefix("@") }) else {
                 return try subject.resolve(keyPath: Array(parts))
             }
-            let base = Array(parts[..<opIndex])
-            let rest = Array(parts[(opIndex + 1)...])
             let values: [PropertyValue]
-            switch try subject.resolve(keyPath: base + rest) {
+            switch try subject.resolve(keyPath: withoutOperator(parts, at: opIndex)) {
             case .many(let vs): values = vs
             case .single(let v): values = v.isNull ? [] : [v]
             }
             return .single(try aggregate(String(parts[opIndex]), values))
         }
+    }
+
+    /// The keys of a key path around its collection operator (`items.@sum.price` → `items.price`).
+    private static func withoutOperator(_ parts: [Substring], at opIndex: Int) -> [Substring] {
+        Array(parts[..<opIndex]) + Array(parts[(opIndex + 1)...])
+    }
+
+    /// The key path `expression` names, as ``value(of:_:_:)`` resolves it; nil when it names none.
+    static func plainKeyPath(_ expression: ObjectExpression) -> [Substring]? {
+        guard case .keyPath(let path) = expression else { return nil }
+        let parts = path.split(separator: ".")
+        guard let opIndex = parts.firstIndex(where: { $0.hasPrefix("@") }) else { return parts }
+        return withoutOperator(parts, at: opIndex)
     }
 
     static func aggregate(_ name: String, _ values: [PropertyValue]) throws -> PropertyValue {

@@ -32,7 +32,8 @@ public struct StoreOptions: Sendable, Hashable {
     /// does not wait for a save of another context on the same coordinator (semantics §8). `1` serializes every
     /// request of the coordinator on one connection, as before iOS 10. nil keeps the coordinator's
     /// ``PersistentStoreCoordinator/connectionPoolSize`` (4 unless set: Apple documents the default only as greater
-    /// than one, so 4 is inferred). Must be at least 1.
+    /// than one, so 4 is inferred). Must be at least 1 for an SQLite store; an in-memory store has no read
+    /// connections and ignores it, whatever its value (Docs/coredata-behaviour.md §8).
     public var connectionPoolMaxSize: Int?
 
     /// Default options.

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Synchronization
 
 typealias SQLiteHandle = OpaquePointer
 typealias SQLiteStatementHandle = OpaquePointer
@@ -44,12 +45,23 @@ final class SQLiteConnection {
         self.path = path
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, Int32(max(0, busyTimeout * 1000)))
+        Self.open.withLock { $0[path, default: 0] += 1 }
     }
 
     deinit {
         cache.removeAll()
         sqlite3_close_v2(handle)
+        Self.open.withLock { counts in
+            counts[path, default: 1] -= 1
+            if counts[path] == 0 { counts[path] = nil }
+        }
     }
+
+    /// Connections of this process open now, by file: what a closed store or a shrunk pool leaves open (tests).
+    private static let open = Mutex<[String: Int]>([:])
+
+    /// The connections of this process open on the file at `path` now (writer, readers, any other).
+    static func openConnections(path: String) -> Int { open.withLock { $0[path] ?? 0 } }
 
     /// Raises the error of the last call when `rc` is not one of `ok`.
     func check(_ rc: Int32, sql: String? = nil, ok: Set<Int32> = [SQLITE_OK]) throws {
@@ -61,6 +73,17 @@ final class SQLiteConnection {
     func execute(_ sql: String) throws {
         statementCounts.other += 1
         Execution.countStatement(.other)
+        try executeUncounted(sql)
+    }
+
+    /// Sets a connection up as it opens (a reader of the pool, with the writer's per-connection pragmas): not
+    /// counted with the store's statements, as opening the connection is not (how many readers open depends on
+    /// the threads, and the counters must not).
+    func configure(_ pragmas: [(name: String, value: String)]) throws {
+        for (name, value) in pragmas { try executeUncounted("PRAGMA \(name) = \(value)") }
+    }
+
+    private func executeUncounted(_ sql: String) throws {
         var errmsg: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &errmsg)
         if rc != SQLITE_OK {

@@ -9,7 +9,8 @@ import Foundation
 /// store's reading code runs unchanged on it; a read takes an idle reader (opening one when fewer than `capacity`
 /// exist) or waits until one is given back. In WAL mode a reader sees the last committed state of the file and
 /// never waits for the writer's open transaction. As GRDB's `DatabasePool` does, readers are opened read-only
-/// (`SQLITE_OPEN_READONLY`), with the store's busy timeout for SQLite's rare busy cases in WAL mode. Unlike GRDB's
+/// (`SQLITE_OPEN_READONLY`), with the store's busy timeout for SQLite's rare busy cases in WAL mode and the
+/// writer's per-connection pragmas (`cache_size`, `mmap_size`…, as GRDB runs `prepareDatabase` on each). Unlike GRDB's
 /// `read`, a read here is not wrapped in a transaction of its own: each statement reads the file as it was when it
 /// started, every row carries its version (`Z_OPT`), and the row cache takes no row older than one the writer
 /// installed (``RowCache``), so the extra `BEGIN`/`COMMIT` per read would buy nothing and cost two statements.
@@ -19,6 +20,9 @@ final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded b
     private var open = 0
     private var leased = 0
     private var closed = false
+    /// The most readers kept open: the coordinator's pool size less its writer (``capacityChanged(to:)``); a reader
+    /// given back beyond it is closed, not kept idle.
+    private var limit = Int.max
     /// Statements the readers ran and gave back (a reader's own counts are read only while nobody holds it).
     private var returnedCounts = StatementCounts()
     private unowned let writer: SQLiteStore
@@ -66,7 +70,7 @@ final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded b
         returnedCounts = returnedCounts + reader.connection.statementCounts
         reader.connection.statementCounts = StatementCounts()
         leased -= 1
-        if closed { open -= 1 } else { idle.append(reader) }
+        if closed || open > limit { open -= 1 } else { idle.append(reader) }
         condition.signal()
         condition.unlock()
     }
@@ -109,11 +113,20 @@ final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded b
         condition.unlock()
     }
 
-    /// Wakes callers waiting for a reader after the capacity grew.
-    func capacityChanged() {
+    /// Takes the pool's new capacity (the coordinator's pool size less its writer): wakes callers waiting for a
+    /// reader when it grew; when it shrank, closes the idle readers beyond it at once, and the held ones beyond it
+    /// as they are given back (an idle reader holds a file handle and its page cache).
+    func capacityChanged(to capacity: Int) {
         condition.lock()
+        limit = max(0, capacity)
+        var closing: [SQLiteStore] = []
+        while open > limit, let reader = idle.popLast() {
+            closing.append(reader)
+            open -= 1
+        }
         condition.broadcast()
         condition.unlock()
+        closing.removeAll()  // the last references: the connections close here, outside the lock
     }
 
     /// The statements every reader ran, for the coordinator's counters.
@@ -142,13 +155,17 @@ final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded b
 }
 
 extension SQLiteStore {
-    /// A reader of `writer`'s file for its pool: a read-only connection with the predicate functions, sharing the
-    /// writer's model, identity and store number (nothing is written to the file, no statement is run to open it).
+    /// A reader of `writer`'s file for its pool: a read-only connection with the predicate functions and the
+    /// writer's per-connection pragmas (``SQLiteStore/connectionPragmas``), sharing the writer's model, identity and
+    /// store number (nothing is written to the file; the pragmas are not counted as the store's statements).
     convenience init(readerOf writer: SQLiteStore) throws {
         guard let url = writer.url else { throw ObjectGraphError(.persistentStoreOpen, "a reader needs a store file") }
         let connection: SQLiteConnection
         do {
             connection = try SQLiteConnection(path: url.path, readOnly: true, busyTimeout: writer.busyTimeout)
+            // The writer's per-connection settings (GRDB's `DatabasePool` runs its `prepareDatabase` on every reader
+            // alike): a reader reads with the same cache, memory map and busy timeout as the writer.
+            try connection.configure(writer.connectionPragmas)
         } catch let error as SQLiteError {
             throw Self.storeError(error, path: url.path, opening: true)
         }

@@ -15,6 +15,10 @@ final class SQLiteStore: PersistentStore {
     private let path: String
     /// The busy timeout of the store's connections (readers open with it too).
     let busyTimeout: TimeInterval
+    /// The pragmas of the store's options that set the connection, not the file, in the order the writer ran
+    /// them: each reader of the pool runs them too when it opens (``init(readerOf:)``), so that it reads with the
+    /// writer's `cache_size`, `mmap_size`, `busy_timeout`… (semantics §8, Docs/coredata-behaviour.md §8).
+    let connectionPragmas: [(name: String, value: String)]
     /// The read connections beside this writer: WAL stores only (nil for a reader; for another journal mode, where a
     /// reader would wait for the writer's lock anyway and a generation would lock writers out; and with
     /// `locking_mode` EXCLUSIVE, where no other connection can read the file). The mode SQLite reports decides, read
@@ -66,10 +70,12 @@ final class SQLiteStore: PersistentStore {
             // connections need WAL and a lock other connections can share (issue 22 item 8, semantics §3.7, §8).
             var journalMode: String?
             var lockingMode = "normal"
+            var perConnection: [(name: String, value: String)] = []
             for (name, value) in pragmas.sorted(by: { $0.key < $1.key }) where !(options.readOnly && name == "journal_mode") {
                 guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else {
                     throw ObjectGraphError(.persistentStoreOpen, "invalid pragma name \(name)", storePath: url.path)
                 }
+                if !Self.writerOnlyPragmas.contains(name.lowercased()) { perConnection.append((name, value)) }
                 let answer = try connection.query("PRAGMA \(name) = \(value)").first?.first?.string?.lowercased()
                 switch name.lowercased() {
                 case "journal_mode": journalMode = answer ?? journalMode
@@ -80,6 +86,7 @@ final class SQLiteStore: PersistentStore {
             // A read-only store keeps the file's own mode (WAL persists in the file); only then is it asked.
             if journalMode == nil { journalMode = try connection.query("PRAGMA journal_mode").first?.first?.string?.lowercased() }
             sharesReads = journalMode == "wal" && lockingMode != "exclusive"
+            connectionPragmas = perConnection
             if let source = migrateFrom, let found = metadata {
                 // Issue 21 item 8: lightweight migration, in one transaction (a kill leaves the old store whole).
                 migratedRows = try Self.migrate(connection, from: source, to: model, inferMapping: options.inferMappingModel, path: url.path)
@@ -103,12 +110,23 @@ final class SQLiteStore: PersistentStore {
         self.path = writer.path
         self.historyTracking = writer.historyTracking
         self.busyTimeout = writer.busyTimeout
+        self.connectionPragmas = writer.connectionPragmas
         self.identifier = writer.identifier
         self.storeNumber = writer.storeNumber
         self.connection = connection
     }
 
     func close() { readerPool?.close() }
+
+    /// Pragmas the writer alone runs: those that change the file itself (its journal mode, page size, vacuum mode,
+    /// header fields: one setting for every connection, and a read-only reader cannot write them) and one-time
+    /// actions on it (checkpoint, vacuum, checks). Every other pragma of the options sets the connection that runs
+    /// it, and the readers run it too.
+    static let writerOnlyPragmas: Set<String> = [
+        "journal_mode", "page_size", "auto_vacuum", "user_version", "application_id", "schema_version",
+        "legacy_file_format", "wal_checkpoint", "incremental_vacuum", "optimize", "integrity_check", "quick_check",
+        "foreign_key_check", "shrink_memory",
+    ]
 
     static func storeError(_ error: SQLiteError, path: String, opening: Bool = false) -> ObjectGraphError {
         if error.isNotADatabase {
