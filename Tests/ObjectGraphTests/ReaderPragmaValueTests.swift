@@ -57,4 +57,24 @@ import Testing
         #expect(try ReadConnectionTests.writerAnswer(stack.coordinator, "application_id") == .integer(12))
         #expect(stack.coordinator.openReadConnections == 1)
     }
+
+    @Test("§8: a pragma's name is case-insensitive as SQLite's: JOURNAL_MODE = DELETE replaces the default WAL (no readers then), and one pragma named twice is refused, naming both")
+    func pragmaNamesIgnoreCase() throws {
+        var options = StoreOptions()
+        options.pragmas = ["JOURNAL_MODE": "DELETE", "Cache_Size": "-321"]
+        let stack = try TestStack(options: options)
+        #expect(try ReadConnectionTests.writerAnswer(stack.coordinator, "journal_mode") == .text("delete"))
+        #expect(try ReadConnectionTests.writerAnswer(stack.coordinator, "cache_size") == .integer(-321))
+        #expect(stack.coordinator.readerPool == nil, "a file not in WAL mode has no read connections")
+
+        let (directory, url) = Self.store("twice")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        options.pragmas = ["cache_size": "-100", "CACHE_SIZE": "-200"]
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeModel())
+        let error = try #require(throws: ObjectGraphError.self) {
+            try coordinator.addPersistentStore(type: .sqlite, at: url, options: options)
+        }
+        #expect(error.code == .persistentStoreOpen)
+        #expect(error.message.contains("CACHE_SIZE") && error.message.contains("cache_size"), "\(error.message)")
+    }
 }

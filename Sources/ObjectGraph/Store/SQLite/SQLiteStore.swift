@@ -59,8 +59,19 @@ final class SQLiteStore: PersistentStore {
         // Whether other connections can read beside this one: WAL, and no exclusive lock (read connections).
         var sharesReads = false
         do {
+            // SQLite's pragma names are case-insensitive: an option's name replaces the default of the same pragma
+            // whatever its case (`JOURNAL_MODE` ran before the default `journal_mode`, and WAL won), and one pragma
+            // named twice is refused (which of the two values ran would depend on the dictionary's order).
             var pragmas = ["journal_mode": "WAL", "synchronous": "NORMAL"]
-            pragmas.merge(options.pragmas) { _, new in new }
+            var given: [String: String] = [:]
+            for name in options.pragmas.keys.sorted() {
+                let key = name.lowercased()
+                if let other = given[key] {
+                    throw ObjectGraphError(.persistentStoreOpen, "pragma \(key) is given twice (\(other) and \(name))", storePath: url.path)
+                }
+                given[key] = name
+                pragmas[key] = options.pragmas[name]
+            }
             // Reading the schema first tells a non-SQLite file apart before any pragma writes to it, and a file we
             // refuse (another database, another model) is refused before a pragma (journal_mode=WAL) changes it
             // (issue 18, rule 21: a refused file stays byte for byte as it was).
