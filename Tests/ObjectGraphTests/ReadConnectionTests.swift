@@ -117,4 +117,16 @@ import Testing
         #expect(other.connectionPoolSize == PersistentStoreCoordinator.defaultConnectionPoolSize)
         #expect(other.storeType == .inMemory)
     }
+
+    @Test("Docs §8 (read connections, query generations §3.7): a closed pool gives no generation a reader: no connection opens to the file after the store closed")
+    func closedPoolDetachesNoReader() throws {
+        let stack = try TestStack()
+        let pool = try #require(stack.coordinator.readerPool)
+        _ = try Self.readerAnswer(stack.coordinator, "cache_size")
+        let path = try #require(stack.coordinator.withStore { ($0 as? SQLiteStore)?.url?.path })
+        let before = SQLiteConnection.openConnections(path: path)
+        pool.close()
+        #expect(throws: ObjectGraphError.self) { _ = try pool.detach() }
+        #expect(SQLiteConnection.openConnections(path: path) <= before, "no reader was opened for the generation")
+    }
 }

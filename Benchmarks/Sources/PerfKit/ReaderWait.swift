@@ -60,16 +60,16 @@ public func fetchWaitDuringSave(pool: Int, rows: Int, autocheckpoint: Bool = tru
         // The clock reads bracket the schedstat reads: a preemption on the way out of reading the file is inside the
         // wall time, so the wall time less the time runnable without a CPU never comes out too small.
         let t0 = nowNanos()
-        let s0 = threadSchedStat()
+        let s0 = threadSchedStat(), c0 = threadCPUNanos()
         let found = try view.performAndWait { try view.fetch(request).count }
-        let s1 = threadSchedStat()
+        let c1 = threadCPUNanos(), s1 = threadSchedStat()
         let wall = nowNanos() - t0
         precondition(found == 20)
-        var onCPU = 0.0, runQueue = 0.0
-        if let s0, let s1 {
-            onCPU = Double(s1.onCPU &- s0.onCPU) / 1e9
-            runQueue = Double(s1.runQueue &- s0.runQueue) / 1e9
-        }
+        // CPU time from the thread's CPU clock (exact); the run-queue delay from schedstat, which is up to date while
+        // the thread runs (its CPU total there lags by up to a scheduler tick).
+        let onCPU = Double(c1 - c0) / 1e9
+        var runQueue = 0.0
+        if let s0, let s1 { runQueue = Double(s1.runQueue &- s0.runQueue) / 1e9 }
         let seconds = Double(wall) / 1e9
         let blocked = max(0, seconds - onCPU - runQueue)
         if seconds > result.longestFetch { (result.longestFetch, result.longestParts) = (seconds, (onCPU, runQueue, blocked)) }

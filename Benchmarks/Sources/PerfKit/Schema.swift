@@ -46,7 +46,9 @@ public struct Scratch: Sendable {
 
 /// The calling thread's scheduler accounting from `/proc/thread-self/schedstat` (Linux): nanoseconds on a CPU and
 /// nanoseconds spent runnable but waiting for one (preempted or not yet scheduled). Nil where the file is missing.
-/// A span's wall time less both is the time the thread was blocked: on a lock, a condition or I/O.
+/// Read by the running thread, the run-queue total is exact (it grows only when the thread is scheduled in) but the
+/// CPU total lags by up to a scheduler tick: take CPU time from ``threadCPUNanos()``. A span's wall time less its
+/// CPU time and its run-queue delay is the time the thread was blocked: on a lock, a condition or I/O.
 public func threadSchedStat() -> (onCPU: UInt64, runQueue: UInt64)? {
     let fd = open("/proc/thread-self/schedstat", O_RDONLY)
     guard fd >= 0 else { return nil }

@@ -78,8 +78,12 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
                 let sqlite = try SQLiteStore(url: url, model: managedObjectModel, options: options)
                 store = sqlite
                 if let size = options.connectionPoolMaxSize { connectionPoolSize = size }
-                readers.withLock { $0 = sqlite.readerPool }
-                sqlite.readerPool?.capacityChanged(to: connectionPoolSize - 1)
+                // Under the size's lock, as the setter gives the readers a new size: a size set meanwhile on another
+                // thread is not undone by the one read here (the pool would keep readers beyond the coordinator's size).
+                poolSize.withLock { size in
+                    readers.withLock { $0 = sqlite.readerPool }
+                    sqlite.readerPool?.capacityChanged(to: size - 1)
+                }
                 let path = url.standardizedFileURL.path
                 remoteChanges.withLock { $0 = (options.remoteChangeNotifications, path) }
                 CoordinatorRegistry.add(self, path: path)

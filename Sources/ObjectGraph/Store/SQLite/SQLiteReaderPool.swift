@@ -80,6 +80,11 @@ final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded b
     /// other readers, nor wait for them); ``adopt(_:capacity:)`` gives it back.
     func detach() throws -> SQLiteStore {
         condition.lock()
+        if closed {
+            // The store closed (its coordinator went): no new connection is opened to its file.
+            condition.unlock()
+            throw ObjectGraphError(.persistentStoreOperation, "the store's read connections are closed: it has no generation to give")
+        }
         if let reader = idle.popLast() {
             open -= 1
             condition.unlock()

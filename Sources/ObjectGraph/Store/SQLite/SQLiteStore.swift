@@ -59,8 +59,19 @@ final class SQLiteStore: PersistentStore {
         // Whether other connections can read beside this one: WAL, and no exclusive lock (read connections).
         var sharesReads = false
         do {
+            // SQLite's pragma names are case-insensitive: an option's name replaces the default of the same pragma
+            // whatever its case (`JOURNAL_MODE` ran before the default `journal_mode`, and WAL won), and one pragma
+            // named twice is refused (which of the two values ran would depend on the dictionary's order).
             var pragmas = ["journal_mode": "WAL", "synchronous": "NORMAL"]
-            pragmas.merge(options.pragmas) { _, new in new }
+            var given: [String: String] = [:]
+            for name in options.pragmas.keys.sorted() {
+                let key = name.lowercased()
+                if let other = given[key] {
+                    throw ObjectGraphError(.persistentStoreOpen, "pragma \(key) is given twice (\(other) and \(name))", storePath: url.path)
+                }
+                given[key] = name
+                pragmas[key] = options.pragmas[name]
+            }
             // Reading the schema first tells a non-SQLite file apart before any pragma writes to it, and a file we
             // refuse (another database, another model) is refused before a pragma (journal_mode=WAL) changes it
             // (issue 18, rule 21: a refused file stays byte for byte as it was).
@@ -71,10 +82,17 @@ final class SQLiteStore: PersistentStore {
             var journalMode: String?
             var lockingMode = "normal"
             var perConnection: [(name: String, value: String)] = []
-            for (name, value) in pragmas.sorted(by: { $0.key < $1.key }) where !(options.readOnly && name == "journal_mode") {
+            let ordered = pragmas.sorted(by: { $0.key < $1.key }).filter { !(options.readOnly && $0.key == "journal_mode") }
+            // Every name and value is checked before the first pragma runs: a refused option leaves the file as it was.
+            for (name, value) in ordered {
                 guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else {
                     throw ObjectGraphError(.persistentStoreOpen, "invalid pragma name \(name)", storePath: url.path)
                 }
+                guard Self.isOneValue(value) else {
+                    throw ObjectGraphError(.persistentStoreOpen, "invalid value for pragma \(name): \"\(value)\" holds more than one statement", storePath: url.path)
+                }
+            }
+            for (name, value) in ordered {
                 if !Self.writerOnlyPragmas.contains(name.lowercased()) { perConnection.append((name, value)) }
                 let answer = try connection.query("PRAGMA \(name) = \(value)").first?.first?.string?.lowercased()
                 switch name.lowercased() {
@@ -127,6 +145,39 @@ final class SQLiteStore: PersistentStore {
         "legacy_file_format", "wal_checkpoint", "incremental_vacuum", "optimize", "integrity_check", "quick_check",
         "foreign_key_check", "shrink_memory",
     ]
+
+    /// Whether a pragma's value is one value: no `;` outside quotes and comments but trailing ones. The writer runs
+    /// `PRAGMA name = value` as one prepared statement (SQLite compiles the first statement of the text and leaves the
+    /// rest unrun), a reader of the pool runs the same text whole as it opens (``SQLiteConnection/configure(_:)``):
+    /// SQL after the value would run on the readers only, or, failing on a read-only connection, keep every reader
+    /// from opening. Checked by reading the text, not by compiling it (SQLite runs some pragmas as it compiles them).
+    static func isOneValue(_ value: String) -> Bool {
+        var rest = value.unicodeScalars[...]
+        var ended = false  // a `;` outside quotes and comments was passed: only blanks, `;` and comments may follow
+        while let c = rest.popFirst() {
+            switch c {
+            case "'", "\"", "`", "[":
+                if ended { return false }
+                // To the closing quote (a doubled quote inside is two quoted strings in a row: the same scan); an
+                // unclosed one runs to the end, one statement SQLite refuses when the writer runs it.
+                guard let close = rest.firstIndex(of: c == "[" ? "]" : c) else { return true }
+                rest = rest[rest.index(after: close)...]
+            case "-" where rest.first == "-":
+                guard let newline = rest.firstIndex(of: "\n") else { return true }
+                rest = rest[newline...]
+            case "/" where rest.first == "*":
+                rest = rest.dropFirst()
+                guard let star = rest.indices.first(where: { rest[$0] == "*" && rest.index(after: $0) < rest.endIndex && rest[rest.index(after: $0)] == "/" })
+                else { return true }
+                rest = rest[rest.index(star, offsetBy: 2)...]
+            case ";":
+                ended = true
+            default:
+                if ended, !c.properties.isWhitespace { return false }
+            }
+        }
+        return true
+    }
 
     static func storeError(_ error: SQLiteError, path: String, opening: Bool = false) -> ObjectGraphError {
         if error.isNotADatabase {
