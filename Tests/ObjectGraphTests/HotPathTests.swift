@@ -256,3 +256,43 @@ import Testing
         }
     }
 }
+
+/// Issue 22 item 4: the hash of an object ID keeps a block of 16 keys of one entity and store in one group of 16
+/// buckets (the row cache and the registry are walked in key order: fetched rows, a save's rows, faults fired down
+/// a fetched array), and still spreads keys that step by 16 or more over every place in a group.
+@Suite struct ObjectIDHashTests {
+    static func ids(_ keys: [Int64]) throws -> [ManagedObjectID] {
+        let entity = try #require(try TestStack().model.entity(named: "Item"))
+        return keys.map { ManagedObjectID(entity: entity, primaryKey: $0, storeNumber: 1) }
+    }
+
+    @Test("Sixteen consecutive keys of a block hash to one group, each to its own place in it (for every seed tried)")
+    func aBlockOfKeysSharesAGroup() throws {
+        for seed in [0, 1, 12_345, -7, Int.max] {
+            for start in [Int64(0), 16, 4_096, 1 << 40] {
+                let hashes = try Self.ids((start..<start + 16).map { $0 }).map { $0._rawHashValue(seed: seed) }
+                #expect(Set(hashes.map { $0 >> 4 }).count == 1, "one group for keys \(start)..<\(start + 16), seed \(seed)")
+                #expect(Set(hashes.map { $0 & 15 }).count == 16, "sixteen places in it")
+            }
+        }
+    }
+
+    @Test("Keys with a stride of 16 or 1,024 spread over every place of a group and over many groups")
+    func stridedKeysSpread() throws {
+        for stride in [Int64(16), 1_024] {
+            let hashes = try Self.ids((0..<4_096).map { $0 * stride }).map { $0._rawHashValue(seed: 99) }
+            #expect(Set(hashes.map { $0 & 15 }).count == 16, "stride \(stride): every place in a group is a home")
+            #expect(Set(hashes.map { ($0 >> 4) & 4_095 }).count > 2_000, "stride \(stride): groups spread")
+        }
+    }
+
+    @Test("Equal IDs hash equally; the store is part of the hash")
+    func equalIDsHashEqually() throws {
+        let entity = try #require(try TestStack().model.entity(named: "Item"))
+        let a = ManagedObjectID(entity: entity, primaryKey: 42, storeNumber: 1)
+        let b = ManagedObjectID(entity: entity, primaryKey: 42, storeNumber: 1)
+        let c = ManagedObjectID(entity: entity, primaryKey: 42, storeNumber: 2)
+        #expect(a == b && a._rawHashValue(seed: 5) == b._rawHashValue(seed: 5) && a.hashValue == b.hashValue)
+        #expect(a != c && a._rawHashValue(seed: 5) != c._rawHashValue(seed: 5))
+    }
+}
