@@ -60,17 +60,13 @@ public struct ManagedObjectID: Hashable, Sendable {
     // IDs are hashed on every registry lookup, set insert and row-cache access: one word through a short mixer
     // (``wordHash(_:seed:)``) instead of a `Hasher` run.
     //
-    // Issue 22 item 4: the keys of one entity and store are dense and the object graph walks them in order (a
-    // fetch's rows, a save's rows in key order, faults fired down a fetched array), but a fully mixed hash sends
-    // each to a random bucket: past a few hundred thousand entries every access of the row cache or the registry
-    // was a cache and TLB miss. So the key's block of 16 is mixed, not the key: the 16 keys of a block share one
-    // group of 16 buckets (the group from the mixed block number, the place in it from the key's low bits XOR high
-    // bits of that mix, so that keys with a stride of 16 or more still spread over every bucket). Measured with
-    // sets of 3M IDs: keys in order 34 ns per lookup against 46, strides of 3, 16 and 1,024 46–53 ns against 46.
+    // Tried and taken back (issue 22 item 4): hashing the key's block of 16 into one group of 16 buckets, so that
+    // keys walked in order stay near each other in a table. A 1M-object fetch got 25 % faster, but linear probing
+    // then forms clusters 16 times as long: deleting keys in order (a chunk's objects going, a save's references
+    // given back) cost 6 times as much in a table of 20k IDs and 2.4 times in one of 3M, and the 10k import ran
+    // 11 % more instructions (Benchmarks/README.md, ninth round).
     public func _rawHashValue(seed: Int) -> Int {
-        let word = hashWord
-        let block = wordHash(word >> 4, seed: seed)
-        return (block << 4) | Int((word ^ (UInt64(bitPattern: Int64(block)) >> 58)) & 15)
+        wordHash(hashWord, seed: seed)
     }
 
     /// The key and the store in one word (equal IDs give equal words; the entity is left to `==`).

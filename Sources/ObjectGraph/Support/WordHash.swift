@@ -8,8 +8,7 @@
 /// 64-bit finalizer over the word mixed with the table's seed: every bit of the input reaches the low bits that a
 /// `Set` or `Dictionary` uses as its bucket, so sequential keys and 16-byte-aligned addresses spread as well as
 /// with SipHash. The per-table seed is kept, so tables of different sizes still order their elements
-/// differently (what keeps copying one into another linear). Object IDs mix their key's block of 16, not the key
-/// itself (``ManagedObjectID/_rawHashValue(seed:)``): keys walked in order then stay near each other in a table.
+/// differently (what keeps copying one into another linear).
 @inline(__always)
 func wordHash(_ word: UInt64, seed: Int) -> Int {
     var x = word ^ UInt64(bitPattern: Int64(seed))
