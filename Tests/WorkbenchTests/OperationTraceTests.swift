@@ -180,4 +180,65 @@ struct OperationTraceCLITests {
         let files = try FileManager.default.contentsOfDirectory(atPath: ws.file("traces").path).sorted()
         #expect(files == ["tiny-stack.topology=ambar.jsonl", "tiny-stack.topology=nested.jsonl"])
     }
+
+    /// A trace written as the run makes it (`ambar-bench run --operation-trace`) is the same, byte for byte, as
+    /// the one held in memory, and the recorder holds a bounded number of records, not the whole trace.
+    @Test("The operation trace streamed to a file equals the trace held in memory; the recorder holds a bounded window")
+    func streamedTraceEqualsTheTraceInMemory() throws {
+        let file = OperationTraceTests.root.appendingPathComponent("Scenarios/ci-regression.yaml").path
+        let overrides = try #require(OperationTraceTests.scaled["ci-regression"])
+        let variant = try #require(try ScenarioLoader.load(file: file, overrides: overrides).variants.first)
+        let (header, records) = try OperationTraceTests.traced(variant)
+        let expected = TraceCoding.file(header: header, records: records)
+
+        let work = try TemporaryDirectory("workbench-optrace-stream")
+        let target = work.url.appendingPathComponent("trace.jsonl")
+        let writer = OperationTraceFileWriter(file: target, flushEvery: 64)
+        var runner = VariantRunner(scenario: variant, workDirectory: work.url)
+        runner.operationTraceFile = writer
+        _ = try runner.run()
+        #expect(writer.outcome == nil)
+        let written = try Data(contentsOf: target)
+        #expect(written == expected, "the streamed file differs from the trace in memory")
+        #expect(writer.written == records.count)
+        #expect(records.count > 1_000, "a trace long enough to flush many times (\(records.count) records)")
+        #expect(writer.mostHeld < records.count / 4, "held \(writer.mostHeld) of \(records.count) records at once")
+        #expect(!FileManager.default.fileExists(atPath: work.url.appendingPathComponent(".trace.jsonl.partial").path))
+    }
+
+    /// A trace that cannot be finished leaves no file behind, and no half of one: the lines go to a hidden partial
+    /// file that only a finished run renames into place.
+    @Test("An abandoned or unwritable operation trace leaves no trace file and no partial file")
+    func unfinishedTraceLeavesNothing() throws {
+        let work = try TemporaryDirectory("workbench-optrace-fail")
+        let header = TraceHeader(scenario: "s", variant: "default", seed: 1, profile: "iphone-15", models: [])
+        let target = work.url.appendingPathComponent("trace.jsonl")
+        let partial = work.url.appendingPathComponent(".trace.jsonl.partial")
+        let abandoned = OperationTraceFileWriter(file: target, flushEvery: 1)
+        abandoned.begin(header)
+        abandoned.write([OperationRecord(op: "save")])
+        #expect(FileManager.default.fileExists(atPath: partial.path), "lines go to the partial file while the run goes on")
+        abandoned.abandon()
+        #expect(!FileManager.default.fileExists(atPath: target.path) && !FileManager.default.fileExists(atPath: partial.path))
+
+        // A folder that does not exist: the failure is told, and nothing is written.
+        let nowhere = work.url.appendingPathComponent("missing/trace.jsonl")
+        let failing = OperationTraceFileWriter(file: nowhere)
+        failing.begin(header)
+        failing.write([OperationRecord(op: "save")])
+        failing.finish()
+        #expect(failing.outcome != nil)
+        #expect(failing.written == 0)
+        #expect(!FileManager.default.fileExists(atPath: nowhere.path))
+
+        // A finished one replaces an older file of the same name.
+        try Data("old\n".utf8).write(to: target)
+        let finished = OperationTraceFileWriter(file: target)
+        finished.begin(header)
+        finished.write([OperationRecord(op: "end")])
+        finished.finish()
+        #expect(finished.outcome == nil)
+        #expect(try String(contentsOf: target, encoding: .utf8).split(separator: "\n").count == 2)
+        #expect(!FileManager.default.fileExists(atPath: partial.path))
+    }
 }

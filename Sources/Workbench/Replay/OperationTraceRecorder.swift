@@ -9,7 +9,9 @@ import TraceReplay
 /// the records in order. The simulation runs one thread at a time, so the order is the run's.
 public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendable {  // state behind `lock`
     fileprivate struct State {
+        /// The records not yet handed to the sink (all of them without one); `base` records went before them.
         var records: [OperationRecord] = []
+        var base = 0
         var contexts: [ObjectIdentifier: Int] = [:]
         var coordinators: [(PersistentStoreCoordinator, Int)] = []
         var controllers: [(WeakController, Int)] = []
@@ -23,6 +25,13 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         var stores: [String: Int] = [:]
         /// Set when the simulation ended (``close()``): what happens after is not the run's.
         var closed = false
+        var mostHeld = 0
+
+        /// The record numbered `index + 1` (an index over the whole trace; it must not have gone to the sink).
+        subscript(index: Int) -> OperationRecord {
+            get { records[index - base] }
+            set { records[index - base] = newValue }
+        }
         /// Each thread's calls in flight and where it stopped, by thread.
         var threads: [ObjectIdentifier: ThreadState] = [:]
     }
@@ -45,8 +54,43 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     }
     fileprivate struct WeakController { weak var controller: FetchedResultsController? }
     private let lock = Mutex(State())
+    /// Where settled records go as the run makes them (nil: all are kept for ``records``).
+    private let sink: (@Sendable ([OperationRecord]) -> Void)?
+    /// How many settled records are handed to the sink at once.
+    private let flushEvery: Int
 
-    public init() {}
+    public init() {
+        sink = nil
+        flushEvery = .max
+    }
+
+    /// A recorder that hands its records to `sink` as they settle, at least `flushEvery` at a time, instead of
+    /// keeping the whole trace in memory (a trace of a million-object run is gigabytes of records). A record
+    /// settles when no call of any thread can still change it: it is not a call in flight, not a thread's latest
+    /// record (an object let go inside a call is noted on it), and not inside a run of `free` records that may
+    /// go on. ``finish()`` returns the rest. The sink sees every record once, in order, as ``records`` would list
+    /// them.
+    public init(flushEvery: Int, sink: @escaping @Sendable ([OperationRecord]) -> Void) {
+        self.sink = sink
+        self.flushEvery = max(1, flushEvery)
+    }
+
+    /// The records the sink has not had, settled; ends the recording (nothing after is recorded).
+    public func finish() -> [OperationRecord] {
+        lock.withLock { state in
+            state.closed = true
+            let rest = Self.settled(state.records, base: state.base)
+            state.base += state.records.count
+            state.records = []
+            return rest
+        }
+    }
+
+    /// The records made so far, those handed to the sink included.
+    public var recordedCount: Int { lock.withLock { $0.base + $0.records.count } }
+
+    /// The most records held at once (without a sink: all of them), for tests of the bound.
+    public var mostHeld: Int { lock.withLock { $0.mostHeld } }
 
     /// The simulation ended: nothing after is recorded. Its workers end on real threads, at times of their own,
     /// and let go of what they held then; recorded, those frees made the trace of one run differ from the next
@@ -54,14 +98,15 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     func close() { lock.withLock { $0.closed = true } }
 
     /// The records so far, with what the app let go in a stable order (``settled(_:)``).
-    public var records: [OperationRecord] { Self.settled(lock.withLock { $0.records }) }
+    public var records: [OperationRecord] { lock.withLock { Self.settled($0.records, base: $0.base) } }
 
     /// The objects one thread let go together (a run of `free` records with nothing between them, or one
     /// record's `releasedBefore`/`releasedAfter`) in the order of their context and reference, not the order
     /// they were freed in: a container the app dropped frees its elements in its own order (a set's follows
     /// addresses), which made two runs of one scenario and seed write different bytes. A replay drops them all at
     /// the same place, so the order carries nothing.
-    static func settled(_ records: [OperationRecord]) -> [OperationRecord] {
+    /// `base`: the number of records before these (their `n` counts from it).
+    static func settled(_ records: [OperationRecord], base: Int = 0) -> [OperationRecord] {
         func key(_ r: TraceRelease) -> (Int, Int, ObjectRef) {
             (r.ctx, r.obj == nil ? 1 : 0, r.obj ?? ObjectRef(entity: "", key: 0))
         }
@@ -82,7 +127,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
                 if end - start > 1 {
                     let run = records[start..<end].sorted { precedes(TraceRelease(ctx: $0.ctx ?? 0, obj: $0.obj), TraceRelease(ctx: $1.ctx ?? 0, obj: $1.obj)) }
                     for (offset, var r) in run.enumerated() {
-                        r.n = start + offset + 1
+                        r.n = base + start + offset + 1
                         records[start + offset] = r
                     }
                 }
@@ -104,6 +149,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
             var r = OperationRecord(op: "")
             Self.describe(call, into: &r, &state)
             Self.begin(r, on: thread, counted: counted, &state)
+            flushIfDue(&state)
         }
     }
 
@@ -114,11 +160,11 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         r.thread = state.threads[id]?.name ?? (thread as? Participant)?.name
         let outer = state.threads[id]?.inFlight.first
         if let outer {
-            r.within = state.records[outer].n
+            r.within = state[outer].n
             r.at = state.threads[id]?.points
         }
         append(r, by: thread, &state)
-        let index = state.records.count - 1
+        let index = state.base + state.records.count - 1
         state.threads[id]!.inFlight.append(index)
         state.threads[id]!.latest = index
         state.threads[id]!.countsAtStart[index] = counted
@@ -148,7 +194,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
                 let i = CostedOperation.count + k.rawValue
                 if counted[i] != start[i] { counts["sqlStatement[\(k.name)]"] = counted[i] - start[i] }
             }
-            if !counts.isEmpty { state.records[index].counts = counts }
+            if !counts.isEmpty { state[index].counts = counts }
         }
         if state.threads[id]?.inFlight.isEmpty == true { state.threads[id]!.latest = nil }
         return index
@@ -222,7 +268,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
                 default: return nil
                 }
             }()
-            var r = state.records[index]
+            var r = state[index]
             switch result {
             case .none:
                 return
@@ -264,7 +310,8 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
                 r.outCount = numbers.count
                 r.value = .string(numbers.map(String.init).joined(separator: ","))
             }
-            state.records[index] = r
+            state[index] = r
+            flushIfDue(&state)
         }
     }
 
@@ -284,6 +331,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         lock.withLock { state in
             guard !state.closed else { return }
             _ = Self.end(on: thread, counted: counted, &state)
+            flushIfDue(&state)
         }
     }
 
@@ -292,6 +340,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
             guard !state.closed else { return }
             guard let ctx = state.exposed.removeValue(forKey: ObjectIdentifier(object)) else { return }
             Self.release(TraceRelease(ctx: ctx, obj: Self.ref(object.objectID, &state)), on: thread, &state)
+            flushIfDue(&state)
         }
     }
 
@@ -310,9 +359,9 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         let id = ObjectIdentifier(thread)
         if let t = state.threads[id], !t.inFlight.isEmpty, let latest = t.latest {
             if t.inFlight.contains(latest) {
-                state.records[latest].releasedBefore = (state.records[latest].releasedBefore ?? []) + [release]
+                state[latest].releasedBefore = (state[latest].releasedBefore ?? []) + [release]
             } else {
-                state.records[latest].releasedAfter = (state.records[latest].releasedAfter ?? []) + [release]
+                state[latest].releasedAfter = (state[latest].releasedAfter ?? []) + [release]
             }
             return
         }
@@ -347,8 +396,31 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
 
     private static func append(_ record: OperationRecord, _ state: inout State) {
         var record = record
-        record.n = state.records.count + 1
+        record.n = state.base + state.records.count + 1
         state.records.append(record)
+        state.mostHeld = max(state.mostHeld, state.records.count)
+    }
+
+    /// Hands the settled records to the sink once there are `flushEvery` of them (after each top-level record).
+    private func flushIfDue(_ state: inout State) {
+        guard let sink, state.records.count >= flushEvery else { return }
+        var end = state.base + state.records.count
+        for t in state.threads.values {
+            if let first = t.inFlight.first { end = min(end, first) }
+            if let latest = t.latest { end = min(end, latest) }
+        }
+        // Not inside a run of frees that may go on (``settled(_:base:)`` orders a run as a whole).
+        let total = state.base + state.records.count
+        while end > state.base, state[end - 1].op == "free",
+              end == total || (state[end].op == "free" && state[end].thread == state[end - 1].thread) {
+            end -= 1
+        }
+        let count = end - state.base
+        guard count >= flushEvery else { return }
+        let settled = Self.settled(Array(state.records[..<count]), base: state.base)
+        state.records.removeFirst(count)
+        state.base = end
+        sink(settled)
     }
 
     private static func number(_ context: ManagedObjectContext, _ state: inout State) -> Int {

@@ -123,6 +123,9 @@ public struct VariantRunner {
     public var eventsKept = EventHistory.defaultLimit
     /// Told of the variant's operation trace when one is asked for (simulated mode; Docs/calibration.md).
     public var operationTrace: (@Sendable (TraceHeader, [OperationRecord]) -> Void)?
+    /// Or written to a file as the run makes it (``OperationTraceFileWriter``): a long run's trace is not held in
+    /// memory. Takes the place of ``operationTrace`` when both are set.
+    public var operationTraceFile: OperationTraceFileWriter?
 
     public init(scenario: Scenario, workDirectory: URL, progress: (@Sendable (String) -> Void)? = nil, tracer: (@Sendable (TraceRecord) -> Void)? = nil) {
         self.scenario = scenario
@@ -137,12 +140,14 @@ public struct VariantRunner {
             return try run(simulation: nil)
         case .simulated:
             let profile = try CostProfile.load(scenario.profile)
-            let recorder = operationTrace != nil ? OperationTraceRecorder() : nil
-            let scheduler = Scheduler(seed: scenario.seed, profile: profile, tracer: tracer, operationRecorder: recorder)
-            var result = try scheduler.run { try run(simulation: scheduler) }
-            result.profile = profile.name
-            Self.addOperationRows(scheduler.totals, profile: profile, to: &result)
-            if let recorder, let operationTrace {
+            let stream = operationTraceFile
+            let recorder: OperationTraceRecorder? = if let stream {
+                OperationTraceRecorder(flushEvery: stream.flushEvery) { stream.write($0) }
+            } else {
+                operationTrace != nil ? OperationTraceRecorder() : nil
+            }
+            var header: TraceHeader?
+            if recorder != nil {
                 // The model, then each migration's next version (the order the run's coordinators meet them).
                 let model = scenario.model.entities ?? ScenarioLoader.workloadModel
                 let nextVersions = scenario.phases.flatMap(\.actors).compactMap { actor -> ModelFile? in
@@ -155,13 +160,31 @@ public struct VariantRunner {
                     version.version = "next"
                     models.append(version)
                 }
-                let header = TraceHeader(scenario: scenario.name, variant: scenario.variantName, seed: scenario.seed, profile: profile.name, models: models)
+                header = TraceHeader(scenario: scenario.name, variant: scenario.variantName, seed: scenario.seed, profile: profile.name, models: models)
+            }
+            if let stream, let header { stream.begin(header) }
+            let scheduler = Scheduler(seed: scenario.seed, profile: profile, tracer: tracer, operationRecorder: recorder)
+            var result: VariantResult
+            do {
+                result = try scheduler.run { try run(simulation: scheduler) }
+            } catch {
+                stream?.abandon()
+                throw error
+            }
+            result.profile = profile.name
+            Self.addOperationRows(scheduler.totals, profile: profile, to: &result)
+            if let recorder, let header {
+                let rest = recorder.finish()
                 var end = OperationRecord(op: "end")
                 end.counts = Self.replayedCounts(scheduler.totals)
-                var records = recorder.records
-                end.n = records.count + 1
-                records.append(end)
-                operationTrace(header, records)
+                end.n = recorder.recordedCount + 1
+                if let stream {
+                    stream.write(rest + [end])
+                    stream.mostHeld = recorder.mostHeld
+                    stream.finish()
+                } else if let operationTrace {
+                    operationTrace(header, rest + [end])
+                }
             }
             return result
         }

@@ -95,19 +95,21 @@ public struct Suite {
                 if let traceWriter { tracer = { traceWriter.record($0) } }
                 let progress = options.progress
                 var runner = VariantRunner(scenario: variant, workDirectory: work, progress: { line in progress?("  \(line)") }, tracer: tracer)
+                var traceFile: OperationTraceFileWriter?
                 if let target = options.operationTrace {
                     let file = try OperationTraceFiles.file(for: variant, target: target, variants: loaded.reduce(0) { $0 + $1.variants.count })
-                    runner.operationTrace = { header, records in
-                        do {
-                            try TraceCoding.file(header: header, records: records).write(to: file)
-                            progress?("  operation trace: \(file.path) (\(records.count) records)")
-                        } catch {
-                            progress?("  operation trace: cannot write \(file.path): \(error)")
-                        }
-                    }
+                    traceFile = OperationTraceFileWriter(file: file)
+                    runner.operationTraceFile = traceFile
                 }
                 do {
                     results.append(try runner.run())
+                    if let traceFile {
+                        if let failure = traceFile.outcome {
+                            progress?("  operation trace: cannot write \(traceFile.file.path): \(failure)")
+                        } else {
+                            progress?("  operation trace: \(traceFile.file.path) (\(traceFile.written) records, at most \(traceFile.mostHeld) held in memory)")
+                        }
+                    }
                 } catch {
                     // Keep what finished, then report the failure (after work began: not the input's fault).
                     if !results.isEmpty {
