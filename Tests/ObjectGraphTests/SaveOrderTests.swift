@@ -46,4 +46,27 @@ import Testing
         }
         withExtendedLifetime(objects) {}
     }
+
+    @Test("Issue 22 item 5 (review): negative keys, keys at Int64.max, a repeated key and one far key among dense ones keep the comparison sort's order; the far key is not placed (a table of 10^12 slots would not fit) (§3.6)")
+    func keyOrderAtTheEdgesOfTheKeyRange_3_6() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        let objects: [ManagedObject] = ctx.performAndWait { (0..<300).map { _ in Item(context: ctx) } }
+        let dense = (0..<300).map { Int64($0 * 7919 % 300 + 1) }
+        let cases: [[(entity: Int, store: UInt32, key: Int64)]] = [
+            dense.map { (3, 1, $0 - 1_000) },                           // dense keys below and above 0
+            dense.map { (3, 1, Int64.max - 300 + $0) },                 // dense keys up to Int64.max
+            dense.map { (3, 1, Int64.min + $0 - 1) },                   // dense keys from Int64.min
+            dense.map { (3, 1, $0 == 150 ? 149 : $0) },                 // one key twice: sorted
+            dense.prefix(64).map { (3, 1, $0 == dense[63] ? 1_000_000_000_000 : $0) },  // 63 small keys and 10^12
+            [(3, 1, 1), (3, 1, 1_000_000_000_000)],                     // two keys far apart
+        ]
+        for keys in cases {
+            let order = Self.entries(keys, objects: objects)
+            var placed = order
+            ManagedObjectContext.sortInKeyOrder(&placed)
+            #expect(Self.same(placed, Self.sortedByComparison(order)))
+        }
+        withExtendedLifetime(objects) {}
+    }
 }

@@ -247,7 +247,7 @@ extension ManagedObjectContext {
         // are (FB7419788, the default `.coreData`); only the documented way refreshes them.
         let refreshes = request.shouldRefreshRefetchedObjects && request.refetchedObjectsRefresh == .documented
         result.reserveCapacity(entries.count)
-        registry.prepareForInserting(entries.count)
+        let prepared = registry.prepareForInserting(entries.count)
         for entry in entries {
             if let existing = registry[entry.id] {
                 if refreshes, !existing.isFaultFlag, !existing.isInsertedFlag, !existing.isDeletedFlag,
@@ -282,6 +282,7 @@ extension ManagedObjectContext {
             }
             result.append(object)
         }
+        registry.finishInserting(prepared: prepared)
         if let cache = persistentStoreCoordinator?.rowCache, !releases.isEmpty { cache.release(releases) }
         if !refetched.isEmpty { refreshRefetched(refetched) }
         return result

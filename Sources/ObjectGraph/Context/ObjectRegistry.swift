@@ -119,13 +119,26 @@ final class ObjectRegistry {
     /// would cross the threshold, then room for all of them and a threshold above them, instead of a sweep and a
     /// rehash at every doubling on the way (at 1,000,000 objects, seven sweeps walking 2M entries and rehashing
     /// 2M more, each entry a cache miss once the table outgrows the caches). The sweep's rule is the same: freed
-    /// entries are dropped whenever the registry outgrows twice its live size.
-    func prepareForInserting(_ count: Int) {
-        guard count > 0, table.count + count > sweepThreshold else { return }
+    /// entries are dropped whenever the registry outgrows twice its live size, once ``finishInserting(prepared:)``
+    /// has brought the threshold down to the entries the inserts really made. Returns whether it swept.
+    @discardableResult
+    func prepareForInserting(_ count: Int) -> Bool {
+        guard count > 0, table.count + count > sweepThreshold else { return false }
         dropFreedEntries()
         let needed = table.count + count
         sweepThreshold = max(Self.minimumSweepThreshold, needed * 2)
         table.reserveCapacity(needed)
+        return true
+    }
+
+    /// After the inserts a sweeping ``prepareForInserting(_:)`` (`prepared`) made room for: the threshold is twice
+    /// the entries now, as a sweep sets it. The count given there is an upper bound (a fetch's objects that were
+    /// registered already add no entry): a threshold left at twice the registered plus the fetched objects let freed
+    /// entries, each keeping its object's memory, reach four times the live objects before the next sweep
+    /// (semantics §2.1 step 8; RegistryThresholdTests).
+    func finishInserting(prepared: Bool) {
+        guard prepared else { return }
+        sweepThreshold = max(Self.minimumSweepThreshold, table.count * 2)
     }
 
     /// The number of live entries (after a sweep).

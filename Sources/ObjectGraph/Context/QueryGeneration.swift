@@ -57,16 +57,21 @@ final class StoreGeneration: @unchecked Sendable {  // `reader` is used under `l
     init(pool: SQLiteReaderPool, capacity: @escaping @Sendable () -> Int) throws {
         self.pool = pool
         self.capacity = capacity
-        reader = try pool.detach()
+        // The transaction is begun before `reader` is stored: an initializer that throws once every stored property
+        // is set runs `deinit`, which would give the reader back to the pool a second time (the pool then counted
+        // it twice and could hand it to two reads at once; GenerationOpenFailureTests).
+        let reader = try pool.detach()
         do {
             // SQLite takes a WAL read transaction's snapshot at its first read, not at BEGIN.
             try reader.connection.execute("BEGIN DEFERRED")
             _ = try reader.connection.query("SELECT count(*) FROM Z_METADATA")
-        } catch let error as SQLiteError {
+        } catch {
             if reader.connection.isInTransaction { try? reader.connection.execute("ROLLBACK") }
             pool.adopt(reader, capacity: capacity())
-            throw SQLiteStore.storeError(error, path: reader.url?.path ?? "")
+            if let error = error as? SQLiteError { throw SQLiteStore.storeError(error, path: reader.url?.path ?? "") }
+            throw error
         }
+        self.reader = reader
     }
 
     func read<T>(_ body: (SQLiteStore) throws -> T) throws -> T {
