@@ -21,11 +21,24 @@ import Testing
         }
     }
 
-    @Test("Issue 22 item 5: the save's key order is the comparison sort's, for dense keys, sparse keys, several entities or stores, and small saves (§3.6)")
-    func keyOrderIsTheComparisonSortsWhateverTheKeys_3_6() throws {
+    /// Each case (up to 300 entries) placed by ``ManagedObjectContext/sortInKeyOrder(_:)`` comes out in the
+    /// comparison sort's order, objects included.
+    private static func expectPlacementIsTheSort(_ cases: [[(entity: Int, store: UInt32, key: Int64)]],
+                                                 sourceLocation: SourceLocation = #_sourceLocation) throws {
         let stack = try TestStack()
         let ctx = stack.context()
         let objects: [ManagedObject] = ctx.performAndWait { (0..<300).map { _ in Item(context: ctx) } }
+        for keys in cases {
+            let order = entries(keys, objects: objects)
+            var placed = order
+            ManagedObjectContext.sortInKeyOrder(&placed)
+            #expect(same(placed, sortedByComparison(order)), sourceLocation: sourceLocation)
+        }
+        withExtendedLifetime(objects) {}
+    }
+
+    @Test("Issue 22 item 5: the save's key order is the comparison sort's, for dense keys, sparse keys, several entities or stores, and small saves (§3.6)")
+    func keyOrderIsTheComparisonSortsWhateverTheKeys_3_6() throws {
         // 1...300 in a fixed order of no pattern (7919 is prime to 300): the same entries on every run.
         let dense = (0..<300).map { Int64($0 * 7919 % 300 + 1) }
         #expect(Set(dense).count == 300)
@@ -38,20 +51,11 @@ import Testing
             dense.prefix(40).map { (3, 1, $0) },                        // a small save
             dense.map { (3, 1, $0 == 7 ? Int64.max : ($0 == 8 ? Int64.min : $0)) },  // a range that overflows
         ]
-        for keys in cases {
-            let order = Self.entries(keys, objects: objects)
-            var placed = order
-            ManagedObjectContext.sortInKeyOrder(&placed)
-            #expect(Self.same(placed, Self.sortedByComparison(order)))
-        }
-        withExtendedLifetime(objects) {}
+        try Self.expectPlacementIsTheSort(cases)
     }
 
     @Test("Issue 22 item 5 (review): negative keys, keys at Int64.max, a repeated key and one far key among dense ones keep the comparison sort's order; the far key is not placed (a table of 10^12 slots would not fit) (§3.6)")
     func keyOrderAtTheEdgesOfTheKeyRange_3_6() throws {
-        let stack = try TestStack()
-        let ctx = stack.context()
-        let objects: [ManagedObject] = ctx.performAndWait { (0..<300).map { _ in Item(context: ctx) } }
         let dense = (0..<300).map { Int64($0 * 7919 % 300 + 1) }
         let cases: [[(entity: Int, store: UInt32, key: Int64)]] = [
             dense.map { (3, 1, $0 - 1_000) },                           // dense keys below and above 0
@@ -61,12 +65,6 @@ import Testing
             dense.prefix(64).map { (3, 1, $0 == dense[63] ? 1_000_000_000_000 : $0) },  // 63 small keys and 10^12
             [(3, 1, 1), (3, 1, 1_000_000_000_000)],                     // two keys far apart
         ]
-        for keys in cases {
-            let order = Self.entries(keys, objects: objects)
-            var placed = order
-            ManagedObjectContext.sortInKeyOrder(&placed)
-            #expect(Self.same(placed, Self.sortedByComparison(order)))
-        }
-        withExtendedLifetime(objects) {}
+        try Self.expectPlacementIsTheSort(cases)
     }
 }
