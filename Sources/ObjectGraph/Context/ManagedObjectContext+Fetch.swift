@@ -248,35 +248,39 @@ extension ManagedObjectContext {
         let refreshes = request.shouldRefreshRefetchedObjects && request.refetchedObjectsRefresh == .documented
         result.reserveCapacity(entries.count)
         let prepared = registry.prepareForInserting(entries.count)
-        for entry in entries {
-            if let existing = registry[entry.id] {
+        // Each entry is read in place: a copy of it would retain and release its row's values, a cache miss per
+        // row once a large fetch's rows have left the caches (the object reads its row from the row cache when it
+        // fires, not from here).
+        for i in entries.indices {
+            let id = entries[i].id
+            if let existing = registry[id] {
                 if refreshes, !existing.isFaultFlag, !existing.isInsertedFlag, !existing.isDeletedFlag,
-                   entry.row.map({ $0.version != existing.snapshotVersion }) ?? true {
+                   entries[i].row.map({ $0.version != existing.snapshotVersion }) ?? true {
                     refetched.append(existing)
                 }
                 // Issue 18 rule 11 (semantics §4): returnsObjectsAsFaults = false materializes what it returns,
                 // registered faults included, from the row it read; loaded objects stay as they are.
-                if existing.isFaultFlag, let row = entry.row, !request.returnsObjectsAsFaults {
+                if existing.isFaultFlag, !request.returnsObjectsAsFaults, let row = entries[i].row {
                     existing.faultBatch = nil
                     existing.fill(from: row)
                     existing.awakeFromFetch()
                 }
                 result.append(existing)
-                if entry.retained { releases.append(entry.id) }
+                if entries[i].retained { releases.append(id) }
                 continue
             }
-            let entity = entry.id.entity
+            let entity = id.entity
             let object = entity.managedObjectClass.init(entity: entity, insertInto: nil)
-            object.objectID = entry.id
+            object.objectID = id
             object.becomeNewFault()
-            if let cache, !entry.id.isTemporaryID {
-                if !entry.retained { cache.retain(entry.id) }
+            if let cache, !id.isTemporaryID {
+                if !entries[i].retained { cache.retain(id) }
                 object.cacheReference = cache
-            } else if entry.retained {
-                releases.append(entry.id)
+            } else if entries[i].retained {
+                releases.append(id)
             }
             register(object)
-            if let row = entry.row, !request.returnsObjectsAsFaults {
+            if !request.returnsObjectsAsFaults, let row = entries[i].row {
                 object.fill(from: row)
                 object.awakeFromFetch()
             }
