@@ -163,6 +163,29 @@ struct VDCase: Sendable, CustomTestStringConvertible {
         #expect(try stack.sql("SELECT COUNT(*) FROM ZRECORD") == [[.integer(0)]])
     }
 
+    // Semantics §2.1 step 3, house rule (the same input fails the same way on every run): a 1560 error lists its
+    // details by object in key order (inserted objects: the order they were inserted in), then by property and
+    // code, whatever order the context walked its objects in (their sets', or their addresses' in a large save).
+    @Test func multipleErrorsAreListedInKeyOrder_2_1() throws {
+        let stack = try TestStack(model: vdModel())
+        let ctx = stack.context()
+        ctx.performAndWait {
+            let records = (0..<12).map { _ in vdValid(ctx) }
+            for (i, r) in records.enumerated() {
+                if i % 2 == 0 { r.count = 99 } else { r.code = "toolongcode" }
+                if i % 3 == 0 { r.required = nil }
+            }
+            let error = #expect(throws: ObjectGraphError.self) { try ctx.save() }
+            let details = error?.detailedErrors ?? []
+            #expect(details.count == 12 + 4)
+            let order = details.map { d in records.firstIndex { $0.objectID == d.objectID } ?? -1 }
+            #expect(order == order.sorted(), "details follow the objects' insert order: \(order)")
+            // Within one object: by property name.
+            let first = details.filter { $0.objectID == records[0].objectID }.map { $0.propertyName ?? "" }
+            #expect(first == ["count", "required"])
+        }
+    }
+
     // Semantics §2.1 step 3 and "Bad input" (nothing already saved is lost or changed): a failing update leaves the
     // stored row and its version alone; validateForUpdate overrides run (an app rule), validateForInsert runs for
     // inserts only.

@@ -79,12 +79,24 @@ extension ManagedObjectContext {
         }
         // Each set as it is when its walk starts (a validation method may change objects, and so the sets); the
         // copy walked keeps its members alive.
+        // Walked in memory order (a large save's objects, a cache miss each in the sets' hash order); Core Data
+        // documents no order for these calls, and the errors are put in a stable one below.
         let inserted = insertedSet
-        inserted.forEachUnretained { object in collect { try object.validateForInsert() } }
+        inserted.forEachInMemoryOrder { object in collect { try object.validateForInsert() } }
         let updated = updatedSet
-        updated.forEachUnretained { object in collect { try object.validateForUpdate() } }
+        updated.forEachInMemoryOrder { object in collect { try object.validateForUpdate() } }
         let deleted = deletedSet
         deleted.forEachUnretained { object in if !object.isInsertedFlag { collect { try object.validateForDelete() } } }
+        // A 1560 error lists its details by entity, object (in key order) and property, not in the order the
+        // objects were walked (their sets' order, or their addresses'): the same save fails the same way each run.
+        errors.sort { a, b in
+            switch (a.objectID, b.objectID) {
+            case (nil, .some): return true
+            case (.some, nil): return false
+            case (.some(let x), .some(let y)) where x != y: return Self.keyOrder(x, y)
+            default: return ((a.entityName ?? ""), (a.propertyName ?? ""), a.code.rawValue) < ((b.entityName ?? ""), (b.propertyName ?? ""), b.code.rawValue)
+            }
+        }
         try ManagedObject.throwCombined(errors)
     }
 
