@@ -8,7 +8,8 @@ import Synchronization
 ///
 /// One coordinator with `connectionPoolMaxSize` `pool`; a background context updates every one of `rows` items in
 /// one save, while another context fetches 20 items again and again (one fetch after the other, from the moment
-/// the save begins until it returns). Returns the longest of those fetches and the save's own time (seconds). With
+/// the save begins until it returns). Returns the longest of those fetches, split by the thread's scheduler accounting,
+/// and the save's own time (``ReaderWait``). With
 /// a pool of 1 a fetch that reaches the coordinator during the save's store transaction waits for all of it; with
 /// read connections it reads the last committed rows at once.
 ///
@@ -75,7 +76,6 @@ public func fetchWaitDuringSave(pool: Int, rows: Int, autocheckpoint: Bool = tru
         if seconds > result.longestFetch { (result.longestFetch, result.longestParts) = (seconds, (onCPU, runQueue, blocked)) }
         result.longestBlocked = max(result.longestBlocked, blocked)
         result.longestWithACPU = max(result.longestWithACPU, max(0, seconds - runQueue))
-        result.fetches += 1
         view.performAndWait { view.reset() }
     }
     done.wait()
@@ -96,7 +96,6 @@ public struct ReaderWait: Sendable {
     /// The longest fetch counting only the time its thread had a CPU or was blocked: its wall time less the time it
     /// was runnable but waited for a CPU (a lock the kernel makes a waiter spin on counts as on a CPU).
     public var longestWithACPU = 0.0
-    public var fetches = 0
     /// The save's wall time.
     public var save = 0.0
 }
