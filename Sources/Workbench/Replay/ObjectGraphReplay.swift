@@ -340,16 +340,8 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
 
     /// What `threads` counted, by name: every costed operation but `blockRun`, and SQL statements by kind.
     static func counters(of threads: [ExecutionThread]) -> [String: Int] {
-        var result: [String: Int] = [:]
-        for op in CostedOperation.allCases where op != .blockRun {
-            let n = threads.reduce(0) { $0 + $1.counts[op.rawValue] }
-            if n != 0 { result[op.name] = n }
-        }
-        for kind in StatementKind.allCases {
-            let n = threads.reduce(0) { $0 + $1.statementCounts[kind.rawValue] }
-            if n != 0 { result["sqlStatement[\(kind.name)]"] = n }
-        }
-        return result
+        CostedOperation.replayCounts(operation: { i in threads.reduce(0) { $0 + $1.counts[i] } },
+                                     statements: { i in threads.reduce(0) { $0 + $1.statementCounts[i] } })
     }
 
     public func openCoordinator(model: Int, settings: [String: String]) throws -> PersistentStoreCoordinator {

@@ -54,7 +54,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     }
     fileprivate struct WeakController { weak var controller: FetchedResultsController? }
     private let lock = Mutex(State())
-    /// Where settled records go as the run makes them (nil: all are kept for ``records``).
+    /// Where settled records go as the run makes them (nil: all are kept until ``finish()``).
     private let sink: (@Sendable ([OperationRecord]) -> Void)?
     /// How many settled records are handed to the sink at once.
     private let flushEvery: Int
@@ -68,8 +68,8 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     /// keeping the whole trace in memory (a trace of a million-object run is gigabytes of records). A record
     /// settles when no call of any thread can still change it: it is not a call in flight, not a thread's latest
     /// record (an object let go inside a call is noted on it), and not inside a run of `free` records that may
-    /// go on. ``finish()`` returns the rest. The sink sees every record once, in order, as ``records`` would list
-    /// them.
+    /// go on. ``finish()`` returns the rest. The sink sees every record once, in order, as a recorder without one
+    /// lists them at ``finish()``.
     public init(flushEvery: Int, sink: @escaping @Sendable ([OperationRecord]) -> Void) {
         self.sink = sink
         self.flushEvery = max(1, flushEvery)
@@ -97,8 +97,6 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     /// (and another recording simulation in the same process kept the hooks on).
     func close() { lock.withLock { $0.closed = true } }
 
-    /// The records so far, with what the app let go in a stable order (``settled(_:)``).
-    public var records: [OperationRecord] { lock.withLock { Self.settled($0.records, base: $0.base) } }
 
     /// The objects one thread let go together (a run of `free` records with nothing between them, or one
     /// record's `releasedBefore`/`releasedAfter`) in the order of their context and reference, not the order
@@ -137,8 +135,6 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         return records
     }
 
-    /// The models the coordinators opened the store with, in the order first met.
-    var models: [ManagedObjectModel] { lock.withLock { $0.modelVersions } }
 
     // MARK: OperationRecorder
 
@@ -186,14 +182,8 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         resumeIfStopped(thread, &state)
         guard let index = state.threads[id]?.inFlight.popLast() else { return nil }
         if let start = state.threads[id]?.countsAtStart.removeValue(forKey: index) {
-            var counts: [String: Int] = [:]
-            for i in 0..<CostedOperation.count where i != CostedOperation.blockRun.rawValue && counted[i] != start[i] {
-                counts[CostedOperation.names[i]] = counted[i] - start[i]
-            }
-            for k in StatementKind.allCases {
-                let i = CostedOperation.count + k.rawValue
-                if counted[i] != start[i] { counts["sqlStatement[\(k.name)]"] = counted[i] - start[i] }
-            }
+            let counts = CostedOperation.replayCounts(operation: { counted[$0] - start[$0] },
+                                                      statements: { counted[CostedOperation.count + $0] - start[CostedOperation.count + $0] })
             if !counts.isEmpty { state[index].counts = counts }
         }
         if state.threads[id]?.inFlight.isEmpty == true { state.threads[id]!.latest = nil }
@@ -651,5 +641,23 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
             r.coord = number(c, &state)
             r.count = size
         }
+    }
+}
+
+extension CostedOperation {
+    /// The counts an operation trace and its replay compare (Docs/calibration.md), by name: every costed operation
+    /// but `blockRun` (a queue's dispatch, not a Core Data call), and SQL statements by kind as `sqlStatement[kind]`;
+    /// zeros left out. `operation` and `statements` give a count by raw value.
+    static func replayCounts(operation: (Int) -> Int, statements: (Int) -> Int) -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for op in allCases where op != .blockRun {
+            let n = operation(op.rawValue)
+            if n != 0 { counts[op.name] = n }
+        }
+        for kind in StatementKind.allCases {
+            let n = statements(kind.rawValue)
+            if n != 0 { counts["sqlStatement[\(kind.name)]"] = n }
+        }
+        return counts
     }
 }

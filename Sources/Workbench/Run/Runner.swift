@@ -209,10 +209,7 @@ public struct VariantRunner {
     /// The counts a replay of the operation trace must reproduce (Docs/calibration.md): every costed operation but
     /// `blockRun` (a queue's dispatch, not a Core Data call), and SQL statements by kind.
     static func replayedCounts(_ totals: OperationTotals) -> [String: Int] {
-        var counts: [String: Int] = [:]
-        for op in CostedOperation.allCases where op != .blockRun && totals.all[op.rawValue] != 0 { counts[op.name] = totals.all[op.rawValue] }
-        for kind in StatementKind.allCases where totals.statementsAll[kind.rawValue] != 0 { counts["sqlStatement[\(kind.name)]"] = totals.statementsAll[kind.rawValue] }
-        return counts
+        CostedOperation.replayCounts(operation: { totals.all[$0] }, statements: { totals.statementsAll[$0] })
     }
 
     /// Per operation: the count charged in all and on the main queue, and the main queue's virtual time for it.
