@@ -77,12 +77,6 @@ public enum CountDiff {
 extension TraceCoding {
     /// A whole trace as its file's bytes: the header line, then one line per record.
     public static func file(header: TraceHeader, records: [OperationRecord]) -> Data {
-        var data = line(header)
-        data.append(UInt8(ascii: "\n"))
-        for r in records {
-            data.append(line(r))
-            data.append(UInt8(ascii: "\n"))
-        }
-        return data
+        lines([header]) + lines(records)
     }
 }

@@ -293,9 +293,24 @@ public struct OperationRecord: Codable, Sendable, Equatable {
 public enum TraceCoding {
     /// One JSON line, keys sorted (the same record is the same bytes on every run).
     public static func line(_ value: some Encodable) -> Data {
+        (try? encoder().encode(value)) ?? Data()
+    }
+
+    /// Each value as a ``line(_:)`` followed by a newline, through one encoder (a trace has millions of records).
+    public static func lines<T: Encodable>(_ values: [T]) -> Data {
+        let encoder = encoder()
+        var data = Data()
+        for value in values {
+            data.append((try? encoder.encode(value)) ?? Data())
+            data.append(UInt8(ascii: "\n"))
+        }
+        return data
+    }
+
+    private static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(value)) ?? Data()
+        return encoder
     }
 
     /// The header and records of a trace file; every problem names the file and line.

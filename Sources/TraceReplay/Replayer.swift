@@ -239,7 +239,13 @@ public final class Replayer<Backend: ReplayBackend> {
         case "fetchHistory":
             let found = try backend.fetchHistory(try coordinator(r.coord), after: r.count)
             // The app filtered what it got (`flag`): the trace has the transactions it kept.
-            let kept = r.flag == true ? found.filter { Set(Self.numbers(r.value)).contains($0) } : found
+            let kept: [Int]
+            if r.flag == true {
+                let wanted = Set(Self.numbers(r.value))
+                kept = found.filter { wanted.contains($0) }
+            } else {
+                kept = found
+            }
             if let expected = r.outCount, expected != kept.count { outcome.divergences.append("record \(r.n): history has \(kept.count) transactions, the trace \(expected)") }
         case "historyToken":
             _ = try backend.historyToken(try coordinator(r.coord))

@@ -30,7 +30,7 @@ public func fetchWaitDuringSave(pool: Int, rows: Int, autocheckpoint: Bool = tru
             for i in start..<min(start + 10_000, rows) {
                 let item = try PerfItem.insert(into: background)
                 item.remoteID = Int64(i)
-                item.name = "item \(i)"
+                item.name = Schema.name(i)
                 item.price = 1
             }
             try background.save()

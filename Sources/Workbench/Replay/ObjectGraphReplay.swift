@@ -412,13 +412,11 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
 
     public func setValue(_ value: ReplayValue<ManagedObject>, forKey key: String, of object: ManagedObject) throws {
         switch value {
-        case .plain(let v): try object.setValue(try Self.swiftValue(v), forKey: key)
+        case .plain(let v): try object.setValue(try v.foundationValue(), forKey: key)
         case .object(let o): try object.setValue(o, forKey: key)
         case .objects(let os): try object.setValue(Set(os), forKey: key)
         }
     }
-
-    static func swiftValue(_ value: TraceValue) throws -> Any? { try value.foundationValue() }
 
     public func read(_ how: String, key: String?, of object: ManagedObject) throws -> [ManagedObject] {
         let value: Any?
@@ -491,12 +489,12 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
         let result: BatchResult
         switch r.kind {
         case "insert":
-            var request = BatchInsertRequest(entityName: r.entity, objects: try (r.rows ?? []).map { try $0.mapValues { try Self.swiftValue($0) as Any } })
+            var request = BatchInsertRequest(entityName: r.entity, objects: try (r.rows ?? []).map { try $0.mapValues { try $0.foundationValue() as Any } })
             request.resultType = resultType
             result = try context.execute(request)
         case "update":
             var request = BatchUpdateRequest(entityName: r.entity, predicate: try r.predicate.map { try ObjectPredicate(format: $0) },
-                                             propertiesToUpdate: try (r.values ?? [:]).mapValues { try Self.swiftValue($0) as Any })
+                                             propertiesToUpdate: try (r.values ?? [:]).mapValues { try $0.foundationValue() as Any })
             request.resultType = resultType
             result = try context.execute(request)
         default:

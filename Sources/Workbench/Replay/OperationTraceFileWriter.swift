@@ -36,7 +36,7 @@ public final class OperationTraceFileWriter: @unchecked Sendable {  // used by o
                 return
             }
             handle = try FileHandle(forWritingTo: partial)
-            try append([TraceCoding.line(header)])
+            try handle?.write(contentsOf: TraceCoding.lines([header]))
         } catch {
             fail(error)
         }
@@ -45,7 +45,7 @@ public final class OperationTraceFileWriter: @unchecked Sendable {  // used by o
     func write(_ records: [OperationRecord]) {
         guard handle != nil, !records.isEmpty else { return }
         do {
-            try append(records.map { TraceCoding.line($0) })
+            try handle?.write(contentsOf: TraceCoding.lines(records))
             written += records.count
         } catch {
             fail(error)
@@ -73,19 +73,8 @@ public final class OperationTraceFileWriter: @unchecked Sendable {  // used by o
         try? FileManager.default.removeItem(at: partial)
     }
 
-    private func append(_ lines: [Data]) throws {
-        var data = Data()
-        for line in lines {
-            data.append(line)
-            data.append(UInt8(ascii: "\n"))
-        }
-        try handle?.write(contentsOf: data)
-    }
-
     private func fail(_ error: any Error) {
         failure = "\(error)"
-        try? handle?.close()
-        handle = nil
-        try? FileManager.default.removeItem(at: partial)
+        abandon()
     }
 }

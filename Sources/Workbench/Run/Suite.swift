@@ -97,7 +97,7 @@ public struct Suite {
                 var runner = VariantRunner(scenario: variant, workDirectory: work, progress: { line in progress?("  \(line)") }, tracer: tracer)
                 var traceFile: OperationTraceFileWriter?
                 if let target = options.operationTrace {
-                    let file = try OperationTraceFiles.file(for: variant, target: target, variants: loaded.reduce(0) { $0 + $1.variants.count })
+                    let file = try OperationTraceFiles.file(for: variant, target: target)
                     traceFile = OperationTraceFileWriter(file: file)
                     runner.operationTraceFile = traceFile
                 }
@@ -247,8 +247,8 @@ enum OperationTraceFiles {
         }
     }
 
-    static func file(for variant: Scenario, target: URL, variants: Int) throws -> URL {
-        try check(variant, target: target, variants: variants)
+    /// The file of `variant`'s trace under `target` (checked with ``check(_:target:variants:)`` before the run).
+    static func file(for variant: Scenario, target: URL) throws -> URL {
         if target.pathExtension == "jsonl" {
             try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
             return target
