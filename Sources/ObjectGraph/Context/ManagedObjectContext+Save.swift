@@ -695,6 +695,18 @@ extension Set where Element == ManagedObject {
     /// five times (0.76k per updated item in all then). A plain `for` with `Unmanaged` inside does not help: the loop variable lives, and stays
     /// retained, until the end of the body.
     @inline(__always)
+    func forEachUnretained(_ body: (ManagedObject) throws -> Void) rethrows {
+        try withExtendedLifetime(self) {
+            var i = startIndex
+            while i != endIndex {
+                // The element read here (+1) is dead before `body` runs, so its retain and release meet and go.
+                let object = Unmanaged.passUnretained(self[i])
+                try object._withUnsafeGuaranteedRef(body)
+                formIndex(after: &i)
+            }
+        }
+    }
+
     /// ``forEachUnretained(_:)`` in the order of the objects' addresses: the objects of a large save are walked
     /// through memory in order rather than in the set's hash order (a cache miss each once they outgrow the caches).
     func forEachInMemoryOrder(_ body: (ManagedObject) throws -> Void) rethrows {
@@ -706,18 +718,6 @@ extension Set where Element == ManagedObject {
         try withExtendedLifetime(self) {
             for a in addresses {
                 try Unmanaged<ManagedObject>.fromOpaque(UnsafeRawPointer(bitPattern: a)!)._withUnsafeGuaranteedRef(body)
-            }
-        }
-    }
-
-    func forEachUnretained(_ body: (ManagedObject) throws -> Void) rethrows {
-        try withExtendedLifetime(self) {
-            var i = startIndex
-            while i != endIndex {
-                // The element read here (+1) is dead before `body` runs, so its retain and release meet and go.
-                let object = Unmanaged.passUnretained(self[i])
-                try object._withUnsafeGuaranteedRef(body)
-                formIndex(after: &i)
             }
         }
     }
