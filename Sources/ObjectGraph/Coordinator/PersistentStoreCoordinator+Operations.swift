@@ -29,8 +29,12 @@ extension PersistentStoreCoordinator {
     /// `generation`: a pinned context's (issue 21 item 4): the rows come from it, and the cache only takes the
     /// references (its rows may be older than the cache's; another context must not fault them in).
     func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, generation: StoreGeneration? = nil) throws -> [FetchEntry] {
-        // Issue 22 item 8: rows read on a read connection are installed with the generation the read began at.
-        try rowCache.reading { try fetchRows(request, entity: entity, idsOnly: idsOnly, snapshot: $0, generation: generation) }
+        // Issue 22 item 8: rows read on a read connection are installed with the generation the read began at. A
+        // fetch of IDs only, or one in a pinned generation, installs nothing: it takes no snapshot.
+        guard !idsOnly, generation == nil else {
+            return try fetchRows(request, entity: entity, idsOnly: idsOnly, snapshot: 0, generation: generation)
+        }
+        return try rowCache.reading { try fetchRows(request, entity: entity, idsOnly: idsOnly, snapshot: $0, generation: generation) }
     }
 
     private func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, snapshot: UInt64,
