@@ -153,3 +153,11 @@ final class NotificationRecorder: @unchecked Sendable {
         return _notes
     }
 }
+
+extension PersistentStore {
+    /// The keys and rows of a fetch (``identifiedRows(_:)`` without the entity of each row), as the store-level
+    /// tests compare them; the library itself reads ``identifiedRows(_:)``.
+    func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)] {
+        try identifiedRows(fetch).map { (key: $0.id.key, row: $0.row) }
+    }
+}

@@ -223,9 +223,4 @@ extension SaveRequest {
 
 extension PersistentStore {
     package var isInTransaction: Bool { false }
-
-    /// The keys and rows of a fetch (``identifiedRows(_:)`` without the entity of each row).
-    func fetch(_ fetch: StoreFetch) throws -> [(key: Int64, row: RowSnapshot?)] {
-        try identifiedRows(fetch).map { (key: $0.id.key, row: $0.row) }
-    }
 }

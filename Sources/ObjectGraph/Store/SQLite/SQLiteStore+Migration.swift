@@ -235,11 +235,10 @@ extension SQLiteStore {
             // Persistent history survives: its changes name entities by number, which may have moved; the changes
             // of entities this version removed go (their objects are gone with their tables).
             if try !db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'ACHANGE'").isEmpty {
-                let mapped = numbers
-                let kept = Set(mapped.map(\.0))
+                let kept = Set(numbers.map(\.0))
                 let removed = source.entities.map(\.entityNumber).filter { !kept.contains($0) }
                 if !removed.isEmpty { try db.execute("DELETE FROM ACHANGE WHERE ZENTITY IN (\(removed.map(String.init).joined(separator: ", ")))") }
-                let moved = mapped.filter { $0.0 != $0.1 }
+                let moved = numbers.filter { $0.0 != $0.1 }
                 if !moved.isEmpty {
                     let cases = moved.map { "WHEN \($0.0) THEN \($0.1)" }.joined(separator: " ")
                     try db.execute("UPDATE ACHANGE SET ZENTITY = CASE ZENTITY \(cases) ELSE ZENTITY END")
