@@ -49,6 +49,8 @@ public struct TraceModel: Codable, Sendable, Equatable {
         public var minLength: Int?
         public var maxLength: Int?
         public var transient: Bool?
+        /// Kept in a persistent-history tombstone when its object is deleted.
+        public var preservesValueInHistoryOnDeletion: Bool?
         public var renamingIdentifier: String?
         public init(name: String, type: String, optional: Bool? = nil) { (self.name, self.type, self.optional) = (name, type, optional) }
     }
@@ -78,6 +80,7 @@ public struct TraceModel: Codable, Sendable, Equatable {
         public var deleteRule: String?
         public var minCount: Int?
         public var maxCount: Int?
+        public var renamingIdentifier: String?
         public var transient: Bool?
         public init(name: String, destination: String, inverse: String, toMany: Bool? = nil) {
             (self.name, self.destination, self.inverse, self.toMany) = (name, destination, inverse, toMany)
