@@ -141,11 +141,13 @@ final class RowCache: Sendable {
 
     /// Runs `body` for each element under the table's lock, released and taken again every ``lockBatch`` elements;
     /// between two holds the short holds that wait (``withTable(_:)``) go first.
-    private func inBatches<S: Sequence>(_ elements: S, _ body: (inout [ManagedObjectID: Entry], S.Element) -> Void) {
+    /// `atEachHold` runs first in every hold (an install's stamp is taken again with each).
+    private func inBatches<S: Sequence>(_ elements: S, atEachHold: () -> Void = {}, _ body: (inout [ManagedObjectID: Entry], S.Element) -> Void) {
         var iterator = elements.makeIterator()
         var more = true
         while more {
             withTable { table in
+                atEachHold()
                 for _ in 0..<Self.lockBatch {
                     guard let element = iterator.next() else {
                         more = false
@@ -278,13 +280,10 @@ final class RowCache: Sendable {
         // not at all, and reserving room for all of them rehashed the whole table (0.5M cache misses in a save of 100k).
         if retain { withTable { $0.reserveCapacity($0.count + count) } }
         let references = (retain ? 1 : 0) + (holding ? 1 : 0)
-        var batch = -1
         var stamp = Stamp.authoritative(0)
-        inBatches(rows) { table, element in
+        // The reads under way are looked at again with each hold of the lock.
+        inBatches(rows, atEachHold: { stamp = self.stamp(generation) }) { table, element in
             let (id, row) = element
-            // The reads under way are looked at again with each hold of the lock.
-            batch += 1
-            if batch % Self.lockBatch == 0 { stamp = self.stamp(generation) }
             if retain {
                 // One hash lookup per row: the entry is created or updated in place.
                 Self.store(row, now: now, in: &table[id, default: Entry()], references: references, stamp: stamp, id: id)
@@ -344,11 +343,8 @@ final class RowCache: Sendable {
         let now = Self.now()
         let generation = self.generation(snapshot)
         withTable { $0.reserveCapacity($0.count + rows.count) }
-        var batch = -1
         var stamp = Stamp.authoritative(0)
-        inBatches(rows) { table, entry in
-            batch += 1
-            if batch % Self.lockBatch == 0 { stamp = self.stamp(generation) }
+        inBatches(rows, atEachHold: { stamp = self.stamp(generation) }) { table, entry in
             guard let row = entry.row else { return }
             Self.store(row, now: now, in: &table[entry.id, default: Entry()], references: 1, stamp: stamp, id: entry.id)
         }
