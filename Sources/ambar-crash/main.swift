@@ -8,7 +8,8 @@
 //     check reads a bounded store (issue 20 item 17).
 //   ambar-crash child --directory DIR --journal FILE --seed S
 //   ambar-crash probe --directory DIR [--uid UID]   open and save once (as UID when root); 0 saved, 2 refused
-//   ambar-crash migrate-harness [--trials N] [--rows R] [--seed S] [--max-delay-ms M]   (Migration.swift)
+//   ambar-crash migrate-harness [--trials N] [--rows R] [--seed S] [--max-delay-ms M]   (Migration.swift: M is
+//     how far into a step's work a kill may land, default 5)
 import Ambar
 import Foundation
 import ObjectGraph
