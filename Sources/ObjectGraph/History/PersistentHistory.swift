@@ -222,22 +222,12 @@ extension ObjectPredicate.Node {
             if case .objectID(let id) = value { return id.isTemporaryID || id.coordinatorTag == tag }
             return true
         }
-        func rewrite(_ e: ObjectExpression) -> ObjectExpression {
+        return mappingExpressions { e in
             switch e {
             case .constant(let value): return own(value) ? e : .constant(.null)
             case .list(let values): return .list(values.filter(own))
             case .keyPath, .evaluatedObject, .variable: return e
             }
-        }
-        switch self {
-        case .constant: return self
-        case .comparison(var c):
-            c.left = rewrite(c.left)
-            c.right = rewrite(c.right)
-            return .comparison(c)
-        case .and(let nodes): return .and(nodes.map { $0.withForeignObjectIDsDropped(keeping: tag) })
-        case .or(let nodes): return .or(nodes.map { $0.withForeignObjectIDsDropped(keeping: tag) })
-        case .not(let node): return .not(node.withForeignObjectIDsDropped(keeping: tag))
         }
     }
 }
