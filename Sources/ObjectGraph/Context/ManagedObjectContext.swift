@@ -364,6 +364,9 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             object.objectID = id
             object.becomeNewFault()
             if !id.isTemporaryID, let coordinator = persistentStoreCoordinator {
+                // Another coordinator's ID names the same row here; the object takes this coordinator's own ID
+                // for it, as its fetches would give it (Docs/coredata-behaviour.md §3.6).
+                if id.coordinatorTag != coordinator.idTag { object.objectID = id.minted(byCoordinatorTag: coordinator.idTag) }
                 coordinator.rowCache.retain(id)
                 object.cacheReference = coordinator.rowCache
             }

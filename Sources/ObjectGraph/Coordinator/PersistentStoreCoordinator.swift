@@ -47,6 +47,11 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// Tells this coordinator's reader lanes apart from another's in a simulation (never printed).
     private let poolID = PersistentStoreCoordinator.nextPoolID.add(1, ordering: .relaxed).newValue
     private static let nextPoolID = Atomic<Int>(0)
+    /// Marks the object IDs this coordinator mints (its stores' and its contexts' faults): a history predicate
+    /// matches only this coordinator's IDs (Docs/coredata-behaviour.md §3.6). Tags repeat after 4096
+    /// coordinators; two on one file then take each other's IDs in history predicates.
+    let idTag = UInt32(truncatingIfNeeded: PersistentStoreCoordinator.nextIDTag.add(1, ordering: .relaxed).newValue) & StoreRegistry.tagMask
+    private static let nextIDTag = Atomic<Int>(0)
 
     /// Creates a coordinator with no store.
     public init(managedObjectModel: ManagedObjectModel, name: String = "coordinator") {
@@ -75,7 +80,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
                 if let size = options.connectionPoolMaxSize, size < 1 {
                     throw ObjectGraphError(.persistentStoreOpen, "connectionPoolMaxSize (NSPersistentStoreConnectionPoolMaxSizeKey) must be at least 1, not \(size)", storePath: url.path)
                 }
-                let sqlite = try SQLiteStore(url: url, model: managedObjectModel, options: options)
+                let sqlite = try SQLiteStore(url: url, model: managedObjectModel, options: options, coordinatorTag: idTag)
                 store = sqlite
                 if let size = options.connectionPoolMaxSize { connectionPoolSize = size }
                 // Under the size's lock, as the setter gives the readers a new size: a size set meanwhile on another
@@ -91,7 +96,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
                 // `connectionPoolMaxSize` does not apply (Docs §8): Core Data's key sizes the pool of "a store that
                 // supports concurrent request handling", and rows in memory have no WAL and no read connections.
                 // Any value is taken without a check and leaves `connectionPoolSize` as it is.
-                store = InMemoryStore(model: managedObjectModel)
+                store = InMemoryStore(model: managedObjectModel, coordinatorTag: idTag)
             }
         } }
     }
@@ -241,7 +246,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
         let last = parts[1]
         guard let kind = last.first, let number = Int64(last.dropFirst()), number > 0 else { return nil }
         guard kind == "p", let host = uri.host, host == storeIdentifier else { return nil }
-        return ManagedObjectID(entity: entity, primaryKey: number, storeNumber: StoreRegistry.number(for: host))
+        return ManagedObjectID(entity: entity, primaryKey: number, storeNumber: StoreRegistry.number(for: host)).minted(byCoordinatorTag: idTag)
     }
 }
 

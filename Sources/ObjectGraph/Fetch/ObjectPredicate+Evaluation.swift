@@ -42,27 +42,28 @@ extension ObjectPredicate {
     /// Replaces `$NAME` variables with constants.
     public func withSubstitutionVariables(_ variables: [String: Any]) -> ObjectPredicate {
         let values = variables.mapValues(PropertyValue.init(any:))
-        func sub(_ e: ObjectExpression) -> ObjectExpression {
+        return ObjectPredicate(node.mappingExpressions { e in
             if case .variable(let name) = e, let v = values[name] { return .constant(v) }
             return e
-        }
-        func walk(_ n: Node) -> Node {
-            switch n {
-            case .constant: return n
-            case .comparison(var c):
-                c.left = sub(c.left)
-                c.right = sub(c.right)
-                return .comparison(c)
-            case .and(let ns): return .and(ns.map(walk))
-            case .or(let ns): return .or(ns.map(walk))
-            case .not(let n): return .not(walk(n))
-            }
-        }
-        return ObjectPredicate(walk(node))
+        })
     }
 }
 
 extension ObjectPredicate.Node {
+    /// This tree with every comparison's two sides passed through `transform`.
+    func mappingExpressions(_ transform: (ObjectExpression) -> ObjectExpression) -> Self {
+        switch self {
+        case .constant: return self
+        case .comparison(var c):
+            c.left = transform(c.left)
+            c.right = transform(c.right)
+            return .comparison(c)
+        case .and(let nodes): return .and(nodes.map { $0.mappingExpressions(transform) })
+        case .or(let nodes): return .or(nodes.map { $0.mappingExpressions(transform) })
+        case .not(let node): return .not(node.mappingExpressions(transform))
+        }
+    }
+
     func evaluate(_ subject: any PredicateSubject, _ variables: [String: PropertyValue]) throws -> Bool {
         switch self {
         case .constant(let b): return b

@@ -177,6 +177,8 @@ extension PropertyValue {
         // A history token compares by its transaction number (`token > %@` in a history fetch, issue 21 item 5);
         // last, so that no common value pays for this cast.
         case let v as PersistentHistoryToken: self = .integer(v.transactionNumber)
+        // An entity compares by its name (`changedEntity == %@` in a history fetch, Docs/coredata-behaviour.md §3.6).
+        case let v as EntityDescription: self = .string(v.name)
         default: self = .string(String(describing: value!))
         }
     }

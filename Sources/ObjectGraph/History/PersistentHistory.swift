@@ -110,6 +110,9 @@ public struct PersistentHistoryRequest: Sendable {
     public var transactionsOnly = false
     /// What ``PersistentStoreCoordinator/execute(_:)`` returns (default `.transactionsAndChanges`, Core Data's).
     public var resultType: PersistentHistoryResultType = .transactionsAndChanges
+    /// Narrows a request after a token or a date to what this fetch request's predicate matches
+    /// (`NSPersistentHistoryChangeRequest.fetchRequest`); a Change fetch keeps the matching changes only.
+    public var fetchRequest: PersistentHistoryFetchRequest?
 
     /// Transactions after `token`, excluding the token's own (semantics §3.6); nil means all.
     public static func fetchHistory(after token: PersistentHistoryToken?) -> PersistentHistoryRequest {
@@ -124,6 +127,12 @@ public struct PersistentHistoryRequest: Sendable {
     /// The transactions, or for a Change fetch the changes, that `fetchRequest`'s predicate matches.
     public static func fetchHistory(withFetch fetchRequest: PersistentHistoryFetchRequest) -> PersistentHistoryRequest {
         PersistentHistoryRequest(start: .fetch(fetchRequest))
+    }
+
+    /// The fetch request that narrows this request, whether given as its start or as ``fetchRequest``.
+    var narrowing: PersistentHistoryFetchRequest? {
+        if case .fetch(let fetch) = start { return fetch }
+        return fetchRequest
     }
 }
 
@@ -181,7 +190,7 @@ private func unknownKey(_ key: String, entity: String) -> ObjectGraphError {
 }
 
 extension ObjectPredicate.Node {
-    /// The constants compared with a `token` key path (to check that none has expired).
+    /// The constants compared with a `token` key path (each must name a transaction the history holds).
     var tokenConstants: [Int64] {
         switch self {
         case .constant: return []
@@ -204,6 +213,25 @@ extension ObjectPredicate.Node {
     }
 }
 
+extension ObjectPredicate.Node {
+    /// This tree with every object ID minted by a coordinator other than `tag`'s made null (dropped from a list):
+    /// a history predicate compares an ID with its coordinator's store, so another coordinator's ID names no change
+    /// (Docs/coredata-behaviour.md §3.6).
+    func withForeignObjectIDsDropped(keeping tag: UInt32) -> Self {
+        func own(_ value: PropertyValue) -> Bool {
+            if case .objectID(let id) = value { return id.isTemporaryID || id.coordinatorTag == tag }
+            return true
+        }
+        return mappingExpressions { e in
+            switch e {
+            case .constant(let value): return own(value) ? e : .constant(.null)
+            case .list(let values): return .list(values.filter(own))
+            case .keyPath, .evaluatedObject, .variable: return e
+            }
+        }
+    }
+}
+
 extension PersistentStoreCoordinator {
     /// Posted on a coordinator after every write to its store file, by this coordinator or another one on the
     /// same file, a context save or a batch request (semantics §3.5), if the store was added with
@@ -221,7 +249,8 @@ extension PersistentStoreCoordinator {
     /// Fetches history transactions in order (sorting is not offered: Core Data raises on it, §3.6). For a Change
     /// fetch, the transactions holding a matching change, with only those changes.
     public func fetchHistory(_ request: PersistentHistoryRequest) throws -> [PersistentHistoryTransaction] {
-        try Execution.recording(.fetchHistory(self, after: { if case .token(let t) = request.start { return t?.transactionNumber ?? 0 } else { return nil } }(), filtered: request.filter != nil),
+        try Execution.recording(.fetchHistory(self, after: { if case .token(let t) = request.start { return t?.transactionNumber ?? 0 } else { return nil } }(),
+                                              filtered: request.filter != nil || request.fetchRequest != nil),
                                 result: { .transactions($0.map(\.transactionNumber)) }) { try fetchHistoryUnrecorded(request) }
     }
 
@@ -230,8 +259,9 @@ extension PersistentStoreCoordinator {
         switch request.start {
         case .token(let token): transactions = try readStore { try $0.history(after: token?.transactionNumber, since: nil) }
         case .date(let date): transactions = try readStore { try $0.history(after: nil, since: date) }
-        case .fetch(let fetch): transactions = try matching(fetch)
+        case .fetch: transactions = try readStore { try $0.history(after: nil, since: nil) }
         }
+        if let fetch = request.narrowing { transactions = try matching(fetch, in: transactions) }
         if let filter = request.filter { transactions = transactions.filter(filter) }
         if request.transactionsOnly || request.resultType == .transactionsOnly { transactions = transactions.map { var t = $0; t.changes = nil; return t } }
         return transactions
@@ -243,8 +273,7 @@ extension PersistentStoreCoordinator {
         all.transactionsOnly = false
         all.resultType = .transactionsAndChanges
         let transactions = try fetchHistory(all)
-        let changeFetch: Bool
-        if case .fetch(let fetch) = request.start, fetch.entity == .change { changeFetch = true } else { changeFetch = false }
+        let changeFetch = request.narrowing?.entity == .change
         let changes = transactions.flatMap { $0.changes ?? [] }
         var result = PersistentHistoryResult()
         switch request.transactionsOnly ? .transactionsOnly : request.resultType {
@@ -256,37 +285,39 @@ extension PersistentStoreCoordinator {
         case .transactionsOnly: result.transactions = transactions.map { var t = $0; t.changes = nil; return t }
         case .changesOnly: result.changes = changes
         case .transactionsAndChanges:
-            // A Change fetch returns changes rather than transactions (semantics §3.6, recorded second-hand).
-            if changeFetch { result.changes = changes } else { result.transactions = transactions }
+            // A Change fetch too returns transactions, each with its matching changes (Docs/coredata-behaviour.md §3.6).
+            result.transactions = transactions
         }
         return result
     }
 
-    /// The transactions a history fetch request matches, evaluated in memory over the whole history (Core Data runs
-    /// it in SQL; the rows read here are every transaction's, a cost Core Data does not pay).
-    private func matching(_ fetch: PersistentHistoryFetchRequest) throws -> [PersistentHistoryTransaction] {
+    /// The transactions of `history` a history fetch request matches, evaluated in memory (Core Data runs it in
+    /// SQL; the rows read here are every transaction's, a cost Core Data does not pay).
+    private func matching(_ fetch: PersistentHistoryFetchRequest, in history: [PersistentHistoryTransaction]) throws -> [PersistentHistoryTransaction] {
         guard fetch.sortDescriptors.isEmpty else {
             throw ObjectGraphError(.invalidFetchRequest, "a history fetch takes no sort descriptors: history comes in transaction order (Core Data raises on them, semantics §3.6)", entity: fetch.entity.rawValue)
         }
-        // An expired token in the predicate fails the fetch as `fetchHistory(after:)` with it does (134301).
-        for number in (fetch.predicate?.node.tokenConstants ?? []).sorted() {
-            try readStore { try $0.checkHistoryNotExpired(after: number) }
+        // Docs/coredata-behaviour.md §3.6: a token in the predicate that names no transaction the history holds (the
+        // initial token, a purged one) fails the fetch with 134301.
+        for number in Set(fetch.predicate?.node.tokenConstants ?? []).sorted() {
+            try readStore { try $0.checkHistoryHolds(transaction: number) }
         }
-        let history = try readStore { try $0.history(after: nil, since: nil) }
+        // Docs/coredata-behaviour.md §3.6: another coordinator's object ID names no change here.
+        let predicate = fetch.predicate.map { ObjectPredicate($0.node.withForeignObjectIDsDropped(keeping: idTag)) }
         var out: [PersistentHistoryTransaction] = []
         var matched = 0
         for transaction in history {
             if fetch.fetchLimit > 0, matched >= fetch.fetchLimit { break }
             switch fetch.entity {
             case .transaction:
-                if try fetch.predicate?.evaluate(subject: HistoryTransactionSubject(transaction: transaction)) ?? true {
+                if try predicate?.evaluate(subject: HistoryTransactionSubject(transaction: transaction)) ?? true {
                     out.append(transaction)
                     matched += 1
                 }
             case .change:
                 var kept: [PersistentHistoryChange] = []
                 for change in transaction.changes ?? [] where fetch.fetchLimit == 0 || matched < fetch.fetchLimit {
-                    if try fetch.predicate?.evaluate(subject: HistoryChangeSubject(change: change, transaction: transaction)) ?? true {
+                    if try predicate?.evaluate(subject: HistoryChangeSubject(change: change, transaction: transaction)) ?? true {
                         kept.append(change)
                         matched += 1
                     }

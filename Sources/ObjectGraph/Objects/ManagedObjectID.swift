@@ -5,7 +5,9 @@ import Synchronization
 ///
 /// An inserted object has a temporary ID until its root context saves; then it gets a permanent ID built from
 /// the store's identifier and the row's primary key (`Z_PK`). Two coordinators on the same store file mint
-/// equal IDs for the same row, so IDs pass freely between them.
+/// equal IDs for the same row, so IDs pass freely between them (merges, `existingObject(with:)`). An ID also
+/// remembers which coordinator minted it, outside equality: a history predicate compares it with the history's
+/// own IDs only when its coordinator runs the fetch (Docs/coredata-behaviour.md §3.6).
 public struct ManagedObjectID: Hashable, Sendable {
     /// The entity of the object.
     public var entity: EntityDescription { storedEntity }
@@ -16,13 +18,27 @@ public struct ManagedObjectID: Hashable, Sendable {
     private unowned(unsafe) let storedEntity: EntityDescription
     /// The primary key for a permanent ID; a process-unique number for a temporary one.
     let key: Int64
-    /// Interned store identifier; 0 for temporary IDs.
-    let storeNumber: UInt32
+    /// The interned store identifier in the low ``StoreRegistry/tagShift`` bits (0 for temporary IDs), the
+    /// minting coordinator's tag above them. In the padding after `key`, so an ID stays 20 bytes.
+    private let storeWord: UInt32
 
+    /// - Parameter storeNumber: the minting store's ``PersistentStore/storeNumber`` (its identifier's number with
+    ///   its coordinator's tag), or 0 for a temporary ID.
     init(entity: EntityDescription, primaryKey: Int64, storeNumber: UInt32) {
         self.storedEntity = entity
         self.key = primaryKey
-        self.storeNumber = storeNumber
+        self.storeWord = storeNumber
+    }
+
+    /// Interned store identifier; 0 for temporary IDs.
+    var storeNumber: UInt32 { storeWord & StoreRegistry.numberMask }
+
+    /// The tag of the coordinator that minted this ID (``PersistentStoreCoordinator/idTag``).
+    var coordinatorTag: UInt32 { storeWord >> StoreRegistry.tagShift }
+
+    /// This ID as coordinator `tag` mints it (equal to this one); a temporary ID is returned as it is.
+    func minted(byCoordinatorTag tag: UInt32) -> ManagedObjectID {
+        isTemporaryID ? self : ManagedObjectID(entity: storedEntity, primaryKey: key, storeNumber: storeNumber | tag << StoreRegistry.tagShift)
     }
 
     static func temporary(_ entity: EntityDescription) -> ManagedObjectID {
@@ -49,7 +65,7 @@ public struct ManagedObjectID: Hashable, Sendable {
     }
 
     public static func == (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
-        lhs.key == rhs.key && lhs.storeNumber == rhs.storeNumber
+        lhs.key == rhs.key && (lhs.storeWord ^ rhs.storeWord) & StoreRegistry.numberMask == 0
             && (lhs.storedEntity === rhs.storedEntity || lhs.entity.name == rhs.entity.name)
     }
 
@@ -79,6 +95,10 @@ extension ManagedObjectID: CustomStringConvertible {
 
 /// Interns store identifiers (UUID strings) as small numbers so that IDs hash and compare cheaply.
 enum StoreRegistry {
+    /// Store numbers take the low 20 bits of an ID's store word; coordinator tags the 12 above.
+    static let tagShift: UInt32 = 20
+    static let numberMask: UInt32 = 1 << tagShift - 1
+    static let tagMask: UInt32 = UInt32.max >> tagShift
     private static let table = Mutex<(numbers: [String: UInt32], identifiers: [String])>(([:], []))
 
     static func number(for identifier: String) -> UInt32 {
@@ -86,6 +106,7 @@ enum StoreRegistry {
             if let n = t.numbers[identifier] { return n }
             t.identifiers.append(identifier)
             let n = UInt32(t.identifiers.count)
+            precondition(n <= numberMask, "more than \(numberMask) store identifiers in one process")
             t.numbers[identifier] = n
             return n
         }

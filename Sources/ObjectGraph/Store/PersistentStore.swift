@@ -132,6 +132,7 @@ package enum StoreSaveOutcome {
 /// What the SQLite and in-memory stores do for a coordinator. Called only on the coordinator's queue.
 package protocol PersistentStore: AnyObject {
     var identifier: String { get }
+    /// What the IDs it mints carry: its identifier's number, with its coordinator's tag above (``ManagedObjectID``).
     var storeNumber: UInt32 { get }
     var url: URL? { get }
     var type: PersistentStoreType { get }
@@ -162,8 +163,8 @@ package protocol PersistentStore: AnyObject {
     func history(after number: Int64?, since date: Date?) throws -> [PersistentHistoryTransaction]
     func deleteHistory(before number: Int64?, before date: Date?) throws -> Int
     func currentHistoryToken() throws -> PersistentHistoryToken?
-    /// Throws 134301 when history after transaction `number` was purged (issue 18 rule 17).
-    func checkHistoryNotExpired(after number: Int64) throws
+    /// Throws 134301 unless the history holds the transaction numbered `number` (a token in a history predicate).
+    func checkHistoryHolds(transaction number: Int64) throws
     /// Batch requests (SQLite only, semantics §6).
     func batchInsert(_ entity: EntityDescription, rows: [[PropertyValue]], upsert: BatchUpsertRule, author: String?, contextName: String?) throws -> [ManagedObjectID]
     func batchUpdate(_ ids: [ManagedObjectID], values: [Int: PropertyValue], author: String?, contextName: String?) throws -> Int
@@ -191,7 +192,7 @@ extension PersistentStore {
     func history(after number: Int64?, since date: Date?) throws -> [PersistentHistoryTransaction] { throw sqliteOnly("persistent history") }
     func deleteHistory(before number: Int64?, before date: Date?) throws -> Int { throw sqliteOnly("persistent history") }
     func currentHistoryToken() throws -> PersistentHistoryToken? { nil }
-    func checkHistoryNotExpired(after number: Int64) throws { throw sqliteOnly("persistent history") }
+    func checkHistoryHolds(transaction number: Int64) throws { throw sqliteOnly("persistent history") }
     func batchInsert(_ entity: EntityDescription, rows: [[PropertyValue]], upsert: BatchUpsertRule, author: String?, contextName: String?) throws -> [ManagedObjectID] {
         throw sqliteOnly("a batch insert")
     }

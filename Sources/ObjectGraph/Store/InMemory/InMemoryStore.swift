@@ -20,9 +20,10 @@ final class InMemoryStore: PersistentStore {
         var destination: Int64
     }
 
-    init(model: ManagedObjectModel) {
+    /// - Parameter coordinatorTag: the tag of the coordinator that opens it, which its IDs carry.
+    init(model: ManagedObjectModel, coordinatorTag: UInt32) {
         self.model = model
-        self.storeNumber = StoreRegistry.number(for: identifier)
+        self.storeNumber = StoreRegistry.number(for: identifier) | coordinatorTag << StoreRegistry.tagShift
     }
 
     func close() {}

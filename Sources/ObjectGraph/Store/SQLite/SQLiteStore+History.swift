@@ -139,11 +139,26 @@ extension SQLiteStore {
         }
     }
 
-    func checkHistoryNotExpired(after number: Int64) throws {
+    /// Docs/coredata-behaviour.md §3.6: a token in a history predicate must name a transaction the history holds.
+    /// The initial token (number 0) names none, and a purged token's transaction is gone, the current token's
+    /// included once everything was purged: 134301, as for an expired token.
+    func checkHistoryHolds(transaction number: Int64) throws {
         guard historyTracking else {
             throw ObjectGraphError(.persistentStoreOperation, "persistent history tracking is off for this store", storePath: url?.path)
         }
-        try runReading { try checkNotExpired(after: number) }
+        let held = try runReading {
+            let statement = try connection.cachedStatement("SELECT 1 FROM ATRANSACTION WHERE Z_PK = ?")
+            statement.bindInt(number, at: 1)
+            defer { statement.reset() }
+            return try statement.step()
+        }
+        guard held else {
+            let token = PersistentHistoryToken(transactionNumber: number, storeIdentifier: identifier)
+            let what = number == 0 ? "is the initial token (taken before any transaction)" : "names a transaction the history no longer holds (purged)"
+            throw ObjectGraphError(.persistentHistoryTokenExpired,
+                                   "\(token) in a history predicate \(what): compare with a transaction's token, or use fetchHistory(after:)",
+                                   storePath: url?.path)
+        }
     }
 
     // Tombstone values as tagged text, so they come back with their types.

@@ -38,7 +38,7 @@ final class SQLiteStore: PersistentStore {
     /// The rows a lightweight migration copied when this store was opened (nil: none ran).
     private(set) var migratedRows: Int?
 
-    init(url: URL, model: ManagedObjectModel, options: StoreOptions) throws {
+    init(url: URL, model: ManagedObjectModel, options: StoreOptions, coordinatorTag: UInt32) throws {
         self.url = url
         self.model = model
         self.path = url.path
@@ -117,7 +117,7 @@ final class SQLiteStore: PersistentStore {
         } catch let error as SQLiteError {
             throw Self.storeError(error, path: url.path, opening: true)
         }
-        storeNumber = StoreRegistry.number(for: identifier)
+        storeNumber = StoreRegistry.number(for: identifier) | coordinatorTag << StoreRegistry.tagShift
         if sharesReads { readerPool = SQLiteReaderPool(writer: self) }
     }
 
