@@ -216,11 +216,7 @@ import Testing
     @Test("Transient links made in a child survive the root's save that gives both objects permanent IDs")
     func transientLinksSurviveTheRootSave() throws {
         let stack = try makeStack()
-        let queue = ContextQueue(label: "transient main")
-        let root = ManagedObjectContext(concurrencyType: .mainQueue, queue: queue)
-        root.persistentStoreCoordinator = stack.coordinator
-        let child = ManagedObjectContext(concurrencyType: .mainQueue, queue: queue)
-        child.parent = root
+        let (root, child) = stack.mainQueueRootAndChild(label: "transient main")
         try root.performAndWait {
             let inChild = try insertLinkedPair(in: child)
             let fetched = try root.fetch(FetchRequest(entityName: "Reviewer"))
