@@ -173,11 +173,7 @@ import Testing
     @Test("Nested contexts (§2.2): a child on the root's queue has the permanent IDs as soon as the root's save returns")
     func childOnTheRootsQueueReKeysInPlace() throws {
         let stack = try TestStack()
-        let queue = ContextQueue(label: "shared main")
-        let root = ManagedObjectContext(concurrencyType: .mainQueue, queue: queue)
-        root.persistentStoreCoordinator = stack.coordinator
-        let child = ManagedObjectContext(concurrencyType: .mainQueue, queue: queue)
-        child.parent = root
+        let (root, child) = stack.mainQueueRootAndChild(label: "shared main")
         try root.performAndWait {
             let item = Item(context: child)
             item.id = 1

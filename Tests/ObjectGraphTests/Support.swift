@@ -99,6 +99,17 @@ final class TestStack: @unchecked Sendable {
         return c
     }
 
+    /// A main-queue root context on this stack's coordinator and a main-queue child of it, both on one simulated
+    /// main queue (two main-queue contexts, as an app's view context and a child of it for an editor).
+    func mainQueueRootAndChild(label: String) -> (root: ManagedObjectContext, child: ManagedObjectContext) {
+        let queue = ContextQueue(label: label)
+        let root = ManagedObjectContext(concurrencyType: .mainQueue, queue: queue)
+        root.persistentStoreCoordinator = coordinator
+        let child = ManagedObjectContext(concurrencyType: .mainQueue, queue: queue)
+        child.parent = root
+        return (root, child)
+    }
+
     /// Inserts items with ids 1...n (prices 10, 20, …) and saves them.
     @discardableResult
     func seed(_ n: Int, in context: ManagedObjectContext? = nil) throws -> [ManagedObjectID] {

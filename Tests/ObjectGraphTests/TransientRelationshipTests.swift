@@ -9,7 +9,7 @@ import Testing
     /// Doc.reviewer (transient to-one) ↔ Reviewer.docs (transient to-many), in the JSON model format.
     static let json = """
     {"entities": [
-      {"name": "Doc", "attributes": [{"name": "title", "type": "string"}],
+      {"name": "Doc", "attributes": [{"name": "title", "type": "string"}, {"name": "summary", "type": "string", "transient": true}],
        "relationships": [{"name": "reviewer", "destination": "Reviewer", "inverse": "docs", "transient": true}]},
       {"name": "Reviewer", "attributes": [{"name": "name", "type": "string"}],
        "relationships": [{"name": "docs", "destination": "Doc", "inverse": "reviewer", "toMany": true, "transient": true}]}
@@ -186,4 +186,95 @@ import Testing
             #expect(reviewer(doc) == nil)
         }
     }
+
+    /// In `context`: inserts a doc and a reviewer, links them through the transient relationship from the to-many
+    /// side, sets the doc's transient attribute, and saves `context` (a child: one level up).
+    private func insertLinkedPair(in context: ManagedObjectContext) throws -> (doc: ManagedObject, reviewer: ManagedObject) {
+        let doc = try context.insertNewObject(forEntityName: "Doc")
+        try doc.setValue("d", forKey: "title")
+        try doc.setValue("cached", forKey: "summary")
+        let rev = try context.insertNewObject(forEntityName: "Reviewer")
+        try rev.setValue("r", forKey: "name")
+        try rev.setValue(Set([doc]), forKey: "docs")
+        try context.save()
+        return (doc, rev)
+    }
+
+    /// Both sides of the link and the transient attribute, as `context` sees them.
+    private func expectLinked(_ pair: (doc: ManagedObject, reviewer: ManagedObject), in context: ManagedObjectContext) {
+        #expect(!pair.doc.objectID.isTemporaryID && !pair.reviewer.objectID.isTemporaryID)
+        #expect(context.registeredObject(for: pair.doc.objectID) === pair.doc)
+        #expect(docs(pair.reviewer) == [pair.doc])
+        #expect(reviewer(pair.doc) === pair.reviewer)
+        #expect(pair.doc.value(forKey: "summary") as? String == "cached")
+    }
+
+    // Docs/coredata-behaviour.md §2.2, Rule 21.2: a transient link between two objects inserted in a child rides
+    // the child's save and then the root's save, which gives both objects permanent IDs; in the root and in the
+    // child, both sides still name each other (FreeCoreData testTransientValuesRideAChildSave, two main-queue
+    // contexts).
+    @Test("Transient links made in a child survive the root's save that gives both objects permanent IDs")
+    func transientLinksSurviveTheRootSave() throws {
+        let stack = try makeStack()
+        let (root, child) = stack.mainQueueRootAndChild(label: "transient main")
+        try root.performAndWait {
+            let inChild = try insertLinkedPair(in: child)
+            let fetched = try root.fetch(FetchRequest(entityName: "Reviewer"))
+            #expect(fetched.count == 1)
+            let rev = try #require(fetched.first)
+            #expect(docs(rev).count == 1)
+            let doc = try #require(docs(rev).first)
+            try root.save()
+            expectLinked((doc, rev), in: root)
+            expectLinked(inChild, in: child)
+        }
+    }
+
+    // Docs/coredata-behaviour.md §2.2, Rule 21.2: the same through a grandchild, a middle context and a root on
+    // private queues; every level keeps the link under the permanent IDs.
+    @Test("Transient links made in a grandchild survive the root's save at every level")
+    func transientLinksSurviveTheRootSaveFromAGrandchild() throws {
+        let stack = try makeStack()
+        let root = stack.context(name: "root")
+        let middle = stack.child(of: root)
+        let child = stack.child(of: middle)
+        let inChild = try child.performAndWait { try insertLinkedPair(in: child) }
+        let inMiddle = try middle.performAndWait {
+            let pair = (doc: try #require(middle.registeredObject(for: inChild.doc.objectID)),
+                        reviewer: try #require(middle.registeredObject(for: inChild.reviewer.objectID)))
+            try middle.save()
+            return pair
+        }
+        let inRoot = try root.performAndWait {
+            let pair = (doc: try #require(root.registeredObject(for: inChild.doc.objectID)),
+                        reviewer: try #require(root.registeredObject(for: inChild.reviewer.objectID)))
+            try root.save()
+            return pair
+        }
+        root.performAndWait { expectLinked(inRoot, in: root) }
+        middle.performAndWait { expectLinked(inMiddle, in: middle) }
+        child.performAndWait { expectLinked(inChild, in: child) }
+    }
+
+    // Docs/coredata-behaviour.md §4, Rule 21.2: a root that inserts and links the objects itself keeps the link
+    // across the save that gives them permanent IDs (FreeCoreData testTransientValuesSurviveASave); so does a
+    // link from a saved object to a new one, on both sides.
+    @Test("Transient links to objects inserted in the root survive the save that gives them permanent IDs")
+    func transientLinksSurviveTheRootsOwnInsert() throws {
+        let stack = try makeStack()
+        let ids = try seed(stack)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let pair = try insertLinkedPair(in: ctx)
+            expectLinked(pair, in: ctx)
+            let saved = try ctx.existingObject(with: ids.reviewer)
+            let fresh = try ctx.insertNewObject(forEntityName: "Doc")
+            try fresh.setValue(saved, forKey: "reviewer")
+            try ctx.save()
+            #expect(!fresh.objectID.isTemporaryID)
+            #expect(docs(saved) == [fresh])
+            #expect(reviewer(fresh) === saved)
+        }
+    }
 }
+

@@ -881,8 +881,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         }
     }
 
-    /// Replaces the temporary IDs `object` names (to-ones, loaded to-manys, pending inverse changes; with
-    /// `includingSnapshot`, its last saved values too) by their permanent ones.
+    /// Replaces the temporary IDs `object` names (to-ones, loaded to-manys, pending inverse changes, transient
+    /// relationships; with `includingSnapshot`, its last saved values too) by their permanent ones.
     private static func remapReferences(in object: ManagedObject, _ mapping: [ManagedObjectID: ManagedObjectID], includingSnapshot: Bool) {
         for i in object.values.indices {
             // Only temporary IDs are remapped: permanent ones need no lookup.
@@ -911,6 +911,11 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 state.original = Set(state.original.map { mapping[$0] ?? $0 })
                 object.toMany[i] = state
             }
+        }
+        // Docs/core-data-rules.md Rule 21.2: transient relationships hold IDs too; left on a temporary ID, a link
+        // would name an object no context has once the row has its permanent ID, and read as a new empty fault.
+        for i in object.transientLinks.indices where object.transientLinks[i].contains(where: { $0.isTemporaryID && mapping[$0] != nil }) {
+            object.transientLinks[i] = Set(object.transientLinks[i].map { mapping[$0] ?? $0 })
         }
     }
 
@@ -957,9 +962,10 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             for object in moved { object.cacheReference = coordinator.rowCache }
         }
         // Unlike the saving root, a descendant holds clean objects that name the new rows: the ones it pushed up
-        // (and is done with) and the ones it read from its parent's unsaved state. Only materialized objects of
-        // entities with a relationship to an entity of the new rows can name one (an import of records without
-        // groups walks its records, but looks at none of their values).
+        // (and is done with) and the ones it read from its parent's unsaved state. Only objects of entities with a
+        // relationship (stored or transient) to an entity of the new rows can name one, and only materialized ones
+        // or ones holding transient links, which a fault may keep (an import of records without groups walks its
+        // records, but looks at none of their values).
         var targets: Set<String> = []
         var lastEntity: ObjectIdentifier?
         for id in mapping.keys where ObjectIdentifier(id.entity) != lastEntity {
@@ -967,10 +973,10 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             targets.insert(id.entity.name)
         }
         var names: [ObjectIdentifier: Bool] = [:]
-        for object in liveRegistered() where !object.isFaultFlag {
+        for object in liveRegistered() where !object.isFaultFlag || !object.transientLinks.isEmpty {
             let entity = object.entity
             let canName = names[ObjectIdentifier(entity)] ?? {
-                let answer = entity.relationships.contains { targets.contains($0.destinationEntityName) }
+                let answer = [entity.relationships, entity.transientRelationships].joined().contains { targets.contains($0.destinationEntityName) }
                 names[ObjectIdentifier(entity)] = answer
                 return answer
             }()

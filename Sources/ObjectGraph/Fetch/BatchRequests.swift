@@ -20,8 +20,10 @@ public struct BatchResult: Sendable {
     public var objectIDs: [ManagedObjectID]?
 }
 
-/// Inserts rows without objects (`NSBatchInsertRequest`, semantics §6). Keys must be attribute names;
-/// relationships are not set and nothing is validated. With uniqueness constraints and an ObjectTrump (or
+/// Inserts rows without objects (`NSBatchInsertRequest`, semantics §6). Keys must be stored attribute names and
+/// every required attribute (non-optional, without a default) needs a value: a row that breaks either fails the
+/// whole request, which then writes nothing. Relationships are not set and no other validation runs (lengths,
+/// ranges). With uniqueness constraints and an ObjectTrump (or
 /// Overwrite) executing context the request upserts whole rows; StoreTrump and Rollback keep the stored row;
 /// the error policy fails the request (133021).
 public struct BatchInsertRequest: @unchecked Sendable {  // rows are plain values
@@ -152,21 +154,29 @@ extension ManagedObjectContext {
             guard !entity.isAbstract else {
                 throw ObjectGraphError(.invalidFetchRequest, "a batch insert into \(entity.name), which is abstract: insert into one of its sub-entities", entity: entity.name)
             }
+            // Every row is checked before the store is asked: a bad row fails the whole request, which then writes
+            // no row, no history transaction and takes no primary key (Docs/coredata-behaviour.md §6).
+            let defaults = entity.slots.map { slot -> PropertyValue in
+                if case .attribute(let a) = slot { return a.defaultValue.converted(to: a.type) ?? .null }
+                return .null
+            }
+            let required = entity.slots.indices.filter {
+                if case .attribute(let a) = entity.slots[$0] { return !a.isOptional && defaults[$0].isNull }
+                return false
+            }
             var rows: [[PropertyValue]] = []
             rows.reserveCapacity(request.objects.count)
             for (n, object) in request.objects.enumerated() {
-                var values = entity.slots.map { slot -> PropertyValue in
-                    if case .attribute(let a) = slot { return a.defaultValue.converted(to: a.type) ?? .null }
-                    return .null
-                }
+                var values = defaults
                 for (key, raw) in object {
-                    guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot] else {
-                        throw ObjectGraphError(.validation, "batch insert row \(n): \(key) is not a stored attribute of \(entity.name)", entity: entity.name, property: key)
-                    }
-                    guard let v = PropertyValue.from(raw is NSNull ? nil : raw, attributeType: a.type) else {
-                        throw ObjectGraphError(.validation, "batch insert row \(n): wrong type for \(key) (\(a.type.rawValue))", entity: entity.name, property: key)
+                    guard let (slot, v) = Self.batchInsertValue(raw, forKey: key, of: entity) else {
+                        throw Self.batchInsertError(row: n, object, of: entity)
                     }
                     values[slot] = v
+                }
+                if let slot = required.first(where: { values[$0].isNull }) {
+                    let name = entity.slots[slot].name
+                    throw ObjectGraphError(.missingMandatoryProperty, "batch insert row \(n): \(name) is a required value of \(entity.name)", entity: entity.name, property: name)
                 }
                 rows.append(values)
             }
@@ -179,6 +189,26 @@ extension ManagedObjectContext {
             let ids = try coordinator.batch { try $0.batchInsert(entity, rows: rows, upsert: rule, author: transactionAuthor, contextName: name) }
             return result(ids, request.resultType)
         }
+    }
+
+    /// A batch insert row's value for `key` and its slot; nil for a key that is not a stored attribute or a value
+    /// of the wrong type.
+    private static func batchInsertValue(_ raw: Any, forKey key: String, of entity: EntityDescription) -> (Int, PropertyValue)? {
+        guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot],
+              let v = PropertyValue.from(raw is NSNull ? nil : raw, attributeType: a.type) else { return nil }
+        return (slot, v)
+    }
+
+    /// The error for a row with a bad key, naming its first bad key in sorted order, so that the same row gives
+    /// the same error whatever its dictionary's order.
+    private static func batchInsertError(row n: Int, _ object: [String: Any], of entity: EntityDescription) -> ObjectGraphError {
+        for key in object.keys.sorted() where batchInsertValue(object[key]!, forKey: key, of: entity) == nil {
+            guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot] else {
+                return ObjectGraphError(.validation, "batch insert row \(n): \(key) is not a stored attribute of \(entity.name)", entity: entity.name, property: key)
+            }
+            return ObjectGraphError(.validation, "batch insert row \(n): wrong type for \(key) (\(a.type.rawValue))", entity: entity.name, property: key)
+        }
+        preconditionFailure("batchInsertError(row:) called for a row without a bad key")
     }
 
     /// Runs a batch update in the store.

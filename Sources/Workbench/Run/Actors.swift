@@ -478,7 +478,15 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                     case .insert:
                         guard let keys = w.allocateKeys(spec.size) else { return }
                         acted = true
-                        let rows: [[String: Any]] = keys.map { [w.idKey!: $0] }
+                        // A batch insert fails on a row without a required value (Docs/coredata-behaviour.md
+                        // §6): each row carries its id and a value for every other required attribute without a
+                        // default (the shipped models have none).
+                        let required = w.entity.attributes.filter { !$0.isTransient && !$0.isOptional && $0.defaultValue.isNull && $0.name != w.idKey }
+                        let rows: [[String: Any]] = keys.map { key in
+                            var row: [String: Any] = [w.idKey!: key]
+                            for a in required { row[a.name] = w.value(for: a.type, field: a.name, actor: name, op: k, rng: &rng) }
+                            return row
+                        }
                         var request = BatchInsertRequest(entityName: w.entity.name, objects: rows)
                         request.resultType = .objectIDs
                         changes.inserted = Set(try context.execute(request).objectIDs ?? [])
