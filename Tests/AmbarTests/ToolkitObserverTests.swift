@@ -359,6 +359,26 @@ import Testing
         }
     }
 
+    // Docs/coredata-behaviour.md §5 (PeakCoreData's batch import test, verified on Apple second-hand): an
+    // importer's one save of 1,000 items, merged by the smart merge, reaches an empty collection as one change
+    // list of exactly 1,000 inserts, and nothing follows.
+    @Test func mergedImportIsOneChangeListOfInserts() throws {
+        let s = try TKStack()
+        let view = s.view
+        let log = TKLog<[FetchedUpdate]>()
+        let collection = try Self.makeCollection(view, log: log)
+        try s.seed((1...1_000).map { TKSeed(Int64($0), group: "A") })
+        s.drainMain()
+        s.drainMain()
+        let lists = log.take()
+        #expect(lists.count == 1)
+        let inserts = lists.first?.filter { if case .insert = $0 { true } else { false } }.count
+        #expect(inserts == 1_000)
+        #expect(lists.first?.count == 1_001)  // and the section "A"
+        #expect(s.container.counters.mergesPerformed == 1)
+        view.performAndWait { #expect(collection.objects.count == 1_000) }
+    }
+
     @Test func sectionsSubscriptsAndSnapshot() throws {
         let s = try TKStack()
         try s.seedAndSettle(Self.seeds)

@@ -608,3 +608,175 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
         }
     }
 }
+
+/// Counts a fetched results controller's change cycles and object changes by type.
+final class FRCCounter: FetchedResultsControllerDelegate {
+    var cycles = 0
+    var open = false
+    var changes: [FetchedResultsChangeType: Int] = [:]
+
+    func controllerWillChangeContent(_ controller: FetchedResultsController) {
+        #expect(!open)
+        open = true
+        cycles += 1
+    }
+    func controller(_ controller: FetchedResultsController, didChange object: ManagedObject, at indexPath: FetchedIndexPath?, for type: FetchedResultsChangeType, newIndexPath: FetchedIndexPath?) {
+        #expect(open)
+        changes[type, default: 0] += 1
+    }
+    func controllerDidChangeContent(_ controller: FetchedResultsController) {
+        #expect(open)
+        open = false
+    }
+    /// Cycles and counts of inserts, updates, moves and deletes so far, clearing them.
+    func take() -> [Int] {
+        defer { cycles = 0; changes = [:] }
+        return [cycles, changes[.insert] ?? 0, changes[.update] ?? 0, changes[.move] ?? 0, changes[.delete] ?? 0]
+    }
+}
+
+/// A merged import reaches a controller once: one change cycle of its inserts (semantics §5, Rule 10).
+@Suite struct FetchedResultsControllerMergedImportTests {
+    enum Merge: CaseIterable { case automatic, didSave, didSaveObjectIDs }
+
+    /// The view context's controller (sorted by price, empty before) and its counter, after a background
+    /// context of the same coordinator inserted `count` items and saved once, merged in the way given.
+    static func importThrough(_ merge: Merge, count: Int = 1_000) throws -> (counts: [Int], frc: FetchedResultsController, view: ManagedObjectContext, stack: TestStack, counter: FRCCounter) {
+        let stack = try TestStack()
+        let view = stack.context(name: "view")
+        view.automaticallyMergesChangesFromParent = merge == .automatic
+        let frc = FetchedResultsController(fetchRequest: ctxItemRequest(sort: [ObjectSortDescriptor("price")]), managedObjectContext: view)
+        let counter = FRCCounter()
+        try view.performAndWait {
+            frc.delegate = counter
+            try frc.performFetch()
+            #expect(frc.objectCount == 0)
+        }
+        let background = stack.context(name: "import")
+        let name = merge == .didSave ? ManagedObjectContext.didSaveNotification : ManagedObjectContext.didSaveObjectIDsNotification
+        let saves = NotificationRecorder(name, object: background)
+        try background.performAndWait {
+            for i in 1...count {
+                let item = Item(context: background)
+                item.id = Int64(i)
+                item.price = Double(count - i)
+            }
+            try background.save()
+        }
+        let note = try #require(saves.notes.first)
+        view.performAndWait {
+            if merge != .automatic { view.mergeChanges(fromContextDidSave: note) }
+        }
+        view.performAndWait {  // anything the merge left pending is announced now
+            view.processPendingChanges()
+        }
+        return (view.performAndWait { counter.take() }, frc, view, stack, counter)
+    }
+
+    // Docs/coredata-behaviour.md §5 (verified on Apple, second-hand: PeakCoreData's batch import test): one
+    // save of 1,000 inserts, merged into a view context, is one change cycle of exactly 1,000 inserts.
+    @Test("A merged import of 1,000 objects is one change cycle of 1,000 inserts, however it is merged (§5)",
+          arguments: Merge.allCases)
+    func mergedImportIsOneCycleOfInserts_5(_ merge: Merge) throws {
+        let result = try Self.importThrough(merge)
+        #expect(result.counts == [1, 1_000, 0, 0, 0])
+        result.view.performAndWait {
+            #expect(result.frc.objectCount == 1_000)
+            #expect((result.frc.fetchedObjects?.first as? Item)?.id == 1_000)
+        }
+    }
+
+    // Docs/coredata-behaviour.md §5: a later save that updates objects the controller has loaded is reported
+    // as updates, in a cycle of its own.
+    @Test("Merged updates of loaded objects are still reported as updates (§5)")
+    func mergedUpdatesOfLoadedObjectsAreUpdates_5() throws {
+        let result = try Self.importThrough(.automatic, count: 20)
+        #expect(result.counts == [1, 20, 0, 0, 0])
+        let background = result.stack.context(name: "edit")
+        try background.performAndWait {
+            for item in try fetchItems(background, .compare("id", .lessThanOrEqualTo, 3)) { item.flag = true }
+            try background.save()
+        }
+        result.view.performAndWait {}
+        result.view.performAndWait {
+            result.view.processPendingChanges()
+            #expect(result.counter.take() == [1, 0, 3, 0, 0])
+        }
+    }
+}
+
+/// What a controller does with a merge's updates of rows it holds as faults, and what placing a local edit costs
+/// in a batched controller (semantics §5, Rules 10 and 26).
+@Suite struct FetchedResultsControllerFaultedRowsTests {
+    /// A view context on a coordinator of its own with a controller over items 1…200 by price, in batches of 10,
+    /// with the first batch loaded.
+    static func batchedView(_ stack: TestStack) throws -> (view: ManagedObjectContext, frc: FetchedResultsController, recorder: FRCRecorder, coordinator: PersistentStoreCoordinator) {
+        try stack.seed(200)  // prices 10 … 2000
+        let coordinator = try stack.secondCoordinator()
+        let view = stack.context(coordinator, name: "view")
+        var request = ctxItemRequest(sort: [ObjectSortDescriptor("price")])
+        request.fetchBatchSize = 10
+        let frc = FetchedResultsController(fetchRequest: request, managedObjectContext: view)
+        let recorder = FRCRecorder()
+        try view.performAndWait {
+            frc.delegate = recorder
+            try frc.performFetch()
+            for i in 0..<10 { _ = (frc.object(at: FetchedIndexPath(item: i, section: 0)) as! Item).price }
+        }
+        return (view, frc, recorder, coordinator)
+    }
+
+    // Docs/coredata-behaviour.md §5 (Rule 26): local edits of loaded objects are placed among their loaded
+    // neighbours; an edit that changes no sort key keeps its place unsearched. No other batch is read.
+    @Test("Three local edits of loaded objects in a batched controller read no batch (§5)")
+    func localEditsOfLoadedObjectsReadNoBatch_5() throws {
+        let stack = try TestStack()
+        let (view, frc, recorder, coordinator) = try Self.batchedView(stack)
+        try view.performAndWait {
+            let selects = ctxSelects(coordinator), fired = view.counters.faultsFired
+            let items = (0..<10).map { frc.object(at: FetchedIndexPath(item: $0, section: 0)) as! Item }
+            items[9].flag = true  // the batch's last row: not a sort key
+            items[2].price = 35  // stays between 20 and 40
+            items[4].price = 75  // moves after 70
+            view.processPendingChanges()
+            #expect(recorder.take() == ["will", "move #5 [0, 4] -> [0, 6]", "update #3 [0, 2] -> [0, 2]", "update #10 [0, 9] -> [0, 9]", "did"])
+            #expect(ctxSelects(coordinator) - selects == 0)
+            #expect(view.counters.faultsFired - fired == 0)
+            #expect(frc.changePasses == 1)
+            #expect(view.registeredObjects.filter { !$0.isFault }.count == 10)
+            let ids = (frc.fetchedObjects ?? []).prefix(10).compactMap { ($0 as? Item)?.id }
+            #expect(ids == [1, 2, 3, 4, 6, 7, 5, 8, 9, 10])
+            _ = try #require(frc.fetchedObjects?.last as? Item)
+        }
+    }
+
+    // Docs/coredata-behaviour.md §5 (Rule 10): a merged save that updates rows the controller holds as faults
+    // is evaluated in the merge's one pass: the faults fire (with their batches) and are reported as updates
+    // or moves.
+    @Test("A merge that updates rows the controller holds as faults is one pass that reports them (§5)")
+    func mergedUpdatesOfFaultedRowsAreOnePass_5() throws {
+        let stack = try TestStack()
+        let (view, frc, recorder, coordinator) = try Self.batchedView(stack)
+        let background = stack.context(name: "edit")
+        let saves = NotificationRecorder(ManagedObjectContext.didSaveObjectIDsNotification, object: background)
+        try background.performAndWait {
+            try #require(try fetchItems(background, .compare("id", .equalTo, 150)).first).price = 5  // to the top
+            try #require(try fetchItems(background, .compare("id", .equalTo, 100)).first).flag = true  // stays
+            try background.save()
+        }
+        let note = try #require(saves.notes.first)
+        view.performAndWait {
+            #expect(view.registeredObject(for: frc.fetchedObjects![149].objectID)?.isFault == true)
+            let selects = ctxSelects(coordinator), fired = view.counters.faultsFired
+            view.mergeChanges(fromContextDidSave: note)
+            #expect(recorder.take() == ["will", "move #150 [0, 149] -> [0, 0]", "update #100 [0, 99] -> [0, 100]", "did"])
+            #expect(frc.changePasses == 1)
+            let firedNow = view.counters.faultsFired - fired, selectsNow = ctxSelects(coordinator) - selects
+            #expect(firedNow >= 2)  // the two updated rows, with their batches' rows and the rows searched
+            #expect(firedNow <= 60)
+            #expect(selectsNow >= 1 && selectsNow <= 8)  // batches, not one SELECT per row
+            #expect((frc.fetchedObjects?.first as? Item)?.id == 150)
+            #expect((frc.fetchedObjects?[100] as? Item)?.flag == true)
+        }
+    }
+}

@@ -21,7 +21,9 @@ struct ViewerTests {
         let slow = try CostFidelityTests.run(["phases.run.viewer.scroll=100"])
         let fast = try CostFidelityTests.run(["phases.run.viewer.scroll=1000"])
         // 100 rows/s moves the window about 20 rows before the frames stop; 1000 rows/s passes most of the 400.
-        #expect(Self.mainFaults(slow) > Self.mainFaults(still), "faults on main: still \(Self.mainFaults(still)), scroll 100 \(Self.mainFaults(slow))")
+        // A slow scroll reaches rows whose batches the merges' updates already fired on main (Docs/coredata-
+        // behaviour.md §5: a merge evaluates the rows the controller holds as faults), so it may add none.
+        #expect(Self.mainFaults(slow) >= Self.mainFaults(still), "faults on main: still \(Self.mainFaults(still)), scroll 100 \(Self.mainFaults(slow))")
         #expect(Self.mainFaults(fast) > Self.mainFaults(slow), "faults on main: scroll 100 \(Self.mainFaults(slow)), scroll 1000 \(Self.mainFaults(fast))")
         let frameTime = { (r: VariantResult) in r.value("mainBusy", "total", label: MainBlockKind.frame.rawValue) ?? 0 }
         #expect(frameTime(fast) > frameTime(still))

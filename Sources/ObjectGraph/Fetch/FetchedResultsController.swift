@@ -110,6 +110,9 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     public private(set) var sections: [FetchedSectionInfo]?
     /// Changes handled since the fetch (deterministic counter).
     public private(set) var changesProcessed = 0
+    /// Relevance passes run since the fetch: one per observed notification that named changed objects of the
+    /// entity (an objects-did-change, or a merge's did-merge when its objects-did-change named none; semantics §5).
+    public private(set) var changePasses = 0
     /// Objects whose membership the controller evaluated for a change (deterministic counter; the workbench's
     /// `frcObjectsEvaluated`, also counted as ``CostedOperation/controllerObjectEvaluated`` in a simulation).
     public private(set) var objectsEvaluated = 0
@@ -177,8 +180,9 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                         self.mergeHandled = false
                         return
                     }
-                    guard let newcomers = self.newMatches(ids.updated.subtracting(ids.refreshed)) else { return }
-                    self.handle(inserted: newcomers, updated: [], refreshed: [], gone: [], invalidatedAll: false)
+                    let merged = self.mergedUpdates(ids.updated.subtracting(ids.refreshed))
+                    guard !merged.shownFaults.isEmpty || !merged.newcomers.isEmpty else { return }
+                    self.handle(inserted: merged.newcomers, updated: [], refreshed: merged.shownFaults, gone: [], invalidatedAll: false)
                 } }
             }
         }
@@ -336,12 +340,24 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         }
     }
 
+    /// Semantics §5 and Rule 10: a merge's updated objects that it did not refresh (it refreshes only loaded
+    /// ones): those the results hold as faults, which this pass evaluates as refreshed objects (firing each one,
+    /// with its batch), and those not in the results that now match (``newMatches(_:shown:)``).
+    private func mergedUpdates(_ updated: Set<ManagedObjectID>) -> (shownFaults: Set<ManagedObject>, newcomers: Set<ManagedObject>) {
+        guard !updated.isEmpty, delegate != nil, !needsFetch, let current = storedFetchedObjects else { return ([], []) }
+        var shown = Set<ManagedObjectID>(minimumCapacity: current.count)
+        var shownFaults = Set<ManagedObject>()
+        for object in current {
+            shown.insert(object.objectID)
+            if object.isFaultFlag, updated.contains(object.objectID) { shownFaults.insert(object) }
+        }
+        return (shownFaults, newMatches(updated, shown: shown) ?? [])
+    }
+
     /// Semantics §5 (fixed in iOS 10): updated objects the context had not loaded may now match; one query
     /// over their IDs finds them, and they arrive as inserts. Nil when there are none.
-    private func newMatches(_ updated: Set<ManagedObjectID>) -> Set<ManagedObject>? {
-        guard includesUnloadedUpdates, fetchRequest.predicate != nil, delegate != nil, !needsFetch,
-              let current = storedFetchedObjects else { return nil }
-        let shown = Set(current.map(\.objectID))
+    private func newMatches(_ updated: Set<ManagedObjectID>, shown: Set<ManagedObjectID>) -> Set<ManagedObject>? {
+        guard includesUnloadedUpdates, fetchRequest.predicate != nil else { return nil }
         let candidates = updated.filter { fetchRequest.includes($0.entity) && !shown.contains($0) }
         guard !candidates.isEmpty else { return nil }
         guard let found = fetchAmong(Array(candidates)) else { return nil }
@@ -356,15 +372,16 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     // Semantics §5: inserts, deletes, moves and updates derived per changed object of the entity.
     private func handle(_ change: ObjectsDidChange) {
         var inserted = change.inserted
+        var refreshed = change.refreshed
         if let merging = managedObjectContext.changesBeingMerged {
-            // Issue 18 rule 10 (semantics §3.1, §5): a merge is one change cycle, the updated objects that came
-            // to match included.
+            // Issue 18 rule 10 (semantics §3.1, §5): a merge is one change cycle, with the updated objects the
+            // results hold as faults and the updated objects that came to match.
             mergeHandled = true
-            if let newcomers = newMatches(merging.updated.subtracting(change.refreshed.map(\.objectID))) {
-                inserted.formUnion(newcomers)
-            }
+            let merged = mergedUpdates(merging.updated.subtracting(change.refreshed.map(\.objectID)))
+            inserted.formUnion(merged.newcomers)
+            refreshed.formUnion(merged.shownFaults)
         }
-        handle(inserted: inserted, updated: change.updated, refreshed: change.refreshed,
+        handle(inserted: inserted, updated: change.updated, refreshed: refreshed,
                gone: change.deleted.union(change.invalidated), invalidatedAll: change.invalidatedAll)
     }
 
@@ -377,6 +394,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         let touched = inserted.union(updated).union(refreshed).union(gone)
             .filter { fetchRequest.includes($0.entity) }
         guard !touched.isEmpty else { return }
+        changePasses += 1
         changesProcessed += touched.count
 
         let oldSections = sections ?? []
@@ -386,16 +404,29 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                 oldPaths[ObjectIdentifier(object)] = FetchedIndexPath(item: i, section: s)
             }
         }
-        // Remove every touched object, then put back the ones that match, each by binary search.
+        // Remove every touched object, then put back the ones that match, each searched for from where it was.
         var names = sectionNames
         var sortKeys = keys
         var keep: [Int] = []
         keep.reserveCapacity(objects.count)
-        for (i, object) in objects.enumerated() where !touched.contains(object) { keep.append(i) }
+        // Where each touched object was among the objects kept: its hint.
+        var hints: [ObjectIdentifier: Int] = [:]
+        for (i, object) in objects.enumerated() {
+            if touched.contains(object) { hints[ObjectIdentifier(object)] = keep.count } else { keep.append(i) }
+        }
         objects = keep.map { objects[$0] }
         names = keep.map { names[$0] }
         sortKeys = keep.map { sortKeys[$0] }
         var placed: [(ManagedObject, [PropertyValue], String)] = []
+        // Semantics §5: a local edit that changed none of the sort and section keys keeps its place, unsearched.
+        let orderKeys = Set(fetchRequest.sortDescriptors.map(\.key) + [sectionNameKeyPath].compactMap { $0 })
+        var inPlace = Set<ObjectIdentifier>()
+        if !orderKeys.contains(where: { $0.contains(".") }) {
+            for object in updated where !refreshed.contains(object) && hints[ObjectIdentifier(object)] != nil
+                && !object.isFaultFlag && orderKeys.isDisjoint(with: object.changedValuesForCurrentEvent().keys) {
+                inPlace.insert(ObjectIdentifier(object))
+            }
+        }
         // In ID order, not a set's: which faults fire and which rows the searches below read must not depend on
         // addresses.
         let candidates = touched.filter { !gone.contains($0) }.sorted { Self.idOrder($0.objectID, $1.objectID) }
@@ -423,22 +454,42 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             sortKeys[i] = k
             return k
         }
+        // A key known without I/O: read before, or on a loaded object.
+        func knownKey(at i: Int) -> [PropertyValue]? {
+            sortKeys[i] ?? (objects[i].isFaultFlag ? nil : key(at: i))
+        }
         let sorts = fetchRequest.sortDescriptors
+        // Semantics §5 and Rule 26: the place of `k` (after its equals). From a hint (where the object was), the
+        // search first gallops outward over keys known without I/O, so an object that stays near its place among
+        // loaded neighbours loads no batch; what is left is searched by halves, reading keys as needed.
+        func position(of k: [PropertyValue], hint: Int?) -> Int {
+            var lo = 0, hi = objects.count
+            if let h = hint.map({ min(max($0, 0), objects.count) }) {
+                var d = 1
+                while h - d >= lo, let m = knownKey(at: h - d) {
+                    if SortOrdering.precedes(k, m, sorts) { hi = h - d; d *= 2 } else { lo = h - d + 1; break }
+                }
+                d = 1
+                while h + d - 1 < hi, let m = knownKey(at: h + d - 1) {
+                    if SortOrdering.precedes(k, m, sorts) { hi = h + d - 1; break } else { lo = h + d; d *= 2 }
+                }
+            }
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if SortOrdering.precedes(k, key(at: mid), sorts) { hi = mid } else { lo = mid + 1 }
+            }
+            return lo
+        }
         // Placed in sort order (ties in ID order), so the searches probe the same rows from run to run.
         placed.sort { a, b in
             SortOrdering.precedes(a.1, b.1, sorts) || (!SortOrdering.precedes(b.1, a.1, sorts) && Self.idOrder(a.0.objectID, b.0.objectID))
         }
-        for (object, k, n) in placed {
-            var lo = 0, hi = objects.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                let m = key(at: mid)
-                if SortOrdering.precedes(m, k, sorts) || (!SortOrdering.precedes(k, m, sorts) && !SortOrdering.precedes(m, k, sorts)) {
-                    lo = mid + 1
-                } else {
-                    hi = mid
-                }
-            }
+        // Each placed object's hint, kept up to date as the objects before it are put back.
+        var placedHints = placed.map { hints[ObjectIdentifier($0.0)] }
+        let hinted = placedHints.indices.filter { placedHints[$0] != nil }
+        for (p, (object, k, n)) in placed.enumerated() {
+            let lo = inPlace.contains(ObjectIdentifier(object)) ? placedHints[p]! : position(of: k, hint: placedHints[p])
+            for q in hinted where q > p && placedHints[q]! > lo { placedHints[q]! += 1 }
             objects.insert(object, at: lo)
             sortKeys.insert(k, at: lo)
             names.insert(n, at: lo)
