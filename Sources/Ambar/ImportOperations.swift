@@ -36,42 +36,46 @@ public struct Changeset: Sendable, Equatable {
 
 /// Imports values into objects found by unique ID (PeakCoreData's `CoreDataBatchImportOperation`): one `IN`
 /// fetch per chunk (chunks stay under SQLite's variable limit), existing objects updated, missing ones
-/// inserted, never a duplicate (the last value for an ID wins), one save per chunk. A failed save is the
-/// operation's failure.
+/// inserted, never a duplicate (the last value for an ID wins), one save per batch of `batchSize` values
+/// (PeakCoreData's default of 50,000: an import of fewer values is one save, so an observer of a merging context
+/// sees it as one change). A failed save is the operation's failure.
 ///
 /// ```swift
-/// let changes = try await BatchImport(values: records, chunkSize: 1000).run(in: stack.importerContext())
+/// let changes = try await BatchImport(values: records, chunkSize: 500, batchSize: 5_000).run(in: stack.importerContext())
 /// ```
 public struct BatchImport<Value: ManagedObjectUpdatable & UniqueIdentifiable & Sendable>: Sendable
 where Value.ManagedObjectKind: ManagedObjectType {
     /// The values to import.
     public var values: [Value]
-    /// Values per fetch and save (at most 500, so an `IN` list stays under SQLite's variable limit).
+    /// Values per fetch (at most 500, so an `IN` list stays under SQLite's variable limit).
     public var chunkSize: Int
+    /// Values per save (PeakCoreData's `batchSize`, default 50,000); at least one chunk.
+    public var batchSize: Int
 
-    public init(values: [Value], chunkSize: Int = 500) {
+    public init(values: [Value], chunkSize: Int = 500, batchSize: Int = 50_000) {
         self.values = values
         self.chunkSize = max(1, min(chunkSize, 500))
+        self.batchSize = max(self.chunkSize, batchSize)
     }
 
     /// Runs the import on the context's queue.
     public func run(in context: ManagedObjectContext) async throws -> Changeset {
-        let values = self.values, chunkSize = self.chunkSize
+        let values = self.values, chunkSize = self.chunkSize, batchSize = self.batchSize
         return try await context.perform {
-            try Self.importValues(values, chunkSize: chunkSize, in: context)
+            try Self.importValues(values, chunkSize: chunkSize, batchSize: batchSize, in: context)
         }
     }
 
     /// Runs the import synchronously; call on the context's queue (inside `performAndWait`).
     @inlinable
     public func runSynchronously(in context: ManagedObjectContext) throws -> Changeset {
-        try Self.importValues(values, chunkSize: chunkSize, in: context)
+        try Self.importValues(values, chunkSize: chunkSize, batchSize: batchSize, in: context)
     }
 
     // Inlinable so that it is specialized for the caller's value type: generic code that is not specialized
     // pays a metadata lookup or a value-witness call for every copy of a value.
     @inlinable
-    static func importValues(_ values: [Value], chunkSize: Int, in context: ManagedObjectContext) throws -> Changeset {
+    static func importValues(_ values: [Value], chunkSize: Int, batchSize: Int, in context: ManagedObjectContext) throws -> Changeset {
         typealias Object = Value.ManagedObjectKind
         // Last value wins for a repeated ID; order of first appearance is kept. The index of each ID's last value
         // is kept beside it (not a copy of the value, and not looked up by ID again), and the tables are sized once.
@@ -92,6 +96,18 @@ where Value.ManagedObjectKind: ManagedObjectType {
             }
         }
         var changes = Changeset()
+        // Until its batch is saved, each chunk's objects: those inserted (whose permanent IDs come with the save)
+        // and those found that the values changed.
+        var pendingInserted: [Object] = [], pendingUpdated: [Object] = []
+        var pendingValues = 0
+        func saveBatch() throws {
+            try context.save()
+            for object in pendingInserted { changes.inserted.insert(object.objectID) }
+            for object in pendingUpdated { changes.updated.insert(object.objectID) }
+            pendingInserted.removeAll()
+            pendingUpdated.removeAll()
+            pendingValues = 0
+        }
         for start in stride(from: 0, to: order.count, by: chunkSize) {
             let ids = Array(order[start..<min(start + chunkSize, order.count)])
             // Each ID converted to its stored form without boxing (specialized for the ID's type). Every object
@@ -105,8 +121,8 @@ where Value.ManagedObjectKind: ManagedObjectType {
             let end = start + ids.count
             // The chunk's objects by position, lent without a retain: a reference read from an array is retained
             // and released around every call that is not inlined (0.16k instructions per object and walk while
-            // registered objects had side tables; two atomic operations now). `existing` holds the objects found, `inserted` the
-            // ones made here, until the chunk is done (the `withExtendedLifetime` at its end).
+            // registered objects had side tables; two atomic operations now). `existing` holds the objects found until the chunk
+            // is done (the `withExtendedLifetime` at its end), `inserted` the ones made here until their batch is saved.
             var found = [Unmanaged<Object>?](repeating: nil, count: ids.count)
             for i in existing.indices {
                 let object = Unmanaged.passUnretained(existing[i])
@@ -115,8 +131,8 @@ where Value.ManagedObjectKind: ManagedObjectType {
                     found[p - start] = object
                 }
             }
-            // The objects updated are kept as positions, those inserted in one array: no further arrays of objects,
-            // each of which retained and released every object of the chunk.
+            // Which objects are new is kept as flags: no further arrays of the chunk's objects, each of which would
+            // retain and release every object of the chunk.
             var inserted: [Object] = []
             var isNew = [Bool](repeating: false, count: ids.count)
             for (offset, id) in ids.enumerated() {
@@ -135,16 +151,17 @@ where Value.ManagedObjectKind: ManagedObjectType {
             for offset in found.indices {
                 try found[offset]!._withUnsafeGuaranteedRef { try values[lastIndex[start + offset]].updateRelationships(on: $0, in: context) }
             }
-            // Objects found that the values changed (before the save, which clears the changes); their IDs are
-            // read after it, as inserted objects have their permanent IDs only then.
-            var updated: [Int] = []
-            for offset in found.indices where !isNew[offset] && found[offset]!._withUnsafeGuaranteedRef(\.hasChanges) { updated.append(offset) }
-            try context.save()
-            for object in inserted { changes.inserted.insert(object.objectID) }
-            for offset in updated { changes.updated.insert(found[offset]!._withUnsafeGuaranteedRef(\.objectID)) }
+            // Objects found that the values changed (before the save, which clears the changes); all IDs are read
+            // after the save, as inserted objects have their permanent IDs only then.
+            for offset in found.indices where !isNew[offset] && found[offset]!._withUnsafeGuaranteedRef(\.hasChanges) {
+                pendingUpdated.append(found[offset]!.takeUnretainedValue())
+            }
+            pendingInserted.append(contentsOf: inserted)
             withExtendedLifetime(existing) {}
-            withExtendedLifetime(inserted) {}
+            pendingValues += ids.count
+            if pendingValues >= batchSize { try saveBatch() }
         }
+        if pendingValues > 0 { try saveBatch() }
         return changes
     }
 }

@@ -123,13 +123,13 @@ import Testing
         let values = (1...1_200).map { TKItemRecord(Int64($0)) }
         let importer = s.container.importerContext()
         let before = writer.counters.statements
-        let inserted = try importer.performAndWait { try BatchImport(values: values, chunkSize: 500).runSynchronously(in: importer) }
+        let inserted = try importer.performAndWait { try BatchImport(values: values, chunkSize: 500, batchSize: 500).runSynchronously(in: importer) }
         let afterInsert = writer.counters.statements
         #expect(inserted.inserted.count == 1_200)
         // Three chunks: three IN fetches plus what three saves read by themselves; nothing per object.
         #expect(afterInsert.select - before.select == 3 + 3 * selectsPerInsertSave)
         #expect(afterInsert.insert - before.insert >= 1_200)
-        // One save per chunk, each merged into the view context by the smart merge.
+        // One save per batch of 500, each merged into the view context by the smart merge.
         #expect(s.container.counters.mergesScheduled - mergesBefore == 3)
 
         // The update path in a fresh context: three chunks → three SELECTs (the IN fetches), and the saves
@@ -137,7 +137,7 @@ import Testing
         let updater = s.container.importerContext()
         let changed = (1...1_200).map { TKItemRecord(Int64($0), name: "changed \($0)") }
         let start = writer.counters.statements
-        let updated = try updater.performAndWait { try BatchImport(values: changed, chunkSize: 500).runSynchronously(in: updater) }
+        let updated = try updater.performAndWait { try BatchImport(values: changed, chunkSize: 500, batchSize: 500).runSynchronously(in: updater) }
         let end = writer.counters.statements
         #expect(updated.updated.count == 1_200)
         #expect(updated.inserted.isEmpty)
@@ -244,10 +244,10 @@ import Testing
         let importer = s.container.importerContext()
         let values = [TKItemRecord(1, name: "ok"), TKItemRecord(2, name: "ok"), TKItemRecord(3, name: "ok"), TKItemRecord(4, name: "way too long")]
         importer.performAndWait {
-            #expect(throws: ObjectGraphError.self) { try BatchImport(values: values, chunkSize: 2).runSynchronously(in: importer) }
+            #expect(throws: ObjectGraphError.self) { try BatchImport(values: values, chunkSize: 2, batchSize: 2).runSynchronously(in: importer) }
             #expect(importer.hasChanges)  // the failed chunk's changes stay in the context
         }
-        // One save per chunk: the first chunk was saved before the second failed.
+        // One save per batch of two: the first batch was saved before the second failed.
         #expect(try Self.storedItems(s).map(\.id) == [1, 2])
     }
 }

@@ -379,6 +379,42 @@ import Testing
         view.performAndWait { #expect(collection.objects.count == 1_000) }
     }
 
+    // Docs/coredata-behaviour.md §5 (PeakCoreData's batch import test, verified on Apple second-hand): the
+    // toolkit's batch import of 1,000 values saves once (PeakCoreData's batch of 50,000), so the smart merge
+    // brings it to the collection as one change list of 1,000 inserts, fetched in chunks of 500 all the same.
+    @Test func batchImportOfAThousandValuesIsOneChangeList() async throws {
+        let s = try TKStack()
+        let log = TKLog<[FetchedUpdate]>()
+        let collection = try Self.makeCollection(s.view, log: log)
+        let changes = try await BatchImport(values: (1...1_000).map { TKItemRecord(Int64($0), name: "n\($0)", price: Double($0)) })
+            .run(in: s.container.importerContext())
+        #expect(changes.inserted.count == 1_000)
+        s.drainMain()
+        s.drainMain()
+        let lists = log.take()
+        #expect(lists.count == 1)
+        #expect(lists.first?.filter { if case .insert = $0 { true } else { false } }.count == 1_000)
+        #expect(lists.first?.contains { if case .update = $0 { true } else { false } } == false)
+        #expect(s.container.counters.mergesPerformed == 1)
+        s.view.performAndWait { #expect(collection.objects.count == 1_000) }
+    }
+
+    // A batch size below the values saves once per batch: three saves of at most 400 values, three change lists.
+    @Test func batchImportSavesOncePerBatch() async throws {
+        let s = try TKStack()
+        let log = TKLog<[FetchedUpdate]>()
+        let collection = try Self.makeCollection(s.view, log: log)
+        let changes = try await BatchImport(values: (1...1_000).map { TKItemRecord(Int64($0)) }, chunkSize: 200, batchSize: 400)
+            .run(in: s.container.importerContext())
+        #expect(changes.inserted.count == 1_000)
+        #expect(changes.inserted.allSatisfy { !$0.isTemporaryID })
+        s.drainMain()
+        s.drainMain()
+        #expect(log.take().map { $0.filter { if case .insert = $0 { true } else { false } }.count } == [400, 400, 200])
+        #expect(s.container.counters.mergesPerformed == 3)
+        s.view.performAndWait { #expect(collection.objects.count == 1_000) }
+    }
+
     @Test func sectionsSubscriptsAndSnapshot() throws {
         let s = try TKStack()
         try s.seedAndSettle(Self.seeds)

@@ -204,7 +204,14 @@ extension ManagedObjectContext {
         }
         // Issue 18 rule 14: Core Data appends an object-ID fetch's pending matches after the store's rows unsorted.
         if !request.sortDescriptors.isEmpty && !(coreData && objectIDResults) {
+            // A loaded object sorts by its current values; a row the store returned for an object not loaded here
+            // sorts by the row's attribute values, as Core Data sorts the merged results it already holds (§4:
+            // fetching never fires faults to order its results).
             let keyed = try kept.map { entry in
+                if registry[entry.id].map({ $0.isFaultFlag }) ?? true, let row = entry.row,
+                   let values = Self.attributeSortValues(request.sortDescriptors, entity: entry.id.entity, row: row) {
+                    return (entry, values)
+                }
                 let object = self.object(with: entry.id)
                 return (entry, try request.sortDescriptors.map { try object.sortValue($0.key) })
             }
@@ -222,6 +229,18 @@ extension ManagedObjectContext {
         }
         releaseRetains(dropped)
         return kept
+    }
+
+    /// The sort values of a row when every sort key is an attribute of its entity (no key path), else nil.
+    private static func attributeSortValues(_ descriptors: [ObjectSortDescriptor], entity: EntityDescription, row: RowSnapshot) -> [PropertyValue]? {
+        var values: [PropertyValue] = []
+        values.reserveCapacity(descriptors.count)
+        for descriptor in descriptors {
+            guard entity.attribute(named: descriptor.key) != nil, let slot = entity.slotIndex(of: descriptor.key),
+                  slot < row.values.count else { return nil }
+            values.append(row.values[slot])
+        }
+        return values
     }
 
     /// Results for a child: this context's view, with the current values of objects loaded here.
