@@ -245,6 +245,7 @@ extension ManagedObjectContext {
 
     /// Results for a child: this context's view, with the current values of objects loaded here.
     func fetchEntriesForChild(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, objectIDResults: Bool = false) throws -> [FetchEntry] {
+        servingChild()  // semantics §2.2
         // Row-cache references pass down to the child's objects (every context's objects hold their rows).
         let entries = try fetchEntries(request, entity: entity, idsOnly: idsOnly, objectIDResults: objectIDResults)
         return entries.map { entry in

@@ -603,6 +603,8 @@ extension ManagedObjectContext {
             // Issue 21 item 3: a child's save is not an undoable change of the parent (inferred).
             parent.undoCaptureSuppressed += 1
             defer { parent.undoCaptureSuppressed -= 1 }
+            // Semantics §2.2: from now on the parent keeps the ID changes its saves make, for its children.
+            parent.servingChild()
             for c in insertChanges {
                 let object: ManagedObject
                 if let existing = parent.registry[c.id] {

@@ -159,6 +159,9 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// empties them, so the next chunk of an import does not grow them again from nothing.
     static let keptSetCapacity = 4096
     @exclusivity(unchecked) var strongRegistered: [ManagedObjectID: ManagedObject] = [:]
+    /// The ID changes this context has made since it first served a child, kept until ``reset()`` (semantics §2.2,
+    /// ``KeptIDChanges``); nil while it has served none.
+    @exclusivity(unchecked) var keptIDChanges: KeptIDChanges?
     @exclusivity(unchecked) var insertedSet: Set<ManagedObject> = []
     @exclusivity(unchecked) var updatedSet: Set<ManagedObject> = []
     @exclusivity(unchecked) var deletedSet: Set<ManagedObject> = []
@@ -319,6 +322,13 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// The number of live registered objects.
     public var registeredObjectCount: Int {
         registry.liveCount()
+    }
+
+    /// The temporary-to-permanent ID changes this context keeps for its children (semantics §2.2): one per object
+    /// that took a permanent ID here since the context first served a child; ``reset()`` empties them.
+    public var keptIDChangeCount: Int {
+        assertOnQueue()
+        return keptIDChanges?.count ?? 0
     }
 
     // Issue "ObjectGraph core", Bad input: wrong-queue use traps with a message (semantics §8, ConcurrencyDebug),
@@ -621,6 +631,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// A row for a child's fault: this context's current state of the object when it has one (the child
     /// sees the parent's unsaved changes, semantics §2.2), else the row from further up.
     func rowForChild(_ id: ManagedObjectID) throws -> RowSnapshot? {
+        let id = servingChild(id)
         if let object = registry[id], !object.isFaultFlag {
             if object.isDeletedFlag { return nil }
             return RowSnapshot(values: object.values, version: object.snapshotVersion)
@@ -643,6 +654,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     }
 
     func toManyForChild(_ id: ManagedObjectID, index: Int) throws -> Set<ManagedObjectID> {
+        let id = servingChild(id)
         if let object = registry[id] {
             return try object.relatedIDs(index)
         }
@@ -804,6 +816,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             hasFaultedInserts = false
             registry.removeAll()
             strongRegistered = [:]
+            keptIDChanges = nil  // semantics §2.2: only a reset lets go of the ID changes kept for children
             clearChangeSets()
             advanceQueryGeneration()  // semantics §3.7: reset() advances a pinned context's generation
             postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: Set(objects.map(\.objectID)))
@@ -862,6 +875,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         for (old, new) in mapping {
             guard let object = registry.move(old, to: new) else { continue }
             object.objectID = new
+            keptIDChanges?.record(old, new)  // semantics §2.2: a context serving children keeps the change
             if retainsRegisteredObjects {
                 strongRegistered[old] = nil
                 strongRegistered[new] = object
@@ -920,6 +934,21 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     }
 
     // MARK: Permanent IDs in descendants
+
+    /// Notes that this context serves a child (a push, a fault, a to-many or a fetch read through it) and
+    /// returns the ID to answer for: a temporary ID this context has replaced since is looked up under its
+    /// permanent one (semantics §2.2: a child may still name an object by the temporary ID it pushed it with).
+    /// From the first call on, the context keeps its ID changes (``KeptIDChanges``).
+    func servingChild(_ id: ManagedObjectID) -> ManagedObjectID {
+        servingChild()
+        guard id.isTemporaryID, let permanent = keptIDChanges!.permanentByTemporary[id] else { return id }
+        return permanent
+    }
+
+    /// Notes that this context serves a child (``servingChild(_:)``) where no ID is asked for.
+    func servingChild() {
+        if keptIDChanges == nil { keptIDChanges = KeptIDChanges() }
+    }
 
     /// Semantics §2.1 step 4, §2.2: a child save mints no permanent IDs; the root's save to the store does, and
     /// then every descendant (child, grandchild, ...) re-keys the objects it holds for those rows (Core Data's
@@ -982,5 +1011,33 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             }()
             if canName { Self.remapReferences(in: object, mapping, includingSnapshot: true) }
         }
+    }
+}
+
+/// The ID changes a context keeps once it has served a child (semantics §2.2): each temporary ID it replaced by a
+/// permanent one, both ways, until ``ManagedObjectContext/reset()``.
+///
+/// Core Data's context does this in `_changeIDsForManagedObjects:toIDs:`: when the context has served a child (the
+/// maps are made the first time a child faults, reads a relationship or saves through it), every ID change it
+/// makes, in its own save and when it takes an ancestor's permanent IDs, is added to two dictionaries (temporary to
+/// permanent, permanent to temporary); `reset()` frees them, nothing else does (**inferred** from decompiled code).
+/// A child's fault by a temporary ID is answered through the first. So a parent that children import through grows
+/// by an ID pair per imported object however often it saves, and a reset gives it back: the growth five.agency
+/// measured in the main context and attributed to that method (**second-hand**). Only the IDs are kept, not the
+/// objects: a saved object leaves the registry as it does anywhere (semantics §2.1 step 7).
+///
+/// Ours keeps both dictionaries too (the memory is Core Data's); the second is not read here: Core Data uses it to
+/// give a child's fetch the temporary IDs the child still knows, and our children re-key before their next fetch
+/// (Docs/core-data-rules.md, "ids"), except in a block that was already running during the root's save.
+struct KeptIDChanges {
+    private(set) var permanentByTemporary: [ManagedObjectID: ManagedObjectID] = [:]
+    private(set) var temporaryByPermanent: [ManagedObjectID: ManagedObjectID] = [:]
+
+    /// The ID changes kept.
+    var count: Int { permanentByTemporary.count }
+
+    mutating func record(_ temporary: ManagedObjectID, _ permanent: ManagedObjectID) {
+        permanentByTemporary[temporary] = permanent
+        temporaryByPermanent[permanent] = temporary
     }
 }

@@ -10,7 +10,7 @@ public enum MetricCatalog {
         "mergeLatency", "mainBusy", "mainBusyCPU", "hitchRatio", "hitchRatio120", "hangs", "longTasks", "saveLatency",
         "importThroughput", "fetchLatency", "conflicts", "saveFailures", "lostUpdates", "staleReads", "duplicates",
         "readOnlySavesReachedStore", "memoryAllocated", "memoryResident", "threadAllocated",
-        "threadFreed", "registeredObjects", "rowCacheEntries", "sqliteMemory", "mainQueueDepth", "objectsMerged",
+        "threadFreed", "registeredObjects", "keptIDChanges", "rowCacheEntries", "sqliteMemory", "mainQueueDepth", "objectsMerged",
         "mergeObjectsRefreshed", "mergeObjectsExamined", "faultsFired", "rowsInserted", "rowsUpdated", "rowsDeleted",
         "sqlSelect", "sqlInsert", "sqlUpdate", "sqlDelete", "saves", "merges", "notifications", "rowCacheHits",
         "rowCacheMisses", "operations",

@@ -384,9 +384,10 @@ public struct VariantRunner {
         // After a migration the store is the next version's (issue 21 item 8).
         let verifyModel = migrators.compactMap { $0.migrated.withLock { $0 } }.last ?? model
         var viewValues: [Int64: [String: String]] = [:]
-        var viewRegistered = 0
+        var viewRegistered = 0, viewKeptIDChanges = 0
         view.performAndWait {
             viewRegistered = view.registeredObjectCount
+            viewKeptIDChanges = view.keptIDChangeCount
             for id in workload.visibleIDs {
                 guard let object = view.registeredObject(for: id), !object.isFault, !object.hasChanges, let key = id.primaryKey else { continue }
                 var fields: [String: String] = [:]
@@ -568,6 +569,8 @@ public struct VariantRunner {
         }
         rows.append(MetricRow("framesMissed", "count", Double(mainState.framesMissed), "count"))
         rows.append(MetricRow("registeredObjects", "value", Double(viewRegistered), "objects", label: "view"))
+        // Semantics §2.2: the ID changes the view context keeps for its children until a reset.
+        rows.append(MetricRow("keptIDChanges", "value", Double(viewKeptIDChanges), "objects", label: "view"))
         if let (size, peak) = controllerSize {
             rows.append(MetricRow("frcObjects", "value", Double(size), "objects"))
             rows.append(MetricRow("frcObjects", "peak", Double(max(size, peak)), "objects"))
