@@ -65,7 +65,8 @@ struct ProductRecord: ManagedObjectUpdatable, UniqueIdentifiable, Sendable {
         #expect(cheap == 100)
         #expect(observer.count == 100)
         // snippet
-        // Import values by unique ID, in chunks, without duplicates.
+        // Import values by unique ID without duplicates: fetched in chunks (here 100), saved once per batch
+        // (PeakCoreData's default of 50,000 values, so here one save).
         let records = (1...250).map { ProductRecord(id: Int64($0), name: "imported \($0)", price: 3) }
         let changes = try await BatchImport(values: records, chunkSize: 100).run(in: stack.importerContext())
         print(changes.inserted.count, changes.updated.count)

@@ -41,8 +41,8 @@ struct SimulatedTaskTests {
             context.persistentStoreCoordinator = coordinator
             let first = (1...300).map { SimItemRecord(id: $0, name: "first \($0)") }
             let second = (201...450).map { SimItemRecord(id: $0, name: "second \($0)") }
-            let a = try scheduler.runTask { try await BatchImport(values: first, chunkSize: 100).run(in: context) }
-            let b = try scheduler.runTask { try await BatchImport(values: second, chunkSize: 100).run(in: context) }
+            let a = try scheduler.runTask { try await BatchImport(values: first, chunkSize: 100, batchSize: 100).run(in: context) }
+            let b = try scheduler.runTask { try await BatchImport(values: second, chunkSize: 100, batchSize: 100).run(in: context) }
             let saves = context.performAndWait { context.counters.saves }
             return (a.inserted.count + b.inserted.count, a.updated.count + b.updated.count, Clock.now(), saves)
         }
