@@ -138,9 +138,13 @@ public struct VariantRunner {
         // Variants run one after another in one process: each one's memory is measured from its own start, once
         // the previous variant's objects are gone and their pages went back to the system.
         let baseline = Self.memoryBaseline()
+        // The run's stack is let go here, once the run is over: outside the simulation (nothing of its teardown is
+        // counted, timed or traced) and before the next variant reads its baseline.
+        let leftovers = Leftovers()
+        defer { leftovers.objects = [] }
         switch scenario.mode {
         case .real:
-            return try run(simulation: nil, baseline: baseline)
+            return try run(simulation: nil, baseline: baseline, leftovers: leftovers)
         case .simulated:
             let profile = try CostProfile.load(scenario.profile)
             let stream = operationTraceFile
@@ -169,7 +173,7 @@ public struct VariantRunner {
             let scheduler = Scheduler(seed: scenario.seed, profile: profile, tracer: tracer, operationRecorder: recorder)
             var result: VariantResult
             do {
-                result = try scheduler.run { try run(simulation: scheduler, baseline: baseline) }
+                result = try scheduler.run { try run(simulation: scheduler, baseline: baseline, leftovers: leftovers) }
             } catch {
                 stream?.abandon()
                 throw error
@@ -246,7 +250,7 @@ public struct VariantRunner {
 
     /// Waits (up to `timeout` seconds) until the previous variant's objects are deallocated, returns the freed pages
     /// to the system, and reads jemalloc's statistics (``MemoryProbe/reading()`` refreshes its epoch).
-    static func memoryBaseline(timeout: Double = 5) -> MemoryBaseline {
+    static func memoryBaseline(timeout: Double = 2) -> MemoryBaseline {
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
         var alive: [String] = []
         while true {
@@ -264,9 +268,18 @@ public struct VariantRunner {
         lastVariant.withLock { $0 = objects }
     }
 
-    func run(simulation: Scheduler?, baseline: MemoryBaseline) throws -> VariantResult {
+    /// The objects of a finished run, held until ``run()`` lets them go.
+    final class Leftovers {
+        var objects: [AnyObject] = []
+    }
+
+    func run(simulation: Scheduler?, baseline: MemoryBaseline, leftovers: Leftovers) throws -> VariantResult {
         let wallStart = DispatchTime.now().uptimeNanoseconds
         let runStart = Clock.now()
+        if !baseline.previousAlive.isEmpty {
+            // Told, not noted: tests run variants side by side in one process, where "the previous one" is another test's.
+            progress?("memory: the previous variant's \(baseline.previousAlive.joined(separator: ", ")) still lived when this variant began; its memory figures count above them")
+        }
         let directory = workDirectory.appendingPathComponent("variant-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -524,6 +537,8 @@ public struct VariantRunner {
         // The controller's size (issue 18 rule 23): what it holds, not what a frame reads.
         // A frames-only viewer has no controller, so no size.
         let controllerSize = viewer.flatMap { v in v.controller.map { c in view.performAndWait { (c.objectCount, v.peakObjects) } } }
+        // The viewer's controller holds the objects on screen: they go with the rest of the run (``Leftovers``).
+        if let viewer { leftovers.objects.append(viewer) }
         viewer = nil
         _ = stack
 
@@ -586,9 +601,6 @@ public struct VariantRunner {
         if let start = baseline.reading.allocated, let last = allocatedSeries.last {
             host.append(MetricRow("memoryAllocated", "peak", Double(max(0, max(peakAllocated, allocatedSeries.max()!) - start)), "bytes"))
             host.append(MetricRow("memoryAllocated", "value", Double(max(0, last - start)), "bytes"))
-        }
-        if !baseline.previousAlive.isEmpty {
-            notes.append("memory: the previous variant's \(baseline.previousAlive.joined(separator: ", ")) still lived when this variant began; its memory figures count above them")
         }
         if let resident = readings.compactMap(\.resident).max() {
             host.append(MetricRow("memoryResident", "peak", Double(resident), "bytes"))
@@ -661,6 +673,7 @@ public struct VariantRunner {
         let watched: [(String, AnyObject)] = [("stack", stack), ("view context", view), ("workload", workload), ("recorder", recorder), ("main queue", main)]
             + stack.coordinators.map { ("coordinator \($0.0)", $0.1) }
         Self.watch(watched.map { WatchedObject(name: $0.0, object: $0.1) } + oracleObjects.withLock { $0 })
+        leftovers.objects += watched.map(\.1)
         return result
     }
 }

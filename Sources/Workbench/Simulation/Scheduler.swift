@@ -154,17 +154,18 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
             defer { exited.signal() }
             ExecutionThread.install(p)
             p.semaphore.wait()
-            do {
-                let body = held.run!
-                held.run = nil
-                body()
-            }
+            var body = held.run
+            held.run = nil
+            body?()
             settle(p)
             lastTime = max(lastTime, p.now)
             live.removeAll { $0 === p }
             p.state = "finished"
             ExecutionThread.install(nil)
             yield(p, exiting: true)
+            // What the body held (an actor, its contexts) is let go outside the simulation, so that no count or
+            // virtual time of the run includes it, and before the thread tells ``run(_:)`` it has ended.
+            body = nil
         }
         thread.name = name
         thread.stackSize = 4 << 20
