@@ -418,7 +418,7 @@ struct TopologyTests {
         #expect(Self.busy(r, .push) == 0, "imports push into the private root, not the view context")
         #expect(Self.busy(r, .save) == 0, "the root saves on its own queue")
         #expect(r.counters["objectsMerged", default: 0] > 0)
-        #expect((r.value("mergeLatency", "count") ?? 0) >= 6, "one merge per root save: 2 seed + 4 run chunks")
+        #expect((r.value("mergeLatency", "count") ?? 0) >= 4, "one merge per root save of the run phase (4 chunks; the seed phase's 2 are not measured)")
         Self.expectOraclePassed(r)
         // The tiny scenario's editor is a child of the root too: its saveViewContext saves the root.
         let tiny = try runVariant(try #require(try tinyScenario(overrides: ["stack.topology=privateRoot"]).variants.first))

@@ -48,14 +48,26 @@ public struct MetricRow: Sendable, Codable, Equatable {
     }
 }
 
+/// Whether the run is in a phase its latency distributions describe (workbench.md "Phases"): closed during a
+/// seed phase, which only fills the store the measured phases start from.
+public final class MeasuredPhase: Sendable {
+    private let open = Atomic<Bool>(true)
+    public init() {}
+    public var isOpen: Bool { open.load(ordering: .relaxed) }
+    func set(_ measured: Bool) { open.store(measured, ordering: .relaxed) }
+}
+
 /// A latency distribution in microseconds (HdrHistogram), safe to record from any thread.
 public final class LatencyRecorder: Sendable {
     private let histogram = Mutex(Histogram<UInt64>(highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: .three))
+    /// Records only while this is open (nil: always).
+    private let phase: MeasuredPhase?
 
-    public init() {}
+    public init(recordingIn phase: MeasuredPhase? = nil) { self.phase = phase }
 
-    /// Records one duration in nanoseconds.
+    /// Records one duration in nanoseconds (nothing outside the measured phases).
     public func record(nanoseconds: UInt64) {
+        if let phase, !phase.isOpen { return }
         let micros = max(1, min(nanoseconds / 1000, 600_000_000))
         histogram.withLock { _ = $0.record(micros) }
     }

@@ -3,8 +3,11 @@ import Synchronization
 
 /// Everything measured during one variant's run, recorded from any thread.
 public final class RunRecorder: Sendable {
-    let mergeLatency = LatencyRecorder()
-    let fetchLatency = LatencyRecorder()
+    /// Closed during seed phases: the latency distributions (merges, fetches, saves) describe the measured phases
+    /// only, where counters and main-queue time count every phase (workbench.md "Phases").
+    let measuredPhase = MeasuredPhase()
+    let mergeLatency: LatencyRecorder
+    let fetchLatency: LatencyRecorder
     private let saveLatencies = Mutex<[String: LatencyRecorder]>([:])
     struct State {
         var counters: [String: Int] = [:]
@@ -20,6 +23,8 @@ public final class RunRecorder: Sendable {
 
     init(eventDirectory: URL? = nil) {
         events = EventLog(directory: eventDirectory)
+        mergeLatency = LatencyRecorder(recordingIn: measuredPhase)
+        fetchLatency = LatencyRecorder(recordingIn: measuredPhase)
     }
 
     /// Every event, in key order (loads them all: for tests and small runs).
@@ -32,7 +37,7 @@ public final class RunRecorder: Sendable {
     func saveLatency(_ role: String) -> LatencyRecorder {
         saveLatencies.withLock { table in
             if let r = table[role] { return r }
-            let r = LatencyRecorder()
+            let r = LatencyRecorder(recordingIn: measuredPhase)
             table[role] = r
             return r
         }

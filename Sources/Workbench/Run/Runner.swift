@@ -135,9 +135,16 @@ public struct VariantRunner {
     }
 
     public func run() throws -> VariantResult {
+        // Variants run one after another in one process: each one's memory is measured from its own start, once
+        // the previous variant's objects are gone and their pages went back to the system.
+        let baseline = Self.memoryBaseline()
+        // The run's stack is let go here, once the run is over: outside the simulation (nothing of its teardown is
+        // counted, timed or traced) and before the next variant reads its baseline.
+        let leftovers = Leftovers()
+        defer { leftovers.objects = [] }
         switch scenario.mode {
         case .real:
-            return try run(simulation: nil)
+            return try run(simulation: nil, baseline: baseline, leftovers: leftovers)
         case .simulated:
             let profile = try CostProfile.load(scenario.profile)
             let stream = operationTraceFile
@@ -166,7 +173,7 @@ public struct VariantRunner {
             let scheduler = Scheduler(seed: scenario.seed, profile: profile, tracer: tracer, operationRecorder: recorder)
             var result: VariantResult
             do {
-                result = try scheduler.run { try run(simulation: scheduler) }
+                result = try scheduler.run { try run(simulation: scheduler, baseline: baseline, leftovers: leftovers) }
             } catch {
                 stream?.abandon()
                 throw error
@@ -224,13 +231,55 @@ public struct VariantRunner {
         result.metrics += QueueCounters.rows(totals)
     }
 
-    func run(simulation: Scheduler?) throws -> VariantResult {
-        let wallStart = DispatchTime.now().uptimeNanoseconds
-        // Issue 19 item 11: variants run one after another in one process; each one's memory is measured from its
-        // own start, once the previous variant's freed pages went back to the system.
+    /// The objects of the variant that ran last in this process, watched until they are deallocated.
+    private static let lastVariant = Mutex<[WatchedObject]>([])
+
+    struct WatchedObject: @unchecked Sendable {  // a weak reference, read once the variant is over
+        let name: String
+        weak var object: AnyObject?
+    }
+
+    /// What a variant's memory figures are measured from.
+    struct MemoryBaseline {
+        var reading: MemoryProbe.Reading
+        /// jemalloc returned the freed pages to the system first.
+        var purged: Bool
+        /// Objects of the previous variant still alive when the reading was taken (none when it was freed).
+        var previousAlive: [String]
+    }
+
+    /// Waits (up to `timeout` seconds) until the previous variant's objects are deallocated, returns the freed pages
+    /// to the system, and reads jemalloc's statistics (``MemoryProbe/reading()`` refreshes its epoch).
+    static func memoryBaseline(timeout: Double = 2) -> MemoryBaseline {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
+        var alive: [String] = []
+        while true {
+            alive = lastVariant.withLock { watched in watched.filter { $0.object != nil }.map(\.name) }
+            if alive.isEmpty || DispatchTime.now().uptimeNanoseconds >= deadline { break }
+            usleep(1000)
+        }
+        lastVariant.withLock { $0 = [] }
         let purged = MemoryProbe.purge()
-        let startReading = MemoryProbe.reading()
+        return MemoryBaseline(reading: MemoryProbe.reading(), purged: purged, previousAlive: alive)
+    }
+
+    /// Watches a finished variant's objects (``memoryBaseline(timeout:)`` waits for them to go).
+    static func watch(_ objects: [WatchedObject]) {
+        lastVariant.withLock { $0 = objects }
+    }
+
+    /// The objects of a finished run, held until ``run()`` lets them go.
+    final class Leftovers {
+        var objects: [AnyObject] = []
+    }
+
+    func run(simulation: Scheduler?, baseline: MemoryBaseline, leftovers: Leftovers) throws -> VariantResult {
+        let wallStart = DispatchTime.now().uptimeNanoseconds
         let runStart = Clock.now()
+        if !baseline.previousAlive.isEmpty {
+            // Told, not noted: tests run variants side by side in one process, where "the previous one" is another test's.
+            progress?("memory: the previous variant's \(baseline.previousAlive.joined(separator: ", ")) still lived when this variant began; its memory figures count above them")
+        }
         let directory = workDirectory.appendingPathComponent("variant-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -241,6 +290,8 @@ public struct VariantRunner {
         let recorder = RunRecorder(eventDirectory: directory)
         let main = SimulatedMainThread(countsOperations: countsMainQueueOperations)
         (main.queue.simulatedQueue as? VirtualQueue)?.isMain = true
+        // The display link holds the viewer's frame work, and through it the stack, until the run ends.
+        defer { main.endFrames() }
         let storeURL = directory.appendingPathComponent("store.sqlite")
         let stack = try TopologyBuilder(scenario: scenario, model: model, storeURL: storeURL, main: main, recorder: recorder).build()
         let workload = Workload(scenario: scenario, stack: stack, recorder: recorder, main: main, model: model)
@@ -286,6 +337,9 @@ public struct VariantRunner {
             currentPhase.withLock { $0 = phase.name }
             progress?("phase \(index + 1)/\(scenario.phases.count) \(phase.name)")
             if phase.kind == .verify { break }
+            // A seed phase's merges, saves and fetches stay out of the latency distributions. Each phase's main-queue
+            // work is done before the next begins (drained below), so a block counts in the phase that queued it.
+            recorder.measuredPhase.set(phase.kind != .seed)
             let start = Clock.now()
             let running = Atomic<Int>(0)
             var actors: [any WorkloadActor] = []
@@ -320,12 +374,17 @@ public struct VariantRunner {
                 return !boundedDone.load(ordering: .relaxed) && hasBounded
             }
             var frameThread: Thread?
+            // The display refreshes while the phase's actors run and after them, while the main queue still has work
+            // (a merge or a refetch landing after the import ended): every main-queue block of the phase runs under
+            // the frame clock. A simulation's display link goes on by itself while main-queue work is queued or
+            // running (``DisplayClock``); real mode's frame thread stops once the phase's trailing work is done.
             let framesStop: @Sendable () -> Bool = { running.load(ordering: .relaxed) == 0 && !keepGoing() }
+            let trailingWorkDone = Atomic<Bool>(false)
             if let viewer {
                 if let simulation {
                     main.scheduleFrames(on: simulation, rate: viewer.spec.frameRate, from: start, until: framesStop) { viewer.readFrame() }
                 } else {
-                    frameThread = main.runFrames(rate: viewer.spec.frameRate, until: framesStop) { viewer.readFrame() }
+                    frameThread = main.runFrames(rate: viewer.spec.frameRate, until: { trailingWorkDone.load(ordering: .relaxed) }) { viewer.readFrame() }
                 }
             }
             let group = DispatchGroup()
@@ -366,15 +425,21 @@ public struct VariantRunner {
             Clock.sleep(until: Clock.now() + 20_000_000)
             drainMain()
             // Issue 19 item 7: with `merge: notifyAndRefetch` the view learns of the import when it ends, and its
-            // controller fetches again (in batches).
+            // controller fetches again (in batches), under the frame clock like any main-queue block.
             if scenario.stack.merge == .notifyAndRefetch, let viewer, phase.actors.contains(where: { if case .importer = $0 { return true } else { return false } }) {
                 main.queue.async { viewer.refetch() }
+                drainMain()
+            }
+            trailingWorkDone.store(true, ordering: .relaxed)
+            if let frameThread {
+                while !frameThread.isFinished { usleep(1000) }
                 drainMain()
             }
             sample()
             if let a = MemoryProbe.reading().allocated { peakAllocated = max(peakAllocated, a) }
         }
         currentPhase.withLock { $0 = "verify" }
+        main.endFrames()
         drainMain()
         Clock.sleep(until: Clock.now() + 50_000_000)
         drainMain()
@@ -400,6 +465,9 @@ public struct VariantRunner {
         // The oracle's reads are the harness's, not the app's: in a simulation they run on a thread of their own,
         // outside it, so that no figure of the run counts them (issue 20 item 11: their shape no longer matches one
         // fetch of every row).
+        // The oracle's coordinator and context may be let go on a dispatch thread after it returns: the next
+        // variant's memory baseline waits for them too.
+        let oracleObjects = Mutex<[WatchedObject]>([])
         let (oracle, keptEvents): (OracleReport, [WriteEvent]) = try Self.outsideSimulation {
             // Final state for the oracle (issue 20 item 11: streamed, never every row or event at once): the keys with
             // events in ascending order, a thousand at a time, each with its row read through a fresh coordinator;
@@ -408,6 +476,7 @@ public struct VariantRunner {
             try verifier.addPersistentStore(type: .sqlite, at: storeURL)
             let reader = ManagedObjectContext(concurrencyType: .privateQueue)
             reader.persistentStoreCoordinator = verifier
+            oracleObjects.withLock { $0 = [WatchedObject(name: "oracle coordinator", object: verifier), WatchedObject(name: "oracle context", object: reader)] }
             let storeID = verifier.storeIdentifier ?? ""
             let entityName = workload.entity.name
             func rows(_ keys: [Int64]) throws -> [Int64: Oracle.Row] {
@@ -469,6 +538,8 @@ public struct VariantRunner {
         // The controller's size (issue 18 rule 23): what it holds, not what a frame reads.
         // A frames-only viewer has no controller, so no size.
         let controllerSize = viewer.flatMap { v in v.controller.map { c in view.performAndWait { (c.objectCount, v.peakObjects) } } }
+        // The viewer's controller holds the objects on screen: they go with the rest of the run (``Leftovers``).
+        if let viewer { leftovers.objects.append(viewer) }
         viewer = nil
         _ = stack
 
@@ -478,7 +549,8 @@ public struct VariantRunner {
         rows += main.stats.mergeBusy.rows("mainBusy")
         var host: [MetricRow] = main.stats.mergeBusyCPU.rows("mainBusyCPU")
         rows += recorder.fetchLatency.rows("fetchLatency")
-        for (role, r) in recorder.saveLatencyRoles { rows += r.rows("saveLatency", label: role) }
+        // A role that saved only in seed phases has no measured saves, and no row.
+        for (role, r) in recorder.saveLatencyRoles where r.count > 0 { rows += r.rows("saveLatency", label: role) }
         let mainState = main.stats.state.withLock { $0 }
         let runSeconds = max(0.001, Double(Clock.now() - runStart) / 1e9)
         rows.append(MetricRow("hitchRatio", "value", (mainState.hitch60 / runSeconds * 100).rounded() / 100, "ms/s", label: "60Hz"))
@@ -524,16 +596,17 @@ public struct VariantRunner {
         rows.append(MetricRow("duplicates", "count", Double(oracle.duplicates), "count"))
         rows.append(MetricRow("readOnlySavesReachedStore", "count", Double(readOnlySaves), "count"))
         let readings = samples.withLock { $0 }
-        // Variants run one after another in one process: report allocation above the variant's first sample.
+        // Allocation above the baseline taken before the variant began, once the previous one was freed: the peak of
+        // this variant's own samples (and end-of-phase readings) less it, and its last sample less it.
         let allocatedSeries = readings.compactMap(\.allocated)
-        if let start = allocatedSeries.first {
+        if let start = baseline.reading.allocated, let last = allocatedSeries.last {
             host.append(MetricRow("memoryAllocated", "peak", Double(max(0, max(peakAllocated, allocatedSeries.max()!) - start)), "bytes"))
-            host.append(MetricRow("memoryAllocated", "value", Double(max(0, allocatedSeries.last! - start)), "bytes"))
+            host.append(MetricRow("memoryAllocated", "value", Double(max(0, last - start)), "bytes"))
         }
         if let resident = readings.compactMap(\.resident).max() {
             host.append(MetricRow("memoryResident", "peak", Double(resident), "bytes"))
-            if let start = startReading.resident {
-                host.append(MetricRow("memoryResident", "value", Double(start), "bytes", label: purged ? "start" : "start:notPurged"))
+            if let start = baseline.reading.resident {
+                host.append(MetricRow("memoryResident", "value", Double(start), "bytes", label: baseline.purged ? "start" : "start:notPurged"))
                 host.append(MetricRow("memoryResident", "peak", Double(max(0, resident - start)), "bytes", label: "growth"))
             }
         }
@@ -599,6 +672,11 @@ public struct VariantRunner {
             let passed = value.map { t.polarity == .lowerIsBetter ? $0 <= t.limit : $0 >= t.limit } ?? false
             return ThresholdOutcome(metric: t.metric, statistic: t.statistic, limit: t.limit, polarity: t.polarity.rawValue, value: value, passed: passed, fails: t.fails)
         }
+        // The next variant's memory baseline waits for these to go.
+        let watched: [(String, AnyObject)] = [("stack", stack), ("view context", view), ("workload", workload), ("recorder", recorder), ("main queue", main)]
+            + stack.coordinators.map { ("coordinator \($0.0)", $0.1) }
+        Self.watch(watched.map { WatchedObject(name: $0.0, object: $0.1) } + oracleObjects.withLock { $0 })
+        leftovers.objects += watched.map(\.1)
         return result
     }
 }

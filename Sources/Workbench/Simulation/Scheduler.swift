@@ -117,6 +117,10 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
                 worker.terminate = true
                 worker.semaphore.signal()
             }
+            // Every thread of the run has ended, and let go of what it ran (the blocks and actors, and through them
+            // the run's contexts and stores), before the run returns: what the next one measures is its own.
+            for _ in 0..<threads { exited.wait() }
+            threads = 0
             workers = []
             idleWorkers = []
             live.removeAll { $0 === runner }
@@ -125,22 +129,43 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         return try body()
     }
 
+    /// Signalled by each spawned thread and worker as it ends (``run(_:)`` waits for them).
+    private let exited = DispatchSemaphore(value: 0)
+    /// Threads started (spawned and workers) that ``run(_:)`` has not seen end.
+    private var threads = 0
+
+    /// Holds a spawned thread's body until it has run, so that the thread lets go of it (and of what it
+    /// captured) before it ends.
+    private final class Body: @unchecked Sendable {  // set before the thread starts, taken by it once
+        var run: (@Sendable () -> Void)?
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+
     /// Starts `body` on a thread of its own, at the caller's virtual time.
     public func spawn(name: String, _ body: @escaping @Sendable () -> Void) {
         let start = currentTime()
         let p = Participant(name: name, simulation: self)
         p.now = start
         live.append(p)
+        threads += 1
+        let held = Body(body)
+        let exited = self.exited
         let thread = Thread { [self] in
+            defer { exited.signal() }
             ExecutionThread.install(p)
             p.semaphore.wait()
-            body()
+            var body = held.run
+            held.run = nil
+            body?()
             settle(p)
             lastTime = max(lastTime, p.now)
             live.removeAll { $0 === p }
             p.state = "finished"
             ExecutionThread.install(nil)
             yield(p, exiting: true)
+            // What the body held (an actor, its contexts) is let go outside the simulation, so that no count or
+            // virtual time of the run includes it, and before the thread tells ``run(_:)`` it has ended.
+            body = nil
         }
         thread.name = name
         thread.stackSize = 4 << 20
@@ -275,6 +300,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         }
         queue.busyNanos += end - queue.startedAt
         queue.busyByKind[queue.kind ?? "other", default: 0] += end - queue.startedAt
+        queue.lastKind = queue.kind
         queue.kind = nil
         queue.longestBlock = max(queue.longestBlock, end - queue.startedAt)
         queue.blocks += 1
@@ -406,17 +432,23 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         let w = Participant(name: "worker-\(nextWorker)", simulation: self)
         nextWorker += 1
         workers.append(w)
+        threads += 1
+        let exited = self.exited
         let thread = Thread { [self] in
+            defer { exited.signal() }
             ExecutionThread.install(w)
             w.semaphore.wait()
             while !w.terminate {
-                guard let (queue, block) = w.assignment else { preconditionFailure("a worker woke with nothing to run") }
-                w.assignment = nil
-                w.state = "running a block of \(queue.label)"
-                w.queueStack = [queue]
-                w.counts[CostedOperation.blockRun.rawValue] += 1
-                block()
-                endBlock(of: queue, by: w)
+                // The block is let go before the worker idles: an idle worker holds nothing of the run.
+                do {
+                    guard let (queue, block) = w.assignment else { preconditionFailure("a worker woke with nothing to run") }
+                    w.assignment = nil
+                    w.state = "running a block of \(queue.label)"
+                    w.queueStack = [queue]
+                    w.counts[CostedOperation.blockRun.rawValue] += 1
+                    block()
+                    endBlock(of: queue, by: w)
+                }
                 w.state = "idle"
                 w.idle = true
                 idleWorkers.append(w)
@@ -478,6 +510,8 @@ final class VirtualQueue: SimulatedQueue, @unchecked Sendable {  // touched by t
     var busyNanos: UInt64 = 0
     /// What the running block does (set from inside it), and busy time by it.
     var kind: String?
+    /// What the last block to end did (its `kind`): it holds the queue until `freeAt`.
+    var lastKind: String?
     var busyByKind: [String: UInt64] = [:]
     var blockedNanos: UInt64 = 0
     /// The longest block run, and how many ran.

@@ -26,6 +26,8 @@ public final class SimulatedMainThread: Sendable {
     /// The queue to give `.mainQueue` contexts.
     public let queue: ContextQueue
     let stats: Stats
+    /// Simulated mode: the display link (``scheduleFrames(on:rate:from:until:work:)``).
+    let display = DisplayClock()
 
     final class Stats: Sendable {
         let blocks = LatencyRecorder()
@@ -61,6 +63,7 @@ public final class SimulatedMainThread: Sendable {
     public init(label: String = "simulated-main", countsOperations: Bool = false) {
         let stats = Stats()
         self.stats = stats
+        let display = self.display
         let counting = countsOperations && ExecutionThread.current == nil
         queue = ContextQueue(label: label, around: { block in
             stats.state.withLock { $0.depth = max(0, $0.depth - 1); $0.blockKind = nil }
@@ -92,6 +95,7 @@ public final class SimulatedMainThread: Sendable {
             }
         }, willEnqueue: {
             stats.state.withLock { $0.depth += 1; $0.maxDepth = max($0.maxDepth, $0.depth) }
+            display.blockQueued()
         })
     }
 
@@ -109,11 +113,35 @@ public final class SimulatedMainThread: Sendable {
     /// Waits for every block queued so far.
     public func drain() { queue.sync {} }
 
-    /// Simulated mode: a display link at `rate` Hz from `start` until `stop` says so (``displayTick``).
+    /// Simulated mode: a display link at `rate` Hz on a grid from `start` (``displayTick``), in place of the one
+    /// running. It ticks until `stop` says so and no main-queue work but a frame is queued or running; a block
+    /// queued after it stopped starts it again at the grid's next tick (``DisplayClock``), until ``endFrames()``.
     func scheduleFrames(on scheduler: Scheduler, rate: Int, from start: UInt64, until stop: @escaping @Sendable () -> Bool, work: @escaping @Sendable () -> Void) {
-        scheduler.every(UInt64(1_000_000_000 / rate), from: start, name: "display-link", while: { !stop() }) { intended in
-            self.displayTick(intended: intended, rate: rate, work: work)
-        }
+        display.scheduler = scheduler
+        display.interval = UInt64(1_000_000_000 / rate)
+        display.origin = start
+        display.phaseEnded = stop
+        display.hasWork = { [unowned self] now in self.hasWork(besideFramesAt: now) }
+        display.tick = { [unowned self] intended in self.displayTick(intended: intended, rate: rate, work: work) }
+        display.start(at: start)
+    }
+
+    /// Simulated mode: the scenario is over; blocks queued from now on (the harness's) start no frames, and the
+    /// display link lets go of its phase's frame work (which holds the viewer, and through it the whole stack).
+    func endFrames() { display.end() }
+
+    /// Simulated mode: whether a main-queue block other than a frame is queued, waiting for the queue
+    /// (a `performAndWait`) or running at virtual time `now` (waiting inside it for another queue included).
+    private func hasWork(besideFramesAt now: UInt64) -> Bool {
+        guard let virtual = queue.simulatedQueue as? VirtualQueue else { return false }
+        let frame = MainBlockKind.frame.rawValue
+        // A frame block is queued exactly while `framePending` holds (set when queued, cleared when it starts).
+        let framePending = stats.state.withLock { $0.framePending }
+        if virtual.fifo.count > (framePending ? 1 : 0) { return true }
+        if virtual.busy { return virtual.kind != frame }
+        // A block runs to its end between two scheduling points: the one that ended last holds the queue until
+        // `freeAt` in virtual time.
+        return virtual.freeAt > now && virtual.lastKind != frame
     }
 
     /// Real mode: a display link at `rate` Hz on a thread of its own until `stop` says so (``displayTick``). Ticks
@@ -179,5 +207,61 @@ public final class SimulatedMainThread: Sendable {
         guard end > deadline else { return 0 }
         let refreshes = (end - deadline + refresh - 1) / refresh
         return Double(refreshes * refresh) / 1e6
+    }
+}
+
+/// The simulated display link (workbench.md "frames"): a timer on a grid of `interval` from `origin` that ticks
+/// while its phase goes on and, once the phase's actors are done, while main-queue work other than a frame is queued
+/// or running, so that a merge or a refetch that lands after the phase's last tick still meets the frame clock.
+/// When it has stopped, the next block queued on the main queue starts it again at the grid's next tick: every
+/// main-queue block of the scenario runs under the display link, as on a device, whose display refreshes until the
+/// app ends. Ticks at which the main queue is idle and nothing is left to do are not taken (they would draw a frame
+/// on time: no missed frame, no hitch).
+final class DisplayClock: @unchecked Sendable {  // simulated mode: touched by the simulation's baton holder only
+    var scheduler: Scheduler?
+    var interval: UInt64 = 1
+    var origin: UInt64 = 0
+    var phaseEnded: @Sendable () -> Bool = { true }
+    /// Whether main-queue work other than a frame is queued or running at a virtual time.
+    var hasWork: (UInt64) -> Bool = { _ in false }
+    var tick: (UInt64) -> Void = { _ in }
+    /// The running timer's number: a timer of an older one stops at its next tick.
+    private var generation = 0
+    /// Whether a timer of the current generation is scheduled.
+    private var ticking = false
+    /// The scenario is over: queued blocks start no timer.
+    private var ended = false
+
+    /// Starts a timer at `time` in place of the running one.
+    func start(at time: UInt64) {
+        guard let scheduler else { return }
+        generation += 1
+        ticking = true
+        let current = generation
+        scheduler.every(interval, from: time, name: "display-link", while: { [self] in goesOn(current) }) { [self] in tick($0) }
+    }
+
+    private func goesOn(_ timer: Int) -> Bool {
+        guard timer == generation, let scheduler else { return false }
+        // A timer's condition runs at its tick's virtual time (on whichever thread holds the baton).
+        if !phaseEnded() || hasWork(scheduler.currentTime()) { return true }
+        ticking = false
+        return false
+    }
+
+    /// No timer starts again, and the closures (and what they hold) are let go. Nothing to do when no display link
+    /// was set up (real mode, where other threads may be queuing blocks).
+    func end() {
+        guard scheduler != nil else { return }
+        ended = true
+        generation += 1
+        (scheduler, phaseEnded, hasWork, tick) = (nil, { true }, { _ in false }, { _ in })
+    }
+
+    /// A block was queued on the main queue (real mode: never set up, so nothing happens).
+    func blockQueued() {
+        guard let scheduler, !ticking, !ended else { return }
+        let now = scheduler.currentTime()
+        start(at: now <= origin ? origin : origin + (now - origin + interval - 1) / interval * interval)
     }
 }

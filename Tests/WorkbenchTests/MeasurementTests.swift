@@ -1,0 +1,144 @@
+import Foundation
+import ObjectGraph
+import Synchronization
+import Testing
+@testable import Workbench
+
+/// What the workbench's figures cover (Docs/workbench.md "Phases"): main-queue work after a phase's last tick,
+/// each variant's own memory, and the phases the latency distributions describe.
+@Suite("Measurement: frames after a phase, memory per variant, latency per phase")
+struct MeasurementTests {
+    /// A cost profile pricing only the operations given (ns), everything else 0.
+    static func profile(_ costs: [CostedOperation: UInt64], in folder: TemporaryDirectory) throws -> URL {
+        var text = "description: test\nfittedTo: nothing\ncosts:\n"
+        for op in CostedOperation.allCases { text += "  \(op.name): { ns: \(costs[op] ?? 0) }\n" }
+        return try folder.write("profile.yaml", text)
+    }
+
+    // A 60 Hz display link ticks every 16_666_666 ns. A block queued once the clock has stopped starts it again at
+    // the grid's next tick: the block from 150 to 250 ms meets the tick at 166.67 ms (10 × 16.67), which queues a
+    // frame; the ticks at 183.3 … 250 ms (5) find it pending; it runs at 250 ms, 5 refreshes past its deadline
+    // (183.3 ms). The next tick finds nothing to do and the clock stops again.
+    @Test("a main-queue block queued after the phase's frames stopped starts the display link again: its missed frames and hitch are counted")
+    func blockAfterTheLastFrameIsCovered() throws {
+        let scheduler = Scheduler(seed: 1, profile: try SimulationTests.profile())
+        let main = Mutex<SimulatedMainThread?>(nil)
+        let frameStarts = Mutex<[UInt64]>([])
+        scheduler.run {
+            let m = SimulatedMainThread()
+            main.withLock { $0 = m }
+            m.scheduleFrames(on: scheduler, rate: 60, from: 0, until: { Clock.now() >= 100_000_000 }) {
+                frameStarts.withLock { $0.append(Clock.now()) }
+            }
+            scheduler.spawn(name: "late merge") {
+                Clock.sleep(until: 150_000_000)
+                m.queue.async { SimulationTests.work(microseconds: 100_000) }
+            }
+            scheduler.waitUntilQuiet()
+            m.endFrames()
+        }
+        let state = try #require(main.withLock { $0 }).stats.state.withLock { $0 }
+        let starts = frameStarts.withLock { $0 }
+        // Ticks 0 … 7 (116.7 ms: the first past 100 ms stops the clock, as before) drew 7 frames; then the tick at
+        // 166.7 ms queued the frame that ran at 250 ms.
+        #expect(state.framesMissed == 5)
+        #expect(starts.count == 8)
+        #expect(starts.last == 250_000_000)
+        #expect(abs(state.hitch60 - 5 * 16.666_666) < 0.001)
+    }
+
+    // A merge of 100 inserted objects into the view context whose controller evaluates each at 9 ms (the only
+    // main-queue cost of this profile) is a 900 ms block. The import writes its rows at 0.1 ms each, so the save
+    // commits at 10 ms and the merge runs from 10 to 910 ms, after the import (the phase's only actor) ended. The
+    // tick at 16.67 ms queues a frame; ticks 2 … 54 (900 ms) find it pending: 53 missed frames. It runs at 910 ms,
+    // due at 33.33 ms: 53 refreshes of 16.67 ms late at 60 Hz (883.3 ms), 107 of 8.33 ms at 120 Hz (891.7 ms).
+    // Before the display link covered trailing work this run read 0 missed frames and a hitch ratio of 0.
+    @Test("a merge landing after the import ended runs under the frame clock: exact missed frames and hitch (simulated)")
+    func mergeAfterTheImportCountsItsFrames() throws {
+        let folder = try TemporaryDirectory("late-merge")
+        let profile = try Self.profile([.controllerObjectEvaluated: 9_000_000, .rowInserted: 100_000], in: folder)
+        let text = """
+            name: late-merge
+            profile: \(profile.path)
+            stack: { topology: container }
+            phases:
+              - name: run
+                actors:
+                  - viewer: { visibleObjects: 5 }
+                  - importer: { objects: 100, chunkSize: 100 }
+              - name: verify
+            """
+        let scenario = try #require(try ScenarioLoader.load(text: text, file: "late-merge.yaml").variants.first)
+        let result = try runVariant(scenario)
+        #expect(result.value("costedOperations", "count", label: "main:controllerObjectEvaluated") == 100)
+        #expect(result.value("mainStall", "max").map { ($0 - 900).magnitude < 0.01 } == true, "longest block \(result.value("mainStall", "max") ?? -1) ms")
+        #expect(result.value("framesMissed", "count") == 53)
+        let runTime = try #require(result.value("runTime", "value"))
+        let hitch60: Double = 53 * 16.666_666, hitch120: Double = 107 * 8.333_333
+        #expect(result.value("hitchRatio", "value", label: "60Hz") == (hitch60 / runTime * 100).rounded() / 100)
+        #expect(result.value("hitchRatio120", "value", label: "120Hz") == (hitch120 / runTime * 100).rounded() / 100)
+        #expect(result.value("hangs", "count") == 1)
+    }
+
+    // Docs/workbench.md "Phases": a seed phase fills the store; its merges are not the measured phase's.
+    @Test("mergeLatency counts the measured phase's merges only, not a seed phase's")
+    func mergeLatencyLeavesSeedPhasesOut() throws {
+        let text = """
+            name: seeded-merges
+            stack: { topology: container }
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 60, chunkSize: 20 }
+              - name: run
+                actors:
+                  - viewer: { visibleObjects: 5 }
+                  - importer: { objects: 40, chunkSize: 10 }
+              - name: verify
+            """
+        let scenario = try #require(try ScenarioLoader.load(text: text, file: "seeded.yaml").variants.first)
+        let result = try runVariant(scenario)
+        // 3 seed saves and 4 run saves each merge into the view context: 7 merges, 4 of them measured.
+        #expect(result.counters["merges"] == 7)
+        #expect(result.value("mergeLatency", "count") == 4)
+        #expect(result.value("saveLatency", "count", label: "importer") == 4)
+    }
+
+    // Two variants in one process: the first imports far more than the second. The second's memory is measured
+    // from a baseline read after the first's objects are gone, so it reads what it allocated itself. jemalloc's
+    // figures are the process's, so each run is a process of its own (`ambar-bench run`), away from the tests
+    // running beside this one.
+    @Test("a variant's memoryAllocated peak is its own, after a larger variant ran in the same process", .enabled(if: MemoryProbe.isAvailable))
+    func memoryIsMeasuredPerVariant() throws {
+        let folder = try TemporaryDirectory("memory-per-variant")
+        func scenario(_ name: String, objects: String) throws {
+            try folder.write("\(name).yaml", """
+                name: \(name)
+                stack: { topology: ambar }
+                phases:
+                  - name: run
+                    actors:
+                      - viewer: { visibleObjects: 5 }
+                      - importer: { objects: 200, chunkSize: 1000 }
+                  - name: verify
+                matrix:
+                  phases.run.importer.objects: \(objects)
+                """)
+        }
+        try scenario("pair", objects: "[8000, 200]")
+        try scenario("alone", objects: "[200]")
+        func peaks(_ name: String) throws -> [Double] {
+            let run = try bench(["run", "\(name).yaml", "--out", "reports", "--progress"], in: folder.url)
+            #expect(run.status == 0, "\(run.stderr)")
+            let path = try #require(folder.tree().first { $0.hasPrefix("reports/\(name)/") && $0.hasSuffix("/results.json") })
+            let results = try JSONDecoder().decode([VariantResult].self, from: Data(contentsOf: folder.file(path)))
+            #expect(!run.stderr.contains("memory: the previous variant"), "\(run.stderr)")
+            return try results.map { try #require($0.value("memoryAllocated", "peak")) }
+        }
+        let pair = try peaks("pair"), alone = try #require(try peaks("alone").first)
+        #expect(pair.count == 2)
+        let (large, after) = (pair[0], pair[1])
+        #expect(large > 2 * alone, "large \(large), small \(alone)")
+        #expect(after > alone / 2 && after < alone * 2, "after the large variant \(after), alone \(alone)")
+    }
+}
