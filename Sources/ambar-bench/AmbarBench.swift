@@ -88,6 +88,7 @@ struct CommonOptions: ParsableArguments {
 
     func suiteOptions(shard: String? = nil) throws -> Suite.Options {
         var o = Suite.Options()
+        o.waitsForPreviousVariant = true
         o.overrides = overrides
         o.reportsRoot = URL(fileURLWithPath: out, isDirectory: true)
         o.trace = trace.map { URL(fileURLWithPath: $0) }

@@ -134,10 +134,15 @@ public struct VariantRunner {
         self.tracer = tracer
     }
 
+    /// Whether this variant's memory baseline waits for the previous variant's objects to be freed
+    /// (``memoryBaseline(timeout:)``). For a process that runs variants one after another (`ambar-bench`); runs
+    /// side by side in one process (tests) would each wait on objects of the others.
+    public var waitsForPreviousVariant = false
+
     public func run() throws -> VariantResult {
         // Variants run one after another in one process: each one's memory is measured from its own start, once
         // the previous variant's objects are gone and their pages went back to the system.
-        let baseline = Self.memoryBaseline()
+        let baseline = Self.memoryBaseline(timeout: waitsForPreviousVariant ? 0.5 : 0)
         // The run's stack is let go here, once the run is over: outside the simulation (nothing of its teardown is
         // counted, timed or traced) and before the next variant reads its baseline.
         let leftovers = Leftovers()
@@ -250,7 +255,7 @@ public struct VariantRunner {
 
     /// Waits (up to `timeout` seconds) until the previous variant's objects are deallocated, returns the freed pages
     /// to the system, and reads jemalloc's statistics (``MemoryProbe/reading()`` refreshes its epoch).
-    static func memoryBaseline(timeout: Double = 2) -> MemoryBaseline {
+    static func memoryBaseline(timeout: Double) -> MemoryBaseline {
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
         var alive: [String] = []
         while true {

@@ -21,6 +21,9 @@ public struct Suite {
         public var operationTrace: URL?
         /// Asked before each variant: true stops the run there, keeping what finished (default: a signal came).
         public var shouldStop: @Sendable () -> Bool = { Suite.stopRequested.load(ordering: .relaxed) }
+        /// Each variant's memory is measured once the previous variant's objects are freed (up to 0.5 s): for a
+        /// process that runs nothing else meanwhile, as `ambar-bench` does.
+        public var waitsForPreviousVariant = false
         public init() {}
     }
 
@@ -95,6 +98,7 @@ public struct Suite {
                 if let traceWriter { tracer = { traceWriter.record($0) } }
                 let progress = options.progress
                 var runner = VariantRunner(scenario: variant, workDirectory: work, progress: { line in progress?("  \(line)") }, tracer: tracer)
+                runner.waitsForPreviousVariant = options.waitsForPreviousVariant
                 var traceFile: OperationTraceFileWriter?
                 if let target = options.operationTrace {
                     let file = try OperationTraceFiles.file(for: variant, target: target)
