@@ -141,4 +141,34 @@ struct MeasurementTests {
         #expect(large > 2 * alone, "large \(large), small \(alone)")
         #expect(after > alone / 2 && after < alone * 2, "after the large variant \(after), alone \(alone)")
     }
+
+    // Each variant's memory is measured above what the previous one left (Docs/workbench.md `memoryAllocated`): a
+    // variant's objects must go once its run lets them go. In a nested stack the workload's push hooks sit on the
+    // view context and on the private writer; neither may keep the context it sits on alive.
+    @Test("A nested variant's contexts, main queue and coordinator are freed when the run ends")
+    func nestedVariantIsFreed() throws {
+        let scenario = try #require(try tinyScenario(overrides: ["stack.topology=nested"]).variants.first)
+        let work = try TemporaryDirectory("workbench-run")
+        /// Runs the variant and lets go of its objects, but for weak references to them.
+        func runAndLetGo() throws -> [VariantRunner.WatchedObject] {
+            let leftovers = VariantRunner.Leftovers()
+            _ = try VariantRunner(scenario: scenario, workDirectory: work.url).run(holding: leftovers)
+            let stack = try #require(leftovers.objects.lazy.compactMap { $0 as? WorkbenchStack }.first)
+            let main = try #require(leftovers.objects.lazy.compactMap { $0 as? SimulatedMainThread }.first)
+            let writer = try #require(stack.committedContext)
+            let named: [(String, AnyObject)] = [("view context", stack.viewContext), ("private writer", writer), ("main queue", main)]
+                + stack.coordinators.map { ("coordinator \($0.0)", $0.1) }
+            defer { leftovers.objects = [] }
+            return named.map { VariantRunner.WatchedObject(name: $0.0, object: $0.1) }
+        }
+        let watched = try runAndLetGo()
+        // A simulation thread may still hold a reference for a moment after the run: wait, as the next variant does.
+        var alive: [String] = []
+        for _ in 0..<2000 {
+            alive = watched.filter { $0.object != nil }.map(\.name)
+            if alive.isEmpty { break }
+            usleep(1000)
+        }
+        #expect(alive.isEmpty, "still alive after the run: \(alive.joined(separator: ", "))")
+    }
 }

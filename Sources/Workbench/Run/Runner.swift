@@ -140,13 +140,19 @@ public struct VariantRunner {
     public var waitsForPreviousVariant = false
 
     public func run() throws -> VariantResult {
-        // Variants run one after another in one process: each one's memory is measured from its own start, once
-        // the previous variant's objects are gone and their pages went back to the system.
-        let baseline = Self.memoryBaseline(timeout: waitsForPreviousVariant ? 0.5 : 0)
         // The run's stack is let go here, once the run is over: outside the simulation (nothing of its teardown is
         // counted, timed or traced) and before the next variant reads its baseline.
         let leftovers = Leftovers()
         defer { leftovers.objects = [] }
+        return try run(holding: leftovers)
+    }
+
+    /// Runs the variant and leaves its objects (stack, contexts, main queue, coordinators) in `leftovers`, for the
+    /// caller to let go.
+    func run(holding leftovers: Leftovers) throws -> VariantResult {
+        // Variants run one after another in one process: each one's memory is measured from its own start, once
+        // the previous variant's objects are gone and their pages went back to the system.
+        let baseline = Self.memoryBaseline(timeout: waitsForPreviousVariant ? 0.5 : 0)
         switch scenario.mode {
         case .real:
             return try run(simulation: nil, baseline: baseline, leftovers: leftovers)

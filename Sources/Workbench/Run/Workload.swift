@@ -68,15 +68,17 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         viewerCount = scenario.phases.flatMap(\.actors).compactMap { if case .viewer(let v) = $0 { return v.visibleObjects } else { return nil } }.max() ?? 20
         if stack.observesRootSave, let root = stack.committedContext {
             stack.observeRootSave = { [unowned self] root, save in try self.observedRootSave(root, save) }
+            // A hook is kept by the context it is set on and called only by it: it holds that context unowned, or
+            // the context would keep itself (and its queue, parent and coordinator) alive after the run.
             let view = stack.viewContext
             view.performAndWait {
                 let measure = view.childPushHook
-                view.childPushHook = { [unowned self] child in
+                view.childPushHook = { [unowned self, unowned view] child in
                     measure?(child)
                     self.pushedIntoView(from: child, view: view)
                 }
             }
-            root.performAndWait { root.childPushHook = { [unowned self] _ in self.pushedIntoRoot(root) } }
+            root.performAndWait { root.childPushHook = { [unowned self, unowned root] _ in self.pushedIntoRoot(root) } }
         }
     }
 
