@@ -39,7 +39,7 @@ import Testing
         #expect(result.transactions?.count == 1 && result.transactions?.first?.changes?.count == 1 && result.changes == nil)
     }
 
-    @Test("Issue 21 item 5: a Change predicate filters by change type, object and the transaction's keys")
+    @Test("A Change predicate filters by change type, object and the transaction's keys")
     func changePredicates() throws {
         let (stack, ids) = try Self.history()
         func changes(_ format: String, _ args: Any...) throws -> [PersistentHistoryChange] {

@@ -245,7 +245,7 @@ struct CLITests {
         #expect(baseline.entries.first?.counters["rowsInserted"] == 300)
         // Simulated mode (the default): every count and virtual time is recorded, to be matched exactly.
         #expect(baseline.entries.first?.exact?["mergeLatency.p99"] != nil)
-        // Issue 18 rule 23: the viewer's merged inserts are fulfilled one by one (from the store in this topology),
+        // core-data-rules.md Rule 23: the viewer's merged inserts are fulfilled one by one (from the store in this topology),
         // and so are the rows its results hold as faults that merges update (Rule 10), with their batches.
         #expect(baseline.entries.first?.exact?["costedOperations.count[faultFulfilledFromCache]"] == 258)
         #expect(baseline.entries.first?.timings == [:])

@@ -52,7 +52,7 @@ struct MeasurementTests {
     // commits at 10 ms and the merge runs from 10 to 910 ms, after the import (the phase's only actor) ended. The
     // tick at 16.67 ms queues a frame; ticks 2 … 54 (900 ms) find it pending: 53 missed frames. It runs at 910 ms,
     // due at 33.33 ms: 53 refreshes of 16.67 ms late at 60 Hz (883.3 ms), 107 of 8.33 ms at 120 Hz (891.7 ms).
-    // Before the display link covered trailing work this run read 0 missed frames and a hitch ratio of 0.
+    // Without frames over the work that trails a phase, this run would read 0 missed frames and a hitch ratio of 0.
     @Test("a merge landing after the import ended runs under the frame clock: exact missed frames and hitch (simulated)")
     func mergeAfterTheImportCountsItsFrames() throws {
         let folder = try TemporaryDirectory("late-merge")

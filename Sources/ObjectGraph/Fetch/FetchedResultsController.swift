@@ -374,7 +374,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         var inserted = change.inserted
         var refreshed = change.refreshed
         if let merging = managedObjectContext.changesBeingMerged {
-            // Issue 18 rule 10 (semantics §3.1, §5): a merge is one change cycle, with the updated objects the
+            // Semantics §3.1, §5 (core-data-rules.md Rule 10): a merge is one change cycle, with the updated objects the
             // results hold as faults and the updated objects that came to match.
             mergeHandled = true
             let merged = mergedUpdates(merging.updated.subtracting(change.refreshed.map(\.objectID)))
