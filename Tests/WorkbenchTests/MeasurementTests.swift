@@ -163,12 +163,7 @@ struct MeasurementTests {
         }
         let watched = try runAndLetGo()
         // A simulation thread may still hold a reference for a moment after the run: wait, as the next variant does.
-        var alive: [String] = []
-        for _ in 0..<2000 {
-            alive = watched.filter { $0.object != nil }.map(\.name)
-            if alive.isEmpty { break }
-            usleep(1000)
-        }
+        let alive = VariantRunner.stillAlive(watched, timeout: 2)
         #expect(alive.isEmpty, "still alive after the run: \(alive.joined(separator: ", "))")
     }
 }

@@ -236,8 +236,7 @@ extension ManagedObjectContext {
         var values: [PropertyValue] = []
         values.reserveCapacity(descriptors.count)
         for descriptor in descriptors {
-            guard entity.attribute(named: descriptor.key) != nil, let slot = entity.slotIndex(of: descriptor.key),
-                  slot < row.values.count else { return nil }
+            guard case .attribute(let slot)? = entity.propertiesByName[descriptor.key], slot < row.values.count else { return nil }
             values.append(row.values[slot])
         }
         return values

@@ -156,10 +156,7 @@ extension ManagedObjectContext {
             }
             // Every row is checked before the store is asked: a bad row fails the whole request, which then writes
             // no row, no history transaction and takes no primary key (Docs/coredata-behaviour.md §6).
-            let defaults = entity.slots.map { slot -> PropertyValue in
-                if case .attribute(let a) = slot { return a.defaultValue.converted(to: a.type) ?? .null }
-                return .null
-            }
+            let defaults = entity.insertTemplate.values  // each attribute's default, as an insert starts with
             let required = entity.slots.indices.filter {
                 if case .attribute(let a) = entity.slots[$0] { return !a.isOptional && defaults[$0].isNull }
                 return false

@@ -467,6 +467,9 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
         var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
         let w = workload
+        // A batch insert fails on a row without a required value (Docs/coredata-behaviour.md §6): each row carries
+        // its id and a value for every other required attribute without a default (the shipped models have none).
+        let required = w.entity.attributes.filter { !$0.isTransient && !$0.isOptional && $0.defaultValue.isNull && $0.name != w.idKey }
         Schedule(rate: spec.rate, start: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let context = w.stack.makeBatch()
@@ -478,10 +481,6 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                     case .insert:
                         guard let keys = w.allocateKeys(spec.size) else { return }
                         acted = true
-                        // A batch insert fails on a row without a required value (Docs/coredata-behaviour.md
-                        // §6): each row carries its id and a value for every other required attribute without a
-                        // default (the shipped models have none).
-                        let required = w.entity.attributes.filter { !$0.isTransient && !$0.isOptional && $0.defaultValue.isNull && $0.name != w.idKey }
                         let rows: [[String: Any]] = keys.map { key in
                             var row: [String: Any] = [w.idKey!: key]
                             for a in required { row[a.name] = w.value(for: a.type, field: a.name, actor: name, op: k, rng: &rng) }

@@ -262,16 +262,20 @@ public struct VariantRunner {
     /// Waits (up to `timeout` seconds) until the previous variant's objects are deallocated, returns the freed pages
     /// to the system, and reads jemalloc's statistics (``MemoryProbe/reading()`` refreshes its epoch).
     static func memoryBaseline(timeout: Double) -> MemoryBaseline {
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
-        var alive: [String] = []
-        while true {
-            alive = lastVariant.withLock { watched in watched.filter { $0.object != nil }.map(\.name) }
-            if alive.isEmpty || DispatchTime.now().uptimeNanoseconds >= deadline { break }
-            usleep(1000)
-        }
+        let alive = stillAlive(lastVariant.withLock { $0 }, timeout: timeout)
         lastVariant.withLock { $0 = [] }
         let purged = MemoryProbe.purge()
         return MemoryBaseline(reading: MemoryProbe.reading(), purged: purged, previousAlive: alive)
+    }
+
+    /// The names of the `watched` objects still alive after waiting up to `timeout` seconds for them to go.
+    static func stillAlive(_ watched: [WatchedObject], timeout: Double) -> [String] {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
+        while true {
+            let alive = watched.filter { $0.object != nil }.map(\.name)
+            if alive.isEmpty || DispatchTime.now().uptimeNanoseconds >= deadline { return alive }
+            usleep(1000)
+        }
     }
 
     /// Watches a finished variant's objects (``memoryBaseline(timeout:)`` waits for them to go).

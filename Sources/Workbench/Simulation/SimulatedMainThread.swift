@@ -229,8 +229,6 @@ final class DisplayClock: @unchecked Sendable {  // simulated mode: touched by t
     private var generation = 0
     /// Whether a timer of the current generation is scheduled.
     private var ticking = false
-    /// The scenario is over: queued blocks start no timer.
-    private var ended = false
 
     /// Starts a timer at `time` in place of the running one.
     func start(at time: UInt64) {
@@ -253,14 +251,13 @@ final class DisplayClock: @unchecked Sendable {  // simulated mode: touched by t
     /// was set up (real mode, where other threads may be queuing blocks).
     func end() {
         guard scheduler != nil else { return }
-        ended = true
         generation += 1
         (scheduler, phaseEnded, hasWork, tick) = (nil, { true }, { _ in false }, { _ in })
     }
 
     /// A block was queued on the main queue (real mode: never set up, so nothing happens).
     func blockQueued() {
-        guard let scheduler, !ticking, !ended else { return }
+        guard let scheduler, !ticking else { return }  // no scheduler once the scenario is over (``end()``)
         let now = scheduler.currentTime()
         start(at: now <= origin ? origin : origin + (now - origin + interval - 1) / interval * interval)
     }
