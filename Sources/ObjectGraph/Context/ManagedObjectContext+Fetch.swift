@@ -175,13 +175,18 @@ extension ManagedObjectContext {
         guard overlay else { return entries }
 
         let predicate = request.predicate
+        let membership = predicate.flatMap(InListMembership.init)
+        func matches(_ object: ManagedObject) throws -> Bool {
+            guard let predicate else { return true }
+            return try membership?.matches(object) ?? predicate.evaluate(subject: object)
+        }
         var dropped: [FetchEntry] = []
         var seen = Set<ManagedObjectID>()
         var kept: [FetchEntry] = []
         for entry in entries {
             if let object = registry[entry.id], object.hasChanges {
                 if object.isDeletedFlag { dropped.append(entry); continue }
-                if let predicate, try !predicate.evaluate(subject: object) { dropped.append(entry); continue }
+                if try !matches(object) { dropped.append(entry); continue }
             }
             seen.insert(entry.id)
             kept.append(entry)
@@ -192,7 +197,7 @@ extension ManagedObjectContext {
         // Issue 21 item 1: objects of sub-entities too, unless the request excludes them (`includesSubentities`).
         let subentities = request.includesSubentities
         for object in insertedSet.union(updatedSet) where entity.fetchIncludes(object.entity, subentities: subentities) && !seen.contains(object.objectID) {
-            if let predicate, try !predicate.evaluate(subject: object) { continue }
+            if try !matches(object) { continue }
             pending.append(object)
         }
         pending.sort { a, b in

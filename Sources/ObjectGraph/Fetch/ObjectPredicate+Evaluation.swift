@@ -310,3 +310,43 @@ package enum StringMatching {
         return pi == p.endIndex
     }
 }
+
+/// `keyPath IN {list}` answered by a hash lookup instead of a walk of the list, where the lookup gives exactly the
+/// evaluator's answer: a list of strings without `[c]`/`[d]` for a string value, a list of integers for an integer
+/// value (all below 2^53, where the evaluator's numeric comparison is exact). A fetch overlaid with pending changes
+/// tests each pending object against its predicate; an importer's chunk fetch (`id IN {500 ids}`) over a batch of
+/// pending objects would otherwise walk the list once per object.
+package struct InListMembership {
+    private let key: ObjectExpression
+    private let strings: Set<String>?
+    private let integers: Set<Int64>?
+    private static let exactInteger: Int64 = 1 << 53
+
+    /// Nil when the predicate is not a plain `keyPath IN {list}` of strings or of integers.
+    package init?(_ predicate: ObjectPredicate) {
+        guard case .comparison(let c) = predicate.node, c.op == .in, c.modifier == .direct, c.options.isEmpty,
+              case .keyPath = c.left, case .list(let values) = c.right, !values.isEmpty else { return nil }
+        key = c.left
+        var strings: Set<String>? = [], integers: Set<Int64>? = []
+        for value in values {
+            switch value {
+            case .string(let s): strings?.insert(s); integers = nil
+            case .integer(let i) where i.magnitude < Self.exactInteger.magnitude: integers?.insert(i); strings = nil
+            default: return nil
+            }
+        }
+        guard strings != nil || integers != nil else { return nil }
+        self.strings = strings
+        self.integers = integers
+    }
+
+    /// Whether `subject` matches, or nil where only the evaluator can say.
+    package func matches(_ subject: any PredicateSubject) throws -> Bool? {
+        guard case .single(let value) = try PredicateComparison.value(of: key, subject, [:]) else { return nil }
+        switch value {
+        case .string(let s): return strings?.contains(s)
+        case .integer(let i) where i.magnitude < Self.exactInteger.magnitude: return integers?.contains(i)
+        default: return nil
+        }
+    }
+}
