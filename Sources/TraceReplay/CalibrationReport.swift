@@ -47,15 +47,23 @@ public enum CalibrationReport {
     public static func diff(records: [OperationRecord], steps: [StepMeasurement], ours: String, theirs: String) -> CountDiff.Document {
         let restricted = records.map { r -> OperationRecord in
             var r = r
-            r.counts = r.counts?.filter { measuredCounters.contains($0.key) }
+            r.counts = r.counts.map(comparable)
             return r
         }
         let replayed = steps.map { ReplayStep(n: $0.n, op: $0.op, ctx: nil, counts: $0.counts) }
         var total: [String: Int] = [:]
         for s in replayed { total.merge(s.counts, uniquingKeysWith: +) }
-        let expected = (records.last { $0.op == "end" }?.counts ?? [:]).filter { measuredCounters.contains($0.key) }
+        let expected = comparable(records.last { $0.op == "end" }?.counts ?? [:])
         return CountDiff.Document(ours: ours, theirs: theirs, overall: CountDiff.overall(ours: expected, theirs: total),
                                   steps: CountDiff.steps(records: restricted.filter { $0.op != "end" }, replayed: replayed))
+    }
+
+    /// Our counts as the log can tell them: the measured counters only, with our rows of IDs (`idRowFetched`) in
+    /// `rowFetched`, since the log's "for N rows" counts every row a fetch returned, IDs only or not.
+    static func comparable(_ counts: [String: Int]) -> [String: Int] {
+        var out = counts.filter { measuredCounters.contains($0.key) }
+        if let ids = counts["idRowFetched"], ids > 0 { out["rowFetched", default: 0] += ids }
+        return out
     }
 
     /// The profile fit's samples: each measured step's time (on the replaying thread) against the operations our

@@ -17,7 +17,8 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     case faultFulfilledFromStore
     /// A fetch request executed (its fixed work: SQL built, the coordinator reached, the results mapped).
     case fetchExecuted
-    /// A row read by a fetch (or a batch of faults).
+    /// A full row read by a fetch (or a batch of faults): stepped, decoded and cached (a row of IDs only is an
+    /// ``idRowFetched``).
     case rowFetched
     /// A property read through key-value access.
     case propertyRead
@@ -29,7 +30,8 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     case notificationPosted
     /// An object a fetched results controller evaluated for a change.
     case controllerObjectEvaluated
-    /// An SQL statement run to completion (its base cost, beside its rows).
+    /// An SQL statement run to completion (its base cost, beside its rows). Inside a batch request a statement
+    /// counts once however many rows it is stepped for: the request prepares it once and re-binds it per row.
     case sqlStatement
     /// A row inserted in the store.
     case rowInserted
@@ -48,6 +50,17 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     case blockRun
     /// A row copied into its new table by a lightweight migration (`INSERT … SELECT`, issue 21 item 8).
     case rowMigrated
+    /// A row a batch insert wrote inside SQLite (its insert stepped again, with its uniqueness lookups): no managed
+    /// object, no validation, no row-cache snapshot (Docs/coredata-behaviour.md §6).
+    case batchRowInserted
+    /// A row a batch request updated inside SQLite (a batch update's row, a batch insert's upsert, a batch delete's
+    /// nullified inverse): no managed object, no row-cache snapshot.
+    case batchRowUpdated
+    /// A row a batch delete deleted inside SQLite (cascades included): no managed object, no row-cache snapshot.
+    case batchRowDeleted
+    /// One row of a fetch that reads IDs only (object IDs, a batched fetch's first pass, a to-many fault, a
+    /// controller's section counts): `Z_PK` (and `Z_ENT`) stepped and an ID made, no attribute decoded, no snapshot.
+    case idRowFetched
 
     /// The number of operations (`allCases.count` without building the array: the scheduler reads it on every
     /// clock read).

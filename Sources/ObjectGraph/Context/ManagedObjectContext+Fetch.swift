@@ -130,6 +130,8 @@ extension ManagedObjectContext {
                 return try parent.performAndWait { parent.childReadHook?(); return try parent.count(for: request) }
             }
             guard let coordinator = persistentStoreCoordinator else { return 0 }
+            // One `SELECT count(*)`: the request's fixed work, and no row comes back to count (Docs/coredata-behaviour.md §4).
+            Execution.count(.fetchExecuted)
             return try coordinator.countRows(request, entity: entity, generation: try readGeneration())
         }
     }

@@ -68,7 +68,9 @@ extension PersistentStoreCoordinator {
             return slice.map { FetchEntry(id: $0.0, row: idsOnly ? nil : $0.1, retained: !idsOnly) }
         }
         count { $0.rowsRead += result.count }
-        Execution.count(.rowFetched, result.count)
+        // A fetch of IDs only steps Z_PK (and Z_ENT) and makes IDs: no values decoded, no snapshot
+        // (Docs/coredata-behaviour.md §4).
+        Execution.count(idsOnly ? .idRowFetched : .rowFetched, result.count)
         if !idsOnly {
             if generation != nil {
                 rowCache.retain(result.lazy.filter { $0.row != nil }.map(\.id))
@@ -180,7 +182,8 @@ extension PersistentStoreCoordinator {
     func relatedIDs(of source: ManagedObjectID, relationship: RelationshipDescription, generation: StoreGeneration? = nil) throws -> [ManagedObjectID] {
         let ids = try read(in: generation) { try $0.relatedKeys(of: source, relationship: relationship) }
         count { $0.rowsRead += ids.count }
-        Execution.count(.rowFetched, ids.count)
+        // The destinations' keys only: a to-many fault is a fetch of IDs.
+        Execution.count(.idRowFetched, ids.count)
         return ids
     }
 

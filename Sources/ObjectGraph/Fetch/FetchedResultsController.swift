@@ -216,7 +216,8 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         do { generation = try context.readGeneration() } catch { return nil }
         guard let counts = try? coordinator.read(in: generation, { try ($0 as? SQLiteStore)?.sectionCounts(fetch, keyPath: keyPath) }) else { return nil }
         Execution.count(.fetchExecuted)
-        Execution.count(.rowFetched, counts.count)
+        // A section's row is its key and its count: stepped with no object and no snapshot, as a row of IDs.
+        Execution.count(.idRowFetched, counts.count)
         return counts
     }
 

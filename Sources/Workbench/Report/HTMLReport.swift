@@ -200,7 +200,8 @@ enum HTMLReport {
         html += "<p class=\"sub\">Work counted per queue (Docs/what-the-workbench-counts.md): on the main queue / on every other queue.</p>\n"
         let counterColumns: [(String, String, String)] = [
             ("objects registered", "objectsRegistered", ""), ("faults from row cache", "faultsFulfilled", ",source=rowCache"),
-            ("faults from store", "faultsFulfilled", ",source=store"), ("rows fetched", "rowsFetched", ""), ("objects refreshed", "objectsRefreshed", ""),
+            ("faults from store", "faultsFulfilled", ",source=store"), ("rows fetched", "rowsFetched", ""), ("ID rows fetched", "idRowsFetched", ""),
+            ("objects refreshed", "objectsRefreshed", ""),
             ("SELECTs", "sqlStatements", ",kind=select"), ("transactions", "transactions", ""), ("notifications", "notificationsPosted", ""),
             ("controller evaluations", "frcObjectsEvaluated", ""),
         ]

@@ -115,6 +115,10 @@ public enum Calibration {
         // Rows fetched as objects: less the fetch itself and the registration each fetched object also costs.
         ns[.rowFetched] = max(0, (try median({ fresh(coordinator) }) { c in _ = try c.performAndWait { try records(c) } } - ns[.fetchExecuted]!) / Double(n) - ns[.objectRegistered]!)
         how[.rowFetched] = "\(n) rows fetched as objects, less fetchExecuted and objectRegistered per row"
+        ns[.idRowFetched] = max(0, (try median({ () }) { _ in
+            _ = try context.performAndWait { try context.fetchObjectIDs(FetchRequest(entityName: "Record")) }
+        } - ns[.fetchExecuted]!) / Double(n))
+        how[.idRowFetched] = "\(n) rows fetched as object IDs, less fetchExecuted"
 
         // Faults fired from the row cache (a materialized copy elsewhere keeps the rows cached), and from the store
         // (staleness 0: every fault reads its row).
@@ -198,6 +202,27 @@ public enum Calibration {
         ns[.rowDeleted] = max(0, (delete - fixed) / Double(n))
         how[.rowDeleted] = "a save of \(n) deleted objects, less transaction and contextSave (its statement included)"
 
+        // Batch requests: n rows written inside SQLite, less the transaction (their few statements, each prepared
+        // once, folded in). A batch update also selects its rows (idRowFetched each).
+        let rows: [[String: Any]] = (0..<n).map { ["id": Int64($0), "title": "title \($0)", "value": Double($0)] }
+        let batchInsert = try median({ try store(rows: 0).1 }) { c in
+            _ = try c.performAndWait { try c.execute(BatchInsertRequest(entityName: "Record", objects: rows)) }
+        }
+        ns[.batchRowInserted] = max(0, (batchInsert - ns[.transaction]!) / Double(n))
+        how[.batchRowInserted] = "a batch insert of \(n) rows into an empty store, less transaction"
+        let batchUpdate = try median({ () -> ManagedObjectContext in
+            round += 1
+            return fresh(coordinator)
+        }) { c in _ = try c.performAndWait { try c.execute(BatchUpdateRequest(entityName: "Record", propertiesToUpdate: ["value": round])) } }
+        ns[.batchRowUpdated] = max(0, (batchUpdate - ns[.transaction]!) / Double(n) - ns[.idRowFetched]!)
+        how[.batchRowUpdated] = "a batch update of \(n) rows, less transaction and idRowFetched per row"
+        let batchDelete = try median({ () -> (ManagedObjectContext, [ManagedObjectID]) in
+            let (_, c) = try store(rows: n)
+            return (c, try c.performAndWait { try c.fetchObjectIDs(FetchRequest(entityName: "Record")) })
+        }) { c, ids in _ = try c.performAndWait { try c.execute(BatchDeleteRequest(objectIDs: ids)) } }
+        ns[.batchRowDeleted] = max(0, (batchDelete - ns[.transaction]!) / Double(n))
+        how[.batchRowDeleted] = "a batch delete of \(n) rows by object ID, less transaction"
+
         // A child's save into its parent: per object, less the parent's registration.
         let push = try median({ () -> ManagedObjectContext in
             let child = ManagedObjectContext(concurrencyType: .privateQueue)
@@ -269,6 +294,7 @@ public enum Calibration {
     static let fittedOnMainQueue: Set<CostedOperation> = [
         .objectRegistered, .faultFulfilledFromCache, .faultFulfilledFromStore, .fetchExecuted, .rowFetched, .propertyRead,
         .propertySet, .objectRefreshed, .notificationPosted, .controllerObjectEvaluated, .objectPushed, .blockRun,
+        .idRowFetched,
     ]
 
     /// Streams 64 MiB (more than a server's last-level cache) through the caches, so the next workload starts cold.

@@ -31,6 +31,10 @@ final class SQLiteConnection {
     private var cache: [String: SQLiteStatement] = [:]
     /// Statements executed, by first keyword (SELECT, INSERT, UPDATE, DELETE, other).
     var statementCounts = StatementCounts()
+    /// The batch request running now (its number, from 1), 0 outside one: inside one a prepared statement counts
+    /// once however many times it is stepped (``countingEachStatementOnce(_:)``).
+    private(set) var batchNumber = 0
+    private var batchesRun = 0
 
     init(path: String, readOnly: Bool = false, busyTimeout: TimeInterval) throws {
         var db: SQLiteHandle?
@@ -91,6 +95,18 @@ final class SQLiteConnection {
             sqlite3_free(errmsg)
             throw SQLiteError(code: rc, message: message, sql: sql)
         }
+    }
+
+    /// Runs `body` as one batch request (Docs/coredata-behaviour.md §6): each statement it prepares counts once,
+    /// in ``statementCounts`` and as one ``CostedOperation/sqlStatement`` of its kind, however many rows it is
+    /// re-bound and stepped for. A batch request prepares its statements once and SQLite re-runs them per row;
+    /// that per-row work is the request's batch rows (``CostedOperation/batchRowInserted`` and the others).
+    func countingEachStatementOnce<T>(_ body: () throws -> T) rethrows -> T {
+        precondition(batchNumber == 0, "a batch request inside another one")
+        batchesRun += 1
+        batchNumber = batchesRun
+        defer { batchNumber = 0 }
+        return try body()
     }
 
     /// A prepared statement for `sql`, cached by its text and reset for reuse.
@@ -194,6 +210,8 @@ final class SQLiteStatement {
     let sql: String
     let kind: Kind
     let columnCount: Int
+    /// The batch request (``SQLiteConnection/batchNumber``) this statement was last counted in, 0 for none.
+    private var countedInBatch = 0
 
     init(connection: SQLiteConnection, sql: String) throws {
         var stmt: SQLiteStatementHandle?
@@ -280,8 +298,14 @@ final class SQLiteStatement {
         let rc = sqlite3_step(handle)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE {
-            connection.statementCounts.record(kind)
-            Execution.countStatement(kind.counted)
+            // Inside a batch request, a statement stepped again is the same prepared statement re-run for
+            // another row: counted once per request.
+            let batch = connection.batchNumber
+            if batch == 0 || countedInBatch != batch {
+                countedInBatch = batch
+                connection.statementCounts.record(kind)
+                Execution.countStatement(kind.counted)
+            }
             return false
         }
         throw SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(connection.handle)), sql: sql)

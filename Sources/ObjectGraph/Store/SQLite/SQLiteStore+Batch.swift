@@ -2,10 +2,11 @@ import CSQLite
 import Foundation
 
 /// Batch requests at the SQL level (semantics §6): no objects, no contexts, no row cache; each one
-/// transaction that bumps `Z_OPT` of the rows it changes and records history when tracking is on.
+/// transaction that bumps `Z_OPT` of the rows it changes and records history when tracking is on. Each is priced
+/// as SQLite runs it (``runBatch(_:)``): its statements prepared once, then a batch row per row written.
 extension SQLiteStore {
     func batchInsert(_ entity: EntityDescription, rows: [[PropertyValue]], upsert: BatchUpsertRule, author: String?, contextName: String?) throws -> [ManagedObjectID] {
-        try runWriting {
+        try runBatch {
             var history = HistoryRecord()
             var ids: [ManagedObjectID] = []
             // Issue 21 item 1: a sub-entity's rows take keys from its root's sequence and count under the root.
@@ -62,6 +63,7 @@ extension SQLiteStore {
                         for (i, v) in values.enumerated() { try replace.bind(v, at: Int32(i + 1)) }
                         replace.bindInt(existing, at: Int32(values.count + 1))
                         try replace.run()
+                        Execution.count(.batchRowUpdated)
                         ids.append(id)
                         history.updates.append((id, entity.slots.map(\.name)))
                     }
@@ -74,6 +76,7 @@ extension SQLiteStore {
                 insert.bindInt(1, at: 3)
                 for (i, v) in values.enumerated() { try insert.bind(v, at: Int32(i + 4)) }
                 try insert.run()
+                Execution.count(.batchRowInserted)
                 let id = ManagedObjectID(entity: entity, primaryKey: max, storeNumber: storeNumber)
                 ids.append(id)
                 history.inserts.append(id)
@@ -89,7 +92,7 @@ extension SQLiteStore {
 
     func batchUpdate(_ ids: [ManagedObjectID], values: [Int: PropertyValue], author: String?, contextName: String?) throws -> Int {
         guard let entity = ids.first?.entity else { return 0 }
-        return try runWriting {
+        return try runBatch {
             let slots = values.keys.sorted()
             let setters = slots.map { "\(entity.columnName(forSlot: $0)) = ?" }
             let statement = try connection.cachedStatement("UPDATE \(entity.tableName) SET " + (["Z_OPT = Z_OPT + 1"] + setters).joined(separator: ", ") + " WHERE Z_PK = ?")
@@ -104,6 +107,7 @@ extension SQLiteStore {
                     history.updates.append((id, slots.map { entity.slots[$0].name }))
                 }
             }
+            Execution.count(.batchRowUpdated, count)
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
             return count
         }
@@ -112,7 +116,7 @@ extension SQLiteStore {
     /// Deletes rows and applies delete rules in SQL: nullify clears the inverse's column (bumping its
     /// version), cascade deletes the destinations, deny refuses while destinations exist.
     func batchDelete(_ ids: [ManagedObjectID], author: String?, contextName: String?) throws -> [ManagedObjectID] {
-        try runWriting {
+        try runBatch {
             var history = HistoryRecord()
             var deleted: [ManagedObjectID] = []
             var queue = ids
@@ -141,7 +145,7 @@ extension SQLiteStore {
                             let kind = destination.entityColumns[inverseSlot].map { ", \($0) = NULL" } ?? ""
                             let s = try connection.cachedStatement("UPDATE \(destination.tableName) SET Z_OPT = Z_OPT + 1, \(column) = NULL\(kind) WHERE \(column) = ?")
                             s.bindInt(id.key, at: 1)
-                            try s.run()
+                            Execution.count(.batchRowUpdated, try s.run())
                             for t in targets { history.updates.append((t, [relationship.inverseName])) }
                         }
                     default:
@@ -154,7 +158,9 @@ extension SQLiteStore {
                     }
                 }
                 var tombstone: [String: PropertyValue] = [:]
-                if let row = try rows(of: entity, keys: [id.key])[id.key] {
+                // The row is read for its tombstone only when history is kept and some attribute keeps its value.
+                if historyTracking, entity.slots.contains(where: { if case .attribute(let a) = $0 { a.preservesValueInHistoryOnDeletion } else { false } }),
+                   let row = try rows(of: entity, keys: [id.key])[id.key] {
                     for (slot, s) in entity.slots.enumerated() {
                         if case .attribute(let a) = s, a.preservesValueInHistoryOnDeletion { tombstone[a.name] = row.values[slot] }
                     }
@@ -168,6 +174,7 @@ extension SQLiteStore {
                     history.deletes.append((id, tombstone))
                 }
             }
+            Execution.count(.batchRowDeleted, deleted.count)
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
             return deleted
         }

@@ -602,6 +602,17 @@ final class SQLiteStore: PersistentStore {
         try Execution.exclusive(writerResource) { try runWritingNow(body) }
     }
 
+    /// Runs a batch request's writes in one `BEGIN IMMEDIATE` transaction (Docs/coredata-behaviour.md §6): each
+    /// statement counted once however many rows it runs for, and the transaction counted once committed, inside
+    /// the writer's hold. The rows are counted by the request (``CostedOperation/batchRowInserted`` and the others).
+    func runBatch<T>(_ body: () throws -> T) throws -> T {
+        try Execution.exclusive(writerResource) {
+            let result = try runWritingNow { try connection.countingEachStatementOnce(body) }
+            Execution.count(.transaction)
+            return result
+        }
+    }
+
     /// This file's one writer, for ``Execution/exclusive(_:_:)``.
     var writerResource: SharedResource {
         SharedResource(id: "sqlite-writer:\(path)", label: "sqlite-writer:\((path as NSString).lastPathComponent)")
