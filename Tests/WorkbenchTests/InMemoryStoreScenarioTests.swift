@@ -9,14 +9,7 @@ import Testing
 struct InMemoryStoreScenarioTests {
     /// The message `ScenarioLoader` gives for `yaml`, or "ok".
     func message(_ yaml: String, overrides: [String] = []) -> String {
-        do {
-            _ = try ScenarioLoader.load(text: yaml, file: "mem.yaml", overrides: overrides)
-            return "ok"
-        } catch let error as ScenarioError {
-            return error.description
-        } catch {
-            return "unexpected \(type(of: error)): \(error)"
-        }
+        loaderMessage(yaml, file: "mem.yaml", overrides: overrides)
     }
 
     static let valid = """

@@ -8,14 +8,7 @@ import Testing
 struct ScenarioValidationTests {
     /// The message `ScenarioLoader` gives for `yaml`, or "ok".
     func message(_ yaml: String, overrides: [String] = []) -> String {
-        do {
-            _ = try ScenarioLoader.load(text: yaml, file: "bad.yaml", overrides: overrides)
-            return "ok"
-        } catch let error as ScenarioError {
-            return error.description
-        } catch {
-            return "unexpected \(type(of: error)): \(error)"
-        }
+        loaderMessage(yaml, file: "bad.yaml", overrides: overrides)
     }
 
     static let valid = """
