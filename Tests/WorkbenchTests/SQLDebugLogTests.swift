@@ -122,6 +122,7 @@ import TraceReplay
         let figures: [String: Double] = Dictionary(uniqueKeysWithValues: list.map { ($0.name, $0.ns) })
         #expect(list.map(\.name) == CostedOperation.names)
         #expect(figures["objectRegistered"] == 4000 && figures["transaction"] == 2_000_000 && figures["rowMigrated"] == 2000)
+        #expect(figures["inMemoryRowWritten"] == 2000 && figures["inMemoryRowRead"] == 500)
     }
 }
 

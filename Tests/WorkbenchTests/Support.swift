@@ -67,6 +67,18 @@ func tinyScenario(overrides: [String] = []) throws -> ScenarioLoader.Loaded {
 }
 
 /// Runs one variant in a temporary work directory.
+/// The message `ScenarioLoader` gives for `yaml` read as `file`, or "ok".
+func loaderMessage(_ yaml: String, file: String, overrides: [String] = []) -> String {
+    do {
+        _ = try ScenarioLoader.load(text: yaml, file: file, overrides: overrides)
+        return "ok"
+    } catch let error as ScenarioError {
+        return error.description
+    } catch {
+        return "unexpected \(type(of: error)): \(error)"
+    }
+}
+
 func runVariant(_ scenario: Scenario) throws -> VariantResult {
     let work = try TemporaryDirectory("workbench-run")
     return try VariantRunner(scenario: scenario, workDirectory: work.url).run()

@@ -61,6 +61,14 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     /// One row of a fetch that reads IDs only (object IDs, a batched fetch's first pass, a to-many fault, a
     /// controller's section counts): `Z_PK` (and `Z_ENT`) stepped and an ID made, no attribute decoded, no snapshot.
     case idRowFetched
+    /// A row written into an in-memory store's tables by a save (one inserted, updated or deleted object's row: the
+    /// version check and the dictionary entry). The in-memory store counts this instead of SQLite's
+    /// ``rowInserted``, ``rowUpdated``, ``rowDeleted`` and ``transaction`` (Docs/coredata-behaviour.md §7).
+    case inMemoryRowWritten
+    /// A row an in-memory store looks at to answer a read: each row of the entity a fetch walks (the store has no
+    /// index, so a fetch walks the table), each row a fault or a batch of faults takes, each row or join pair a
+    /// to-many relationship's destinations are found among.
+    case inMemoryRowRead
 
     /// The number of operations (`allCases.count` without building the array: the scheduler reads it on every
     /// clock read).

@@ -117,11 +117,13 @@ extension PersistentStoreCoordinator {
         case .miss:
             count { $0.rowCacheMisses += 1 }
             return try rowCache.reading { snapshot in
-                let rows = try readStore { try $0.rows(of: id.entity, keys: [id.key]) }
+                let (rows, inMemory) = try readStore { (try $0.rows(of: id.entity, keys: [id.key]), $0.type == .inMemory) }
                 // Issue 18 rule 27: a row read (and a fault fulfilled from the store) only when the store has the row.
                 guard let row = rows[id.key] else { return nil }
                 count { $0.rowsRead += 1 }
-                Execution.count(.faultFulfilledFromStore)
+                // Semantics §7 "The in-memory store": a row in memory is copied without a query, as from the cache
+                // (the store counted its inMemoryRowRead); an SQLite store's is a SELECT.
+                Execution.count(inMemory ? .faultFulfilledFromCache : .faultFulfilledFromStore)
                 rowCache.install([(id, row)], retain: false, snapshot: snapshot)
                 return row
             }

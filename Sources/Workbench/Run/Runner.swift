@@ -318,9 +318,12 @@ public struct VariantRunner {
         let view = stack.viewContext
         // Issue 21 item 4: the -wal file's largest size, sampled with memory (a pinned query generation keeps
         // SQLite from checkpointing the log past it, so it grows with every commit made meanwhile).
+        // An in-memory store has no file and no log: no sampling, and no walSize row (absent, not zero).
+        let inMemory = scenario.stack.store == .inMemory
         let walPath = storeURL.path + "-wal"
         let peakWAL = Atomic<Int64>(0)
         @Sendable func sampleWAL() {
+            guard !inMemory else { return }
             let size = ((try? FileManager.default.attributesOfItem(atPath: walPath))?[.size] as? NSNumber)?.int64Value ?? 0
             _ = peakWAL.max(size, ordering: .relaxed)
         }
@@ -483,12 +486,20 @@ public struct VariantRunner {
         // The oracle's coordinator and context may be let go on a dispatch thread after it returns: the next
         // variant's memory baseline waits for them too.
         let oracleObjects = Mutex<[WatchedObject]>([])
+        // Made outside the simulation, so that its queue is a dispatch queue the oracle's thread can use.
+        let verifier = try Self.outsideSimulation { PersistentStoreCoordinator(managedObjectModel: verifyModel, name: "verify") }
+        if inMemory {
+            // Semantics §7 "The in-memory store": no second coordinator can open the stack's store, so the oracle reads
+            // a copy of it taken now, when every actor is done (the stack's one coordinator holds it).
+            guard let coordinator = stack.coordinators.first?.1, coordinator.copyInMemoryStore(into: verifier) else {
+                throw WorkbenchError(.internalFailure, "the stack's coordinator has no in-memory store for the oracle to read")
+            }
+        }
         let (oracle, keptEvents): (OracleReport, [WriteEvent]) = try Self.outsideSimulation {
             // Final state for the oracle (issue 20 item 11: streamed, never every row or event at once): the keys with
             // events in ascending order, a thousand at a time, each with its row read through a fresh coordinator;
             // duplicates and batch-touched rows by queries of the store; what the view shows from the view context.
-            let verifier = PersistentStoreCoordinator(managedObjectModel: verifyModel, name: "verify")
-            try verifier.addPersistentStore(type: .sqlite, at: storeURL)
+            if !inMemory { try verifier.addPersistentStore(type: .sqlite, at: storeURL) }
             let reader = ManagedObjectContext(concurrencyType: .privateQueue)
             reader.persistentStoreCoordinator = verifier
             oracleObjects.withLock { $0 = [WatchedObject(name: "oracle coordinator", object: verifier), WatchedObject(name: "oracle context", object: reader)] }
@@ -499,11 +510,18 @@ public struct VariantRunner {
                 return try reader.performAndWait {
                     defer { reader.reset() }
                     let ids = keys.compactMap { URL(string: "x-coredata://\(storeID)/\(entityName)/p\($0)").flatMap(verifier.managedObjectID(forURIRepresentation:)) }
-                    var request = FetchRequest(entityName: entityName,
-                                               predicate: ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(ids.map { .objectID($0) })))))
-                    request.returnsObjectsAsFaults = false
+                    let objects: [ManagedObject]
+                    if inMemory {
+                        // An in-memory store walks its table for a predicate: one look-up per key keeps this linear.
+                        objects = ids.compactMap { try? reader.existingObject(with: $0) }
+                    } else {
+                        var request = FetchRequest(entityName: entityName,
+                                                   predicate: ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(ids.map { .objectID($0) })))))
+                        request.returnsObjectsAsFaults = false
+                        objects = try reader.fetch(request)
+                    }
                     var found: [Int64: Oracle.Row] = [:]
-                    for object in try reader.fetch(request) {
+                    for object in objects {
                         guard let key = object.objectID.primaryKey else { continue }
                         var fields: [String: String] = [:]
                         for (field, _) in workload.fieldTypes { fields[field] = object.primitiveValue(forKey: field).description }
@@ -514,7 +532,17 @@ public struct VariantRunner {
             }
             var duplicates: [Int64] = []
             var batchTouched: Set<Int64> = []
-            if let idKey = workload.idKey, let slot = workload.entity.slotIndex(of: idKey) {
+            if inMemory, let idKey = workload.idKey {
+                // No SQL: the id of every row, counted here (batch requests, refused with this store, touch none).
+                var request = FetchRequest(entityName: entityName)
+                request.resultType = .dictionary
+                request.propertiesToFetch = [idKey]
+                var seen: [Int64: Int] = [:]
+                for row in try reader.performAndWait({ try reader.fetchDictionaries(request) }) {
+                    if let id = (row[idKey] as? Int64) ?? (row[idKey] as? Int).map(Int64.init) { seen[id, default: 0] += 1 }
+                }
+                duplicates = seen.filter { $0.value > 1 }.map(\.key).sorted()
+            } else if let idKey = workload.idKey, let slot = workload.entity.slotIndex(of: idKey) {
                 let store = try SQLiteFile(path: storeURL.path, readOnly: true)
                 let table = workload.entity.tableName, column = workload.entity.columnName(forSlot: slot)
                 // Issue 21 item 1: a sub-entity's table is its hierarchy's; only the workload entity's rows count.
@@ -629,11 +657,15 @@ public struct VariantRunner {
             host.append(MetricRow("threadAllocated", "total", Double(threadAllocated), "bytes"))
             host.append(MetricRow("threadFreed", "total", Double(threadFreed), "bytes"))
         }
-        sampleWAL()
-        host.append(MetricRow("walSize", "peak", Double(peakWAL.load(ordering: .relaxed)), "bytes"))
-        host.append(MetricRow("sqliteMemory", "peak", Double(SQLiteStatistics.memoryHighwater), "bytes"))
-        host.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.memoryUsed), "bytes"))
-        host.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.pageCacheOverflow), "bytes", label: "pageCacheOverflow"))
+        // The store's SQLite figures: absent for an in-memory store, whose run uses SQLite only for the harness's
+        // event log (a zero or the log's figures would read as the store's).
+        if !inMemory {
+            sampleWAL()
+            host.append(MetricRow("walSize", "peak", Double(peakWAL.load(ordering: .relaxed)), "bytes"))
+            host.append(MetricRow("sqliteMemory", "peak", Double(SQLiteStatistics.memoryHighwater), "bytes"))
+            host.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.memoryUsed), "bytes"))
+            host.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.pageCacheOverflow), "bytes", label: "pageCacheOverflow"))
+        }
         let wallSeconds = Double(DispatchTime.now().uptimeNanoseconds - wallStart) / 1e9
         host.append(MetricRow("wallSeconds", "value", (wallSeconds * 1000).rounded() / 1000, "s"))
         if let queue = main.queue.simulatedQueue as? VirtualQueue {

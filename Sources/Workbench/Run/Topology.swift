@@ -116,7 +116,12 @@ public struct TopologyBuilder {
         var options = StoreOptions()
         options.persistentHistoryTracking = history
         options.remoteChangeNotifications = remote
-        try c.addPersistentStore(type: .sqlite, at: storeURL, options: options)
+        switch scenario.stack.store {
+        case .sqlite: try c.addPersistentStore(type: .sqlite, at: storeURL, options: options)
+        // Semantics §7 "The in-memory store": a store of this coordinator's own (the loader refused every stack
+        // that needs a second coordinator on it).
+        case .inMemory: try c.addPersistentStore(type: .inMemory, options: options)
+        }
         return c
     }
 
@@ -149,8 +154,10 @@ public struct TopologyBuilder {
 
     public func build() throws -> WorkbenchStack {
         let kind = scenario.stack.topology
-        // The `writer` actor always writes through a coordinator of its own, like another process.
-        let external = try coordinator("external")
+        // The `writer` actor always writes through a coordinator of its own, like another process. An in-memory
+        // store has no second coordinator (the loader refused writers): its stack lists none.
+        let external = scenario.stack.store == .sqlite ? try coordinator("external") : nil
+        let externals = external.map { [("external", $0)] } ?? []
         let stack: WorkbenchStack
         switch kind {
         case .ambar, .ambar8, .ambar7:
@@ -177,8 +184,8 @@ public struct TopologyBuilder {
             let viewPolicy = policy("view")
             view.performAndWait { view.mergePolicy = viewPolicy }
             stack.coordinators = container.mainCoordinator === container.writerCoordinator
-                ? [("main", container.mainCoordinator), ("external", external)]
-                : [("main", container.mainCoordinator), ("writer", container.writerCoordinator), ("external", external)]
+                ? [("main", container.mainCoordinator)] + externals
+                : [("main", container.mainCoordinator), ("writer", container.writerCoordinator)] + externals
             let recorder = self.recorder, main = self.main
             container.mergeObserver = { event in
                 main.mark(.merge)
@@ -199,7 +206,7 @@ public struct TopologyBuilder {
             view.automaticMergeHook = automaticMergeHook
             view.automaticallyMergesChangesFromParent = true
             stack = WorkbenchStack(topology: kind, viewContext: view)
-            stack.coordinators = [("container", coordinator), ("external", external)]
+            stack.coordinators = [("container", coordinator)] + externals
             stack.makeImporter = { self.context(coordinator, role: "importer") }
             stack.makeEditor = { self.child(of: view, role: "editor") }
             stack.makeTemporary = { self.context(coordinator, role: "temporary") }
@@ -219,7 +226,7 @@ public struct TopologyBuilder {
             stack.keepAlive = [writer]
             stack.committedContext = writer
             stack.backgroundSaveIsMerge = true
-            stack.coordinators = [("nested", coordinator), ("external", external)]
+            stack.coordinators = [("nested", coordinator)] + externals
             stack.makeImporter = { self.child(of: view, role: "importer") }
             stack.makeEditor = { self.child(of: view, role: "editor") }
             stack.makeTemporary = { self.child(of: view, role: "temporary") }
@@ -259,7 +266,7 @@ public struct TopologyBuilder {
             reader.name = "committedReader"
             stack.committedContext = reader
             stack.backgroundSaveIsMerge = true
-            stack.coordinators = [("viewChildren", coordinator), ("external", external)]
+            stack.coordinators = [("viewChildren", coordinator)] + externals
             stack.makeImporter = { self.child(of: view, role: "importer") }
             stack.makeEditor = { self.child(of: view, role: "editor") }
             stack.makeTemporary = { self.child(of: view, role: "temporary") }
@@ -296,7 +303,7 @@ public struct TopologyBuilder {
             stack.keepAlive = [root]
             stack.committedContext = root
             stack.editorsSaveThroughView = false
-            stack.coordinators = [("privateRoot", coordinator), ("external", external)]
+            stack.coordinators = [("privateRoot", coordinator)] + externals
             stack.makeImporter = { self.child(of: root, role: "importer") }
             stack.makeEditor = { self.child(of: root, role: "editor") }
             stack.makeTemporary = { self.child(of: root, role: "temporary") }
@@ -318,7 +325,7 @@ public struct TopologyBuilder {
             let standIn = context(coordinator, role: "view")
             standIn.name = "noView"
             stack = WorkbenchStack(topology: kind, viewContext: standIn)
-            stack.coordinators = [("headless", coordinator), ("external", external)]
+            stack.coordinators = [("headless", coordinator)] + externals
             stack.makeImporter = { self.context(coordinator, role: "importer") }
             stack.makeEditor = { throw WorkbenchError(.badInput, "the headless topology has no view context for an editor's child") }
             stack.makeTemporary = { self.context(coordinator, role: "temporary") }
@@ -330,7 +337,7 @@ public struct TopologyBuilder {
             // Semantics §2.4: a history consumer sharing the file with another coordinator needs staleness 0.
             view.stalenessInterval = scenario.stack.viewStaleness ?? 0
             stack = WorkbenchStack(topology: kind, viewContext: view)
-            stack.coordinators = [("main", mainCoordinator), ("writer", writerCoordinator), ("external", external)]
+            stack.coordinators = [("main", mainCoordinator), ("writer", writerCoordinator)] + externals
             let consumer = HistoryConsumer(view: view, coordinator: mainCoordinator, main: main, recorder: recorder)
             stack.keepAlive = [consumer]
             stack.makeImporter = { self.context(writerCoordinator, role: "importer") }
@@ -358,7 +365,7 @@ public struct TopologyBuilder {
             }
             stack.keepAlive.removeAll { $0 is HistoryConsumer }
         }
-        stack.makeWriter = { self.context(external, role: "writer") }
+        if let external { stack.makeWriter = { self.context(external, role: "writer") } }
         stack.policies = resolvedPolicies
         if scenario.stack.pinViewGeneration {
             // Issue 21 item 4: the view context reads one generation of the store until a merge, save or reset.

@@ -118,6 +118,18 @@ public struct StackSpec: Sendable, Codable, Equatable {
     /// before the first phase. Its reads keep one snapshot until a merge, save or reset advances it, and SQLite
     /// cannot checkpoint the WAL past it meanwhile (`walSize.peak` shows the cost).
     public var pinViewGeneration: Bool = false
+    /// The store every coordinator of the stack opens (`stack.store`): an SQLite file, or rows in memory
+    /// (Docs/coredata-behaviour.md §7 "The in-memory store"), which runs no SQL, so a run on it shows the object
+    /// graph's work without SQLite's.
+    public var store: StoreKind = .sqlite
+}
+
+/// The persistent store a scenario's stack opens (workbench `stack.store`).
+public enum StoreKind: String, Sendable, Codable, CaseIterable {
+    /// Core Data's `NSSQLiteStoreType`: a file in WAL mode (the default).
+    case sqlite
+    /// Core Data's `NSInMemoryStoreType`: rows in memory, one store per coordinator, no SQL.
+    case inMemory
 }
 
 public struct Phase: Sendable, Codable, Equatable {

@@ -334,6 +334,7 @@ struct Reader {
         var phases: [Phase] = []
         for node in phaseNodes { phases.append(try phase(node, model: model)) }
         try refuseViewActors(phaseNodes, topology: stack.topology)
+        try refuseSQLiteOnlyActors(phaseNodes, store: stack.store)
         // Issue 21 item 8: a migrator changes the model under every context: it runs alone, in the last phase.
         for (i, p) in phases.enumerated() where p.actors.contains(where: { if case .migrator = $0 { return true } else { return false } }) {
             let later = phases[(i + 1)...].contains { $0.kind != .verify && !$0.actors.isEmpty }
@@ -579,7 +580,7 @@ struct Reader {
     }
 
     func stackSpec(_ node: Node) throws -> StackSpec {
-        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere", "connectionPool", "mergeRelease", "merge", "pinViewGeneration"], required: ["topology"])
+        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere", "connectionPool", "mergeRelease", "merge", "pinViewGeneration", "store"], required: ["topology"])
         var spec = StackSpec(topology: try choice(child(node, "topology")!, TopologyKind.self), mergePolicy: nil, policies: [:],
                              singleCoordinator: false, viewStaleness: nil, objectTrumpDeletedElsewhere: "delete",
                              connectionPool: PersistentStoreCoordinator.defaultConnectionPoolSize)
@@ -616,7 +617,46 @@ struct Reader {
                 throw fail(n, "the `\(spec.topology.rawValue)` topology's view context is \(spec.topology == .headless ? "absent" : "a child context, which Core Data cannot pin to a query generation"): remove pinViewGeneration or choose ambar, container or history")
             }
         }
+        if let n = child(node, "store") {
+            spec.store = try choice(n, StoreKind.self)
+            if spec.store == .inMemory { try refuseSQLiteOnlyStack(node, spec, store: n) }
+        }
         return spec
+    }
+
+    /// Docs/coredata-behaviour.md §7 "The in-memory store": each coordinator that adds an in-memory store gets a
+    /// store of its own, so a stack of two coordinators on one store cannot have one; query generations and the
+    /// connection pool are SQLite's. Each is refused where it is written.
+    func refuseSQLiteOnlyStack(_ node: Node, _ spec: StackSpec, store: Node) throws {
+        if [.ambar, .ambar8, .ambar7, .history].contains(spec.topology) {
+            throw fail(store, "the `\(spec.topology.rawValue)` topology opens two coordinators on one store, and an in-memory store cannot be shared: each coordinator would get an empty store of its own (choose container, nested, viewChildren, privateRoot or headless, or store: sqlite)")
+        }
+        if spec.pinViewGeneration, let n = child(node, "pinViewGeneration") {
+            throw fail(n, "query generations need an SQLite store in WAL mode; an in-memory store has none (remove pinViewGeneration or use store: sqlite)")
+        }
+        if let n = child(node, "connectionPool") {
+            throw fail(n, "the connection pool is an SQLite store's read connections; an in-memory store has none (remove connectionPool or use store: sqlite)")
+        }
+    }
+
+    /// Docs/coredata-behaviour.md §6, §7: actors that need SQLite are refused where they are written when the stack
+    /// has an in-memory store: a `writer` opens a second coordinator (which would get an empty store of its own),
+    /// batch requests run SQL in the store, and a migrator migrates a file.
+    func refuseSQLiteOnlyActors(_ phaseNodes: [Node], store: StoreKind) throws {
+        guard store == .inMemory else { return }
+        let why = [
+            "writer": "opens a coordinator of its own, which would get an empty in-memory store of its own (an in-memory store cannot be shared)",
+            "batch": "runs batch requests, which Core Data supports on SQLite stores only",
+            "migrator": "migrates a store file, and an in-memory store has none",
+        ]
+        for node in phaseNodes {
+            guard let actors = child(node, "actors"), let name = try child(node, "name").map(string) else { continue }
+            for item in try list(actors) {
+                guard case .map(let pairs, _) = item.tree, let pair = pairs.first, let reason = why[pair.key] else { continue }
+                throw ScenarioError(file: file, line: pair.position?.line, column: pair.position?.column, field: "phases.\(name).\(pair.key)",
+                                    message: "stack.store is inMemory, and a \(pair.key) \(reason): remove the \(pair.key) or use store: sqlite")
+            }
+        }
     }
 
     /// Issue 19 item 2: a stack without a view context (`headless`) has nothing for a viewer to show and no

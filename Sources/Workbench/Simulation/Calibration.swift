@@ -183,6 +183,22 @@ public enum Calibration {
         how[.rowInserted] = "saves of 1 and \(n) inserted objects: the slope per row (its statement included)"
         how[.transaction] = "the save of 1 inserted object, less its row and contextSave"
 
+        // An in-memory store's rows (semantics §7): the slope of in-memory saves of 1 and n inserted objects, which
+        // count no transaction and no statement (the store's uniqueness check of each row included).
+        func inMemoryInsertSave(_ count: Int) throws -> Double {
+            try median({ () -> ManagedObjectContext in
+                let coordinator = PersistentStoreCoordinator(managedObjectModel: model, name: "calibrate")
+                try coordinator.addPersistentStore(type: .inMemory)
+                let c = fresh(coordinator)
+                try c.performAndWait { for i in 0..<count { try insert(c, id: i) } }
+                return c
+            }) { c in try c.performAndWait { try c.save() } }
+        }
+        let inMemorySingle = try inMemoryInsertSave(1)
+        ns[.inMemoryRowWritten] = max(0, (try inMemoryInsertSave(n) - inMemorySingle) / Double(n - 1))
+        how[.inMemoryRowWritten] = "in-memory saves of 1 and \(n) inserted objects: the slope per row"
+        how[.inMemoryRowRead] = "not measured apart (0): a row visited in memory is folded into rowFetched and faultFulfilledFromCache, measured above"
+
         // Updates and deletes of n rows, less the save's fixed cost and one statement per row.
         let fixed = ns[.transaction]! + ns[.contextSave]!
         var round = 0.0

@@ -2,8 +2,11 @@ import Foundation
 
 /// Rows in memory with the SQLite store's versioning (`Z_OPT`) and key allocation, so conflicts and merges
 /// behave the same. Used only on its coordinator's queue.
+/// It counts its own costed operations (Docs/coredata-behaviour.md §7 "The in-memory store"): a row written
+/// (``CostedOperation/inMemoryRowWritten``) and a row read (``CostedOperation/inMemoryRowRead``), and none of
+/// SQLite's (statements, transactions, SQLite's row writes).
 final class InMemoryStore: PersistentStore {
-    let identifier = UUID().uuidString
+    let identifier: String
     let storeNumber: UInt32
     let model: ManagedObjectModel
     var url: URL? { nil }
@@ -21,9 +24,20 @@ final class InMemoryStore: PersistentStore {
     }
 
     /// - Parameter coordinatorTag: the tag of the coordinator that opens it, which its IDs carry.
-    init(model: ManagedObjectModel, coordinatorTag: UInt32) {
+    init(model: ManagedObjectModel, coordinatorTag: UInt32, identifier: String = UUID().uuidString) {
         self.model = model
+        self.identifier = identifier
         self.storeNumber = StoreRegistry.number(for: identifier) | coordinatorTag << StoreRegistry.tagShift
+    }
+
+    /// A store with this one's rows, keys and identifier as they are now, for another coordinator (the tag of
+    /// whose IDs it takes). Rows are values: the copy shares nothing that either store changes later.
+    func copy(coordinatorTag: UInt32) -> InMemoryStore {
+        let copy = InMemoryStore(model: model, coordinatorTag: coordinatorTag, identifier: identifier)
+        copy.tables = tables
+        copy.maxKey = maxKey
+        copy.joins = joins
+        return copy
     }
 
     func close() {}
@@ -42,6 +56,7 @@ final class InMemoryStore: PersistentStore {
         var result: [(id: ManagedObjectID, row: RowSnapshot?)] = []
         for kind in kinds(fetch.entity, subentities: fetch.includesSubentities) {
             let table = tables[ObjectIdentifier(kind)] ?? [:]
+            Execution.count(.inMemoryRowRead, table.count)
             for key in table.keys {
                 result.append((ManagedObjectID(entity: kind, primaryKey: key, storeNumber: storeNumber), fetch.idsOnly ? nil : table[key]))
             }
@@ -58,6 +73,7 @@ final class InMemoryStore: PersistentStore {
         let table = tables[ObjectIdentifier(entity)] ?? [:]
         var result: [Int64: RowSnapshot] = [:]
         for key in keys { if let row = table[key] { result[key] = row } }
+        Execution.count(.inMemoryRowRead, result.count)
         return result
     }
 
@@ -68,6 +84,7 @@ final class InMemoryStore: PersistentStore {
             let join = SQLiteSchema.joinTable(entity, relationship)
             let mine = join.isOwned(by: entity, relationship)
             let pairs = joins[join.name] ?? []
+            Execution.count(.inMemoryRowRead, pairs.count)
             let keys = mine ? pairs.filter { $0.owner == source.key }.map(\.destination) : pairs.filter { $0.destination == source.key }.map(\.owner)
             let members = kinds(destination)
             return keys.sorted().map { key in
@@ -78,7 +95,9 @@ final class InMemoryStore: PersistentStore {
         guard let slot = destination.slotIndex(of: relationship.inverseName) else { return [] }
         var result: [ManagedObjectID] = []
         for kind in kinds(destination) {
-            for (key, row) in tables[ObjectIdentifier(kind)] ?? [:] where row.values[slot] == .objectID(source) {
+            let table = tables[ObjectIdentifier(kind)] ?? [:]
+            Execution.count(.inMemoryRowRead, table.count)
+            for (key, row) in table where row.values[slot] == .objectID(source) {
                 result.append(ManagedObjectID(entity: kind, primaryKey: key, storeNumber: storeNumber))
             }
         }
@@ -183,7 +202,8 @@ final class InMemoryStore: PersistentStore {
         tables = next
         maxKey = keys
         joins = nextJoins
-        request.countCommitted()
+        // No transaction and none of SQLite's row work: rows copied into the dictionaries (semantics §7).
+        Execution.count(.inMemoryRowWritten, request.inserts.count + request.updates.count + request.deletes.count)
         return .committed(newIDs: newIDs, insertIDs: request.inserts.map { newIDs[$0.id] ?? $0.id })
     }
 }
