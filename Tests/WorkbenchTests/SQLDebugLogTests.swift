@@ -119,9 +119,9 @@ import TraceReplay
         let text = try String(contentsOf: OperationTraceTests.root.appendingPathComponent("Profiles/iphone-15.yaml"), encoding: .utf8)
         let list = ProfileFit.figures(inProfile: text)
         let figures: [String: Double] = Dictionary(uniqueKeysWithValues: list.map { ($0.name, $0.ns) })
-        #expect(list.first?.name == "objectRegistered" && list.last?.name == "rowMigrated")
+        #expect(list.first?.name == "objectRegistered" && list.last?.name == "controllerSectionUpdated")
         #expect(figures["objectRegistered"] == 4000 && figures["transaction"] == 2_000_000 && figures["rowMigrated"] == 2000)
-        #expect(figures.count == 19)
+        #expect(figures.count == 22)
     }
 }
 

@@ -388,7 +388,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     }
 
     private func handle(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, refreshed: Set<ManagedObject>, gone: Set<ManagedObject>, invalidatedAll: Bool) {
-        guard delegate != nil, !needsFetch, let before = results else { return }
+        guard delegate != nil, !needsFetch, var results else { return }
         if invalidatedAll {
             needsFetch = true  // reset(): the controller must fetch again; no per-object deletes.
             return
@@ -398,7 +398,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         guard !touched.isEmpty else { return }
         changePasses += 1
         changesProcessed += touched.count
-        let old = Self.places(of: touched, in: before)
+        let old = Self.places(of: touched, in: results), oldNames = results.sections.map(\.name)
 
         // Semantics §5: a local edit that changed none of the sort and section keys keeps its place, unsearched.
         let orderKeys = Set(fetchRequest.sortDescriptors.map(\.key) + [sectionNameKeyPath].compactMap { $0 })
@@ -431,9 +431,8 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         }
         placed.removeAll { inPlace.contains(ObjectIdentifier($0.object)) }
 
-        // The results are changed in place (semantics §5, "What placing a change costs"), so they are taken out
-        // of the controller for the pass: no copy of their arrays.
-        var results = before
+        // The results are changed in place (semantics §5, "What placing a change costs"); the controller lets go
+        // of them for the pass, so that their arrays are not copied.
         self.results = nil
         // What no longer belongs goes first, one at a time from the end. The objects that stay are then placed
         // one at a time, in ID order: each moves from its index, and until it has, the searches do not see it
@@ -447,6 +446,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         for i in leaving.reversed() { results.remove(at: i) }
         // Each placed object's index while it waits (nil for a newcomer), and those indices in order.
         var spot = placed.map { was[ObjectIdentifier($0.object)] }
+        var waiting = placed.indices.filter { spot[$0] != nil }[...]
         var hidden = spot.compactMap { $0 }.sorted()
 
         let sorts = fetchRequest.sortDescriptors
@@ -539,18 +539,19 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             if let a = spot[j] {
                 let b = place(of: k, name: n, from: a)
                 hidden.remove(at: hidden.firstIndex(of: a)!)
+                waiting.removeFirst()
                 results.move(from: a, to: b, key: k, name: n)
                 func shifted(_ i: Int) -> Int {
                     let out = i > a ? i - 1 : i
                     return out >= b ? out + 1 : out
                 }
-                for q in j + 1 ..< placed.count { spot[q] = spot[q].map(shifted) }
+                for q in waiting { spot[q] = spot[q].map(shifted) }
                 hidden = hidden.map(shifted)
             } else {
                 let p = place(of: k, name: n, from: nil)
                 results.insert(object, key: k, name: n, at: p)
-                for q in j + 1 ..< placed.count { spot[q] = spot[q].map { $0 >= p ? $0 + 1 : $0 } }
-                hidden = hidden.map { $0 >= p ? $0 + 1 : $0 }
+                for q in waiting { spot[q] = spot[q].map { $0 >= p ? $0 + 1 : $0 } }
+                if !hidden.isEmpty { hidden = hidden.map { $0 >= p ? $0 + 1 : $0 } }
             }
         }
         // Semantics §5: Core Data's controller does not respect fetchLimit after changes (its results grow past
@@ -564,7 +565,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
 
         // Section changes first (semantics §5). Issue 18 rule 16 (recorded on Apple): a section that disappears
         // reports no objects.
-        let oldNames = before.sections.map(\.name), newNames = results.sections.map(\.name)
+        let newNames = results.sections.map(\.name)
         let newSections = sections ?? []
         var sectionChanges: [(FetchedSectionInfo, Int, FetchedResultsChangeType)] = []
         for (i, name) in oldNames.enumerated() where !newNames.contains(name) {

@@ -46,11 +46,6 @@ struct SectionedResults {
         return lo - 1
     }
 
-    /// The index of the section named `name`, nil when there is none.
-    func section(named name: String) -> Int? {
-        sections.firstIndex { $0.name == name }
-    }
-
     /// Puts `object` at `p`: the entries from `p` on shift by one, its section counts one more (or is made), and
     /// every later section's offset moves.
     mutating func insert(_ object: ManagedObject, key: [PropertyValue]?, name: String, at p: Int) {
