@@ -163,7 +163,7 @@ public enum Calibration {
         } / Double(n - 1)
         precondition(before >= 0)
         how[.controllerComparison] = "\(n - 1) pairs of materialized objects compared by a Double attribute read on each"
-        let inserts = 50
+        let inserts = min(50, n)
         ns[.controllerObjectMoved] = try median({ held }) { array in
             var shifted = array
             for o in held.prefix(inserts) { shifted.insert(o, at: 0) }
