@@ -85,7 +85,7 @@ import Testing
         let ctx = stack.context()
         try ctx.performAndWait {
             let (frc, recorder) = try Self.controller(ctx)
-            let item = try #require(try fetchItems(ctx, .compare("id", .equalTo, Int64(a))).first)
+            let item = try FetchedResultsControllerTests.item(ctx, Int64(a))
             let work = Self.work {
                 item.price = Double(2 * b) + (b > a ? 1 : -1)  // just after index b's price moving up, just before moving down
                 ctx.processPendingChanges()
@@ -108,7 +108,7 @@ import Testing
         let ctx = stack.context()
         try ctx.performAndWait {
             let (frc, recorder) = try Self.controller(ctx)
-            let item = try #require(try fetchItems(ctx, .compare("id", .equalTo, Int64(7))).first)
+            let item = try FetchedResultsControllerTests.item(ctx, Int64(7))
             let work = Self.work {
                 item.flag = true
                 ctx.processPendingChanges()
@@ -128,7 +128,7 @@ import Testing
         let ctx = stack.context()
         try ctx.performAndWait {
             let (frc, recorder) = try Self.controller(ctx)
-            let item = try #require(try fetchItems(ctx, .compare("id", .equalTo, Int64(20))).first)
+            let item = try FetchedResultsControllerTests.item(ctx, Int64(20))
             let work = Self.work {
                 ctx.delete(item)
                 ctx.processPendingChanges()
@@ -177,7 +177,7 @@ import Testing
 
             // From section a (index 1) into section e: the 9 entries between shift; a, b, c and e are adjusted,
             // g is not.
-            let one = try #require(try fetchItems(ctx, .compare("id", .equalTo, Int64(1))).first)
+            let one = try FetchedResultsControllerTests.item(ctx, Int64(1))
             work = Self.work {
                 one.name = "e"
                 one.price = 17  // after e's first object (price 16), before its second (18)
@@ -190,7 +190,7 @@ import Testing
             #expect(frc.sections?.map(\.numberOfObjects) == [3, 1, 5, 5, 4])
 
             // The last object of section b goes: the section is removed and c, e, g moved.
-            let b = try #require(try fetchItems(ctx, .compare("id", .equalTo, Int64(101))).first)
+            let b = try FetchedResultsControllerTests.item(ctx, Int64(101))
             work = Self.work {
                 ctx.delete(b)
                 ctx.processPendingChanges()
