@@ -69,6 +69,14 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     /// index, so a fetch walks the table), each row a fault or a batch of faults takes, each row or join pair a
     /// to-many relationship's destinations are found among.
     case inMemoryRowRead
+    /// One comparison of two objects through a fetched results controller's sort descriptors, made while finding
+    /// a changed object's place among the results (a step of its binary search, Docs/coredata-behaviour.md §5).
+    case controllerComparison
+    /// One entry of a fetched results controller's results array shifted by one place: an insert or removal at
+    /// `i` shifts the entries after it, a move from `a` to `b` the |a − b| entries between.
+    case controllerObjectMoved
+    /// One section of a fetched results controller adjusted (its offset or count) or inserted or removed.
+    case controllerSectionUpdated
 
     /// The number of operations (`allCases.count` without building the array: the scheduler reads it on every
     /// clock read).

@@ -103,11 +103,20 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
 
     /// The fetched objects in order, nil before ``performFetch()``.
     public var fetchedObjects: [ManagedObject]? {
-        Execution.recording(.controllerObjects(self), result: { .objects($0 ?? []) }) { storedFetchedObjects }
+        Execution.recording(.controllerObjects(self), result: { .objects($0 ?? []) }) { results?.objects }
     }
-    private var storedFetchedObjects: [ManagedObject]?
+    /// The objects, their keys and sections, nil before ``performFetch()``.
+    private var results: SectionedResults?
     /// The sections, nil before ``performFetch()``.
-    public private(set) var sections: [FetchedSectionInfo]?
+    public var sections: [FetchedSectionInfo]? {
+        guard let results else { return nil }
+        if let sectionInfos { return sectionInfos }
+        let infos = Self.sectionInfos(results)
+        sectionInfos = infos
+        return infos
+    }
+    /// ``sections`` as last built, until the results change.
+    private var sectionInfos: [FetchedSectionInfo]?
     /// Changes handled since the fetch (deterministic counter).
     public private(set) var changesProcessed = 0
     /// Relevance passes run since the fetch: one per observed notification that named changed objects of the
@@ -117,12 +126,8 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// `frcObjectsEvaluated`, also counted as ``CostedOperation/controllerObjectEvaluated`` in a simulation).
     public private(set) var objectsEvaluated = 0
     /// The number of objects in the results (the workbench's `frcObjects`); 0 before ``performFetch()``.
-    public var objectCount: Int { storedFetchedObjects?.count ?? 0 }
+    public var objectCount: Int { results?.count ?? 0 }
 
-    /// Sort keys by position, read from an object only when a change needs them (reading them fires its fault,
-    /// and with `fetchBatchSize` its batch's query).
-    private var keys: [[PropertyValue]?] = []
-    private var sectionNames: [String] = []
     private var observer: (any NSObjectProtocol)?
     private var mergeObserver: (any NSObjectProtocol)?
     private var needsFetch = true
@@ -158,11 +163,11 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             }
             // Issue 18 rule 26 (semantics §4 fetchBatchSize): the store orders the IDs; with a batch size the objects
             // are faults whose rows are read a batch at a time as they are used. Nothing here reads every object.
+            // Sort keys are read from an object only when a change needs them (reading them fires its fault,
+            // and with `fetchBatchSize` its batch's query).
             let objects = try managedObjectContext.fetch(fetchRequest)
-            sectionNames = try sectionNames(of: objects)
-            keys = Array(repeating: nil, count: objects.count)
-            storedFetchedObjects = objects
-            sections = Self.group(objects, sectionNames)
+            results = SectionedResults(objects: objects, names: try sectionNames(of: objects))
+            sectionInfos = nil
             needsFetch = false
             if observer == nil {
                 observer = NotificationCenter.default.addObserver(
@@ -223,16 +228,19 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
 
     /// The object at an index path.
     public func object(at indexPath: FetchedIndexPath) -> ManagedObject {
-        sections![indexPath.section].objects[indexPath.item]
+        let results = results!
+        return results.objects[results.sections[indexPath.section].offset + indexPath.item]
     }
 
     /// The index path of an object, nil when it is not in the results.
     public func indexPath(forObject object: ManagedObject) -> FetchedIndexPath? {
-        guard let sections else { return nil }
-        for (s, section) in sections.enumerated() {
-            if let i = section.objects.firstIndex(where: { $0 === object }) { return FetchedIndexPath(item: i, section: s) }
-        }
-        return nil
+        guard let results, let i = results.objects.firstIndex(where: { $0 === object }) else { return nil }
+        return Self.indexPath(i, in: results)
+    }
+
+    private static func indexPath(_ i: Int, in results: SectionedResults) -> FetchedIndexPath {
+        let s = results.section(containing: i)
+        return FetchedIndexPath(item: i - results.sections[s].offset, section: s)
     }
 
     /// The current results as a snapshot.
@@ -257,14 +265,8 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         }
     }
 
-    private static func group(_ objects: [ManagedObject], _ names: [String]) -> [FetchedSectionInfo] {
-        var sections: [FetchedSectionInfo] = []
-        for (object, name) in zip(objects, names) {
-            if sections.last?.name == name { sections[sections.count - 1].objects.append(object) } else {
-                sections.append(FetchedSectionInfo(name: name, objects: [object]))
-            }
-        }
-        return sections
+    private static func sectionInfos(_ results: SectionedResults) -> [FetchedSectionInfo] {
+        results.sections.map { FetchedSectionInfo(name: $0.name, objects: Array(results.objects[$0.offset ..< $0.offset + $0.count])) }
     }
 
     private static func snapshot(_ sections: [FetchedSectionInfo], reloaded: [ManagedObjectID]) -> FetchedResultsSnapshot {
@@ -345,7 +347,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// ones): those the results hold as faults, which this pass evaluates as refreshed objects (firing each one,
     /// with its batch), and those not in the results that now match (``newMatches(_:shown:)``).
     private func mergedUpdates(_ updated: Set<ManagedObjectID>) -> (shownFaults: Set<ManagedObject>, newcomers: Set<ManagedObject>) {
-        guard !updated.isEmpty, delegate != nil, !needsFetch, let current = storedFetchedObjects else { return ([], []) }
+        guard !updated.isEmpty, delegate != nil, !needsFetch, let current = results?.objects else { return ([], []) }
         var shown = Set<ManagedObjectID>(minimumCapacity: current.count)
         var shownFaults = Set<ManagedObject>()
         for object in current {
@@ -387,7 +389,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     }
 
     private func handle(inserted: Set<ManagedObject>, updated: Set<ManagedObject>, refreshed: Set<ManagedObject>, gone: Set<ManagedObject>, invalidatedAll: Bool) {
-        guard delegate != nil, !needsFetch, var objects = storedFetchedObjects else { return }
+        guard delegate != nil, !needsFetch, var results else { return }
         if invalidatedAll {
             needsFetch = true  // reset(): the controller must fetch again; no per-object deletes.
             return
@@ -397,40 +399,21 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         guard !touched.isEmpty else { return }
         changePasses += 1
         changesProcessed += touched.count
+        let old = Self.places(of: touched, in: results), oldNames = results.sections.map(\.name)
 
-        let oldSections = sections ?? []
-        var oldPaths: [ObjectIdentifier: FetchedIndexPath] = [:]
-        for (s, section) in oldSections.enumerated() {
-            for (i, object) in section.objects.enumerated() where touched.contains(object) {
-                oldPaths[ObjectIdentifier(object)] = FetchedIndexPath(item: i, section: s)
-            }
-        }
-        // Remove every touched object, then put back the ones that match, each searched for from where it was.
-        var names = sectionNames
-        var sortKeys = keys
-        var keep: [Int] = []
-        keep.reserveCapacity(objects.count)
-        // Where each touched object was among the objects kept: its hint.
-        var hints: [ObjectIdentifier: Int] = [:]
-        for (i, object) in objects.enumerated() {
-            if touched.contains(object) { hints[ObjectIdentifier(object)] = keep.count } else { keep.append(i) }
-        }
-        objects = keep.map { objects[$0] }
-        names = keep.map { names[$0] }
-        sortKeys = keep.map { sortKeys[$0] }
-        var placed: [(ManagedObject, [PropertyValue], String)] = []
         // Semantics §5: a local edit that changed none of the sort and section keys keeps its place, unsearched.
         let orderKeys = Set(fetchRequest.sortDescriptors.map(\.key) + [sectionNameKeyPath].compactMap { $0 })
         var inPlace = Set<ObjectIdentifier>()
         if !orderKeys.contains(where: { $0.contains(".") }) {
-            for object in updated where !refreshed.contains(object) && hints[ObjectIdentifier(object)] != nil
+            for object in updated where !refreshed.contains(object) && old.paths[ObjectIdentifier(object)] != nil
                 && !object.isFaultFlag && orderKeys.isDisjoint(with: object.changedValuesForCurrentEvent().keys) {
                 inPlace.insert(ObjectIdentifier(object))
             }
         }
-        // In ID order, not a set's: which faults fire and which rows the searches below read must not depend on
-        // addresses.
+        // In ID order, not a set's: which faults fire, which rows the searches below read and the order of equal
+        // keys must not depend on addresses.
         let candidates = touched.filter { !gone.contains($0) }.sorted { Self.idOrder($0.objectID, $1.objectID) }
+        var placed: [(object: ManagedObject, key: [PropertyValue], name: String)] = []
         switch changeEvaluation {
         case .coreData:
             // Semantics §5, "Cost of change tracking": each object decided on its own; a merged insert's fault
@@ -447,104 +430,162 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                 placed.append((object, k, n))
             }
         }
+        placed.removeAll { inPlace.contains(ObjectIdentifier($0.object)) }
+
+        // The results are changed in place (semantics §5, "What placing a change costs"); the controller lets go
+        // of them for the pass, so that their arrays are not copied.
+        self.results = nil
+        // What no longer belongs goes first, one at a time from the end. The objects that stay are then placed
+        // one at a time, in ID order: each moves from its index, and until it has, the searches do not see it
+        // (its new key would not fit where it is); the others' keys are the ones they were sorted by.
+        let staying = Set(placed.map { ObjectIdentifier($0.object) })
+        var leaving: [Int] = []
+        var was: [ObjectIdentifier: Int] = [:]
+        for (i, object) in results.objects.enumerated() where touched.contains(object) && !inPlace.contains(ObjectIdentifier(object)) {
+            if staying.contains(ObjectIdentifier(object)) { was[ObjectIdentifier(object)] = i - leaving.count } else { leaving.append(i) }
+        }
+        for i in leaving.reversed() { results.remove(at: i) }
+        // Each placed object's index while it waits (nil for a newcomer), and those indices in order.
+        var spot = placed.map { was[ObjectIdentifier($0.object)] }
+        var waiting = placed.indices.filter { spot[$0] != nil }[...]
+        var hidden = spot.compactMap { $0 }.sorted()
+
+        let sorts = fetchRequest.sortDescriptors
+        func precedes(_ a: [PropertyValue], _ b: [PropertyValue]) -> Bool {
+            Execution.count(.controllerComparison)
+            return SortOrdering.precedes(a, b, sorts)
+        }
         // An unchanged object's sort key is read when the search first needs it (with a batch size, that loads
         // its batch): a search touches O(log n) of them, not every row.
         func key(at i: Int) -> [PropertyValue] {
-            if let k = sortKeys[i] { return k }
-            let k = (try? self.sortKeys(objects[i])) ?? []
-            sortKeys[i] = k
+            if let k = results.keys[i] { return k }
+            let k = (try? self.sortKeys(results.objects[i])) ?? []
+            results.keys[i] = k
             return k
         }
         // A key known without I/O: read before, or on a loaded object.
         func knownKey(at i: Int) -> [PropertyValue]? {
-            sortKeys[i] ?? (objects[i].isFaultFlag ? nil : key(at: i))
+            results.keys[i] ?? (results.objects[i].isFaultFlag ? nil : key(at: i))
         }
-        let sorts = fetchRequest.sortDescriptors
-        // Semantics §5 and Rule 26: the place of `k` (after its equals). From a hint (where the object was), the
-        // search first gallops outward over keys known without I/O, so an object that stays near its place among
-        // loaded neighbours loads no batch; what is left is searched by halves, reading keys as needed.
-        func position(of k: [PropertyValue], hint: Int?) -> Int {
-            var lo = 0, hi = objects.count
-            if let h = hint.map({ min(max($0, 0), objects.count) }) {
+        // The searches run over the visible entries (all but `hidden`): the index of the v-th, and how many
+        // come before index r.
+        func visible(_ v: Int) -> Int {
+            var lo = 0, hi = hidden.count  // the first j with hidden[j] - j > v
+            while lo < hi {
+                let m = (lo + hi) / 2
+                if hidden[m] - m > v { hi = m } else { lo = m + 1 }
+            }
+            return v + lo
+        }
+        func visibleBefore(_ r: Int) -> Int {
+            var lo = 0, hi = hidden.count
+            while lo < hi {
+                let m = (lo + hi) / 2
+                if hidden[m] < r { lo = m + 1 } else { hi = m }
+            }
+            return r - lo
+        }
+        // Semantics §5 and Rule 26: where `k` goes (after its equals), as an index in the results without the
+        // entry at `a` (the object's own, nil for a newcomer). As Core Data does, the search stays within the
+        // section named `name` when there is one, and otherwise compares with each section's first object to
+        // place a new one. From where the object was, it first gallops outward over keys known without I/O, so
+        // an object that stays near its place among loaded neighbours loads no batch; what is left is searched
+        // by halves, reading keys as needed. Among the hidden entries of its gap it lands as near to where it
+        // was as it can (a newcomer after them): the fewest entries shifted.
+        func place(of k: [PropertyValue], name: String, from a: Int?) -> Int {
+            func slot(_ r: Int) -> Int { a.map { $0 < r ? r - 1 : r } ?? r }
+            var lo = 0, hi = visibleBefore(results.count)
+            var bounds = (slot(0), slot(results.count))
+            if sectionNameKeyPath != nil {
+                var own: Int?
+                var starts: [(view: Int, section: Int)] = []
+                for (s, section) in results.sections.enumerated() {
+                    let first = visibleBefore(section.offset), end = visibleBefore(section.offset + section.count)
+                    guard first < end else { continue }
+                    starts.append((first, s))
+                    if section.name == name { own = s }
+                }
+                guard let own else {
+                    var l = 0, h = starts.count
+                    while l < h {
+                        let m = (l + h) / 2
+                        if precedes(k, key(at: visible(starts[m].view))) { h = m } else { l = m + 1 }
+                    }
+                    return l < starts.count ? slot(results.sections[starts[l].section].offset) : slot(results.count)
+                }
+                let section = results.sections[own]
+                (lo, hi) = (visibleBefore(section.offset), visibleBefore(section.offset + section.count))
+                bounds = (slot(section.offset), slot(section.offset + section.count))
+            }
+            if let h = a.map({ min(max(visibleBefore($0), lo), hi) }) {
                 var d = 1
-                while h - d >= lo, let m = knownKey(at: h - d) {
-                    if SortOrdering.precedes(k, m, sorts) { hi = h - d; d *= 2 } else { lo = h - d + 1; break }
+                while h - d >= lo, let m = knownKey(at: visible(h - d)) {
+                    if precedes(k, m) { hi = h - d; d *= 2 } else { lo = h - d + 1; break }
                 }
                 d = 1
-                while h + d - 1 < hi, let m = knownKey(at: h + d - 1) {
-                    if SortOrdering.precedes(k, m, sorts) { hi = h + d - 1; break } else { lo = h + d; d *= 2 }
+                while h + d - 1 < hi, let m = knownKey(at: visible(h + d - 1)) {
+                    if precedes(k, m) { hi = h + d - 1; break } else { lo = h + d; d *= 2 }
                 }
             }
             while lo < hi {
                 let mid = (lo + hi) / 2
-                if SortOrdering.precedes(k, key(at: mid), sorts) { hi = mid } else { lo = mid + 1 }
+                if precedes(k, key(at: visible(mid))) { hi = mid } else { lo = mid + 1 }
             }
-            return lo
+            let total = visibleBefore(results.count)
+            let lower = max(lo == 0 ? slot(0) : slot(visible(lo - 1) + 1), bounds.0)
+            let upper = min(lo == total ? slot(results.count) : slot(visible(lo)), bounds.1)
+            return min(max(a ?? upper, lower), upper)
         }
-        // Placed in sort order (ties in ID order), so the searches probe the same rows from run to run.
-        placed.sort { a, b in
-            SortOrdering.precedes(a.1, b.1, sorts) || (!SortOrdering.precedes(b.1, a.1, sorts) && Self.idOrder(a.0.objectID, b.0.objectID))
-        }
-        // Each placed object's hint, kept up to date as the objects before it are put back.
-        var placedHints = placed.map { hints[ObjectIdentifier($0.0)] }
-        let hinted = placedHints.indices.filter { placedHints[$0] != nil }
-        for (p, (object, k, n)) in placed.enumerated() {
-            let lo = inPlace.contains(ObjectIdentifier(object)) ? placedHints[p]! : position(of: k, hint: placedHints[p])
-            for q in hinted where q > p && placedHints[q]! > lo { placedHints[q]! += 1 }
-            objects.insert(object, at: lo)
-            sortKeys.insert(k, at: lo)
-            names.insert(n, at: lo)
+        for (j, (object, k, n)) in placed.enumerated() {
+            if let a = spot[j] {
+                let b = place(of: k, name: n, from: a)
+                hidden.remove(at: hidden.firstIndex(of: a)!)
+                waiting.removeFirst()
+                results.move(from: a, to: b, key: k, name: n)
+                func shifted(_ i: Int) -> Int {
+                    let out = i > a ? i - 1 : i
+                    return out >= b ? out + 1 : out
+                }
+                for q in waiting { spot[q] = spot[q].map(shifted) }
+                hidden = hidden.map(shifted)
+            } else {
+                let p = place(of: k, name: n, from: nil)
+                results.insert(object, key: k, name: n, at: p)
+                for q in waiting { spot[q] = spot[q].map { $0 >= p ? $0 + 1 : $0 } }
+                if !hidden.isEmpty { hidden = hidden.map { $0 >= p ? $0 + 1 : $0 } }
+            }
         }
         // Semantics §5: Core Data's controller does not respect fetchLimit after changes (its results grow past
         // it); the batched option trims.
-        if changeEvaluation == .batched, fetchRequest.fetchLimit > 0, objects.count > fetchRequest.fetchLimit {
-            objects.removeLast(objects.count - fetchRequest.fetchLimit)
-            sortKeys.removeLast(sortKeys.count - fetchRequest.fetchLimit)
-            names.removeLast(names.count - fetchRequest.fetchLimit)
+        if changeEvaluation == .batched, fetchRequest.fetchLimit > 0 {
+            while results.count > fetchRequest.fetchLimit { results.remove(at: results.count - 1) }
         }
-        let newSections = Self.group(objects, names)
-        var newPaths: [ObjectIdentifier: FetchedIndexPath] = [:]
-        var unchangedRankNew: [ObjectIdentifier: Int] = [:]
-        var rank = 0
-        for (s, section) in newSections.enumerated() {
-            for (i, object) in section.objects.enumerated() {
-                if touched.contains(object) {
-                    newPaths[ObjectIdentifier(object)] = FetchedIndexPath(item: i, section: s)
-                    unchangedRankNew[ObjectIdentifier(object)] = rank
-                } else {
-                    rank += 1
-                }
-            }
-        }
-        var unchangedRankOld: [ObjectIdentifier: Int] = [:]
-        rank = 0
-        for section in oldSections {
-            for object in section.objects {
-                if touched.contains(object) { unchangedRankOld[ObjectIdentifier(object)] = rank } else { rank += 1 }
-            }
-        }
+        self.results = results
+        sectionInfos = nil
+        let new = Self.places(of: touched, in: results)
 
         // Section changes first (semantics §5). Issue 18 rule 16 (recorded on Apple): a section that disappears
         // reports no objects.
-        let oldNames = oldSections.map(\.name), newNames = newSections.map(\.name)
+        let newNames = results.sections.map(\.name)
+        let newSections = sections ?? []
         var sectionChanges: [(FetchedSectionInfo, Int, FetchedResultsChangeType)] = []
-        for (i, s) in oldSections.enumerated() where !newNames.contains(s.name) {
-            sectionChanges.append((FetchedSectionInfo(name: s.name, objects: []), i, .delete))
+        for (i, name) in oldNames.enumerated() where !newNames.contains(name) {
+            sectionChanges.append((FetchedSectionInfo(name: name, objects: []), i, .delete))
         }
         for (i, s) in newSections.enumerated() where !oldNames.contains(s.name) { sectionChanges.append((s, i, .insert)) }
         var objectChanges: [(ManagedObject, FetchedIndexPath?, FetchedResultsChangeType, FetchedIndexPath?)] = []
         for object in touched {
             let id = ObjectIdentifier(object)
-            switch (oldPaths[id], newPaths[id]) {
+            switch (old.paths[id], new.paths[id]) {
             case (nil, nil): continue
-            case (nil, let new?): objectChanges.append((object, nil, .insert, new))
-            case (let old?, nil): objectChanges.append((object, old, .delete, nil))
-            case (let old?, let new?):
-                let sameSection = oldSections[old.section].name == newSections[new.section].name
-                if sameSection, unchangedRankOld[id] == unchangedRankNew[id] {
-                    objectChanges.append((object, old, .update, new))
+            case (nil, let to?): objectChanges.append((object, nil, .insert, to))
+            case (let from?, nil): objectChanges.append((object, from, .delete, nil))
+            case (let from?, let to?):
+                let sameSection = oldNames[from.section] == newNames[to.section]
+                if sameSection, old.ranks[id] == new.ranks[id] {
+                    objectChanges.append((object, from, .update, to))
                 } else {
-                    objectChanges.append((object, old, .move, new))
+                    objectChanges.append((object, from, .move, to))
                 }
             }
         }
@@ -552,10 +593,6 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         // In index-path order, not the order of a set.
         let reloaded = objectChanges.filter { $0.2 == .update }.map(\.0.objectID)
 
-        storedFetchedObjects = objects
-        keys = sortKeys
-        sectionNames = names
-        sections = newSections
         guard !sectionChanges.isEmpty || !objectChanges.isEmpty else { return }
         Execution.callout {
             if let snapshotDelegate = delegate as? any FetchedResultsControllerSnapshotDelegate {
@@ -568,5 +605,22 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             for (object, old, type, new) in objectChanges { delegate.controller(self, didChange: object, at: old, for: type, newIndexPath: new) }
             delegate.controllerDidChangeContent(self)
         }
+    }
+
+    /// Where each of `touched` is in `results`, and how many untouched objects precede it: equal before and
+    /// after a change, the object kept its place among the others (an update), else it moved.
+    private static func places(of touched: Set<ManagedObject>, in results: SectionedResults) -> (paths: [ObjectIdentifier: FetchedIndexPath], ranks: [ObjectIdentifier: Int]) {
+        var paths: [ObjectIdentifier: FetchedIndexPath] = [:], ranks: [ObjectIdentifier: Int] = [:]
+        var rank = 0, s = 0
+        for (i, object) in results.objects.enumerated() {
+            guard touched.contains(object) else {
+                rank += 1
+                continue
+            }
+            while i >= results.sections[s].offset + results.sections[s].count { s += 1 }
+            paths[ObjectIdentifier(object)] = FetchedIndexPath(item: i - results.sections[s].offset, section: s)
+            ranks[ObjectIdentifier(object)] = rank
+        }
+        return (paths, ranks)
     }
 }

@@ -203,7 +203,8 @@ enum HTMLReport {
             ("faults from store", "faultsFulfilled", ",source=store"), ("rows fetched", "rowsFetched", ""), ("ID rows fetched", "idRowsFetched", ""),
             ("objects refreshed", "objectsRefreshed", ""),
             ("SELECTs", "sqlStatements", ",kind=select"), ("transactions", "transactions", ""), ("notifications", "notificationsPosted", ""),
-            ("controller evaluations", "frcObjectsEvaluated", ""),
+            ("controller evaluations", "frcObjectsEvaluated", ""), ("controller comparisons", "frcComparisons", ""),
+            ("controller entries moved", "frcObjectsMoved", ""), ("controller sections updated", "frcSectionsUpdated", ""),
         ]
         html += "<div class=\"scroll\"><table><tr><th class=\"l\">variant</th>" + counterColumns.map { "<th class=\"w\">\(escape($0.0))</th>" }.joined() + "<th class=\"w\">controller size (end / peak)</th></tr>\n"
         for r in simulated {

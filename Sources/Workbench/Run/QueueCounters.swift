@@ -27,6 +27,9 @@ enum QueueCounters {
         Counter(metric: "transactions", operation: .transaction, label: nil),
         Counter(metric: "notificationsPosted", operation: .notificationPosted, label: nil),
         Counter(metric: "frcObjectsEvaluated", operation: .controllerObjectEvaluated, label: nil),
+        Counter(metric: "frcComparisons", operation: .controllerComparison, label: nil),
+        Counter(metric: "frcObjectsMoved", operation: .controllerObjectMoved, label: nil),
+        Counter(metric: "frcSectionsUpdated", operation: .controllerSectionUpdated, label: nil),
     ]
 
     /// The metric names, for the catalog.

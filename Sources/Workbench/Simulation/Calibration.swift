@@ -157,6 +157,25 @@ public enum Calibration {
         let predicate = try ObjectPredicate(format: "value > 10")
         ns[.controllerObjectEvaluated] = try median({ () }) { _ in try holder.performAndWait { for o in held { _ = try predicate.evaluate(with: o) } } } / Double(n)
         how[.controllerObjectEvaluated] = "\(n) predicate evaluations (value > 10) on materialized objects"
+        // A controller's placement: a comparison reads the sort key on two objects and compares; a shifted entry
+        // is one reference moved by an array insert at the front.
+        var before = 0
+        ns[.controllerComparison] = try median({ () }) { _ in
+            holder.performAndWait {
+                for (a, b) in zip(held, held.dropFirst()) where (a.value(forKey: "value") as? Double ?? 0) < (b.value(forKey: "value") as? Double ?? 0) { before += 1 }
+            }
+        } / Double(n - 1)
+        precondition(before >= 0)
+        how[.controllerComparison] = "\(n - 1) pairs of materialized objects compared by a Double attribute read on each"
+        let inserts = min(50, n)
+        ns[.controllerObjectMoved] = try median({ held }) { array in
+            var shifted = array
+            for o in held.prefix(inserts) { shifted.insert(o, at: 0) }
+            precondition(shifted.count == n + inserts)
+        } / Double(inserts * n + inserts * (inserts - 1) / 2)
+        how[.controllerObjectMoved] = "\(inserts) inserts at the front of an array of \(n) objects (every entry shifted each time)"
+        ns[.controllerSectionUpdated] = 0
+        how[.controllerSectionUpdated] = "0: a section's offset and count are two integers written in place here, folded into controllerObjectEvaluated"
 
         // Saves. A save's fixed work: a child's save of one change into its parent (no store).
         let parent = fresh(coordinator)
@@ -310,7 +329,7 @@ public enum Calibration {
     static let fittedOnMainQueue: Set<CostedOperation> = [
         .objectRegistered, .faultFulfilledFromCache, .faultFulfilledFromStore, .fetchExecuted, .rowFetched, .propertyRead,
         .propertySet, .objectRefreshed, .notificationPosted, .controllerObjectEvaluated, .objectPushed, .blockRun,
-        .idRowFetched,
+        .idRowFetched, .controllerComparison, .controllerObjectMoved,
     ]
 
     /// Streams 64 MiB (more than a server's last-level cache) through the caches, so the next workload starts cold.
