@@ -19,6 +19,8 @@ enum QueueCounters {
         Counter(metric: "faultsFulfilled", operation: .faultFulfilledFromCache, label: "source=rowCache"),
         Counter(metric: "faultsFulfilled", operation: .faultFulfilledFromStore, label: "source=store"),
         Counter(metric: "rowsFetched", operation: .rowFetched, label: nil),
+        Counter(metric: "rowsExamined", operation: .rowExamined, label: nil),
+        Counter(metric: "sortsPerformed", operation: .sortPerformed, label: nil),
         Counter(metric: "objectsRefreshed", operation: .objectRefreshed, label: nil),
         Counter(metric: "transactions", operation: .transaction, label: nil),
         Counter(metric: "notificationsPosted", operation: .notificationPosted, label: nil),
