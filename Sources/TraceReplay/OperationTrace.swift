@@ -36,7 +36,7 @@ public struct TraceHeader: Codable, Sendable, Equatable {
 }
 
 /// A model in the trace: the shape of the project's model files (`entities` with `attributes`, `relationships`,
-/// `uniquenessConstraints`, and `parent`/`abstract` for inheritance), enough to build the same model with Core Data's `NSEntityDescription`s.
+/// `uniquenessConstraints`, `parent`/`abstract` for inheritance, `indexed` and `fetchIndexes`), enough to build the same model with Core Data's `NSEntityDescription`s.
 public struct TraceModel: Codable, Sendable, Equatable {
     public struct Attribute: Codable, Sendable, Equatable {
         public var name: String
@@ -52,6 +52,8 @@ public struct TraceModel: Codable, Sendable, Equatable {
         /// Kept in a persistent-history tombstone when its object is deleted.
         public var preservesValueInHistoryOnDeletion: Bool?
         public var renamingIdentifier: String?
+        /// The store keeps an index on its column (`isIndexed`).
+        public var indexed: Bool?
         public init(name: String, type: String, optional: Bool? = nil) { (self.name, self.type, self.optional) = (name, type, optional) }
     }
     /// A default value: a JSON string, number or Boolean.
@@ -97,9 +99,35 @@ public struct TraceModel: Codable, Sendable, Equatable {
         public var parent: String?
         /// Only its sub-entities have objects (`isAbstract`).
         public var abstract: Bool?
+        /// The store's indexes on its rows (`NSEntityDescription.indexes`).
+        public var fetchIndexes: [FetchIndex]?
         public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil, parent: String? = nil, abstract: Bool? = nil) {
             (self.name, self.attributes, self.relationships, self.parent, self.abstract) = (name, attributes, relationships, parent, abstract)
         }
+    }
+    /// A fetch index (`NSFetchIndexDescription`): its name and elements, each a property name or
+    /// `{property, ascending}`.
+    public struct FetchIndex: Codable, Sendable, Equatable {
+        public struct Element: Codable, Sendable, Equatable {
+            public var property: String
+            public var ascending: Bool?
+            enum CodingKeys: String, CodingKey { case property, ascending }
+            public init(from decoder: any Decoder) throws {
+                if let name = try? decoder.singleValueContainer().decode(String.self) {
+                    (property, ascending) = (name, nil)
+                    return
+                }
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                (property, ascending) = (try c.decode(String.self, forKey: .property), try c.decodeIfPresent(Bool.self, forKey: .ascending))
+            }
+            public func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: CodingKeys.self)
+                try c.encode(property, forKey: .property)
+                try c.encodeIfPresent(ascending, forKey: .ascending)
+            }
+        }
+        public var name: String
+        public var elements: [Element]
     }
     public var entities: [Entity]
     /// The version's name when the model has several (a migration's `next`); a model with no name is the first.

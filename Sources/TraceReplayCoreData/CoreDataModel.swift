@@ -8,7 +8,7 @@ import Foundation
 import TraceReplay
 
 /// Builds Core Data models from the trace's header (``TraceModel``): entities, attributes, relationships with their
-/// inverses, uniqueness constraints, and inheritance (`superentity` / `subentities`, `isAbstract`).
+/// inverses, uniqueness constraints, indexes, and inheritance (`superentity` / `subentities`, `isAbstract`).
 public enum CoreDataModelBuilder {
     /// One `NSManagedObjectModel` per model version of the header, oldest first.
     public static func models(_ header: TraceHeader) throws -> [NSManagedObjectModel] {
@@ -83,6 +83,23 @@ public enum CoreDataModelBuilder {
             }
             parent.subentities = parent.subentities + [child]
         }
+        // Indexes last, as NSEntityDescription.h asks: they name the entity's properties, inherited ones included.
+        for e in trace.entities {
+            guard let entity = entities[e.name] else { continue }
+            var indexes: [NSFetchIndexDescription] = []
+            for index in e.fetchIndexes ?? [] {
+                let elements = try index.elements.map { element -> NSFetchIndexElementDescription in
+                    guard let property = entity.propertiesByName[element.property] else {
+                        throw ReplayError("model: entity \(e.name), fetch index \(index.name): no property \(element.property)")
+                    }
+                    let d = NSFetchIndexElementDescription(property: property, collationType: .binary)
+                    d.isAscending = element.ascending ?? true
+                    return d
+                }
+                indexes.append(NSFetchIndexDescription(name: index.name, elements: elements))
+            }
+            if !indexes.isEmpty { entity.indexes = indexes }
+        }
         let model = NSManagedObjectModel()
         model.entities = trace.entities.compactMap { entities[$0.name] }
         if let version = trace.version { model.versionIdentifiers = [version] }
@@ -109,6 +126,7 @@ public enum CoreDataModelBuilder {
         }
         d.isOptional = a.optional ?? true
         d.isTransient = a.transient ?? false
+        d.isIndexed = a.indexed ?? false
         if let renaming = a.renamingIdentifier { d.renamingIdentifier = renaming }
         if let v = a.defaultValue { d.defaultValue = defaultValue(v, type: d.attributeType) }
         // Validation bounds: NSAttributeDescription takes predicates with their warnings.

@@ -144,6 +144,42 @@ struct ScenarioValidationTests {
             "bad.yaml:7:9: phases.seed.impoter: unknown actor; expected one of importer, viewer, editor, temporary, writer, batch, migrator (did you mean 'importer'?)")
     }
 
+    // Docs/coredata-behaviour.md §4.1: an index the store could not create is refused where it is written.
+    @Test("a model's indexes are checked, each refusal at the index or element it names")
+    func modelIndexes() {
+        func scenario(_ entity: String) -> String {
+            """
+            name: indexed
+            model:
+              entities:
+                - name: Thing
+                  attributes:
+                    - { name: id, type: integer64, indexed: true }
+                    - { name: title, type: string }
+                  relationships: [{ name: parts, destination: Part, inverse: thing, toMany: true }]
+            \(entity)
+                - name: Part
+                  relationships: [{ name: thing, destination: Thing, inverse: parts }]
+              entity: Thing
+            stack:
+              topology: ambar
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 10 }
+            """
+        }
+        #expect(message(scenario("      fetchIndexes: [{ name: byTitle, elements: [title, { property: id, ascending: false }] }]")) == "ok")
+        #expect(message(scenario("      fetchIndexes:\n        - { name: byTitle, elements: [title] }\n        - { name: byNothing, elements: [title, nope] }")) ==
+            "bad.yaml:11:48: model.entities[0].fetchIndexes[1].elements[1]: model error in Thing, fetch index 'byNothing', element 'nope': 'nope' is not a property of Thing")
+        #expect(message(scenario("      fetchIndexes: [{ name: empty, elements: [] }]")) ==
+            "bad.yaml:9:22: model.entities[0].fetchIndexes[0]: model error in Thing, fetch index 'empty': a fetch index needs at least one element")
+        #expect(message(scenario("      fetchIndexes: [{ name: byTitle, elements: [title] }, { name: BYTITLE, elements: [id] }]")) ==
+            "bad.yaml:9:60: model.entities[0].fetchIndexes[1]: model error in Thing, fetch index 'BYTITLE': more than one fetch index named 'BYTITLE' (names are compared case-insensitively, as SQLite's)")
+        #expect(message(scenario("      fetchIndexes: [{ name: byParts, elements: [parts] }]")) ==
+            "bad.yaml:9:50: model.entities[0].fetchIndexes[0].elements[0]: model error in Thing, fetch index 'byParts', element 'parts': 'parts' is a to-many relationship, which has no column to index")
+    }
+
     @Test("a wrong type says what was expected and what was found")
     func wrongType() {
         #expect(message(Self.valid.replacingOccurrences(of: "objects: 100", with: "objects: many")) ==

@@ -77,6 +77,16 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     case controllerObjectMoved
     /// One section of a fetched results controller adjusted (its offset or count) or inserted or removed.
     case controllerSectionUpdated
+    /// A step SQLite took from one row to the next in a full scan of a table or of a whole index, read from the
+    /// statement's own counter (`SQLITE_STMTSTATUS_FULLSCAN_STEP`): the rows a SELECT, or an UPDATE or DELETE
+    /// with a WHERE clause, went through because no index narrowed them. A scan of n rows counts n − 1; rows an
+    /// index seek reaches are not counted (Docs/what-the-workbench-counts.md "Rows examined").
+    case rowExamined
+    /// A sort SQLite ran because no index gives the ORDER BY's order (`SQLITE_STMTSTATUS_SORT`): its fixed work.
+    case sortPerformed
+    /// A step over a table's rows to fill an automatic index, one SQLite built for a single statement because no
+    /// index served a join (`SQLITE_STMTSTATUS_AUTOINDEX`).
+    case autoIndexRow
 
     /// The number of operations (`allCases.count` without building the array: the scheduler reads it on every
     /// clock read).

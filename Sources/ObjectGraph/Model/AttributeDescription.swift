@@ -56,13 +56,15 @@ public struct AttributeDescription: Sendable, Hashable {
     public var preservesValueInHistoryOnDeletion: Bool
     /// The attribute's name in the previous model version when it was renamed (`renamingIdentifier`).
     public var renamingIdentifier: String?
-
-    /// Creates an attribute description.
+    /// Whether the store keeps an index on the attribute's column (`isIndexed`, deprecated by Core Data in favour
+    /// of ``FetchIndexDescription`` and still honoured): `Z<ENTITY>_Z<NAME>_INDEX` (Docs/coredata-behaviour.md §4.1).
+    public var isIndexed: Bool
     public init(
         name: String, type: AttributeType, isOptional: Bool = true, defaultValue: PropertyValue = .null,
         minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,
-        isTransient: Bool = false, preservesValueInHistoryOnDeletion: Bool = false
+        isTransient: Bool = false, preservesValueInHistoryOnDeletion: Bool = false, isIndexed: Bool = false
     ) {
+        self.isIndexed = isIndexed
         self.name = name
         self.type = type
         self.isOptional = isOptional

@@ -27,6 +27,9 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     let declaredRelationships: [RelationshipDescription]
     let declaredTransientRelationships: [RelationshipDescription]
     let declaredUniquenessConstraints: [[String]]
+    /// The indexes this entity declares (`indexes`): kept on its hierarchy's table, over its own and its inherited
+    /// properties. Not part of the model's version hash, as in Core Data (Docs/coredata-behaviour.md §4.1).
+    public let fetchIndexes: [FetchIndexDescription]
 
     // MARK: Inheritance (issue 21 item 1, Docs/coredata-behaviour.md §11)
     /// The name of the parent entity, nil for an entity at the root of its hierarchy.
@@ -198,12 +201,15 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     ///   - parent: the name of the parent entity (issue 21 item 1): this entity inherits its attributes,
     ///     relationships and uniqueness constraints, and its rows live in the table of the hierarchy's root.
     ///   - isAbstract: whether the entity is abstract (no object of it can be inserted, only of its sub-entities).
+    ///   - fetchIndexes: the indexes the store keeps on the entity's rows.
     public init(
         name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self,
         attributes: [AttributeDescription] = [], relationships: [RelationshipDescription] = [],
-        uniquenessConstraints: [[String]] = [], parent: String? = nil, isAbstract: Bool = false
+        uniquenessConstraints: [[String]] = [], parent: String? = nil, isAbstract: Bool = false,
+        fetchIndexes: [FetchIndexDescription] = []
     ) {
         self.name = name
+        self.fetchIndexes = fetchIndexes
         self.managedObjectClass = managedObjectClass
         self.attributes = attributes
         // Issue 21 item 2: transient relationships are held apart, so that nothing that lays out or writes the
@@ -300,6 +306,9 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             if let lo = attribute.minLength, let hi = attribute.maxLength, lo > hi {
                 throw ModelError(entity: name, property: attribute.name, "minLength \(lo) is greater than maxLength \(hi)")
             }
+            if attribute.isIndexed, attribute.isTransient {
+                throw ModelError(entity: name, property: attribute.name, "a transient attribute is not stored, so it cannot be indexed")
+            }
             if attribute.isTransient {
                 byName[attribute.name] = .transient(index: transients.count)
                 transients.append(attribute)
@@ -338,6 +347,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             }
             constraintSlots.append(indices)
         }
+        try checkFetchIndexes(byName)
         if let parent {
             attributes = parent.attributes + declaredAttributes
             relationships = parent.relationships + declaredRelationships
@@ -381,6 +391,34 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.constraintsAskOnlyPresence = constrainedToManys.isEmpty && constrainedSlots.allSatisfy { index in
             guard case .attribute(let a) = slots[index] else { return true }
             return a.minValue == nil && a.maxValue == nil && a.minLength == nil && a.maxLength == nil
+        }
+    }
+
+    /// Refuses an index the store could not create: no name or a name that is not an identifier, a name used
+    /// twice, no elements, or an element that is not a stored attribute or to-one of the entity (Docs/coredata-behaviour.md §4.1).
+    private func checkFetchIndexes(_ byName: [String: PropertyRef]) throws {
+        var names = Set<String>()
+        for index in fetchIndexes {
+            func refuse(_ property: String?, _ message: String) -> ModelError {
+                ModelError(entity: name, property: property, fetchIndex: index.name, message)
+            }
+            guard let first = index.name.first, first.isLetter, index.name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+                throw refuse(nil, "a fetch index name must be a letter followed by letters, digits or '_'")
+            }
+            guard names.insert(index.name.uppercased()).inserted else {
+                throw refuse(nil, "more than one fetch index named '\(index.name)' (names are compared case-insensitively, as SQLite's)")
+            }
+            guard !index.elements.isEmpty else { throw refuse(nil, "a fetch index needs at least one element") }
+            var seen = Set<String>()
+            for element in index.elements {
+                switch byName[element.property] {
+                case .attribute?, .toOne?: break
+                case .toMany?: throw refuse(element.property, "'\(element.property)' is a to-many relationship, which has no column to index")
+                case .transient?, .transientRelationship?: throw refuse(element.property, "'\(element.property)' is transient, which is not stored, so it cannot be indexed")
+                case nil: throw refuse(element.property, "'\(element.property)' is not a property of \(name)")
+                }
+                guard seen.insert(element.property).inserted else { throw refuse(element.property, "'\(element.property)' appears twice in the index") }
+            }
         }
     }
 
@@ -503,19 +541,26 @@ public struct ModelError: Error, CustomStringConvertible, Equatable {
     public var entity: String?
     /// The property at fault, if one is.
     public var property: String?
+    /// The fetch index at fault, if one is (``FetchIndexDescription``).
+    public var fetchIndex: String?
     /// What is wrong.
     public var message: String
 
-    init(entity: String?, property: String?, _ message: String) {
+    init(entity: String?, property: String?, fetchIndex: String? = nil, _ message: String) {
         self.entity = entity
         self.property = property
+        self.fetchIndex = fetchIndex
         self.message = message
     }
 
     public var description: String {
         var place = ""
         if let entity { place = entity }
-        if let property { place += place.isEmpty ? property : ".\(property)" }
+        if let fetchIndex {
+            place += ", fetch index '\(fetchIndex)'" + (property.map { ", element '\($0)'" } ?? "")
+        } else if let property {
+            place += place.isEmpty ? property : ".\(property)"
+        }
         return place.isEmpty ? "model error: \(message)" : "model error in \(place): \(message)"
     }
 }

@@ -103,6 +103,18 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
             entity.setKinds(kinds)
         }
         for entity in ordered { entity.assignEntityColumns() }
+        // Docs/coredata-behaviour.md §4.1: fetch indexes are named `Z_<Entity>_<name>` in one namespace per file;
+        // two entities' names can meet there ("A" with "b_c", "A_b" with "c").
+        var indexNames: [String: String] = [:]
+        for entity in ordered {
+            for index in entity.fetchIndexes {
+                let stored = SQLiteSchema.fetchIndexName(entity, index).uppercased()
+                if let other = indexNames[stored] {
+                    throw ModelError(entity: entity.name, property: nil, fetchIndex: index.name, "its store name \(SQLiteSchema.fetchIndexName(entity, index)) is also \(other)'s")
+                }
+                indexNames[stored] = "\(entity.name).\(index.name)"
+            }
+        }
         versionHash = Self.hash(of: entities)
     }
 
@@ -172,7 +184,8 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
     public func isConfiguration(compatibleWithVersionHash hash: String) -> Bool { hash == versionHash }
 
     // FNV-1a over a canonical text of everything that affects the tables, so the hash is stable across
-    // processes and platforms (Swift's Hasher is seeded per process).
+    // processes and platforms (Swift's Hasher is seeded per process). Indexes (`isIndexed`, fetch indexes) are
+    // left out, as Core Data leaves them out of the entity's version hash (Docs/coredata-behaviour.md §4.1).
     private static func hash(of entities: [EntityDescription]) -> String {
         var text = ""
         for entity in entities.sorted(by: { $0.name < $1.name }) {

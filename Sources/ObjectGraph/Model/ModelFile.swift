@@ -15,6 +15,10 @@ import Foundation
 ///
 /// A relationship with `"transient": true` is kept by the objects and never stored; its inverse must be transient
 /// too (issue 21 item 2). An attribute takes `"transient": true` the same way.
+///
+/// An attribute with `"indexed": true` gets an index on its column; an entity's `"fetchIndexes"` lists compound
+/// indexes, each a name and elements, an element a property name (ascending) or `{"property": …, "ascending": false}`:
+/// `"fetchIndexes": [{"name": "byTagAndDate", "elements": ["tag", {"property": "date", "ascending": false}]}]`.
 public struct ModelFile: Codable, Sendable, Equatable {
     /// The entities (of a model without versions).
     public var entities: [Entity]
@@ -84,9 +88,12 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var parent: String?
         /// Whether the entity is abstract (only its sub-entities have objects).
         public var abstract: Bool?
+        /// The indexes the store keeps on the entity's rows (``FetchIndexDescription``).
+        public var fetchIndexes: [FetchIndex]?
 
         public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil, uniquenessConstraints: [[String]]? = nil,
-                    parent: String? = nil, abstract: Bool? = nil) {
+                    parent: String? = nil, abstract: Bool? = nil, fetchIndexes: [FetchIndex]? = nil) {
+            self.fetchIndexes = fetchIndexes
             self.name = name
             self.attributes = attributes
             self.relationships = relationships
@@ -100,9 +107,56 @@ public struct ModelFile: Codable, Sendable, Equatable {
             let relationships = (self.relationships ?? []).map { $0.makeRelationship() }
             let entity = EntityDescription(
                 name: name, managedObjectClass: cls, attributes: attributes, relationships: relationships,
-                uniquenessConstraints: uniquenessConstraints ?? [], parent: parent, isAbstract: abstract ?? false)
+                uniquenessConstraints: uniquenessConstraints ?? [], parent: parent, isAbstract: abstract ?? false,
+                fetchIndexes: (fetchIndexes ?? []).map { index in
+                    FetchIndexDescription(name: index.name, elements: index.elements.map { .init(property: $0.property, ascending: $0.ascending ?? true) })
+                })
             entity.renamingIdentifier = renamingIdentifier
             return entity
+        }
+    }
+
+    /// One fetch index: a name and its elements.
+    public struct FetchIndex: Codable, Sendable, Equatable {
+        public var name: String
+        public var elements: [Element]
+
+        public init(name: String, elements: [Element]) {
+            self.name = name
+            self.elements = elements
+        }
+
+        /// An element: a property name (ascending), or a mapping with `property` and `ascending`.
+        public struct Element: Codable, Sendable, Equatable {
+            public var property: String
+            public var ascending: Bool?
+
+            public init(property: String, ascending: Bool? = nil) {
+                self.property = property
+                self.ascending = ascending
+            }
+
+            enum CodingKeys: String, CodingKey { case property, ascending }
+
+            public init(from decoder: any Decoder) throws {
+                if let name = try? decoder.singleValueContainer().decode(String.self) {
+                    self.init(property: name)
+                    return
+                }
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                self.init(property: try c.decode(String.self, forKey: .property), ascending: try c.decodeIfPresent(Bool.self, forKey: .ascending))
+            }
+
+            public func encode(to encoder: any Encoder) throws {
+                guard let ascending else {
+                    var c = encoder.singleValueContainer()
+                    try c.encode(property)
+                    return
+                }
+                var c = encoder.container(keyedBy: CodingKeys.self)
+                try c.encode(property, forKey: .property)
+                try c.encode(ascending, forKey: .ascending)
+            }
         }
     }
 
@@ -120,8 +174,11 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var preservesValueInHistoryOnDeletion: Bool?
         /// The attribute's name in the previous version, when renamed.
         public var renamingIdentifier: String?
+        /// Whether the store keeps an index on the attribute's column.
+        public var indexed: Bool?
 
-        public init(name: String, type: AttributeType, optional: Bool? = nil, defaultValue: Scalar? = nil) {
+        public init(name: String, type: AttributeType, optional: Bool? = nil, defaultValue: Scalar? = nil, indexed: Bool? = nil) {
+            self.indexed = indexed
             self.name = name
             self.type = type
             self.optional = optional
@@ -139,7 +196,7 @@ public struct ModelFile: Codable, Sendable, Equatable {
             var attribute = AttributeDescription(
                 name: name, type: type, isOptional: optional ?? true, defaultValue: value, minValue: minValue,
                 maxValue: maxValue, minLength: minLength, maxLength: maxLength, isTransient: transient ?? false,
-                preservesValueInHistoryOnDeletion: preservesValueInHistoryOnDeletion ?? false)
+                preservesValueInHistoryOnDeletion: preservesValueInHistoryOnDeletion ?? false, isIndexed: indexed ?? false)
             attribute.renamingIdentifier = renamingIdentifier
             return attribute
         }

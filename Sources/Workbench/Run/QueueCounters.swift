@@ -23,6 +23,8 @@ enum QueueCounters {
         Counter(metric: "batchRowsWritten", operation: .batchRowInserted, label: "kind=insert"),
         Counter(metric: "batchRowsWritten", operation: .batchRowUpdated, label: "kind=update"),
         Counter(metric: "batchRowsWritten", operation: .batchRowDeleted, label: "kind=delete"),
+        Counter(metric: "rowsExamined", operation: .rowExamined, label: nil),
+        Counter(metric: "sortsPerformed", operation: .sortPerformed, label: nil),
         Counter(metric: "objectsRefreshed", operation: .objectRefreshed, label: nil),
         Counter(metric: "transactions", operation: .transaction, label: nil),
         Counter(metric: "notificationsPosted", operation: .notificationPosted, label: nil),

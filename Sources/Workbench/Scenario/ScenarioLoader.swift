@@ -110,7 +110,9 @@ public enum ScenarioLoader {
     }
 
     /// The shipped `workload` model: Record (unique integer id, title, value, counter, updatedAt, group) and
-    /// Group (name, records).
+    /// Group (name, records). `id` is indexed, as apps index the key an import looks records up by (Apple's
+    /// guidance: index the attributes fetch predicates use); its uniqueness constraint's index serves the same
+    /// lookups (Docs/scenarios.md "The model").
     public static let workloadModel = ModelFile(entities: [
         ModelFile.Entity(
             name: "Record",
@@ -392,7 +394,7 @@ struct Reader {
                     _ = try ManagedObjectModel(file: file)
                     spec.entities = file
                 } catch let error as ModelError {
-                    throw fail(e, error.description)
+                    throw fail(locate(error, in: e), error.description)
                 } catch let error as DecodingError {
                     throw fail(e, "not a model: \(ModelFileDecodingDescription.describe(error))")
                 }
@@ -829,6 +831,25 @@ struct Reader {
         }
     }
 
+    /// The node of a model's `entities` list that `error` names: the entity, then its fetch index and the index's
+    /// element, or its property; the list itself when the error names none of them.
+    func locate(_ error: ModelError, in entities: Node) -> Node {
+        func named(_ nodes: [Node], _ name: String) -> Node? {
+            nodes.last { child($0, "name").flatMap { try? string($0) } == name }
+        }
+        guard let entityName = error.entity, let entity = named((try? list(entities)) ?? [], entityName) else { return entities }
+        if let indexName = error.fetchIndex {
+            guard let index = child(entity, "fetchIndexes").flatMap({ named((try? list($0)) ?? [], indexName) }) else { return entity }
+            guard let property = error.property, let elements = child(index, "elements").flatMap({ try? list($0) }) else { return index }
+            return elements.first { (try? string($0)) == property || child($0, "property").flatMap { try? string($0) } == property } ?? index
+        }
+        guard let property = error.property else { return entity }
+        for key in ["attributes", "relationships"] {
+            if let found = child(entity, key).flatMap({ named((try? list($0)) ?? [], property) }) { return found }
+        }
+        return entity
+    }
+
     /// A migrator's next model version: the given entities, or by default the model with two attributes added to
     /// the scenario's entity (`rating`, an integer defaulting to 0, and an optional `note`: the most common
     /// lightweight migration). It must keep the entity and the keys the actors and the oracle read, and Core Data
@@ -860,11 +881,11 @@ struct Reader {
             let previous = try ManagedObjectModel(file: current)
             let following = try ManagedObjectModel(file: next)
             guard following.versionHash != previous.versionHash else {
-                throw fail(place, "the next version stores the same tables as the current one: there is nothing to migrate (add, remove or rename something)")
+                throw fail(place, "the next version stores the same tables as the current one: there is nothing to migrate (add, remove or rename something; indexes alone do not count, as Core Data leaves them out of the version hash)")
             }
             try following.checkInferredMapping(from: previous)
         } catch let error as ModelError {
-            throw fail(place, error.description)
+            throw fail(node.map { locate(error, in: $0) } ?? place, error.description)
         } catch let error as ObjectGraphError {
             throw fail(place, "Core Data cannot infer this migration: \(error.message)\(error.entityName.map { " (\($0)\(error.propertyName.map { ".\($0)" } ?? ""))" } ?? "")")
         }

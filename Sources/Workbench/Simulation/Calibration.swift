@@ -112,6 +112,27 @@ public enum Calibration {
         } / Double(fetches)
         how[.fetchExecuted] = "\(fetches) fetches of object IDs matching no row (one SELECT each)"
 
+        // Rows examined: a fetch whose predicate no index serves (counter is not indexed) steps through every row
+        // and matches none (every counter is 0); less the fixed fetch, per step (n rows are n - 1 steps).
+        let unindexed = try ObjectPredicate(format: "counter == -1")
+        let scans = 20
+        ns[.rowExamined] = max(0, (try median({ () }) { _ in
+            try context.performAndWait { for _ in 0..<scans { _ = try context.fetchObjectIDs(FetchRequest(entityName: "Record", predicate: unindexed)) } }
+        } / Double(scans) - ns[.fetchExecuted]!) / Double(n - 1))
+        how[.rowExamined] = "\(scans) fetches of object IDs by an unindexed attribute matching none of \(n) rows (a full scan), less fetchExecuted, per step"
+        // A sort: the same 30 rows fetched in an order no index gives (title) and in the id index's order.
+        let few = try ObjectPredicate(format: "id < 30")
+        func sorted(_ key: String) throws -> Double {
+            try median({ () }) { _ in
+                try context.performAndWait { for _ in 0..<fetches { _ = try context.fetchObjectIDs(FetchRequest(entityName: "Record", predicate: few, sortDescriptors: [ObjectSortDescriptor(key)])) } }
+            } / Double(fetches)
+        }
+        ns[.sortPerformed] = max(0, try sorted("title") - sorted("id"))
+        how[.sortPerformed] = "\(fetches) fetches of 30 object IDs sorted by title (a sort), less the same sorted by id (the index's order)"
+        // No fetch of the workload model makes SQLite build an automatic index (it does so for joins only).
+        ns[.autoIndexRow] = ns[.rowExamined]! * 4
+        how[.autoIndexRow] = "not measured (no query of the workload model builds an automatic index): 4 x rowExamined, a step and a B-tree insert (the ratio of Profiles/README.md)"
+
         // Rows fetched as objects: less the fetch itself and the registration each fetched object also costs.
         ns[.rowFetched] = max(0, (try median({ fresh(coordinator) }) { c in _ = try c.performAndWait { try records(c) } } - ns[.fetchExecuted]!) / Double(n) - ns[.objectRegistered]!)
         how[.rowFetched] = "\(n) rows fetched as objects, less fetchExecuted and objectRegistered per row"

@@ -232,9 +232,13 @@ final class SQLiteStatement {
         }
     }
 
-    deinit { sqlite3_finalize(handle) }
+    deinit {
+        countScan()
+        sqlite3_finalize(handle)
+    }
 
     func reset() {
+        countScan()
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
     }
@@ -242,7 +246,24 @@ final class SQLiteStatement {
     /// Resets for another run without clearing bindings: for a statement whose every parameter is bound again
     /// before it runs (the per-row INSERT and UPDATE of a save), where clearing them would be wasted work.
     func resetKeepingBindings() {
+        countScan()
         sqlite3_reset(handle)
+    }
+
+    /// Counts the rows this run of the statement examined, from SQLite's own counters, and zeroes them (so each
+    /// run reads its own): at SQLITE_DONE, and at a reset or finalize for a run stopped before it (a lookup that
+    /// reads one row). Reads and writes through a WHERE clause only: an INSERT's SELECT (a migration's copy) is
+    /// priced per row copied, and other statements go through no rows.
+    @inline(__always)
+    private func countScan() {
+        guard kind == .select || kind == .update || kind == .delete else { return }
+        let steps = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1)
+        let sorts = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_SORT, 1)
+        let autoIndexRows = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_AUTOINDEX, 1)
+        guard steps | sorts | autoIndexRows != 0 else { return }
+        Execution.count(.rowExamined, Int(steps))
+        Execution.count(.sortPerformed, Int(sorts))
+        Execution.count(.autoIndexRow, Int(autoIndexRows))
     }
 
     func bind(_ values: [PropertyValue]) throws {
@@ -298,6 +319,7 @@ final class SQLiteStatement {
         let rc = sqlite3_step(handle)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE {
+            countScan()
             // Inside a batch request, a statement stepped again is the same prepared statement re-run for
             // another row: counted once per request.
             let batch = connection.batchNumber

@@ -71,6 +71,34 @@ enum SQLiteSchema {
             isSelfInverse: owner === other && ownerRel == otherRel)
     }
 
+    /// The store name of a fetch index: `Z_<Entity>_<name>`, the entity's name as the model spells it
+    /// (Docs/coredata-behaviour.md §4.1).
+    static func fetchIndexName(_ entity: EntityDescription, _ index: FetchIndexDescription) -> String {
+        "Z_\(entity.name)_\(index.name)"
+    }
+
+    /// The indexes a hierarchy's members declare, on their shared table (Docs/coredata-behaviour.md §4.1): an
+    /// indexed attribute's `<TABLE>_<COLUMN>_INDEX` (the layout of the to-one indexes), then each fetch index, its
+    /// elements in order with Core Data's binary collation and direction. A member's index covers every row of
+    /// the table (its properties' columns are NULL in other members' rows).
+    static func indexStatements(_ hierarchy: [EntityDescription], table: String) -> [String] {
+        var sql: [String] = []
+        for member in hierarchy {
+            for (slot, entry) in member.slots.enumerated() {
+                guard case .attribute(let a) = entry, a.isIndexed, member.declaredAttributes.contains(where: { $0.name == a.name }) else { continue }
+                let column = member.columnName(forSlot: slot)
+                sql.append("CREATE INDEX \(table)_\(column)_INDEX ON \(table) (\(column))")
+            }
+            for index in member.fetchIndexes {
+                let columns = index.elements.map { element in
+                    "\(member.columnName(forSlot: member.slotIndex(of: element.property)!)) COLLATE BINARY \(element.isAscending ? "ASC" : "DESC")"
+                }
+                sql.append("CREATE INDEX IF NOT EXISTS \(fetchIndexName(member, index)) ON \(table) (\(columns.joined(separator: ", ")))")
+            }
+        }
+        return sql
+    }
+
     static func createStatements(for model: ManagedObjectModel) -> [String] {
         var sql: [String] = [
             "CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)",
@@ -99,6 +127,7 @@ enum SQLiteSchema {
                 for column in indexes {
                     sql.append("CREATE INDEX \(entity.tableName)_\(column)_INDEX ON \(entity.tableName) (\(column))")
                 }
+                sql += indexStatements(hierarchy, table: entity.tableName)
                 // A constraint holds across the entity that declares it and those below it; one declared below
                 // the root is a partial index over their rows only.
                 var n = 0
