@@ -9,6 +9,7 @@ public final class RunRecorder: Sendable {
     let mergeLatency: LatencyRecorder
     let fetchLatency: LatencyRecorder
     private let saveLatencies = Mutex<[String: LatencyRecorder]>([:])
+    private let fetchLatencies = Mutex<[String: LatencyRecorder]>([:])
     struct State {
         var counters: [String: Int] = [:]
         var saveFailures: [String: Int] = [:]
@@ -45,6 +46,18 @@ public final class RunRecorder: Sendable {
 
     var saveLatencyRoles: [(String, LatencyRecorder)] { saveLatencies.withLock { $0.sorted { $0.key < $1.key } } }
 
+    /// Fetches of other actors than the viewer (the fetcher's, by context), under `fetchLatency` with a label.
+    func labelledFetchLatency(_ label: String) -> LatencyRecorder {
+        fetchLatencies.withLock { table in
+            if let r = table[label] { return r }
+            let r = LatencyRecorder(recordingIn: measuredPhase)
+            table[label] = r
+            return r
+        }
+    }
+
+    var fetchLatencyLabels: [(String, LatencyRecorder)] { fetchLatencies.withLock { $0.sorted { $0.key < $1.key } } }
+
     func add(_ counter: String, _ n: Int = 1) { state.withLock { $0.counters[counter, default: 0] += n } }
     /// Keeps the largest value seen of `counter`.
     func peak(_ counter: String, _ n: Int) { state.withLock { $0.counters[counter] = max($0.counters[counter] ?? 0, n) } }
@@ -76,8 +89,14 @@ public struct WriteEvent: Sendable, Codable, Equatable {
     /// Issue 20 item 12: false when the actor set this field to the value its context already held, so that its
     /// save did not change it (an observation, not a write); nil otherwise (and in events recorded before).
     public var changed: Bool? = nil
+    /// True for a delete: the actor's committed save deleted the record (`field` is "", `committed` is
+    /// ``deletedValue``); nil otherwise.
+    public var deleted: Bool? = nil
+
+    /// What a delete event commits.
+    public static let deletedValue = "<deleted>"
 
     /// Whether this event is a write of the field by its save (issue 20 item 12: decided by the save's changes,
     /// not by comparing values).
-    public var isWrite: Bool { intended != nil && changed != false }
+    public var isWrite: Bool { intended != nil && changed != false && deleted != true }
 }
