@@ -9,16 +9,7 @@ import Testing
 @Suite("Everyday workloads: fetchers, deletes of managed objects, several controllers")
 struct EverydayWorkloadTests {
     /// The message `ScenarioLoader` gives for `yaml`, or "ok".
-    static func message(_ yaml: String, overrides: [String] = []) -> String {
-        do {
-            _ = try ScenarioLoader.load(text: yaml, file: "bad.yaml", overrides: overrides)
-            return "ok"
-        } catch let error as ScenarioError {
-            return error.description
-        } catch {
-            return "unexpected \(type(of: error)): \(error)"
-        }
-    }
+    static func message(_ yaml: String) -> String { ScenarioValidationTests().message(yaml) }
 
     /// A store of 200 records, then a run phase of `actors` (each a line of YAML at the actors' indentation).
     static func scenario(_ actors: [String], topology: String = "ambar", model: String = "", duration: String? = nil) -> String {

@@ -35,11 +35,14 @@ public final class RunRecorder: Sendable {
         return all
     }
 
-    func saveLatency(_ role: String) -> LatencyRecorder {
-        saveLatencies.withLock { table in
-            if let r = table[role] { return r }
-            let r = LatencyRecorder(recordingIn: measuredPhase)
-            table[role] = r
+    func saveLatency(_ role: String) -> LatencyRecorder { Self.recorder(role, in: saveLatencies, measuredPhase) }
+
+    /// The distribution of `label` in `table`, made the first time.
+    private static func recorder(_ label: String, in table: borrowing Mutex<[String: LatencyRecorder]>, _ phase: MeasuredPhase) -> LatencyRecorder {
+        table.withLock { table in
+            if let r = table[label] { return r }
+            let r = LatencyRecorder(recordingIn: phase)
+            table[label] = r
             return r
         }
     }
@@ -47,14 +50,7 @@ public final class RunRecorder: Sendable {
     var saveLatencyRoles: [(String, LatencyRecorder)] { saveLatencies.withLock { $0.sorted { $0.key < $1.key } } }
 
     /// Fetches of other actors than the viewer (the fetcher's, by context), under `fetchLatency` with a label.
-    func labelledFetchLatency(_ label: String) -> LatencyRecorder {
-        fetchLatencies.withLock { table in
-            if let r = table[label] { return r }
-            let r = LatencyRecorder(recordingIn: measuredPhase)
-            table[label] = r
-            return r
-        }
-    }
+    func labelledFetchLatency(_ label: String) -> LatencyRecorder { Self.recorder(label, in: fetchLatencies, measuredPhase) }
 
     var fetchLatencyLabels: [(String, LatencyRecorder)] { fetchLatencies.withLock { $0.sorted { $0.key < $1.key } } }
 
