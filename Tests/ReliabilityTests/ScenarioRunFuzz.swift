@@ -322,6 +322,14 @@ enum FuzzScale {
         case .migrator:
             // Copies what the (bounded) importers wrote, once.
             return actor
+        case .fetcher(var f):
+            f.requests = min(f.requests, 50)
+            f.rate = rate(f.rate, atLeast: timed ? 0 : 50)
+            return .fetcher(f)
+        case .deleter(var d):
+            d.objects = d.objects.map { min($0, 100) }
+            d.rate = rate(d.rate, atLeast: timed ? 0 : 50)
+            return .deleter(d)
         }
     }
 

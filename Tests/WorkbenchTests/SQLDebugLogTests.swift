@@ -155,7 +155,7 @@ import TraceReplay
             var sql = SQLLogCounts()
             for kind in ["select", "insert", "update", "delete", "other"] where c["sqlStatement[\(kind)]", default: 0] > 0 { sql.statements[kind] = c["sqlStatement[\(kind)]"] }
             sql.faultsFromDatabase = c["faultFulfilledFromStore", default: 0]
-            sql.rowsFetched = c["rowFetched", default: 0]
+            sql.rowsFetched = c["rowFetched", default: 0] + c["idRowFetched", default: 0]  // the log counts every row a fetch returns
             return StepMeasurement(n: r.n, op: r.op, thread: r.thread, nanoseconds: UInt64(1000 * (c["objectRegistered", default: 0] + 1)), mainThreadNanoseconds: 0,
                                    sql: sql, notifications: c["notificationPosted", default: 0], saves: c["contextSave", default: 0], registeredObjects: 0)
         }

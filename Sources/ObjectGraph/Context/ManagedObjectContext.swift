@@ -186,6 +186,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// resolution): those changes are not undoable.
     @exclusivity(unchecked) var undoCaptureSuppressed = 0
     var coordinatorObserverToken: AnyObject?
+    /// The controllers tracking this context, told of its notifications in order (``ControllerHub``; held by them).
+    weak var controllerHub: ControllerHub?
 
     /// Creates a context.
     /// - Parameters:

@@ -128,8 +128,8 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// The number of objects in the results (the workbench's `frcObjects`); 0 before ``performFetch()``.
     public var objectCount: Int { results?.count ?? 0 }
 
-    private var observer: (any NSObjectProtocol)?
-    private var mergeObserver: (any NSObjectProtocol)?
+    /// The context's ``ControllerHub``, which tells this controller of its changes (from its first fetch).
+    private var hub: ControllerHub?
     private var needsFetch = true
     /// Whether objects that come to match the predicate through a merged update of an object the context had
     /// not loaded are picked up (iOS 10 and later, semantics §5). It costs one query over the updated IDs per
@@ -148,9 +148,27 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         Execution.recording(.controllerCreated(self, fetchRequest, managedObjectContext, sectionKey: sectionNameKeyPath, evaluation: changeEvaluation.rawValue)) {}
     }
 
-    deinit {
-        if let observer { NotificationCenter.default.removeObserver(observer) }
-        if let mergeObserver { NotificationCenter.default.removeObserver(mergeObserver) }
+    /// Objects-did-change of the context (told by its ``ControllerHub``).
+    func objectsDidChange(_ note: Notification) {
+        Execution.libraryWork {
+            guard let change = ObjectsDidChange(note) else { return }
+            handle(change)
+        }
+    }
+
+    /// Did-merge-object-IDs of the context (told by its ``ControllerHub``).
+    func didMergeObjectIDs(_ note: Notification) {
+        Execution.libraryWork {
+            guard let ids = ContextObjectIDChanges(note) else { return }
+            // Issue 18 rule 10: already done within the merge's objects-did-change when it posted one.
+            if mergeHandled {
+                mergeHandled = false
+                return
+            }
+            let merged = mergedUpdates(ids.updated.subtracting(ids.refreshed))
+            guard !merged.shownFaults.isEmpty || !merged.newcomers.isEmpty else { return }
+            handle(inserted: merged.newcomers, updated: [], refreshed: merged.shownFaults, gone: [], invalidatedAll: false)
+        }
     }
 
     /// Runs the fetch and starts tracking changes.
@@ -169,26 +187,10 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
             results = SectionedResults(objects: objects, names: try sectionNames(of: objects))
             sectionInfos = nil
             needsFetch = false
-            if observer == nil {
-                observer = NotificationCenter.default.addObserver(
-                    forName: ManagedObjectContext.objectsDidChangeNotification, object: managedObjectContext, queue: nil
-                ) { [weak self] note in Execution.libraryWork {
-                    guard let self, let change = ObjectsDidChange(note) else { return }
-                    self.handle(change)
-                } }
-                mergeObserver = NotificationCenter.default.addObserver(
-                    forName: ManagedObjectContext.didMergeChangesObjectIDsNotification, object: managedObjectContext, queue: nil
-                ) { [weak self] note in Execution.libraryWork {
-                    guard let self, let ids = ContextObjectIDChanges(note) else { return }
-                    // Issue 18 rule 10: already done within the merge's objects-did-change when it posted one.
-                    if self.mergeHandled {
-                        self.mergeHandled = false
-                        return
-                    }
-                    let merged = self.mergedUpdates(ids.updated.subtracting(ids.refreshed))
-                    guard !merged.shownFaults.isEmpty || !merged.newcomers.isEmpty else { return }
-                    self.handle(inserted: merged.newcomers, updated: [], refreshed: merged.shownFaults, gone: [], invalidatedAll: false)
-                } }
+            if hub == nil {
+                let hub = ControllerHub.of(managedObjectContext)
+                hub.add(self)
+                self.hub = hub
             }
         }
     }

@@ -65,7 +65,9 @@ struct Schedule {
 }
 
 extension Workload {
-    func saveCounting(_ context: ManagedObjectContext, role: String) throws {
+    /// Saves `context` for `role`; `policyRole` names the role whose merge policy the context has, when another's
+    /// (the deleter's context is an importer's).
+    func saveCounting(_ context: ManagedObjectContext, role: String, policyRole: String? = nil) throws {
         let before = context.counters.conflictsResolved
         do {
             try context.save()
@@ -78,7 +80,7 @@ extension Workload {
             context.rollback()
             throw error
         }
-        recorder.conflictOutcome("\(role):\(stack.policies[role] ?? "error")", context.counters.conflictsResolved - before)
+        recorder.conflictOutcome("\(role):\(stack.policies[policyRole ?? role] ?? "error")", context.counters.conflictsResolved - before)
     }
 }
 
@@ -108,6 +110,8 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
         // Changes made since the last save (`saveEvery` chunks share one save).
         var pending: [(ManagedObject, [String: String])] = []
         var pendingInserted = 0, pendingUpdated = 0, pendingObjects = 0
+        // Deletes since the last save: the ids picked (freed again if the save fails) and the primary keys deleted.
+        var pendingDeleteIDs: [Int64] = [], pendingDeletedKeys: [Int64] = []
         var pendingBegan: UInt64 = 0
         for k in 0..<chunks {
             // Issue 20 item 5: a phase's duration caps it: no new chunk starts after it (a save begun is finished).
@@ -132,10 +136,14 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             // When the chunk began on its schedule (the phase's end for one that followed at once).
             let scheduled = min(intended, Clock.now())
             let n = min(spec.chunkSize, spec.objects - k * spec.chunkSize)
-            let existing = w.existingKeys
-            let updates = existing > 0 ? min(Int((Double(n) * spec.updateFraction).rounded()), Int(existing)) : 0
-            let updateKeys = rng.keys(updates, in: existing, spec.distribution, hot: Int64(w.viewerCount))
-            let newKeys = w.allocateKeys(n - updateKeys.count)
+            let existing = w.existingKeys, live = w.liveKeys(of: existing)
+            let updates = live > 0 ? min(Int((Double(n) * spec.updateFraction).rounded()), Int(live)) : 0
+            let updateKeys = w.pickKeys(updates, in: existing, spec.distribution, hot: Int64(w.viewerCount), rng: &rng)
+            // `deleteFraction`: records of the store deleted as managed objects in the same save (none picked twice).
+            let deletes = spec.deleteFraction > 0 ? max(0, min(Int((Double(n) * spec.deleteFraction).rounded()), Int(live) - updateKeys.count)) : 0
+            let deleteKeys = deletes > 0 ? w.pickKeysToDelete(deletes, besides: updateKeys, rng: &rng) : []
+            pendingDeleteIDs += deleteKeys
+            let newKeys = w.allocateKeys(n - updateKeys.count - deleteKeys.count)
             var valueRNG = rng
             rng = SeededGenerator(seed: rng.next())
             let current = context ?? w.stack.makeImporter()
@@ -155,6 +163,10 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                             intended[field] = object.primitiveValue(forKey: field).description
                         }
                         pending.append((object, intended))
+                    }
+                    for object in try w.fetchByKeys(deleteKeys, in: current) {
+                        if let key = object.objectID.primaryKey { pendingDeletedKeys.append(key) }
+                        current.delete(object)
                     }
                     if let newKeys {
                         let groupObjects = try groups?.objects(in: current)
@@ -187,6 +199,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                         for (object, values) in pending { intendedByID[object.objectID] = values }
                     } else {
                         w.recorder.record(w.events(pending, actor: name, role: "importer", changed: changed))
+                        w.recorder.record(w.deleteEvents(pendingDeletedKeys, actor: name, role: "importer"))
                     }
                 } catch {
                     w.recorder.note("\(name) chunk \(k): \(error)")
@@ -198,14 +211,18 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                 do {
                     try w.stack.afterBackgroundSave(current)
                     w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "importer", changed: changed))
+                    if w.stack.committedContext != nil { w.recorder.record(w.deleteEvents(pendingDeletedKeys, actor: name, role: "importer")) }
                 } catch { w.recorder.note("\(name) parent save: \(error)") }
-                w.recorder.rowsChanged(inserted: pendingInserted, updated: pendingUpdated)
+                w.recorder.rowsChanged(inserted: pendingInserted, updated: pendingUpdated, deleted: pendingDeletedKeys.count)
+            } else {
+                w.undelete(pendingDeleteIDs)
             }
             let end = Clock.now()
             w.recorder.saveLatency("importer").record(nanoseconds: end - (spec.rate == .unlimited ? pendingBegan : scheduled))
             w.recorder.imported(pendingObjects, nanos: end - pendingBegan)
             pending = []
             pendingInserted = 0; pendingUpdated = 0; pendingObjects = 0
+            pendingDeleteIDs = []; pendingDeletedKeys = []
             current.performAndWait {
                 w.recorder.peak("importerRegisteredObjects", current.registeredObjectCount)
                 if spec.reset == .afterChunk {
@@ -393,7 +410,7 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
         let w = workload
         Schedule(rate: rate, start: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
-            let keys = rng.keys(edits, in: w.existingKeys, distribution, hot: Int64(w.viewerCount))
+            let keys = w.pickKeys(edits, distribution, hot: Int64(w.viewerCount), rng: &rng)
             guard !keys.isEmpty else { return false }
             var valueRNG = SeededGenerator(seed: rng.next())
             let context = role == "writer" ? w.stack.makeWriter() : w.stack.makeTemporary()
@@ -491,7 +508,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                         changes.inserted = Set(try context.execute(request).objectIDs ?? [])
                         w.recorder.rowsChanged(inserted: changes.inserted.count, updated: 0)
                     case .update:
-                        let keys = rng.keys(spec.size, in: w.existingKeys, .uniform, hot: 0)
+                        let keys = w.pickKeys(spec.size, .uniform, hot: 0, rng: &rng)
                         guard !keys.isEmpty, let (field, type) = w.fieldTypes.last else { return }
                         acted = true
                         var request = BatchUpdateRequest(entityName: w.entity.name, predicate: .in(w.idKey!, keys.map { $0 as Any }),
@@ -501,7 +518,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                         w.markBatchTouched(keys)
                         w.recorder.rowsChanged(inserted: 0, updated: changes.updated.count)
                     case .delete:
-                        let keys = rng.keys(spec.size, in: w.existingKeys, .uniform, hot: 0).filter { $0 > Int64(w.viewerCount) }
+                        let keys = w.pickKeys(spec.size, .uniform, hot: 0, rng: &rng).filter { $0 > Int64(w.viewerCount) }
                         guard !keys.isEmpty else { return }
                         acted = true
                         var request = BatchDeleteRequest(fetchRequest: FetchRequest(entityName: w.entity.name, predicate: .in(w.idKey!, keys.map { $0 as Any })))

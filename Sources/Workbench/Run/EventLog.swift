@@ -25,7 +25,7 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
             try file.exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-2048;")
             try file.exec("""
                 CREATE TABLE e(seq INTEGER PRIMARY KEY, key INTEGER NOT NULL, actor TEXT, role TEXT, policy TEXT, field TEXT,
-                intended TEXT, committed TEXT, version INTEGER, time INTEGER, step INTEGER, changed INTEGER)
+                intended TEXT, committed TEXT, version INTEGER, time INTEGER, step INTEGER, changed INTEGER, deleted INTEGER)
                 """)
             db = file
         } catch {
@@ -48,7 +48,7 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
         guard let db, !buffer.isEmpty else { return }
         do {
             try db.exec("BEGIN")
-            try db.prepare("INSERT INTO e(key, actor, role, policy, field, intended, committed, version, time, step, changed) VALUES (?,?,?,?,?,?,?,?,?,?,?)") { statement in
+            try db.prepare("INSERT INTO e(key, actor, role, policy, field, intended, committed, version, time, step, changed, deleted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)") { statement in
                 for e in buffer {
                     statement.reset()
                     statement.bind(1, e.key)
@@ -62,6 +62,7 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
                     statement.bind(9, Int64(bitPattern: e.time))
                     statement.bind(10, e.step.map(Int64.init))
                     statement.bind(11, e.changed.map { $0 ? Int64(1) : 0 })
+                    statement.bind(12, e.deleted.map { $0 ? Int64(1) : 0 })
                     try statement.step()
                 }
             }
@@ -88,10 +89,11 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
                            intended: row.text(5), committed: row.text(6) ?? "", version: row.int(7) ?? 0, time: UInt64(bitPattern: row.int(8) ?? 0),
                            step: row.int(9).map(Int.init))
         if let changed = row.int(10) { e.changed = changed != 0 }
+        if let deleted = row.int(11) { e.deleted = deleted != 0 }
         return e
     }
 
-    private static let columns = "key, actor, role, policy, field, intended, committed, version, time, step, changed"
+    private static let columns = "key, actor, role, policy, field, intended, committed, version, time, step, changed, deleted"
 
     /// Each key's events in ascending key order, each history in recording order; one key in memory at a time.
     func forEachKey(_ body: (Int64, [WriteEvent]) throws -> Void) throws {

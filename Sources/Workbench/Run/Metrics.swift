@@ -18,6 +18,9 @@ public enum MetricCatalog {
         "mainBlocked", "mainStall", "mainBlocks", "framesMissed", "runTime", "costedOperations", "costedTime", "frames", "wallSeconds", "frcObjects", "importerRegisteredObjects", "refetches", "importerStoppedByDuration", "migrationTime", "rowsMigrated",
         // Issue 21 item 4: the store's write-ahead log, which a pinned query generation keeps from being checkpointed.
         "walSize",
+        // Everyday workloads (Docs/scenarios.md): the fetcher's fetches and the objects they returned, by context;
+        // each controller's changes when a phase has several viewers; actors a phase's duration stopped.
+        "fetches", "fetchedObjects", "frcChanges", "fetcherStoppedByDuration", "deleterStoppedByDuration",
     ]).union(QueueCounters.metricNames)
     public static let statistics = ["count", "p50", "p90", "p99", "p99.9", "max", "mean", "value", "total", "peak"]
     /// Counters that are the same for the same scenario and seed on any machine (the CI gate is exact on them):

@@ -90,6 +90,23 @@ enum Oracle {
                 add(.init(kind: "unknown", key: key, field: "", detail: "a batch request changed this record outside the object graph: no save recorded its values"))
                 return
             }
+            // Deletes (the deleter's, an importer's deleteFraction): the record is meant to be gone, unless a save
+            // after the last delete put a row back (Overwrite, or ObjectTrump resurrecting it: §1.4, §10.2). Only
+            // the saves after that delete describe a row that is there.
+            let lastDelete = keyEvents.last { $0.deleted == true }
+            let writes = keyEvents.filter { $0.deleted != true }
+            let describing = lastDelete.map { d in writes.filter { $0.time > d.time } } ?? writes
+            if let lastDelete, row != nil, describing.isEmpty {
+                mismatches += 1
+                add(.init(kind: "storeMismatch", key: key, field: "", detail: "\(lastDelete.actor)'s save deleted this record, yet the store still has it", step: lastDelete.step))
+                return
+            }
+            if lastDelete == nil, row == nil, let gone = writes.last(where: { $0.version >= 0 }) {
+                mismatches += 1
+                add(.init(kind: "storeMismatch", key: key, field: "", detail: "\(gone.actor)'s save committed this record at version \(gone.version), and no save deleted it, yet the store has no row", step: gone.step))
+                return
+            }
+            let keyEvents = row == nil ? writes : describing
             // Discarded writes (version -1) only count as losses; they wrote nothing to order.
             for e in keyEvents where e.version < 0 {
                 if promise(e.policy).losses {
@@ -170,7 +187,14 @@ enum Oracle {
         mutating func finish(viewValues: [Int64: [String: String]], viewRows: [Int64: Row], duplicates: [Int64], readOnlySaves: Int) -> OracleReport {
             var stale = 0
             for (key, fields) in viewValues.sorted(by: { $0.key < $1.key }) {
-                guard let row = viewRows[key], !batchTouched.contains(key) else { continue }
+                guard !batchTouched.contains(key) else { continue }
+                guard let row = viewRows[key] else {
+                    // A record deleted from the store and still on screen: a delete the view never merged, or one a
+                    // controller kept (Docs/coredata-behaviour.md §3.1, §5).
+                    stale += 1
+                    add(.init(kind: "staleValue", key: key, field: "", detail: "the view shows a record the store no longer has (a delete the view context never merged, or one its controller kept)", step: lastSteps[key]))
+                    continue
+                }
                 let lastStep = lastSteps[key]
                 for (field, shown) in fields.sorted(by: { $0.key < $1.key }) where row.fields[field] != nil && row.fields[field] != shown {
                     stale += 1

@@ -9,6 +9,7 @@ public final class RunRecorder: Sendable {
     let mergeLatency: LatencyRecorder
     let fetchLatency: LatencyRecorder
     private let saveLatencies = Mutex<[String: LatencyRecorder]>([:])
+    private let fetchLatencies = Mutex<[String: LatencyRecorder]>([:])
     struct State {
         var counters: [String: Int] = [:]
         var saveFailures: [String: Int] = [:]
@@ -34,16 +35,24 @@ public final class RunRecorder: Sendable {
         return all
     }
 
-    func saveLatency(_ role: String) -> LatencyRecorder {
-        saveLatencies.withLock { table in
-            if let r = table[role] { return r }
-            let r = LatencyRecorder(recordingIn: measuredPhase)
-            table[role] = r
+    func saveLatency(_ role: String) -> LatencyRecorder { Self.recorder(role, in: saveLatencies, measuredPhase) }
+
+    /// The distribution of `label` in `table`, made the first time.
+    private static func recorder(_ label: String, in table: borrowing Mutex<[String: LatencyRecorder]>, _ phase: MeasuredPhase) -> LatencyRecorder {
+        table.withLock { table in
+            if let r = table[label] { return r }
+            let r = LatencyRecorder(recordingIn: phase)
+            table[label] = r
             return r
         }
     }
 
     var saveLatencyRoles: [(String, LatencyRecorder)] { saveLatencies.withLock { $0.sorted { $0.key < $1.key } } }
+
+    /// Fetches of other actors than the viewer (the fetcher's, by context), under `fetchLatency` with a label.
+    func labelledFetchLatency(_ label: String) -> LatencyRecorder { Self.recorder(label, in: fetchLatencies, measuredPhase) }
+
+    var fetchLatencyLabels: [(String, LatencyRecorder)] { fetchLatencies.withLock { $0.sorted { $0.key < $1.key } } }
 
     func add(_ counter: String, _ n: Int = 1) { state.withLock { $0.counters[counter, default: 0] += n } }
     /// Keeps the largest value seen of `counter`.
@@ -76,8 +85,14 @@ public struct WriteEvent: Sendable, Codable, Equatable {
     /// Issue 20 item 12: false when the actor set this field to the value its context already held, so that its
     /// save did not change it (an observation, not a write); nil otherwise (and in events recorded before).
     public var changed: Bool? = nil
+    /// True for a delete: the actor's committed save deleted the record (`field` is "", `committed` is
+    /// ``deletedValue``); nil otherwise.
+    public var deleted: Bool? = nil
+
+    /// What a delete event commits.
+    public static let deletedValue = "<deleted>"
 
     /// Whether this event is a write of the field by its save (issue 20 item 12: decided by the save's changes,
     /// not by comparing values).
-    public var isWrite: Bool { intended != nil && changed != false }
+    public var isWrite: Bool { intended != nil && changed != false && deleted != true }
 }

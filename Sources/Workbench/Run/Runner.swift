@@ -348,7 +348,8 @@ public struct VariantRunner {
         var peakAllocated: Int64 = 0
         var threadAllocated: Int64 = 0, threadFreed: Int64 = 0
         let threadTotals = Mutex<(Int64, Int64)>((0, 0))
-        var viewer: ViewerState?
+        // The viewers on screen: a phase with viewers replaces those of the phases before it (Docs/scenarios.md).
+        var viewers: [ViewerState] = []
         var migrators: [MigratorActor] = []
 
         for (index, phase) in scenario.phases.enumerated() {
@@ -361,6 +362,11 @@ public struct VariantRunner {
             let start = Clock.now()
             let running = Atomic<Int>(0)
             var actors: [any WorkloadActor] = []
+            let phaseViewers = phase.actors.filter { if case .viewer = $0 { return true } else { return false } }.count
+            if phaseViewers > 0 {
+                viewers = []
+                workload.showViewers(phaseViewers)
+            }
             for (n, spec) in phase.actors.enumerated() {
                 let base = "\(phase.name).\(spec.kind)\(n)"
                 switch spec {
@@ -368,7 +374,11 @@ public struct VariantRunner {
                     for p in 0..<s.parallel { actors.append(ImporterActor(name: s.parallel > 1 ? "\(base)-\(p)" : base, spec: s, workload: workload)) }
                 case .viewer(let s):
                     stack.setViewReadOnly(s.readOnly)
-                    viewer = try ViewerState.start(s, workload: workload)
+                    viewers.append(try ViewerState.start(s, index: viewers.count, workload: workload))
+                case .fetcher(let s):
+                    actors.append(FetcherActor(name: base, spec: s, workload: workload))
+                case .deleter(let s):
+                    actors.append(DeleterActor(name: base, spec: s, workload: workload))
                 case .editor(let s):
                     actors.append(EditorActor(name: base, spec: s, workload: workload, duration: phase.duration))
                 case .temporary(let s):
@@ -398,11 +408,14 @@ public struct VariantRunner {
             // running (``DisplayClock``); real mode's frame thread stops once the phase's trailing work is done.
             let framesStop: @Sendable () -> Bool = { running.load(ordering: .relaxed) == 0 && !keepGoing() }
             let trailingWorkDone = Atomic<Bool>(false)
-            if let viewer {
+            // One display link for the main queue: each frame reads every viewer's window, in the phase's order (the
+            // loader gives a phase's viewers one frame rate).
+            if let first = viewers.first {
+                let drawn = viewers
                 if let simulation {
-                    main.scheduleFrames(on: simulation, rate: viewer.spec.frameRate, from: start, until: framesStop) { viewer.readFrame() }
+                    main.scheduleFrames(on: simulation, rate: first.spec.frameRate, from: start, until: framesStop) { for viewer in drawn { viewer.readFrame() } }
                 } else {
-                    frameThread = main.runFrames(rate: viewer.spec.frameRate, until: { trailingWorkDone.load(ordering: .relaxed) }) { viewer.readFrame() }
+                    frameThread = main.runFrames(rate: first.spec.frameRate, until: { trailingWorkDone.load(ordering: .relaxed) }) { for viewer in drawn { viewer.readFrame() } }
                 }
             }
             let group = DispatchGroup()
@@ -444,8 +457,9 @@ public struct VariantRunner {
             drainMain()
             // Issue 19 item 7: with `merge: notifyAndRefetch` the view learns of the import when it ends, and its
             // controller fetches again (in batches), under the frame clock like any main-queue block.
-            if scenario.stack.merge == .notifyAndRefetch, let viewer, phase.actors.contains(where: { if case .importer = $0 { return true } else { return false } }) {
-                main.queue.async { viewer.refetch() }
+            if scenario.stack.merge == .notifyAndRefetch, !viewers.isEmpty, phase.actors.contains(where: { if case .importer = $0 { return true } else { return false } }) {
+                let refetched = viewers
+                main.queue.async { ViewerState.refetch(refetched) }
                 drainMain()
             }
             trailingWorkDone.store(true, ordering: .relaxed)
@@ -472,7 +486,13 @@ public struct VariantRunner {
             viewRegistered = view.registeredObjectCount
             viewKeptIDChanges = view.keptIDChangeCount
             for id in workload.visibleIDs {
-                guard let object = view.registeredObject(for: id), !object.isFault, !object.hasChanges, let key = id.primaryKey else { continue }
+                guard let object = view.registeredObject(for: id), let key = id.primaryKey else { continue }
+                // Deleted yet still in a window (a controller that kept a merged delete): the oracle expects a row.
+                if object.isDeleted {
+                    viewValues[key] = [:]
+                    continue
+                }
+                guard !object.isFault, !object.hasChanges else { continue }
                 var fields: [String: String] = [:]
                 for (field, _) in workload.fieldTypes { fields[field] = object.primitiveValue(forKey: field).description }
                 viewValues[key] = fields
@@ -580,10 +600,11 @@ public struct VariantRunner {
         let coordinatorCounters = stack.coordinators.map { ($0.0, $0.1.counters) }
         // The controller's size (issue 18 rule 23): what it holds, not what a frame reads.
         // A frames-only viewer has no controller, so no size.
-        let controllerSize = viewer.flatMap { v in v.controller.map { c in view.performAndWait { (c.objectCount, v.peakObjects) } } }
-        // The viewer's controller holds the objects on screen: they go with the rest of the run (``Leftovers``).
-        if let viewer { leftovers.objects.append(viewer) }
-        viewer = nil
+        // Each controller's size, changes and largest size; the unlabelled figures are their sums (one viewer: its own).
+        let controllerSizes = viewers.compactMap { v in v.controller.map { c in view.performAndWait { (c.objectCount, v.peakObjects, v.changes) } } }
+        // The viewers' controllers hold the objects on screen: they go with the rest of the run (``Leftovers``).
+        leftovers.objects += viewers
+        viewers = []
         _ = stack
 
         // Metrics.
@@ -592,6 +613,7 @@ public struct VariantRunner {
         rows += main.stats.mergeBusy.rows("mainBusy")
         var host: [MetricRow] = main.stats.mergeBusyCPU.rows("mainBusyCPU")
         rows += recorder.fetchLatency.rows("fetchLatency")
+        for (label, r) in recorder.fetchLatencyLabels where r.count > 0 { rows += r.rows("fetchLatency", label: label) }
         // A role that saved only in seed phases has no measured saves, and no row.
         for (role, r) in recorder.saveLatencyRoles where r.count > 0 { rows += r.rows("saveLatency", label: role) }
         let mainState = main.stats.state.withLock { $0 }
@@ -691,9 +713,17 @@ public struct VariantRunner {
         rows.append(MetricRow("registeredObjects", "value", Double(viewRegistered), "objects", label: "view"))
         // Semantics §2.2: the ID changes the view context keeps for its children until a reset.
         rows.append(MetricRow("keptIDChanges", "value", Double(viewKeptIDChanges), "objects", label: "view"))
-        if let (size, peak) = controllerSize {
-            rows.append(MetricRow("frcObjects", "value", Double(size), "objects"))
-            rows.append(MetricRow("frcObjects", "peak", Double(max(size, peak)), "objects"))
+        if !controllerSizes.isEmpty {
+            rows.append(MetricRow("frcObjects", "value", Double(controllerSizes.map(\.0).reduce(0, +)), "objects"))
+            rows.append(MetricRow("frcObjects", "peak", Double(controllerSizes.map { max($0.0, $0.1) }.reduce(0, +)), "objects"))
+        }
+        // Several viewers: each controller's figures under `viewer=<n>` (1-based, in the phase's order).
+        if controllerSizes.count > 1 {
+            for (i, (size, peak, changes)) in controllerSizes.enumerated() {
+                rows.append(MetricRow("frcObjects", "value", Double(size), "objects", label: "viewer=\(i + 1)"))
+                rows.append(MetricRow("frcObjects", "peak", Double(max(size, peak)), "objects", label: "viewer=\(i + 1)"))
+                rows.append(MetricRow("frcChanges", "count", Double(changes), "count", label: "viewer=\(i + 1)"))
+            }
         }
         counters["merges"] = viewCounters.merges
         counters["mergeObjectsRefreshed"] = viewCounters.mergeObjectsRefreshed
@@ -736,6 +766,8 @@ public struct VariantRunner {
 /// frames run on the main queue and read nothing.
 final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {  // used on the main queue
     let spec: ActorSpec.Viewer
+    /// The viewer's place among its phase's viewers (its window's, in ``Workload/visibleIDs``).
+    let index: Int
     let workload: Workload
     var controller: FetchedResultsController?
     var changes = 0
@@ -744,8 +776,9 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
     /// When the viewer started: scrolling measures its offset from here.
     let started: UInt64
 
-    init(spec: ActorSpec.Viewer, workload: Workload) {
+    init(spec: ActorSpec.Viewer, index: Int, workload: Workload) {
         self.spec = spec
+        self.index = index
         self.workload = workload
         started = Clock.now()
     }
@@ -763,11 +796,11 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
         return request
     }
 
-    static func start(_ spec: ActorSpec.Viewer, workload: Workload) throws -> ViewerState {
-        let state = ViewerState(spec: spec, workload: workload)
+    static func start(_ spec: ActorSpec.Viewer, index: Int, workload: Workload) throws -> ViewerState {
+        let state = ViewerState(spec: spec, index: index, workload: workload)
         // Issue 19 item 3: frames only, nothing fetched and nothing on screen.
         guard spec.frames == .window else {
-            workload.visibleIDs = []
+            workload.setWindow(index, [])
             return state
         }
         let view = workload.stack.viewContext
@@ -808,26 +841,31 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
         guard let controller else { return }
         let objects = window(controller)
         // A scrolling window changes between merges: the editors edit what is on screen now.
-        if spec.scroll > 0 { workload.visibleIDs = objects.map(\.objectID) }
+        if spec.scroll > 0 { workload.setWindow(index, objects.map(\.objectID)) }
         for object in objects where !object.isDeleted {
             for (field, _) in workload.fieldTypes { _ = try? object.checkedValue(forKey: field) }
         }
     }
 
-    /// The controller fetches again (`merge: notifyAndRefetch`), on the main queue.
-    func refetch() {
-        guard let controller else { return }
-        workload.main.mark(.fetch)
-        let t0 = Clock.now()
-        // What apps do: drop the stale objects, then fetch again (a fetch reads the store's rows).
-        view.reset()
-        try? controller.performFetch()
-        workload.recorder.fetchLatency.record(nanoseconds: Clock.now() - t0)
-        workload.recorder.add("refetches")
-        noteContents(controller)
+    /// The controllers fetch again (`merge: notifyAndRefetch`), on the main queue, in one block: what apps do is
+    /// drop the stale objects (one reset of the view context), then fetch each list again (a fetch reads the
+    /// store's rows). Each controller's fetch is one `fetchLatency` sample and one refetch.
+    static func refetch(_ viewers: [ViewerState]) {
+        let withControllers = viewers.filter { $0.controller != nil }
+        guard let first = withControllers.first else { return }
+        first.workload.main.mark(.fetch)
+        var t0 = Clock.now()
+        first.workload.stack.viewContext.reset()
+        for viewer in withControllers {
+            let controller = viewer.controller!
+            try? controller.performFetch()
+            let now = Clock.now()
+            viewer.workload.recorder.fetchLatency.record(nanoseconds: now - t0)
+            t0 = now
+            viewer.workload.recorder.add("refetches")
+            viewer.noteContents(controller)
+        }
     }
-
-    private var view: ManagedObjectContext { workload.stack.viewContext }
 
     func controllerDidChangeContent(_ controller: FetchedResultsController) {
         changes += 1
@@ -836,6 +874,6 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
 
     private func noteContents(_ controller: FetchedResultsController) {
         peakObjects = max(peakObjects, controller.objectCount)
-        workload.visibleIDs = window(controller).map(\.objectID)
+        workload.setWindow(index, window(controller).map(\.objectID))
     }
 }

@@ -27,10 +27,14 @@ extension SeededGenerator {
         }
     }
 
-    /// `count` distinct keys.
-    mutating func keys(_ count: Int, in n: Int64, _ distribution: Distribution, hot: Int64) -> [Int64] {
+    /// `count` distinct keys, none of `excluded` (keys of deleted records). A key drawn from the excluded ones is
+    /// drawn again, so that without exclusions the draws are exactly those of a store nothing was deleted from;
+    /// after many misses the search walks up from a drawn key to the next one left. The excluded set is only
+    /// asked whether it holds a key: its order feeds nothing.
+    mutating func keys(_ count: Int, in n: Int64, _ distribution: Distribution, hot: Int64, excluding excluded: Set<Int64> = []) -> [Int64] {
         guard n > 0 else { return [] }
-        let target = min(Int64(count), n)
+        let excludedBelow = excluded.isEmpty ? 0 : Int64(excluded.count(where: { $0 >= 1 && $0 <= n }))
+        let target = min(Int64(count), n - excludedBelow)
         var chosen = Set<Int64>()
         var order: [Int64] = []
         var attempts = 0
@@ -38,6 +42,13 @@ extension SeededGenerator {
             attempts += 1
             var k = key(in: n, distribution, hot: hot)
             if attempts > count * 20 { k = Int64.random(in: 1...n, using: &self) }
+            if !excluded.isEmpty, excluded.contains(k) || chosen.contains(k) {
+                guard attempts > count * 20 else { continue }
+                // Few keys are left: the next one up from the draw (wrapping), which exists since `target` counts them.
+                var next = k
+                repeat { next = next % n + 1 } while excluded.contains(next) || chosen.contains(next)
+                k = next
+            }
             if chosen.insert(k).inserted { order.append(k) }
         }
         return order
@@ -53,8 +64,11 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
     let entity: EntityDescription
     let fieldTypes: [(String, AttributeType)]
     private let maxKey = Mutex<Int64>(0)
-    private let visible = Mutex<[ManagedObjectID]>([])
     private let batchTouched = Mutex<Set<Int64>>([])
+    /// The ids of records deleted as managed objects (or chosen for a delete being saved): pickers skip them.
+    private let deleted = Mutex<Set<Int64>>([])
+    /// Each viewer's window, in the phase's order of viewers (``visibleIDs`` joins them).
+    private let windows = Mutex<[[ManagedObjectID]]>([])
     private let pushes = Mutex(PushLedger())
     let viewerCount: Int
 
@@ -105,9 +119,60 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         }
     }
 
+    /// What is on screen: every viewer's window, in viewer order, each object once (one viewer: its window).
     var visibleIDs: [ManagedObjectID] {
-        get { visible.withLock { $0 } }
-        set { visible.withLock { $0 = newValue } }
+        windows.withLock { windows in
+            guard windows.count > 1 else { return windows.first ?? [] }
+            var seen = Set<ManagedObjectID>(), joined: [ManagedObjectID] = []
+            for id in windows.joined() where seen.insert(id).inserted { joined.append(id) }
+            return joined
+        }
+    }
+
+    /// A phase's viewers take the screen: `count` windows, empty until their controllers fetch.
+    func showViewers(_ count: Int) { windows.withLock { $0 = Array(repeating: [], count: count) } }
+
+    /// Viewer `index`'s window now.
+    func setWindow(_ index: Int, _ ids: [ManagedObjectID]) {
+        windows.withLock { windows in
+            if windows.count <= index { windows += Array(repeating: [], count: index + 1 - windows.count) }
+            windows[index] = ids
+        }
+    }
+
+    /// Records still stored (as far as the actors know) of the first `allocated` ids: those less the deleted ones.
+    func liveKeys(of allocated: Int64) -> Int64 { allocated - Int64(deleted.withLock { $0.count }) }
+
+    /// `count` distinct ids of stored records (of the first `n`, by default every id allocated) drawn by
+    /// `distribution`, never a deleted one.
+    func pickKeys(_ count: Int, in n: Int64? = nil, _ distribution: Distribution, hot: Int64, rng: inout SeededGenerator) -> [Int64] {
+        let excluded = deleted.withLock { $0 }
+        return rng.keys(count, in: n ?? existingKeys, distribution, hot: hot, excluding: excluded)
+    }
+
+    /// Picks `count` ids to delete (uniformly, besides `besides`) and marks them deleted at once, so that no other
+    /// actor picks them from now on.
+    func pickKeysToDelete(_ count: Int, besides: [Int64] = [], rng: inout SeededGenerator) -> [Int64] {
+        deleted.withLock { deleted in
+            let keys = rng.keys(count, in: existingKeys, .uniform, hot: 0, excluding: deleted.union(besides))
+            deleted.formUnion(keys)
+            return keys
+        }
+    }
+
+    /// A delete that did not reach the store: its ids can be picked again.
+    func undelete(_ keys: [Int64]) { deleted.withLock { $0.subtract(keys) } }
+
+    /// Events saying these records (by primary key) were deleted by `actor`'s committed save: the oracle holds the
+    /// store to having no row for them (unless a later save put one back).
+    func deleteEvents(_ keys: [Int64], actor: String, role: String, policyRole: String? = nil) -> [WriteEvent] {
+        let now = Clock.now(), step = Scheduler.currentStep, policy = stack.policies[policyRole ?? role] ?? "error"
+        return keys.sorted().map { key in
+            var event = WriteEvent(actor: actor, role: role, policy: policy, key: key, field: "", intended: nil, committed: WriteEvent.deletedValue,
+                                   version: 0, time: now, step: step)
+            event.deleted = true
+            return event
+        }
     }
 
     func markBatchTouched<S: Sequence>(_ keys: S) where S.Element == Int64 { batchTouched.withLock { $0.formUnion(keys) } }

@@ -163,6 +163,8 @@ public enum ActorSpec: Sendable, Codable, Equatable {
     case writer(Writer)
     case batch(Batch)
     case migrator(Migrator)
+    case fetcher(Fetcher)
+    case deleter(Deleter)
 
     public var kind: String {
         switch self {
@@ -173,7 +175,48 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         case .writer: return "writer"
         case .batch: return "batch"
         case .migrator: return "migrator"
+        case .fetcher: return "fetcher"
+        case .deleter: return "deleter"
         }
+    }
+
+    /// Fetch requests an app makes as it runs (a detail screen's record by its key, a search by a predicate), on the
+    /// view context or a background one: each one is a round trip to the store (Docs/coredata-behaviour.md §4).
+    public struct Fetcher: Sendable, Codable, Equatable {
+        public enum By: String, Sendable, Codable, CaseIterable {
+            /// One record by its idKey (`id == n`), the ids drawn by `distribution`.
+            case key
+            /// The request's predicate, sort, limit and batch size.
+            case predicate
+        }
+        public enum Context: String, Sendable, Codable, CaseIterable {
+            /// The main-queue view context: the fetches' time is main-queue time (`mainBusy`, kind `fetch`).
+            case view
+            /// A private-queue context of the stack (where the topology makes background contexts).
+            case background
+        }
+        /// Fetch requests over the phase (fewer when the phase's duration ends first).
+        public var requests: Int
+        public var by: By
+        /// How `by: key` draws the ids.
+        public var distribution: Distribution
+        /// `by: predicate`: the predicate, sort, fetchLimit and fetchBatchSize (0: every row at once).
+        public var request: ViewerRequest
+        public var context: Context
+        /// Fetches per second, or back to back.
+        public var rate: Rate
+    }
+
+    /// Deletes managed objects as apps did before batch deletes: fetch a chunk, `delete(_:)` each object, save,
+    /// reset, on a background context; the deletes reach the view context by its merge.
+    public struct Deleter: Sendable, Codable, Equatable {
+        /// Records to delete, or nil with `fraction`.
+        public var objects: Int?
+        /// The fraction of the records stored when the deleter starts, or nil with `objects`.
+        public var fraction: Double?
+        public var chunkSize: Int
+        /// Chunks per second, or unlimited.
+        public var rate: Rate
     }
 
     /// Opens the store with the model's next version, which migrates it (issue 21 item 8): alone in the last
@@ -204,6 +247,9 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         /// Objects the groups hang under in turn, through the group entity's own to-one relationship (the third tier
         /// of the classic 1 → 1,000 → 1,000,000 import); 0 for none.
         public var groupParents: Int = 0
+        /// Fraction of each chunk that deletes existing records as managed objects (fetched, `delete(_:)`, saved
+        /// with the chunk); `updateFraction + deleteFraction` is at most 1.
+        public var deleteFraction: Double = 0
     }
     public struct Viewer: Sendable, Codable, Equatable {
         /// Rows on screen: the default ``window`` and the importers' hot set.

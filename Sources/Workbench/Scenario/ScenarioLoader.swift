@@ -531,8 +531,37 @@ struct Reader {
         return v
     }
 
-    func viewerRequest(_ node: Node, model: ModelSpec) throws -> ViewerRequest {
-        _ = try keys(node, allowed: ["predicate", "sort", "sectionKey", "fetchLimit", "fetchBatchSize"])
+    /// A fetcher's settings: `requests`, `by: key` (with `distribution`) or `by: predicate` (with `predicate` and
+    /// optional `sort`, `fetchLimit`, `fetchBatchSize`), `context` and `rate`.
+    func fetcher(_ settings: Node, model: ModelSpec, needsID: (String) throws -> Void) throws -> ActorSpec.Fetcher {
+        let requestKeys = ["predicate", "sort", "fetchLimit", "fetchBatchSize"]
+        _ = try keys(settings, allowed: ["requests", "by", "distribution", "context", "rate"] + requestKeys)
+        let by = try child(settings, "by").map { try choice($0, ActorSpec.Fetcher.By.self) } ?? .key
+        var request = ViewerRequest()
+        request.fetchBatchSize = 0  // an ordinary fetch: every row at once
+        switch by {
+        case .key:
+            if let key = requestKeys.first(where: { child(settings, $0) != nil }) {
+                throw fail(child(settings, key)!, "a fetch by key reads one record by its \(model.idKey ?? "idKey"): remove '\(key)' or set 'by: predicate'")
+            }
+            if model.idKey == nil {
+                throw fail(child(settings, "by") ?? settings, "a fetch by key picks records by their integer id, and \(model.entity) has none (give the model an idKey, or fetch 'by: predicate')")
+            }
+            try needsID("a fetcher by key")
+        case .predicate:
+            guard child(settings, "predicate") != nil else { throw fail(child(settings, "by")!, "a fetch by predicate needs 'predicate' (Docs/predicate-grammar.md)") }
+            if let n = child(settings, "distribution") { throw fail(n, "'distribution' draws the ids of a fetch by key: remove it or set 'by: key'") }
+            request = try viewerRequest(settings, model: model, checksKeys: false)
+            if child(settings, "fetchBatchSize") == nil { request.fetchBatchSize = 0 }
+        }
+        return .init(requests: try child(settings, "requests").map { try int($0, min: 1, max: 100_000_000) } ?? 100, by: by,
+                     distribution: try child(settings, "distribution").map { try choice($0, Distribution.self) } ?? .uniform,
+                     request: request, context: try child(settings, "context").map { try choice($0, ActorSpec.Fetcher.Context.self) } ?? .view,
+                     rate: try child(settings, "rate").map(rate) ?? .perSecond(10))
+    }
+
+    func viewerRequest(_ node: Node, model: ModelSpec, checksKeys: Bool = true) throws -> ViewerRequest {
+        if checksKeys { _ = try keys(node, allowed: ["predicate", "sort", "sectionKey", "fetchLimit", "fetchBatchSize"]) }
         let file = model.entities ?? ScenarioLoader.workloadModel
         let attributes = Set(file.allAttributes(of: model.entity).map(\.name))  // inherited ones too (issue 21 item 1)
         let properties = attributes.union(file.allRelationships(of: model.entity).map(\.name))
@@ -668,6 +697,16 @@ struct Reader {
         for node in phaseNodes {
             guard let actors = child(node, "actors"), let name = try child(node, "name").map(string) else { continue }
             for item in try list(actors) {
+                // A fetcher on the view context (its default) has no context to fetch in.
+                if case .map(let pairs, _) = item.tree, let pair = pairs.first, pair.key == "fetcher" {
+                    let settings = Node(tree: pair.value, path: "phases.\(name).fetcher")
+                    let context = child(settings, "context")
+                    if try context.map(string) ?? "view" == "view" {
+                        throw ScenarioError(file: file, line: (context?.tree.position ?? pair.position)?.line, column: (context?.tree.position ?? pair.position)?.column,
+                                            field: context?.path ?? settings.path,
+                                            message: "the `\(topology.rawValue)` topology has no view context to fetch in: set 'context: background' or choose a topology with a view context")
+                    }
+                }
                 guard case .map(let pairs, _) = item.tree, let pair = pairs.first, ["viewer", "editor"].contains(pair.key) else { continue }
                 let why = pair.key == "viewer" ? "nothing to show" : "no context for an editor's child"
                 throw ScenarioError(file: file, line: pair.position?.line, column: pair.position?.column, field: "phases.\(name).\(pair.key)",
@@ -704,12 +743,14 @@ struct Reader {
         let duration = try child(path, "duration").map(duration)
         var actors: [ActorSpec] = []
         if let a = child(path, "actors") {
-            for item in try list(a) { actors.append(try actor(item, phasePath: path.path, model: model)) }
+            let items = try list(a)
+            for item in items { actors.append(try actor(item, phasePath: path.path, model: model)) }
+            try checkViewers(zip(items, actors).compactMap { item, spec in if case .viewer(let v) = spec { return (item, v) } else { return nil } }, phasePath: path.path)
         }
         // Importers and a migrator end by themselves; other actors run for the phase's duration.
         func endsByItself(_ a: ActorSpec) -> Bool {
             switch a {
-            case .importer, .migrator: return true
+            case .importer, .migrator, .fetcher, .deleter: return true
             default: return false
             }
         }
@@ -719,9 +760,30 @@ struct Reader {
         return Phase(name: name, kind: kind, duration: duration, actors: actors)
     }
 
+    /// Several viewers in one phase are several controllers on the one view context, drawn by the one main queue:
+    /// one display link (one `frameRate`), one view context (one `readOnly`), and each shows data (`frames: only`
+    /// is a main queue with nothing on screen, which beside another viewer says nothing).
+    func checkViewers(_ viewers: [(Node, ActorSpec.Viewer)], phasePath: String) throws {
+        guard let (_, first) = viewers.first, viewers.count > 1 else { return }
+        for (item, viewer) in viewers {
+            guard case .map(let pairs, _) = item.tree, let body = pairs.first else { continue }
+            let settings = Node(tree: body.value, path: "\(phasePath).viewer")
+            func at(_ key: String) -> Node { child(settings, key) ?? settings }
+            if viewer.frames == .only {
+                throw fail(at("frames"), "a viewer with 'frames: only' shows nothing: beside another viewer it adds no frames (the viewers share one display link); remove it")
+            }
+            if viewer.frameRate != first.frameRate {
+                throw fail(at("frameRate"), "the viewers of one phase share the main queue's display link: give them one frameRate (\(first.frameRate), found \(viewer.frameRate))")
+            }
+            if viewer.readOnly != first.readOnly {
+                throw fail(at("readOnly"), "the viewers of one phase share the view context: give them one readOnly (\(first.readOnly), found \(viewer.readOnly))")
+            }
+        }
+    }
+
     func actor(_ node: Node, phasePath: String, model: ModelSpec) throws -> ActorSpec {
         guard case .map(let pairs, _) = node.tree, pairs.count == 1 else {
-            throw fail(node, "an actor is one of importer, viewer, editor, temporary, writer, batch, migrator, with its settings")
+            throw fail(node, "an actor is one of importer, viewer, editor, temporary, writer, batch, migrator, fetcher, deleter, with its settings")
         }
         let kind = pairs[0].key
         let body = Node(tree: pairs[0].value, path: "\(phasePath).\(kind)")
@@ -737,7 +799,7 @@ struct Reader {
         }
         switch kind {
         case "importer":
-            _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "distribution", "parallel", "rate", "reset", "saveEvery", "groups", "groupParents"])
+            _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "deleteFraction", "distribution", "parallel", "rate", "reset", "saveEvery", "groups", "groupParents"])
             let groups = try opt("groups", { try int($0, min: 0, max: 1_000_000) }, 0)
             if groups > 0 {
                 let file = model.entities ?? ScenarioLoader.workloadModel
@@ -766,6 +828,14 @@ struct Reader {
                 parallel: try opt("parallel", { try int($0, min: 1, max: 16) }, 1),
                 rate: try opt("rate", rate, .unlimited))
             if importer.updateFraction > 0 { try needsID("an importer with updateFraction") }
+            importer.deleteFraction = try opt("deleteFraction", { try double($0, min: 0, max: 1) }, 0)
+            if importer.deleteFraction > 0 {
+                try needsID("an importer with deleteFraction")
+                // Each chunk's objects are updates, deletes or inserts: the two fractions share the chunk.
+                guard importer.updateFraction + importer.deleteFraction <= 1 else {
+                    throw fail(child(settings, "deleteFraction")!, "updateFraction + deleteFraction must be at most 1 (each chunk's objects are updated, deleted or inserted), found \(importer.updateFraction) + \(importer.deleteFraction)")
+                }
+            }
             importer.reset = try opt("reset", { try choice($0, ImportReset.self) }, .afterChunk)
             importer.saveEvery = saveEvery
             importer.groups = groups
@@ -817,6 +887,18 @@ struct Reader {
             // Issue 21 item 8: the store opened with the model's next version, migrated in place.
             _ = try keys(settings, allowed: ["entities"])
             return .migrator(.init(to: try nextVersion(child(settings, "entities"), model: model, at: body)))
+        case "fetcher":
+            return .fetcher(try fetcher(settings, model: model, needsID: needsID))
+        case "deleter":
+            _ = try keys(settings, allowed: ["objects", "fraction", "chunkSize", "rate"])
+            try needsID("a deleter")
+            let objects = try child(settings, "objects").map { try int($0, min: 1, max: 100_000_000) }
+            let fraction = try child(settings, "fraction").map { try double($0, min: 0, max: 1) }
+            guard (objects == nil) != (fraction == nil) else {
+                throw fail(child(settings, "fraction") ?? settings, objects == nil ? "a deleter needs 'objects' (how many records) or 'fraction' (of the records stored when it starts)" : "give 'objects' or 'fraction', not both")
+            }
+            return .deleter(.init(objects: objects, fraction: fraction, chunkSize: try opt("chunkSize", { try int($0, min: 1, max: 1_000_000) }, 100),
+                                  rate: try opt("rate", rate, .unlimited)))
         case "batch":
             _ = try keys(settings, allowed: ["kind", "rate", "size", "mergeBy"])
             try needsID("a batch request")
@@ -824,7 +906,7 @@ struct Reader {
                                 rate: try opt("rate", rate, .perSecond(1)), size: try opt("size", { try int($0, min: 1, max: 1_000_000) }, 100),
                                 mergeBy: try opt("mergeBy", { try choice($0, ActorSpec.Batch.MergeBy.self) }, .ids)))
         default:
-            let allowed = ["importer", "viewer", "editor", "temporary", "writer", "batch", "migrator"]
+            let allowed = ["importer", "viewer", "editor", "temporary", "writer", "batch", "migrator", "fetcher", "deleter"]
             let suggestion = allowed.min { Self.distance($0, kind) < Self.distance($1, kind) }!
             throw ScenarioError(file: file, line: pairs[0].position?.line, column: pairs[0].position?.column, field: "\(phasePath).\(kind)",
                                 message: "unknown actor; expected one of \(allowed.joined(separator: ", ")) (did you mean '\(suggestion)'?)")

@@ -1,0 +1,151 @@
+import Foundation
+import ObjectGraph
+
+/// Runs a bounded actor's `count` operations at their intended times (open loop at a rate, back to back when
+/// unlimited): none starts after the phase's duration. `operation(k, intended)` returns false when it found nothing
+/// to do (a closed-loop actor then waits a poll interval instead of spinning on a virtual clock).
+private func forEachBounded(_ count: Int, rate: Rate, start: UInt64, duration: Double?, keepGoing: () -> Bool, _ operation: (Int, UInt64) -> Bool) -> Bool {
+    let schedule = Schedule(rate: rate, start: start)
+    let deadline = duration.map { start + UInt64($0 * 1e9) }
+    for k in 0..<count {
+        let intended = schedule.intended(k)
+        if duration != nil, !keepGoing() { return false }
+        if let deadline, intended > deadline { return false }
+        Clock.sleep(until: intended)
+        if !operation(k, intended), case .unlimited = rate { Clock.sleep(until: Clock.now() + Schedule.idlePoll) }
+    }
+    return true
+}
+
+/// The `fetcher` (Docs/scenarios.md): fetch requests an app makes as it runs, by key (a detail screen's record,
+/// `idKey == n`) or by predicate (a search), on the view context (main-queue time, `mainBusy` kind `fetch`) or on a
+/// private-queue context of the stack. Docs/coredata-behaviour.md §4: every fetch request goes to the store (a
+/// fetch is a query, whatever the context holds); its rows land in the row cache and the objects it returns, faults,
+/// are fulfilled from there when the app reads them, which the fetcher does: every field of every result.
+final class FetcherActor: WorkloadActor, @unchecked Sendable {  // state used on its own thread
+    let name: String
+    let spec: ActorSpec.Fetcher
+    let workload: Workload
+    var isBounded: Bool { true }
+
+    init(name: String, spec: ActorSpec.Fetcher, workload: Workload) {
+        self.name = name
+        self.spec = spec
+        self.workload = workload
+    }
+
+    /// The request of a fetch by predicate (the loader checked its predicate and keys).
+    static func predicateRequest(_ spec: ActorSpec.Fetcher, workload: Workload) throws -> FetchRequest {
+        let sort = spec.request.sort.map { $0.hasPrefix("-") ? ObjectSortDescriptor(String($0.dropFirst()), ascending: false) : ObjectSortDescriptor($0) }
+        var request = FetchRequest(entityName: workload.entity.name, predicate: try spec.request.predicate.map { try ObjectPredicate(format: $0) },
+                                   sortDescriptors: sort)
+        request.fetchLimit = spec.request.fetchLimit
+        request.fetchBatchSize = spec.request.fetchBatchSize
+        return request
+    }
+
+    func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
+        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        let w = workload
+        let byPredicate: FetchRequest?
+        do { byPredicate = spec.by == .predicate ? try Self.predicateRequest(spec, workload: w) : nil } catch {
+            w.recorder.note("\(name): \(error)")
+            return
+        }
+        // One context for the actor's life, as an app's screen or service keeps one.
+        let onView = spec.context == .view
+        let context = onView ? w.stack.viewContext : w.stack.makeTemporary()
+        let latency = w.recorder.labelledFetchLatency("fetcher:\(spec.context.rawValue)")
+        let finished = forEachBounded(spec.requests, rate: spec.rate, start: start, duration: duration, keepGoing: keepGoing) { k, intended in
+            w.recorder.add("operations")
+            let request: FetchRequest
+            if let byPredicate {
+                request = byPredicate
+            } else {
+                guard let idKey = w.idKey, let key = w.pickKeys(1, spec.distribution, hot: Int64(w.viewerCount), rng: &rng).first else { return false }
+                request = FetchRequest(entityName: w.entity.name, predicate: .compare(idKey, .equalTo, key))
+            }
+            context.performAndWait {
+                if onView { w.main.mark(.fetch) }
+                do {
+                    let objects = try context.fetch(request)
+                    for object in objects where !object.isDeleted {
+                        for (field, _) in w.fieldTypes { _ = try? object.checkedValue(forKey: field) }
+                    }
+                    w.recorder.add("fetches.\(spec.context.rawValue)")
+                    w.recorder.add("fetchedObjects.\(spec.context.rawValue)", objects.count)
+                } catch {
+                    w.recorder.note("\(name) fetch \(k): \(error)")
+                }
+            }
+            // From the intended time: a fetch queued behind the main queue's work waits as the user does.
+            latency.record(nanoseconds: Clock.now() - intended)
+            return true
+        }
+        if !finished { w.recorder.add("fetcherStoppedByDuration") }
+    }
+}
+
+/// The `deleter` (Docs/scenarios.md): deletes records as managed objects, the loop apps ran before batch deletes: a
+/// chunk of ids fetched on a background context, `delete(_:)` for each object, a save, a reset. Docs/coredata-
+/// behaviour.md §3.1 and §5: the save's deletes reach the view context by its merge, which deletes the objects
+/// there and takes them out of its controllers. Ids are picked uniformly among the records not yet deleted and
+/// marked at once, so no other actor picks them afterwards; an actor that picked one before edits a record deleted
+/// elsewhere, which its save's policy settles (§1.4, §10.2).
+final class DeleterActor: WorkloadActor, @unchecked Sendable {  // state used on its own thread
+    let name: String
+    let spec: ActorSpec.Deleter
+    let workload: Workload
+    var isBounded: Bool { true }
+
+    init(name: String, spec: ActorSpec.Deleter, workload: Workload) {
+        self.name = name
+        self.spec = spec
+        self.workload = workload
+    }
+
+    func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
+        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        let w = workload
+        // `fraction`: of the records stored when the deleter starts.
+        let total = spec.objects ?? Int((Double(w.liveKeys(of: w.existingKeys)) * (spec.fraction ?? 0)).rounded())
+        let chunks = (total + spec.chunkSize - 1) / spec.chunkSize
+        let finished = forEachBounded(chunks, rate: spec.rate, start: start, duration: duration, keepGoing: keepGoing) { k, intended in
+            w.recorder.add("operations")
+            let ids = w.pickKeysToDelete(min(spec.chunkSize, total - k * spec.chunkSize), rng: &rng)
+            guard !ids.isEmpty else { return false }
+            let context = w.stack.makeImporter()
+            var deletedKeys: [Int64] = []
+            var saved = false
+            context.performAndWait {
+                do {
+                    for object in try w.fetchByKeys(ids, in: context) {
+                        if let key = object.objectID.primaryKey { deletedKeys.append(key) }
+                        context.delete(object)
+                    }
+                    let pushStart = Clock.now()
+                    try w.saveCounting(context, role: "deleter", policyRole: "importer")
+                    saved = true
+                    // Nested, viewChildren: the child's save is the merge into the view context (a main-queue push).
+                    if w.stack.backgroundSaveIsMerge { w.recorder.mergeLatency.record(nanoseconds: Clock.now() - pushStart) }
+                    if w.stack.committedContext == nil { w.recorder.record(w.deleteEvents(deletedKeys, actor: name, role: "deleter", policyRole: "importer")) }
+                } catch {
+                    w.recorder.note("\(name) chunk \(k): \(error)")
+                }
+            }
+            if saved {
+                do {
+                    try w.stack.afterBackgroundSave(context)
+                    if w.stack.committedContext != nil { w.recorder.record(w.deleteEvents(deletedKeys, actor: name, role: "deleter", policyRole: "importer")) }
+                } catch { w.recorder.note("\(name) parent save: \(error)") }
+                w.recorder.rowsChanged(deleted: deletedKeys.count)
+            } else {
+                w.undelete(ids)
+            }
+            context.performAndWait { context.reset() }
+            w.recorder.saveLatency("deleter").record(nanoseconds: Clock.now() - intended)
+            return true
+        }
+        if !finished { w.recorder.add("deleterStoppedByDuration") }
+    }
+}
