@@ -48,7 +48,7 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     /// A block queued on a serial queue (`perform`, an async merge, a frame) and run: the dispatch, the hop to
     /// the queue's thread and its autorelease pool. A `performAndWait` runs on the caller's thread and is free.
     case blockRun
-    /// A row copied into its new table by a lightweight migration (`INSERT … SELECT`, issue 21 item 8).
+    /// A row copied into its new table by a lightweight migration (`INSERT … SELECT`, no managed object).
     case rowMigrated
     /// A row a batch insert wrote inside SQLite (its insert stepped again, with its uniqueness lookups): no managed
     /// object, no validation, no row-cache snapshot (Docs/coredata-behaviour.md §6).

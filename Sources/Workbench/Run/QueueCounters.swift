@@ -1,6 +1,6 @@
 import ObjectGraph
 
-/// The operations that cost time on a device, counted per queue (issue 18 rule 25; Docs/what-the-workbench-counts.md).
+/// The operations that cost time on a device, counted per queue (Docs/what-the-workbench-counts.md, "Per-queue counters").
 ///
 /// Names and labels are shared by reports, CSV and profiles: a metric per counter, statistic `count`, labelled
 /// `queue=main` or `queue=background` (every queue but the main one), plus `source=` for fault fulfilments and
