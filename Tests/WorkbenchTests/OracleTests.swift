@@ -237,6 +237,22 @@ struct NestedAttributionTests {
         }
     }
 
+    /// A stack of `topology` whose roles all have `policy`, its workload, and one record stored (id 1, title "seed").
+    static func seeded(topology: String, policy: String) throws -> (TopologyTests.Built, ManagedObjectModel, Workload) {
+        let built = try TopologyTests.Built(["stack.topology=\(topology)", "stack.policies.all=\(policy)"])
+        let model = try ManagedObjectModel(file: ScenarioLoader.workloadModel)
+        let w = Workload(scenario: built.scenario, stack: built.stack, recorder: built.recorder, main: built.main, model: model)
+        let seed = built.stack.makeImporter()
+        try seed.performAndWait {
+            let record = try seed.insertNewObject(forEntityName: "Record")
+            try record.setValue(Int64(1), forKey: "id")
+            try record.setValue("seed", forKey: "title")
+            try seed.save()
+        }
+        try built.stack.afterBackgroundSave(seed)
+        return (built, model, w)
+    }
+
     static func finalRows(_ url: URL, model: ManagedObjectModel, fields: [String]) throws -> [Int64: (version: Int64, fields: [String: String])] {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model, name: "verify")
         try coordinator.addPersistentStore(type: .sqlite, at: url)
@@ -262,18 +278,8 @@ struct NestedAttributionTests {
     // which did not write it".
     @Test("Issue 20 item 12: a change pushed through the view context is the editor's, classified by the private writer's policy", arguments: ["objectTrump", "storeTrump"])
     func editorPushCarriedByAnotherSave(policy: String) throws {
-        let built = try TopologyTests.Built(["stack.topology=nested", "stack.policies.all=\(policy)"])
-        let model = try ManagedObjectModel(file: ScenarioLoader.workloadModel)
-        let w = Workload(scenario: built.scenario, stack: built.stack, recorder: built.recorder, main: built.main, model: model)
+        let (built, model, w) = try Self.seeded(topology: "nested", policy: policy)
         let stack = built.stack
-        let seed = stack.makeImporter()
-        try seed.performAndWait {
-            let record = try seed.insertNewObject(forEntityName: "Record")
-            try record.setValue(Int64(1), forKey: "id")
-            try record.setValue("seed", forKey: "title")
-            try seed.save()
-        }
-        try stack.afterBackgroundSave(seed)
         let importer = stack.makeImporter()
         try Self.edit(w, importer, actor: "importer", role: "importer", ["title": "imported"], push: true)
         try stack.afterBackgroundSave(importer)
@@ -317,18 +323,8 @@ struct NestedAttributionTests {
     @Test("A save whose policy accepts a delete made elsewhere records no write for the deleted record",
           arguments: ["container", "nested"], ["objectTrump", "storeTrump", "rollback"])
     func acceptedDeleteRecordsNoWrite(topology: String, policy: String) throws {
-        let built = try TopologyTests.Built(["stack.topology=\(topology)", "stack.policies.all=\(policy)"])
-        let model = try ManagedObjectModel(file: ScenarioLoader.workloadModel)
-        let w = Workload(scenario: built.scenario, stack: built.stack, recorder: built.recorder, main: built.main, model: model)
+        let (built, model, w) = try Self.seeded(topology: topology, policy: policy)
         let stack = built.stack
-        let seed = stack.makeImporter()
-        try seed.performAndWait {
-            let record = try seed.insertNewObject(forEntityName: "Record")
-            try record.setValue(Int64(1), forKey: "id")
-            try record.setValue("seed", forKey: "title")
-            try seed.save()
-        }
-        try stack.afterBackgroundSave(seed)
         // The importer reads the record before it is deleted elsewhere.
         let importer = stack.makeImporter()
         let object = try importer.performAndWait {
