@@ -237,6 +237,22 @@ struct NestedAttributionTests {
         }
     }
 
+    /// A stack of `topology` whose roles all have `policy`, its workload, and one record stored (id 1, title "seed").
+    static func seeded(topology: String, policy: String) throws -> (TopologyTests.Built, ManagedObjectModel, Workload) {
+        let built = try TopologyTests.Built(["stack.topology=\(topology)", "stack.policies.all=\(policy)"])
+        let model = try ManagedObjectModel(file: ScenarioLoader.workloadModel)
+        let w = Workload(scenario: built.scenario, stack: built.stack, recorder: built.recorder, main: built.main, model: model)
+        let seed = built.stack.makeImporter()
+        try seed.performAndWait {
+            let record = try seed.insertNewObject(forEntityName: "Record")
+            try record.setValue(Int64(1), forKey: "id")
+            try record.setValue("seed", forKey: "title")
+            try seed.save()
+        }
+        try built.stack.afterBackgroundSave(seed)
+        return (built, model, w)
+    }
+
     static func finalRows(_ url: URL, model: ManagedObjectModel, fields: [String]) throws -> [Int64: (version: Int64, fields: [String: String])] {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model, name: "verify")
         try coordinator.addPersistentStore(type: .sqlite, at: url)
@@ -262,18 +278,8 @@ struct NestedAttributionTests {
     // which did not write it".
     @Test("Issue 20 item 12: a change pushed through the view context is the editor's, classified by the private writer's policy", arguments: ["objectTrump", "storeTrump"])
     func editorPushCarriedByAnotherSave(policy: String) throws {
-        let built = try TopologyTests.Built(["stack.topology=nested", "stack.policies.all=\(policy)"])
-        let model = try ManagedObjectModel(file: ScenarioLoader.workloadModel)
-        let w = Workload(scenario: built.scenario, stack: built.stack, recorder: built.recorder, main: built.main, model: model)
+        let (built, model, w) = try Self.seeded(topology: "nested", policy: policy)
         let stack = built.stack
-        let seed = stack.makeImporter()
-        try seed.performAndWait {
-            let record = try seed.insertNewObject(forEntityName: "Record")
-            try record.setValue(Int64(1), forKey: "id")
-            try record.setValue("seed", forKey: "title")
-            try seed.save()
-        }
-        try stack.afterBackgroundSave(seed)
         let importer = stack.makeImporter()
         try Self.edit(w, importer, actor: "importer", role: "importer", ["title": "imported"], push: true)
         try stack.afterBackgroundSave(importer)
@@ -304,5 +310,51 @@ struct NestedAttributionTests {
         let report = Oracle.check(events: events, finalRows: rows, viewValues: [:], duplicates: [], readOnlySaves: 0, batchTouched: [])
         #expect(report.verdict == .pass, "\(report.findings)")
         #expect(report.lostUpdates == 0 && report.promisedLosses == 0 && report.storeMismatches == 0, "\(report.findings)")
+    }
+
+    // Docs/coredata-behaviour.md §1.4, §10.2: a save that meets a row deleted elsewhere, under a policy that accepts
+    // the delete (ObjectTrump by default, StoreTrump, Rollback), deletes the object instead of writing it; after
+    // the save the object has left its context and `isDeleted` is false again. Its actor's changes are then in no
+    // row, and the record is the deleter's: no write may be recorded for it (one would carry the values and the
+    // version the object was read with, which the oracle reads as the save losing its own write).
+    // Container: the delete is another context's on the same coordinator (a layer-1 conflict), the importer's save
+    // is recorded by `events`; nested: the delete is another coordinator's (layer 2), met by the private writer's
+    // save that `observedRootSave` records.
+    @Test("A save whose policy accepts a delete made elsewhere records no write for the deleted record",
+          arguments: ["container", "nested"], ["objectTrump", "storeTrump", "rollback"])
+    func acceptedDeleteRecordsNoWrite(topology: String, policy: String) throws {
+        let (built, model, w) = try Self.seeded(topology: topology, policy: policy)
+        let stack = built.stack
+        // The importer reads the record before it is deleted elsewhere.
+        let importer = stack.makeImporter()
+        let object = try importer.performAndWait {
+            var request = FetchRequest(entityName: "Record")
+            request.returnsObjectsAsFaults = false
+            return try #require(try importer.fetch(request).first)
+        }
+        let key = try #require(object.objectID.primaryKey)
+        let deleter = topology == "nested" ? stack.makeWriter() : stack.makeImporter()
+        try deleter.performAndWait {
+            try deleter.delete(#require(try deleter.fetch(FetchRequest(entityName: "Record")).first))
+            try deleter.save()
+        }
+        built.recorder.record(w.deleteEvents([key], actor: "deleter", role: "importer"))
+        try importer.performAndWait {
+            try object.setValue("imported", forKey: "title")
+            let pending = [(object, ["title": object.primitiveValue(forKey: "title").description])]
+            let changed = w.changedFields([object])
+            if w.attributesPushes { w.announcePush(importer, pending, changed: changed, actor: "importer", role: "importer") }
+            try importer.save()
+            if !w.attributesPushes { w.recorder.record(w.events(pending, actor: "importer", role: "importer", changed: changed)) }
+        }
+        try stack.afterBackgroundSave(importer)
+        built.main.drain()
+
+        let rows = try Self.finalRows(built.directory.file("store.sqlite"), model: model, fields: ["title", "value"])
+        #expect(rows.isEmpty)
+        let events = built.recorder.allEvents
+        #expect(events.map(\.actor) == ["deleter"])
+        let report = Oracle.check(events: events, finalRows: rows, viewValues: [:], duplicates: [], readOnlySaves: 0, batchTouched: [])
+        #expect(report.verdict == .pass, "\(report.findings)")
     }
 }

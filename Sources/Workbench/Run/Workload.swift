@@ -242,7 +242,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         let now = Clock.now()
         let step = Scheduler.currentStep
         var result: [WriteEvent] = []
-        for (object, intended) in objects where !object.objectID.isTemporaryID && !object.isDeleted {
+        for (object, intended) in objects where !object.objectID.isTemporaryID && !object.isDeleted && !Self.deletedBySave(object) {
             guard let key = object.objectID.primaryKey, let written = changed[object.objectID] else { continue }
             if object.isFault {
                 // The policy discarded this object's changes (Rollback refreshes it): nothing of it was written.
@@ -265,6 +265,13 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         }
         return result
     }
+
+    /// Whether the save just made deleted `object` though its actor changed it: its policy accepted a delete made
+    /// elsewhere (Docs/coredata-behaviour.md §1.4, §10.2: ObjectTrump by default, StoreTrump, Rollback). As in
+    /// Core Data, a deleted object leaves its context at the save and `isDeleted` is false again. Its changes are
+    /// in no row and the record is its deleter's, which recorded the delete: a write recorded for it would carry
+    /// the row it was read from, at that version, as what its save committed. Call on the object's queue.
+    static func deletedBySave(_ object: ManagedObject) -> Bool { object.managedObjectContext == nil }
 
     /// Events for a stack of parents whose root save is not observed (viewChildren, privateRoot): the committed
     /// rows live in the root context once the parents saved.
@@ -371,7 +378,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
             ledger.inRoot = [:]
             return taken
         }
-        for object in before {
+        for object in before where !Self.deletedBySave(object) {
             guard let key = object.objectID.primaryKey, let fields = changed[object.objectID] else { continue }
             let origins = taken[object.objectID] ?? [:]
             // Objects no actor's push changed (inserted groups, ...) are not the oracle's.
