@@ -79,6 +79,8 @@ struct EverydayWorkloadTests {
                 == "bad.yaml:10:18: phases.run.deleter: a deleter needs 'objects' (how many records) or 'fraction' (of the records stored when it starts)")
         #expect(Self.message(Self.scenario(["deleter: { objects: 10, fraction: 0.5 }"]))
                 == "bad.yaml:10:43: phases.run.deleter.fraction: give 'objects' or 'fraction', not both")
+        #expect(Self.message(Self.scenario(["deleter: { fraction: 0 }"]))
+                == "bad.yaml:10:30: phases.run.deleter.fraction: a fraction of the records stored, more than 0 and at most 1, found 0.0")
         #expect(Self.message(Self.scenario(["deleter: { objects: 10 }"], model: Self.noID))
                 == "bad.yaml:14:18: phases.run.deleter: a deleter picks records by their integer id, and Note has none (give the model an idKey)")
     }
@@ -181,6 +183,90 @@ struct EverydayWorkloadTests {
         #expect(r.counters["rowsInserted"] == 260)
         #expect(r.value("frcObjects", "value") == 240)
         #expect(r.oracle.verdict == .pass, "\(r.oracle.summary)")
+    }
+
+    @Test("With updateFraction + deleteFraction = 1 a chunk touches exactly its size: the deletes take what the updates leave")
+    func importerFractionsShareTheChunk() throws {
+        // Chunks of 5 at 0.5 + 0.5: 2.5 rounds to 3 updates, and the deletes take the 2 left; nothing is inserted.
+        let r = try Self.run(Self.scenario(["importer: { objects: 10, chunkSize: 5, updateFraction: 0.5, deleteFraction: 0.5 }"]))
+        #expect(r.counters["rowsUpdated"] == 6)
+        #expect(r.counters["rowsDeleted"] == 4)
+        #expect(r.counters["rowsInserted"] == 200)
+        #expect(r.oracle.verdict == .pass, "\(r.oracle.summary)")
+        #expect(r.notes.isEmpty, "\(r.notes)")
+    }
+
+    @Test("A deleter asked for more records than are stored ends when none is left, having deleted every one")
+    func deleterEndsWhenNothingIsLeft() throws {
+        // 200 records in chunks of 7: 28 full chunks and one of 4, then no id is left to pick and the deleter ends.
+        let r = try Self.run(Self.scenario(["deleter: { objects: 100000000, chunkSize: 7 }"]))
+        #expect(r.counters["rowsDeleted"] == 200)
+        #expect(r.counters["operations"] == 2 + 29, "the seed's two chunks and the deleter's 29")
+        #expect(r.value("saveLatency", "count", label: "deleter") == 29)
+        #expect(r.oracle.verdict == .pass, "\(r.oracle.summary)")
+    }
+
+    /// A store of 100 records, each updated once (so each has a saved write: the first chunk inserts, the second
+    /// updates), then a batch delete alone in a phase of its own, then `after` (phases of YAML at the phases'
+    /// indentation).
+    static func batchDeleteScenario(after: String = "") -> String {
+        """
+        name: batch-deletes
+        seed: 3
+        stack: { topology: ambar }
+        phases:
+          - name: seed
+            actors:
+              - importer: { objects: 200, chunkSize: 100, updateFraction: 1 }
+          - name: delete
+            duration: 100ms
+            actors:
+              - batch: { kind: delete, size: 100, rate: 10/s }
+        \(after)
+        """
+    }
+
+    // Docs/coredata-behaviour.md §6: a batch delete removes rows in the store, outside the object graph.
+    @Test("A batch delete's records are deleted for the oracle (it passes, nothing unknown) and for every picker (a deleter's fraction counts the rest)")
+    func batchDeletesAreDeletes() throws {
+        let r = try Self.run(Self.batchDeleteScenario())
+        #expect(r.counters["rowsInserted"] == 100 && r.counters["rowsUpdated"] == 100)
+        // The ids drawn (uniformly, sparing the 20 the importers treat as on screen) that the store had.
+        let deletedByBatch = try #require(r.counters["rowsDeleted"])
+        #expect(deletedByBatch == 80)
+        #expect(r.oracle.verdict == .pass, "\(r.oracle.summary) \(r.oracle.findings.prefix(3))")
+        #expect(r.oracle.storeMismatches == 0 && r.oracle.unknown == 0)
+        // Half of what is left: the batch's deletes are not counted among the records stored.
+        let after = try Self.run(Self.batchDeleteScenario(after: "  - name: trim\n    actors:\n      - deleter: { fraction: 0.5, chunkSize: 25 }"))
+        let left = 100 - deletedByBatch
+        #expect(after.counters["rowsDeleted"] == deletedByBatch + Int((Double(left) * 0.5).rounded()))
+        #expect(after.oracle.verdict == .pass, "\(after.oracle.summary)")
+    }
+
+    // Docs/coredata-behaviour.md §3.1: without a merge the view context keeps deleted objects until it is reset.
+    @Test("merge: notifyAndRefetch refetches after a phase with only a deleter: the controller shows no deleted record")
+    func refetchAfterDeletes() throws {
+        let yaml = """
+            name: refetch
+            seed: 3
+            stack: { topology: ambar, merge: notifyAndRefetch }
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 200, chunkSize: 100 }
+              - name: show
+                duration: 100ms
+                actors:
+                  - viewer: { visibleObjects: 10 }
+              - name: delete
+                actors:
+                  - deleter: { objects: 50, chunkSize: 25 }
+            """
+        let r = try Self.run(yaml)
+        #expect(r.counters["rowsDeleted"] == 50)
+        #expect(r.value("frcObjects", "value") == 150)
+        #expect(r.value("refetches", "value") == 1)
+        #expect(r.oracle.staleReads == 0 && r.oracle.verdict == .pass, "\(r.oracle.summary)")
     }
 
     @Test("Two viewers are two controllers with their own requests: each one's size and changes under viewer=n, the sums unlabelled")

@@ -42,16 +42,21 @@ struct InMemoryStoreScenarioTests {
     // gets one of its own, so the stacks of two coordinators on one store are refused where `store` is written.
     @Test("Semantics §7: topologies of two coordinators on one store are refused at stack.store, also from a matrix or -p")
     func twoCoordinatorTopologiesRefused() throws {
-        for topology in ["ambar", "ambar8", "ambar7", "history"] {
-            let text = Self.valid.replacingOccurrences(of: "topology: container", with: "topology: \(topology)")
-            #expect(message(text) == "mem.yaml:4:10: stack.store: the `\(topology)` topology opens two coordinators on one store, and an in-memory store cannot be shared: each coordinator would get an empty store of its own (choose container, nested, viewChildren, privateRoot or headless, or store: sqlite)")
+        let history = Self.valid.replacingOccurrences(of: "topology: container", with: "topology: history")
+        #expect(message(history) == "mem.yaml:4:10: stack.store: the `history` topology opens two coordinators on one store, and an in-memory store cannot be shared: each coordinator would get an empty store of its own (choose container, nested, viewChildren, privateRoot or headless, or store: sqlite)")
+        // The Ambar topologies are the Ambar container, which opens the store file whether it has one coordinator or two.
+        for topology in ["ambar", "ambar8", "ambar7"] {
+            for single in ["", "\n  singleCoordinator: true"] {
+                let text = Self.valid.replacingOccurrences(of: "topology: container", with: "topology: \(topology)\(single)")
+                #expect(message(text).hasSuffix("stack.store: the `\(topology)` topology is the Ambar container, which the workbench opens on an SQLite store file (with one coordinator or two): it has no in-memory store (choose container, nested, viewChildren, privateRoot or headless, or store: sqlite)"), "\(topology)\(single)")
+            }
         }
         for topology in ["container", "nested", "viewChildren", "privateRoot", "headless"] {
             #expect(message(Self.valid.replacingOccurrences(of: "topology: container", with: "topology: \(topology)")) == "ok")
         }
         // Chosen by a matrix: the matrix's value is where inMemory is written.
         let sqlite = Self.valid.replacingOccurrences(of: "  store: inMemory\n", with: "").replacingOccurrences(of: "container", with: "ambar")
-        #expect(message(sqlite + "\nmatrix:\n  stack.store: [sqlite, inMemory]").hasPrefix("mem.yaml:9:25: stack.store: the `ambar` topology opens two coordinators"))
+        #expect(message(sqlite + "\nmatrix:\n  stack.store: [sqlite, inMemory]").hasPrefix("mem.yaml:9:25: stack.store: the `ambar` topology is the Ambar container"))
         // A matrix of topologies with an in-memory store written in the stack: the store's place.
         #expect(message(Self.valid + "\nmatrix:\n  stack.topology: [container, ambar]").hasPrefix("mem.yaml:4:10: stack.store: the `ambar` topology"))
         // From the command line: the override is named.

@@ -58,6 +58,35 @@ struct Schedule {
         }
     }
 
+    /// What one operation of a bounded actor did.
+    enum Outcome {
+        /// Its work: the next operation follows on schedule.
+        case acted
+        /// Nothing to do yet (nothing stored): a closed-loop actor waits a poll interval before the next.
+        case idle
+        /// Nothing left to do: the actor ends.
+        case finished
+    }
+
+    /// Runs a bounded actor's `count` operations at their intended times (open loop at a rate, back to back when
+    /// unlimited): none starts after the phase's duration, and none after one says it is ``Outcome/finished``.
+    /// Returns false when the phase's duration stopped it.
+    func forEach(_ count: Int, duration: Double?, keepGoing: () -> Bool, _ operation: (Int, UInt64) -> Outcome) -> Bool {
+        let deadline = duration.map { start + UInt64($0 * 1e9) }
+        for k in 0..<count {
+            let intended = self.intended(k)
+            if duration != nil, !keepGoing() { return false }
+            if let deadline, intended > deadline { return false }
+            Clock.sleep(until: intended)
+            switch operation(k, intended) {
+            case .acted: continue
+            case .finished: return true
+            case .idle: if case .unlimited = rate { Clock.sleep(until: Clock.now() + Self.idlePoll) }
+            }
+        }
+        return true
+    }
+
     /// How long a closed-loop actor with nothing to do waits before it looks again.
     static let idlePoll: UInt64 = 1_000_000
     /// How often an actor waiting in a phase without a duration looks whether the phase is over.
@@ -140,7 +169,10 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             let updates = live > 0 ? min(Int((Double(n) * spec.updateFraction).rounded()), Int(live)) : 0
             let updateKeys = w.pickKeys(updates, in: existing, spec.distribution, hot: Int64(w.viewerCount), rng: &rng)
             // `deleteFraction`: records of the store deleted as managed objects in the same save (none picked twice).
-            let deletes = spec.deleteFraction > 0 ? max(0, min(Int((Double(n) * spec.deleteFraction).rounded()), Int(live) - updateKeys.count)) : 0
+            // Each fraction is rounded on its own, so the deletes take what the updates left of the chunk: a chunk
+            // never touches more objects than its size.
+            let deletes = spec.deleteFraction > 0
+                ? max(0, min(Int((Double(n) * spec.deleteFraction).rounded()), n - updateKeys.count, Int(live) - updateKeys.count)) : 0
             let deleteKeys = deletes > 0 ? w.pickKeysToDelete(deletes, besides: updateKeys, rng: &rng) : []
             pendingDeleteIDs += deleteKeys
             let newKeys = w.allocateKeys(n - updateKeys.count - deleteKeys.count)
@@ -164,10 +196,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                         }
                         pending.append((object, intended))
                     }
-                    for object in try w.fetchByKeys(deleteKeys, in: current) {
-                        if let key = object.objectID.primaryKey { pendingDeletedKeys.append(key) }
-                        current.delete(object)
-                    }
+                    pendingDeletedKeys += try w.deleteRecords(deleteKeys, in: current)
                     if let newKeys {
                         let groupObjects = try groups?.objects(in: current)
                         for key in newKeys {
@@ -199,8 +228,8 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                         for (object, values) in pending { intendedByID[object.objectID] = values }
                     } else {
                         w.recorder.record(w.events(pending, actor: name, role: "importer", changed: changed))
-                        w.recorder.record(w.deleteEvents(pendingDeletedKeys, actor: name, role: "importer"))
                     }
+                    w.recordDeletes(pendingDeletedKeys, actor: name, role: "importer", afterParents: false)
                 } catch {
                     w.recorder.note("\(name) chunk \(k): \(error)")
                 }
@@ -211,7 +240,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                 do {
                     try w.stack.afterBackgroundSave(current)
                     w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "importer", changed: changed))
-                    if w.stack.committedContext != nil { w.recorder.record(w.deleteEvents(pendingDeletedKeys, actor: name, role: "importer")) }
+                    w.recordDeletes(pendingDeletedKeys, actor: name, role: "importer", afterParents: true)
                 } catch { w.recorder.note("\(name) parent save: \(error)") }
                 w.recorder.rowsChanged(inserted: pendingInserted, updated: pendingUpdated, deleted: pendingDeletedKeys.count)
             } else {
@@ -523,8 +552,12 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                         acted = true
                         var request = BatchDeleteRequest(fetchRequest: FetchRequest(entityName: w.entity.name, predicate: .in(w.idKey!, keys.map { $0 as Any })))
                         request.resultType = .objectIDs
-                        changes.deleted = Set(try context.execute(request).objectIDs ?? [])
-                        w.markBatchTouched(keys)
+                        let deleted = try context.execute(request).objectIDs ?? []
+                        changes.deleted = Set(deleted)
+                        // The records are gone: no actor picks them again, and the oracle holds the store to having
+                        // no row for them (their primary keys from the result, as the rows are gone after the run).
+                        w.markDeleted(keys)
+                        w.recorder.record(w.deleteEvents(deleted.compactMap(\.primaryKey), actor: name, role: "batch"))
                         w.recorder.rowsChanged(deleted: changes.deleted.count)
                     }
                 } catch {

@@ -1,22 +1,6 @@
 import Foundation
 import ObjectGraph
 
-/// Runs a bounded actor's `count` operations at their intended times (open loop at a rate, back to back when
-/// unlimited): none starts after the phase's duration. `operation(k, intended)` returns false when it found nothing
-/// to do (a closed-loop actor then waits a poll interval instead of spinning on a virtual clock).
-private func forEachBounded(_ count: Int, rate: Rate, start: UInt64, duration: Double?, keepGoing: () -> Bool, _ operation: (Int, UInt64) -> Bool) -> Bool {
-    let schedule = Schedule(rate: rate, start: start)
-    let deadline = duration.map { start + UInt64($0 * 1e9) }
-    for k in 0..<count {
-        let intended = schedule.intended(k)
-        if duration != nil, !keepGoing() { return false }
-        if let deadline, intended > deadline { return false }
-        Clock.sleep(until: intended)
-        if !operation(k, intended), case .unlimited = rate { Clock.sleep(until: Clock.now() + Schedule.idlePoll) }
-    }
-    return true
-}
-
 /// The `fetcher` (Docs/scenarios.md): fetch requests an app makes as it runs, by key (a detail screen's record,
 /// `idKey == n`) or by predicate (a search), on the view context (main-queue time, `mainBusy` kind `fetch`) or on a
 /// private-queue context of the stack. Docs/coredata-behaviour.md §4: every fetch request goes to the store (a
@@ -56,13 +40,13 @@ final class FetcherActor: WorkloadActor, @unchecked Sendable {  // state used on
         let onView = spec.context == .view
         let context = onView ? w.stack.viewContext : w.stack.makeTemporary()
         let latency = w.recorder.labelledFetchLatency("fetcher:\(spec.context.rawValue)")
-        let finished = forEachBounded(spec.requests, rate: spec.rate, start: start, duration: duration, keepGoing: keepGoing) { k, intended in
+        let finished = Schedule(rate: spec.rate, start: start).forEach(spec.requests, duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let request: FetchRequest
             if let byPredicate {
                 request = byPredicate
             } else {
-                guard let idKey = w.idKey, let key = w.pickKeys(1, spec.distribution, hot: Int64(w.viewerCount), rng: &rng).first else { return false }
+                guard let idKey = w.idKey, let key = w.pickKeys(1, spec.distribution, hot: Int64(w.viewerCount), rng: &rng).first else { return .idle }
                 request = FetchRequest(entityName: w.entity.name, predicate: .compare(idKey, .equalTo, key))
             }
             context.performAndWait {
@@ -80,7 +64,7 @@ final class FetcherActor: WorkloadActor, @unchecked Sendable {  // state used on
             }
             // From the intended time: a fetch queued behind the main queue's work waits as the user does.
             latency.record(nanoseconds: Clock.now() - intended)
-            return true
+            return .acted
         }
         if !finished { w.recorder.add("fetcherStoppedByDuration") }
     }
@@ -107,28 +91,26 @@ final class DeleterActor: WorkloadActor, @unchecked Sendable {  // state used on
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
         var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
         let w = workload
-        // `fraction`: of the records stored when the deleter starts.
+        // `fraction`: of the records stored when the deleter starts (those deleted by any means before excluded).
         let total = spec.objects ?? Int((Double(w.liveKeys(of: w.existingKeys)) * (spec.fraction ?? 0)).rounded())
         let chunks = (total + spec.chunkSize - 1) / spec.chunkSize
-        let finished = forEachBounded(chunks, rate: spec.rate, start: start, duration: duration, keepGoing: keepGoing) { k, intended in
-            w.recorder.add("operations")
+        let finished = Schedule(rate: spec.rate, start: start).forEach(chunks, duration: duration, keepGoing: keepGoing) { k, intended in
             let ids = w.pickKeysToDelete(min(spec.chunkSize, total - k * spec.chunkSize), rng: &rng)
-            guard !ids.isEmpty else { return false }
+            // No record left to delete: the deleter is done, whatever it was asked for.
+            guard !ids.isEmpty else { return .finished }
+            w.recorder.add("operations")
             let context = w.stack.makeImporter()
             var deletedKeys: [Int64] = []
             var saved = false
             context.performAndWait {
                 do {
-                    for object in try w.fetchByKeys(ids, in: context) {
-                        if let key = object.objectID.primaryKey { deletedKeys.append(key) }
-                        context.delete(object)
-                    }
+                    deletedKeys = try w.deleteRecords(ids, in: context)
                     let pushStart = Clock.now()
                     try w.saveCounting(context, role: "deleter", policyRole: "importer")
                     saved = true
                     // Nested, viewChildren: the child's save is the merge into the view context (a main-queue push).
                     if w.stack.backgroundSaveIsMerge { w.recorder.mergeLatency.record(nanoseconds: Clock.now() - pushStart) }
-                    if w.stack.committedContext == nil { w.recorder.record(w.deleteEvents(deletedKeys, actor: name, role: "deleter", policyRole: "importer")) }
+                    w.recordDeletes(deletedKeys, actor: name, role: "deleter", policyRole: "importer", afterParents: false)
                 } catch {
                     w.recorder.note("\(name) chunk \(k): \(error)")
                 }
@@ -136,7 +118,7 @@ final class DeleterActor: WorkloadActor, @unchecked Sendable {  // state used on
             if saved {
                 do {
                     try w.stack.afterBackgroundSave(context)
-                    if w.stack.committedContext != nil { w.recorder.record(w.deleteEvents(deletedKeys, actor: name, role: "deleter", policyRole: "importer")) }
+                    w.recordDeletes(deletedKeys, actor: name, role: "deleter", policyRole: "importer", afterParents: true)
                 } catch { w.recorder.note("\(name) parent save: \(error)") }
                 w.recorder.rowsChanged(deleted: deletedKeys.count)
             } else {
@@ -144,7 +126,7 @@ final class DeleterActor: WorkloadActor, @unchecked Sendable {  // state used on
             }
             context.performAndWait { context.reset() }
             w.recorder.saveLatency("deleter").record(nanoseconds: Clock.now() - intended)
-            return true
+            return .acted
         }
         if !finished { w.recorder.add("deleterStoppedByDuration") }
     }

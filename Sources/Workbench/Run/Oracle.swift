@@ -92,7 +92,9 @@ enum Oracle {
             }
             // Deletes (the deleter's, an importer's deleteFraction): the record is meant to be gone, unless a save
             // after the last delete put a row back (Overwrite, or ObjectTrump resurrecting it: §1.4, §10.2). Only
-            // the saves after that delete describe a row that is there.
+            // the saves after that delete describe a row that is there. Ordered by recorded time: a delete pushed
+            // through parents (nested, viewChildren, privateRoot) is recorded once the parents saved, so a save that
+            // committed just after it and was recorded first counts as before it (Docs/workbench.md "The oracle").
             let lastDelete = keyEvents.last { $0.deleted == true }
             let writes = keyEvents.filter { $0.deleted != true }
             let describing = lastDelete.map { d in writes.filter { $0.time > d.time } } ?? writes

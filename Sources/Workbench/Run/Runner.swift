@@ -455,9 +455,15 @@ public struct VariantRunner {
             // Let the frame clock see the end, then let queued merges finish.
             Clock.sleep(until: Clock.now() + 20_000_000)
             drainMain()
-            // Issue 19 item 7: with `merge: notifyAndRefetch` the view learns of the import when it ends, and its
-            // controller fetches again (in batches), under the frame clock like any main-queue block.
-            if scenario.stack.merge == .notifyAndRefetch, !viewers.isEmpty, phase.actors.contains(where: { if case .importer = $0 { return true } else { return false } }) {
+            // With `merge: notifyAndRefetch` the view learns of the phase's imports and deletes when it ends, and
+            // its controller fetches again (in batches), under the frame clock like any main-queue block.
+            let savesInBackground = phase.actors.contains { actor in
+                switch actor {
+                case .importer, .deleter: return true
+                default: return false
+                }
+            }
+            if scenario.stack.merge == .notifyAndRefetch, !viewers.isEmpty, savesInBackground {
                 let refetched = viewers
                 main.queue.async { ViewerState.refetch(refetched) }
                 drainMain()

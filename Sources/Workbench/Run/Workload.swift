@@ -27,14 +27,20 @@ extension SeededGenerator {
         }
     }
 
-    /// `count` distinct keys, none of `excluded` (keys of deleted records). A key drawn from the excluded ones is
-    /// drawn again, so that without exclusions the draws are exactly those of a store nothing was deleted from;
-    /// after many misses the search walks up from a drawn key to the next one left. The excluded set is only
-    /// asked whether it holds a key: its order feeds nothing.
-    mutating func keys(_ count: Int, in n: Int64, _ distribution: Distribution, hot: Int64, excluding excluded: Set<Int64> = []) -> [Int64] {
+    /// `count` distinct keys, none of `excluded` (keys of deleted records) or `besides` (keys the caller holds
+    /// already). A key drawn from the excluded ones is drawn again, so that without exclusions the draws are exactly
+    /// those of a store nothing was deleted from; after many misses the search walks up from a drawn key to the next
+    /// one left. The excluded set is only asked whether it holds a key: its order feeds nothing.
+    /// - Parameter excludedBelow: how many of `excluded` are in 1...n, when the caller keeps that count (else it is
+    ///   counted here, a pass over the set).
+    mutating func keys(_ count: Int, in n: Int64, _ distribution: Distribution, hot: Int64, excluding excluded: Set<Int64> = [],
+                       excludedBelow: Int64? = nil, besides: [Int64] = []) -> [Int64] {
         guard n > 0 else { return [] }
-        let excludedBelow = excluded.isEmpty ? 0 : Int64(excluded.count(where: { $0 >= 1 && $0 <= n }))
-        let target = min(Int64(count), n - excludedBelow)
+        let extra = Set(besides.filter { $0 >= 1 && $0 <= n && !excluded.contains($0) })
+        let excludes = !excluded.isEmpty || !besides.isEmpty
+        let below = excluded.isEmpty ? 0 : excludedBelow ?? Int64(excluded.count(where: { $0 >= 1 && $0 <= n }))
+        let target = min(Int64(count), n - below - Int64(extra.count))
+        func isExcluded(_ k: Int64) -> Bool { excluded.contains(k) || extra.contains(k) }
         var chosen = Set<Int64>()
         var order: [Int64] = []
         var attempts = 0
@@ -42,16 +48,37 @@ extension SeededGenerator {
             attempts += 1
             var k = key(in: n, distribution, hot: hot)
             if attempts > count * 20 { k = Int64.random(in: 1...n, using: &self) }
-            if !excluded.isEmpty, excluded.contains(k) || chosen.contains(k) {
+            if excludes, isExcluded(k) || chosen.contains(k) {
                 guard attempts > count * 20 else { continue }
                 // Few keys are left: the next one up from the draw (wrapping), which exists since `target` counts them.
                 var next = k
-                repeat { next = next % n + 1 } while excluded.contains(next) || chosen.contains(next)
+                repeat { next = next % n + 1 } while isExcluded(next) || chosen.contains(next)
                 k = next
             }
             if chosen.insert(k).inserted { order.append(k) }
         }
         return order
+    }
+}
+
+/// The ids of deleted records, with what picking needs without a pass over them: their count and the largest.
+struct DeletedKeys {
+    private(set) var keys: Set<Int64> = []
+    private(set) var largest: Int64 = 0
+
+    /// How many deleted ids are in 1...n: the count when every one is (the usual case), else a pass.
+    func count(upTo n: Int64) -> Int64 { largest <= n ? Int64(keys.count) : Int64(keys.count(where: { $0 >= 1 && $0 <= n })) }
+
+    mutating func insert<S: Sequence>(_ new: S) where S.Element == Int64 {
+        for key in new where keys.insert(key).inserted { largest = max(largest, key) }
+    }
+
+    /// Ids picked for a delete that did not reach the store (`largest` may stay above them: it only bounds).
+    mutating func remove(_ old: [Int64]) { keys.subtract(old) }
+
+    /// `count` ids of the first `n` not deleted and not in `besides`.
+    func pick(_ count: Int, in n: Int64, _ distribution: Distribution, hot: Int64, besides: [Int64] = [], rng: inout SeededGenerator) -> [Int64] {
+        rng.keys(count, in: n, distribution, hot: hot, excluding: keys, excludedBelow: self.count(upTo: n), besides: besides)
     }
 }
 
@@ -65,8 +92,9 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
     let fieldTypes: [(String, AttributeType)]
     private let maxKey = Mutex<Int64>(0)
     private let batchTouched = Mutex<Set<Int64>>([])
-    /// The ids of records deleted as managed objects (or chosen for a delete being saved): pickers skip them.
-    private let deleted = Mutex<Set<Int64>>([])
+    /// The ids of records deleted (as managed objects or by a batch delete), or chosen for a delete being saved:
+    /// pickers skip them.
+    private let deleted = Mutex(DeletedKeys())
     /// Each viewer's window, in the phase's order of viewers (``visibleIDs`` joins them).
     private let windows = Mutex<[[ManagedObjectID]]>([])
     private let pushes = Mutex(PushLedger())
@@ -141,27 +169,32 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
     }
 
     /// Records still stored (as far as the actors know) of the first `allocated` ids: those less the deleted ones.
-    func liveKeys(of allocated: Int64) -> Int64 { allocated - Int64(deleted.withLock { $0.count }) }
+    func liveKeys(of allocated: Int64) -> Int64 { allocated - deleted.withLock { $0.count(upTo: allocated) } }
 
     /// `count` distinct ids of stored records (of the first `n`, by default every id allocated) drawn by
-    /// `distribution`, never a deleted one.
+    /// `distribution`, never a deleted one. Drawn under the lock: a copy of the deleted ids taken out would be
+    /// copied whole by the next delete.
     func pickKeys(_ count: Int, in n: Int64? = nil, _ distribution: Distribution, hot: Int64, rng: inout SeededGenerator) -> [Int64] {
-        let excluded = deleted.withLock { $0 }
-        return rng.keys(count, in: n ?? existingKeys, distribution, hot: hot, excluding: excluded)
+        let n = n ?? existingKeys
+        return deleted.withLock { $0.pick(count, in: n, distribution, hot: hot, rng: &rng) }
     }
 
     /// Picks `count` ids to delete (uniformly, besides `besides`) and marks them deleted at once, so that no other
     /// actor picks them from now on.
     func pickKeysToDelete(_ count: Int, besides: [Int64] = [], rng: inout SeededGenerator) -> [Int64] {
-        deleted.withLock { deleted in
-            let keys = rng.keys(count, in: existingKeys, .uniform, hot: 0, excluding: deleted.union(besides))
-            deleted.formUnion(keys)
+        let n = existingKeys
+        return deleted.withLock { deleted in
+            let keys = deleted.pick(count, in: n, .uniform, hot: 0, besides: besides, rng: &rng)
+            deleted.insert(keys)
             return keys
         }
     }
 
+    /// Marks ids deleted (a batch delete's): no actor picks them from now on.
+    func markDeleted(_ keys: [Int64]) { deleted.withLock { $0.insert(keys) } }
+
     /// A delete that did not reach the store: its ids can be picked again.
-    func undelete(_ keys: [Int64]) { deleted.withLock { $0.subtract(keys) } }
+    func undelete(_ keys: [Int64]) { deleted.withLock { $0.remove(keys) } }
 
     /// Events saying these records (by primary key) were deleted by `actor`'s committed save: the oracle holds the
     /// store to having no row for them (unless a later save put one back).
@@ -173,6 +206,25 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
             event.deleted = true
             return event
         }
+    }
+
+    /// Fetches the records of `ids` in `context` and deletes each as a managed object; returns their primary keys,
+    /// for ``recordDeletes(_:actor:role:policyRole:afterParents:)`` once the save committed. Call on its queue.
+    func deleteRecords(_ ids: [Int64], in context: ManagedObjectContext) throws -> [Int64] {
+        var keys: [Int64] = []
+        for object in try fetchByKeys(ids, in: context) {
+            if let key = object.objectID.primaryKey { keys.append(key) }
+            context.delete(object)
+        }
+        return keys
+    }
+
+    /// Records the delete events of a committed save where the save reaches the store: called once right after the
+    /// actor's own save (`afterParents` false) and once after ``WorkbenchStack/afterBackgroundSave`` (true), it
+    /// records at the first when that save met the store, at the second when the parents' saves took it there.
+    func recordDeletes(_ keys: [Int64], actor: String, role: String, policyRole: String? = nil, afterParents: Bool) {
+        guard !keys.isEmpty, (stack.committedContext != nil) == afterParents else { return }
+        recorder.record(deleteEvents(keys, actor: actor, role: role, policyRole: policyRole))
     }
 
     func markBatchTouched<S: Sequence>(_ keys: S) where S.Element == Int64 { batchTouched.withLock { $0.formUnion(keys) } }

@@ -547,7 +547,6 @@ struct Reader {
             if model.idKey == nil {
                 throw fail(child(settings, "by") ?? settings, "a fetch by key picks records by their integer id, and \(model.entity) has none (give the model an idKey, or fetch 'by: predicate')")
             }
-            try needsID("a fetcher by key")
         case .predicate:
             guard child(settings, "predicate") != nil else { throw fail(child(settings, "by")!, "a fetch by predicate needs 'predicate' (Docs/predicate-grammar.md)") }
             if let n = child(settings, "distribution") { throw fail(n, "'distribution' draws the ids of a fetch by key: remove it or set 'by: key'") }
@@ -656,10 +655,14 @@ struct Reader {
     }
 
     /// Docs/coredata-behaviour.md §7 "The in-memory store": each coordinator that adds an in-memory store gets a
-    /// store of its own, so a stack of two coordinators on one store cannot have one; query generations and the
-    /// connection pool are SQLite's. Each is refused where it is written.
+    /// store of its own, so a stack of two coordinators on one store cannot have one; the Ambar topologies are the
+    /// Ambar container on the scenario's store file; query generations and the connection pool are SQLite's. Each
+    /// is refused where it is written.
     func refuseSQLiteOnlyStack(_ node: Node, _ spec: StackSpec, store: Node) throws {
-        if [.ambar, .ambar8, .ambar7, .history].contains(spec.topology) {
+        if [.ambar, .ambar8, .ambar7].contains(spec.topology) {
+            throw fail(store, "the `\(spec.topology.rawValue)` topology is the Ambar container, which the workbench opens on an SQLite store file (with one coordinator or two): it has no in-memory store (choose container, nested, viewChildren, privateRoot or headless, or store: sqlite)")
+        }
+        if spec.topology == .history {
             throw fail(store, "the `\(spec.topology.rawValue)` topology opens two coordinators on one store, and an in-memory store cannot be shared: each coordinator would get an empty store of its own (choose container, nested, viewChildren, privateRoot or headless, or store: sqlite)")
         }
         if spec.pinViewGeneration, let n = child(node, "pinViewGeneration") {
@@ -690,7 +693,7 @@ struct Reader {
         }
     }
 
-    /// Issue 19 item 2: a stack without a view context (`headless`) has nothing for a viewer to show and no
+    /// A stack without a view context (`headless`) has nothing for a viewer to show and no
     /// context for an editor to be a child of: each is refused where it is written.
     func refuseViewActors(_ phaseNodes: [Node], topology: TopologyKind) throws {
         guard !topology.hasViewContext else { return }
@@ -893,7 +896,11 @@ struct Reader {
             _ = try keys(settings, allowed: ["objects", "fraction", "chunkSize", "rate"])
             try needsID("a deleter")
             let objects = try child(settings, "objects").map { try int($0, min: 1, max: 100_000_000) }
-            let fraction = try child(settings, "fraction").map { try double($0, min: 0, max: 1) }
+            let fraction = try child(settings, "fraction").map { n in
+                let f = try double(n, max: 1)
+                guard f > 0 else { throw fail(n, "a fraction of the records stored, more than 0 and at most 1, found \(f)") }
+                return f
+            }
             guard (objects == nil) != (fraction == nil) else {
                 throw fail(child(settings, "fraction") ?? settings, objects == nil ? "a deleter needs 'objects' (how many records) or 'fraction' (of the records stored when it starts)" : "give 'objects' or 'fraction', not both")
             }
