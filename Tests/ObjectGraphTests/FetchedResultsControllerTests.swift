@@ -779,4 +779,47 @@ final class FRCCounter: FetchedResultsControllerDelegate {
             #expect((frc.fetchedObjects?[100] as? Item)?.flag == true)
         }
     }
+
+    // Docs/coredata-behaviour.md §5: a local edit that makes a shown object stop matching the predicate is a
+    // delete, even when it changed no sort or section key.
+    @Test("A local edit that stops an object matching is a delete, though no sort key changed (§5)")
+    func editThatStopsMatchingIsADelete_5() throws {
+        let stack = try TestStack()
+        try FetchedResultsControllerTests.seed(stack, [(1, "a", 1), (2, "b", 2), (3, "c", 3)])
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let frc = FetchedResultsController(
+                fetchRequest: FetchRequest(entityName: "Item", predicate: .compare("price", .lessThan, 10.0), sortDescriptors: [ObjectSortDescriptor("name")]),
+                managedObjectContext: ctx)
+            let recorder = FRCRecorder()
+            frc.delegate = recorder
+            try frc.performFetch()
+            try FetchedResultsControllerTests.item(ctx, 2).price = 20
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "delete #2 [0, 1] -> -", "did"])
+            #expect(frc.fetchedObjects?.map { ($0 as! Item).id } == [1, 3])
+            #expect(frc.objectCount == 2)
+        }
+    }
+
+    // Docs/coredata-behaviour.md §5: an object edited and deleted in one change cycle is a delete.
+    @Test("An object edited and deleted in one cycle is a delete (§5)")
+    func editedAndDeletedIsADelete_5() throws {
+        let stack = try TestStack()
+        try FetchedResultsControllerTests.seed(stack, [(1, "a", 1), (2, "b", 2), (3, "c", 3)])
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let frc = FetchedResultsController(
+                fetchRequest: FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("name")]), managedObjectContext: ctx)
+            let recorder = FRCRecorder()
+            frc.delegate = recorder
+            try frc.performFetch()
+            let two = try FetchedResultsControllerTests.item(ctx, 2)
+            two.price = 20
+            ctx.delete(two)
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "delete #2 [0, 1] -> -", "did"])
+            #expect(frc.fetchedObjects?.map { ($0 as! Item).id } == [1, 3])
+        }
+    }
 }

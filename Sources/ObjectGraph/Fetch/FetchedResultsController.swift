@@ -228,10 +228,13 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         return counts
     }
 
-    /// The object at an index path.
+    /// The object at an index path. An index path outside the results traps, as Core Data raises.
     public func object(at indexPath: FetchedIndexPath) -> ManagedObject {
-        let results = results!
-        return results.objects[results.sections[indexPath.section].offset + indexPath.item]
+        guard let results else { preconditionFailure("object(at:) before performFetch()") }
+        precondition(results.sections.indices.contains(indexPath.section), "object(at:): no section \(indexPath.section) in \(results.sections.count)")
+        let section = results.sections[indexPath.section]
+        precondition(indexPath.item >= 0 && indexPath.item < section.count, "object(at:): no item \(indexPath.item) in section \(indexPath.section) of \(section.count)")
+        return results.objects[section.offset + indexPath.item]
     }
 
     /// The index path of an object, nil when it is not in the results.
@@ -403,7 +406,8 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         changesProcessed += touched.count
         let old = Self.places(of: touched, in: results), oldNames = results.sections.map(\.name)
 
-        // Semantics §5: a local edit that changed none of the sort and section keys keeps its place, unsearched.
+        // Semantics §5: a local edit that changed none of the sort and section keys keeps its place, unsearched,
+        // when the object still matches.
         let orderKeys = Set(fetchRequest.sortDescriptors.map(\.key) + [sectionNameKeyPath].compactMap { $0 })
         var inPlace = Set<ObjectIdentifier>()
         if !orderKeys.contains(where: { $0.contains(".") }) {
@@ -432,6 +436,8 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                 placed.append((object, k, n))
             }
         }
+        // Only an object that still matches keeps its place (one that stopped matching, or is gone, is a delete).
+        inPlace.formIntersection(placed.map { ObjectIdentifier($0.object) })
         placed.removeAll { inPlace.contains(ObjectIdentifier($0.object)) }
 
         // The results are changed in place (semantics §5, "What placing a change costs"); the controller lets go
