@@ -70,7 +70,7 @@ public protocol FetchedResultsControllerSnapshotDelegate: AnyObject {
 /// sections, the section sizes) and only the batches that are used, as Core Data's batched arrays do. After the
 /// context's `reset()` call ``performFetch()`` again.
 public final class FetchedResultsController: @unchecked Sendable {  // used on its context's queue
-    /// How the controller decides whether changed objects belong in its results (issue 18 rule 23). The raw
+    /// How the controller decides whether changed objects belong in its results ([Rule 23](Docs/core-data-rules.md)). The raw
     /// values are the workbench's `viewer.frc` values.
     public enum ChangeEvaluation: String, Sendable, CaseIterable {
         /// Core Data's (the default; semantics §5, "Cost of change tracking"): every changed object of the
@@ -160,7 +160,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     func didMergeObjectIDs(_ note: Notification) {
         Execution.libraryWork {
             guard let ids = ContextObjectIDChanges(note) else { return }
-            // Issue 18 rule 10: already done within the merge's objects-did-change when it posted one.
+            // core-data-rules.md Rule 10: already done within the merge's objects-did-change when it posted one.
             if mergeHandled {
                 mergeHandled = false
                 return
@@ -175,11 +175,11 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// - Throws: ``ObjectGraphError`` when the request's sort descriptors are not set or the fetch fails.
     public func performFetch() throws {
         return try Execution.recording(.controllerFetch(self)) {
-            // Semantics §5 / issue 18 rule 16 (recorded on Apple): nil sort descriptors fail, an empty list does not.
+            // Semantics §5, core-data-rules.md Rule 16 (recorded on Apple): nil sort descriptors fail, an empty list does not.
             guard fetchRequest.sortDescriptorsIfSet != nil else {
                 throw ObjectGraphError(.invalidFetchRequest, "a fetched results controller needs sort descriptors", entity: fetchRequest.entityName)
             }
-            // Issue 18 rule 26 (semantics §4 fetchBatchSize): the store orders the IDs; with a batch size the objects
+            // core-data-rules.md Rule 26 (semantics §4 fetchBatchSize): the store orders the IDs; with a batch size the objects
             // are faults whose rows are read a batch at a time as they are used. Nothing here reads every object.
             // Sort keys are read from an object only when a change needs them (reading them fires its fault,
             // and with `fetchBatchSize` its batch's query).
@@ -218,7 +218,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
               let entity = try? context.entity(for: fetchRequest), !context.hasPendingChanges(for: entity) else { return nil }
         let fetch = StoreFetch(entity: entity, predicate: fetchRequest.predicate, sortDescriptors: fetchRequest.sortDescriptors,
                                limit: 0, offset: 0, idsOnly: true, includesSubentities: fetchRequest.includesSubentities)
-        // A pinned context counts its sections in its generation (issue 21 item 4).
+        // A pinned context counts its sections in its generation (Docs/coredata-behaviour.md §3.7).
         let generation: StoreGeneration?
         do { generation = try context.readGeneration() } catch { return nil }
         guard let counts = try? coordinator.read(in: generation, { try ($0 as? SQLiteStore)?.sectionCounts(fetch, keyPath: keyPath) }) else { return nil }
@@ -320,7 +320,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                 request.sortDescriptors = fetchRequest.sortDescriptors
                 request.fetchLimit = limit
                 // The first `limit` of the chunk after pending changes, exactly (not Core Data's store window,
-                // issue 18 rule 14): the reasoning above needs every match that precedes the others.
+                // core-data-rules.md Rule 14): the reasoning above needs every match that precedes the others.
                 request.pendingChangesOverlay = .wholeResult
             }
             guard let objects = try? managedObjectContext.fetch(request) else { return nil }
@@ -572,7 +572,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         sectionInfos = nil
         let new = Self.places(of: touched, in: results)
 
-        // Section changes first (semantics §5). Issue 18 rule 16 (recorded on Apple): a section that disappears
+        // Section changes first (semantics §5). core-data-rules.md Rule 16 (recorded on Apple): a section that disappears
         // reports no objects.
         let newNames = results.sections.map(\.name)
         let newSections = sections ?? []
