@@ -478,20 +478,10 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         // The searches run over the visible entries (all but `hidden`): the index of the v-th, and how many
         // come before index r.
         func visible(_ v: Int) -> Int {
-            var lo = 0, hi = hidden.count  // the first j with hidden[j] - j > v
-            while lo < hi {
-                let m = (lo + hi) / 2
-                if hidden[m] - m > v { hi = m } else { lo = m + 1 }
-            }
-            return v + lo
+            v + partitioningIndex(0, hidden.count) { hidden[$0] - $0 > v }
         }
         func visibleBefore(_ r: Int) -> Int {
-            var lo = 0, hi = hidden.count
-            while lo < hi {
-                let m = (lo + hi) / 2
-                if hidden[m] < r { lo = m + 1 } else { hi = m }
-            }
-            return r - lo
+            r - partitioningIndex(0, hidden.count) { hidden[$0] >= r }
         }
         // Semantics §5 and Rule 26: where `k` goes (after its equals), as an index in the results without the
         // entry at `a` (the object's own, nil for a newcomer). As Core Data does, the search stays within the
@@ -514,11 +504,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                     if section.name == name { own = s }
                 }
                 guard let own else {
-                    var l = 0, h = starts.count
-                    while l < h {
-                        let m = (l + h) / 2
-                        if precedes(k, key(at: visible(starts[m].view))) { h = m } else { l = m + 1 }
-                    }
+                    let l = partitioningIndex(0, starts.count) { precedes(k, key(at: visible(starts[$0].view))) }
                     return l < starts.count ? slot(results.sections[starts[l].section].offset) : slot(results.count)
                 }
                 let section = results.sections[own]
@@ -535,10 +521,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                     if precedes(k, m) { hi = h + d - 1; break } else { lo = h + d; d *= 2 }
                 }
             }
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if precedes(k, key(at: visible(mid))) { hi = mid } else { lo = mid + 1 }
-            }
+            lo = partitioningIndex(lo, hi) { precedes(k, key(at: visible($0))) }
             let total = visibleBefore(results.count)
             let lower = max(lo == 0 ? slot(0) : slot(visible(lo - 1) + 1), bounds.0)
             let upper = min(lo == total ? slot(results.count) : slot(visible(lo)), bounds.1)
