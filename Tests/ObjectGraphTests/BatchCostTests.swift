@@ -244,4 +244,23 @@ import Testing
         #expect(counts[.objectRefreshed] == 0)
         #expect(counts[.sqlStatement] == 0)
     }
+
+    // Docs/coredata-behaviour.md §6: a batch insert that fails on a uniqueness constraint writes nothing; its rows
+    // are counted when the request's rows are all written, so a rolled-back request counts its statements and no
+    // batch row.
+    @Test("a batch insert that fails midway counts its statements but no batch row (§6)")
+    func failedBatchInsertCountsNoBatchRows() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait { _ = try ctx.execute(Self.insertRequest(1...5)) }
+        var request = Self.insertRequest(6...10)
+        request.objects.append(["id": Int64(3), "name": "again", "price": 3.0])  // collides after five new rows
+        let (failed, counts) = Self.counting { ctx.performAndWait { (try? ctx.execute(request)) == nil } }
+        #expect(failed)
+        #expect(counts[.batchRowInserted] == 0)
+        #expect(counts[.batchRowUpdated] == 0)
+        #expect(counts[.transaction] == 0)
+        #expect(counts[.sqlStatement] > 0)
+        #expect(try ctx.performAndWait { try ctx.count(for: FetchRequest(entityName: "Item")) } == 5)
+    }
 }

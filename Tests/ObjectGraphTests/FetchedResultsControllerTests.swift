@@ -779,4 +779,50 @@ final class FRCCounter: FetchedResultsControllerDelegate {
             #expect((frc.fetchedObjects?[100] as? Item)?.flag == true)
         }
     }
+
+    /// A tracking controller over items 1 (price 1), 2 (price 2) and 3 (price 3), ordered by name only, with no
+    /// sections: a price is no sort key.
+    static func byNameOnly(_ stack: TestStack, _ ctx: ManagedObjectContext, _ predicate: ObjectPredicate?) throws -> (FetchedResultsController, FRCRecorder) {
+        try FetchedResultsControllerTests.seed(stack, [(1, "a", 1), (2, "b", 2), (3, "c", 3)])
+        return try ctx.performAndWait {
+            let frc = FetchedResultsController(
+                fetchRequest: FetchRequest(entityName: "Item", predicate: predicate, sortDescriptors: [ObjectSortDescriptor("name")]), managedObjectContext: ctx)
+            let recorder = FRCRecorder()
+            frc.delegate = recorder
+            try frc.performFetch()
+            return (frc, recorder)
+        }
+    }
+
+    // Docs/coredata-behaviour.md §5: a local edit that makes a shown object stop matching the predicate is a
+    // delete, even when it changed no sort or section key.
+    @Test("A local edit that stops an object matching is a delete, though no sort key changed (§5)")
+    func editThatStopsMatchingIsADelete_5() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        let (frc, recorder) = try Self.byNameOnly(stack, ctx, .compare("price", .lessThan, 10.0))
+        try ctx.performAndWait {
+            try FetchedResultsControllerTests.item(ctx, 2).price = 20
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "delete #2 [0, 1] -> -", "did"])
+            #expect(frc.fetchedObjects?.map { ($0 as! Item).id } == [1, 3])
+            #expect(frc.objectCount == 2)
+        }
+    }
+
+    // Docs/coredata-behaviour.md §5: an object edited and deleted in one change cycle is a delete.
+    @Test("An object edited and deleted in one cycle is a delete (§5)")
+    func editedAndDeletedIsADelete_5() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        let (frc, recorder) = try Self.byNameOnly(stack, ctx, nil)
+        try ctx.performAndWait {
+            let two = try FetchedResultsControllerTests.item(ctx, 2)
+            two.price = 20
+            ctx.delete(two)
+            ctx.processPendingChanges()
+            #expect(recorder.take() == ["will", "delete #2 [0, 1] -> -", "did"])
+            #expect(frc.fetchedObjects?.map { ($0 as! Item).id } == [1, 3])
+        }
+    }
 }

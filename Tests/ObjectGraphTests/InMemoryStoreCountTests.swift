@@ -59,4 +59,23 @@ import Testing
         #expect(counts(counting, .inMemoryRowRead) - read == 4)
         #expect(counts(counting, .sqlStatement) == 0)
     }
+
+    // Docs/coredata-behaviour.md §7 "The in-memory store": a fetch walks every row of the entity with or without a
+    // predicate, and a count walks them too.
+    @Test("Semantics §7: an in-memory fetch without a predicate and a count each read every row of the entity")
+    func fetchAndCountWalkEveryRow() throws {
+        let stack = try TestStack(type: .inMemory)
+        _ = try stack.seed(4)
+        let ctx = stack.context()
+        let counting = ExecutionThread.countingOnly()
+        ExecutionThread.install(counting)
+        defer { ExecutionThread.install(nil) }
+        let fetched = try ctx.performAndWait { try fetchItems(ctx).count }
+        #expect(fetched == 4)
+        #expect(counts(counting, .inMemoryRowRead) == 4)
+        let counted = try ctx.performAndWait { try ctx.count(for: FetchRequest(entityName: "Item")) }
+        #expect(counted == 4)
+        #expect(counts(counting, .inMemoryRowRead) == 8)
+        #expect(counts(counting, .idRowFetched) == 0)
+    }
 }

@@ -211,4 +211,26 @@ import Testing
         let named = FetchIndexDescription(name: "byCode", elements: [.init(property: "code")])
         #expect(throws: ModelError.self) { try model([named, FetchIndexDescription(name: "BYCODE", elements: [.init(property: "note")])]) }
     }
+
+    // Docs/coredata-behaviour.md §4.1: attribute, to-one and fetch indexes share one namespace per file; a clash
+    // of names is a model error naming the entity and property, not an SQLite error when the store is made.
+    @Test("Two indexes whose store names meet are a model error naming entity and property (§4.1)")
+    func clashingIndexNamesAreAModelError() throws {
+        #expect { try ManagedObjectModel(entities: [
+            EntityDescription(name: "Item", attributes: [AttributeDescription(name: "a_zb", type: .integer64, isIndexed: true)]),
+            EntityDescription(name: "Item_za", attributes: [AttributeDescription(name: "b", type: .integer64, isIndexed: true)]),
+        ]) } throws: { error in
+            guard let error = error as? ModelError else { return false }
+            return error.entity == "Item_za" && error.property == "b" && error.fetchIndex == nil
+                && error.message.contains("ZITEM_ZA_ZB_INDEX") && error.message.contains("Item.a_zb")
+        }
+        // A to-one's index meets an indexed attribute's the same way.
+        #expect { try ManagedObjectModel(entities: [
+            EntityDescription(name: "Item", attributes: [AttributeDescription(name: "a_zb", type: .integer64, isIndexed: true)],
+                              relationships: [RelationshipDescription(name: "others", destination: "Item_za", inverse: "b", toMany: true)]),
+            EntityDescription(name: "Item_za", relationships: [RelationshipDescription(name: "b", destination: "Item", inverse: "others")]),
+        ]) } throws: { error in
+            (error as? ModelError).map { $0.entity == "Item_za" && $0.property == "b" && $0.message.contains("ZITEM_ZA_ZB_INDEX") } ?? false
+        }
+    }
 }

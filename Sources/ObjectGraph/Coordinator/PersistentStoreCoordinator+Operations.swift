@@ -26,10 +26,10 @@ extension PersistentStoreCoordinator {
     /// Runs a fetch in the store. Rows come back installed in the row cache, each with one reference the
     /// caller adopts or releases (``FetchEntry/retained``). The entries are built here as a context's fetch takes
     /// them, not as pairs that the context mapped to entries again (an array and a copy of every row less).
-    /// `generation`: a pinned context's (issue 21 item 4): the rows come from it, and the cache only takes the
+    /// `generation`: a pinned context's (Docs/coredata-behaviour.md §3.7): the rows come from it, and the cache only takes the
     /// references (its rows may be older than the cache's; another context must not fault them in).
     func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, generation: StoreGeneration? = nil) throws -> [FetchEntry] {
-        // Issue 22 item 8: rows read on a read connection are installed with the generation the read began at. A
+        // Docs/coredata-behaviour.md §8: rows read on a read connection are installed with the generation the read began at. A
         // fetch of IDs only, or one in a pinned generation, installs nothing: it takes no snapshot.
         guard !idsOnly, generation == nil else {
             return try fetchRows(request, entity: entity, idsOnly: idsOnly, snapshot: 0, generation: generation)
@@ -96,7 +96,7 @@ extension PersistentStoreCoordinator {
     /// The row of one object for a fault: from the row cache when fresh enough, else from the store.
     /// nil when the row does not exist.
     /// With a pinned context's `generation`, the row comes from the generation, never from the cache (which may
-    /// hold a newer one), and is not cached (issue 21 item 4).
+    /// hold a newer one), and is not cached (Docs/coredata-behaviour.md §3.7).
     func row(for id: ManagedObjectID, staleness: TimeInterval, generation: StoreGeneration? = nil) throws -> RowSnapshot? {
         if let generation {
             count { $0.rowCacheMisses += 1 }
@@ -118,7 +118,7 @@ extension PersistentStoreCoordinator {
             count { $0.rowCacheMisses += 1 }
             return try rowCache.reading { snapshot in
                 let (rows, inMemory) = try readStore { (try $0.rows(of: id.entity, keys: [id.key]), $0.type == .inMemory) }
-                // Issue 18 rule 27: a row read (and a fault fulfilled from the store) only when the store has the row.
+                // core-data-rules.md Rule 27: a row read (and a fault fulfilled from the store) only when the store has the row.
                 guard let row = rows[id.key] else { return nil }
                 count { $0.rowsRead += 1 }
                 // Semantics §7 "The in-memory store": a row in memory is copied without a query, as from the cache
@@ -143,7 +143,7 @@ extension PersistentStoreCoordinator {
             }
             count { $0.rowsRead += result.count; $0.rowCacheMisses += ids.count }
             Execution.count(.rowFetched, result.count)
-            // A pinned context's rows stay out of the cache (issue 21 item 4).
+            // A pinned context's rows stay out of the cache (Docs/coredata-behaviour.md §3.7).
             if generation == nil { rowCache.install(result.map { ($0.key, $0.value) }, retain: false, snapshot: snapshot) }
             return result
         }
@@ -152,7 +152,7 @@ extension PersistentStoreCoordinator {
     /// Reads again from the store the rows among `ids` that the row cache holds, one query per entity, and
     /// caches them (keeping their references); rows gone from the store are forgotten so the next fault reads
     /// the store. What `mergeChanges(fromRemoteContextSave:into:)` needs to refresh objects past an older
-    /// cached row (semantics §3.4; issue 18 rule 15).
+    /// cached row (semantics §3.4; core-data-rules.md Rule 15).
     func reloadCachedRows(_ ids: Set<ManagedObjectID>) throws {
         let cached = rowCache.rows(among: ids).compactMap { id, row in row == nil || id.isTemporaryID ? nil : id }
         guard !cached.isEmpty else { return }
@@ -238,8 +238,8 @@ extension PersistentStoreCoordinator {
                     return v
                 }
             }
-            // Each saved row also gains the reference of the did-save notification that will announce it (issue 18
-            // rule 23), in the same lookup as its install (issue 22 item 5): ``SavedRows`` adopts them.
+            // Each saved row also gains the reference of the did-save notification that will announce it
+            // (core-data-rules.md Rule 23, row cache), in the same lookup as its install: ``SavedRows`` adopts them.
             var updatedIDs: [ManagedObjectID] = [], insertedIDs: [ManagedObjectID] = []
             if !request.updates.isEmpty {
                 // Straight from the request, without an array of the new rows first.
@@ -314,7 +314,7 @@ struct StoreRowSubject: PredicateSubject {
     let row: RowSnapshot
     let resolver: StoreRowResolver
     /// The entity whose properties the key path may name: the fetch's, or a relationship's destination, never
-    /// the row's own sub-entity (issue 21 item 1, Docs/coredata-behaviour.md §11.3: a parent's fetch only knows
+    /// the row's own sub-entity (Docs/coredata-behaviour.md §11.3: a parent's fetch only knows
     /// the parent's properties, as the SQLite store's translation does). Its slots are a prefix of the row's.
     let entity: EntityDescription
 
@@ -337,8 +337,8 @@ struct StoreRowSubject: PredicateSubject {
     }
 
     /// Refuses, before any row is read, every key of the fetch's predicate and sort that ``resolve(keyPath:)`` would
-    /// refuse for some row, so that the refusal does not depend on the rows the store holds (issue 21 item 1,
-    /// Docs/coredata-behaviour.md §11.3): with no row, or with rows a clause before it ruled out, a sub-entity's
+    /// refuse for some row, so that the refusal does not depend on the rows the store holds
+    /// (Docs/coredata-behaviour.md §11.3): with no row, or with rows a clause before it ruled out, a sub-entity's
     /// key on a parent's fetch was never looked up, and the pending-changes overlay then matched unsaved objects
     /// against their own entity. The SQLite store's translation refuses such keys whatever it holds.
     static func checkKeys(of request: FetchRequest, in entity: EntityDescription) throws {
@@ -366,7 +366,7 @@ struct StoreRowSubject: PredicateSubject {
         case .transient:
             return .single(.null)
         case .transientRelationship(let index):
-            // Issue 21 item 2: a stored row holds no transient relationship.
+            // core-data-rules.md Rule 21.2: a stored row holds no transient relationship.
             return entity.transientRelationships[index].isToMany ? .many([]) : .single(.null)
         case .toOne(let slot):
             guard case .objectID(let dest) = row.values[slot] else { return .single(.null) }

@@ -70,7 +70,7 @@ public protocol FetchedResultsControllerSnapshotDelegate: AnyObject {
 /// sections, the section sizes) and only the batches that are used, as Core Data's batched arrays do. After the
 /// context's `reset()` call ``performFetch()`` again.
 public final class FetchedResultsController: @unchecked Sendable {  // used on its context's queue
-    /// How the controller decides whether changed objects belong in its results (issue 18 rule 23). The raw
+    /// How the controller decides whether changed objects belong in its results ([Rule 23](Docs/core-data-rules.md)). The raw
     /// values are the workbench's `viewer.frc` values.
     public enum ChangeEvaluation: String, Sendable, CaseIterable {
         /// Core Data's (the default; semantics §5, "Cost of change tracking"): every changed object of the
@@ -160,7 +160,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     func didMergeObjectIDs(_ note: Notification) {
         Execution.libraryWork {
             guard let ids = ContextObjectIDChanges(note) else { return }
-            // Issue 18 rule 10: already done within the merge's objects-did-change when it posted one.
+            // core-data-rules.md Rule 10: already done within the merge's objects-did-change when it posted one.
             if mergeHandled {
                 mergeHandled = false
                 return
@@ -175,11 +175,11 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// - Throws: ``ObjectGraphError`` when the request's sort descriptors are not set or the fetch fails.
     public func performFetch() throws {
         return try Execution.recording(.controllerFetch(self)) {
-            // Semantics §5 / issue 18 rule 16 (recorded on Apple): nil sort descriptors fail, an empty list does not.
+            // Semantics §5, core-data-rules.md Rule 16 (recorded on Apple): nil sort descriptors fail, an empty list does not.
             guard fetchRequest.sortDescriptorsIfSet != nil else {
                 throw ObjectGraphError(.invalidFetchRequest, "a fetched results controller needs sort descriptors", entity: fetchRequest.entityName)
             }
-            // Issue 18 rule 26 (semantics §4 fetchBatchSize): the store orders the IDs; with a batch size the objects
+            // core-data-rules.md Rule 26 (semantics §4 fetchBatchSize): the store orders the IDs; with a batch size the objects
             // are faults whose rows are read a batch at a time as they are used. Nothing here reads every object.
             // Sort keys are read from an object only when a change needs them (reading them fires its fault,
             // and with `fetchBatchSize` its batch's query).
@@ -218,7 +218,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
               let entity = try? context.entity(for: fetchRequest), !context.hasPendingChanges(for: entity) else { return nil }
         let fetch = StoreFetch(entity: entity, predicate: fetchRequest.predicate, sortDescriptors: fetchRequest.sortDescriptors,
                                limit: 0, offset: 0, idsOnly: true, includesSubentities: fetchRequest.includesSubentities)
-        // A pinned context counts its sections in its generation (issue 21 item 4).
+        // A pinned context counts its sections in its generation (Docs/coredata-behaviour.md §3.7).
         let generation: StoreGeneration?
         do { generation = try context.readGeneration() } catch { return nil }
         guard let counts = try? coordinator.read(in: generation, { try ($0 as? SQLiteStore)?.sectionCounts(fetch, keyPath: keyPath) }) else { return nil }
@@ -228,10 +228,13 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         return counts
     }
 
-    /// The object at an index path.
+    /// The object at an index path. An index path outside the results traps, as Core Data raises.
     public func object(at indexPath: FetchedIndexPath) -> ManagedObject {
-        let results = results!
-        return results.objects[results.sections[indexPath.section].offset + indexPath.item]
+        guard let results else { preconditionFailure("object(at:) before performFetch()") }
+        precondition(results.sections.indices.contains(indexPath.section), "object(at:): no section \(indexPath.section) in \(results.sections.count)")
+        let section = results.sections[indexPath.section]
+        precondition(indexPath.item >= 0 && indexPath.item < section.count, "object(at:): no item \(indexPath.item) in section \(indexPath.section) of \(section.count)")
+        return results.objects[section.offset + indexPath.item]
     }
 
     /// The index path of an object, nil when it is not in the results.
@@ -317,7 +320,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                 request.sortDescriptors = fetchRequest.sortDescriptors
                 request.fetchLimit = limit
                 // The first `limit` of the chunk after pending changes, exactly (not Core Data's store window,
-                // issue 18 rule 14): the reasoning above needs every match that precedes the others.
+                // core-data-rules.md Rule 14): the reasoning above needs every match that precedes the others.
                 request.pendingChangesOverlay = .wholeResult
             }
             guard let objects = try? managedObjectContext.fetch(request) else { return nil }
@@ -403,7 +406,8 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         changesProcessed += touched.count
         let old = Self.places(of: touched, in: results), oldNames = results.sections.map(\.name)
 
-        // Semantics §5: a local edit that changed none of the sort and section keys keeps its place, unsearched.
+        // Semantics §5: a local edit that changed none of the sort and section keys keeps its place, unsearched,
+        // when the object still matches.
         let orderKeys = Set(fetchRequest.sortDescriptors.map(\.key) + [sectionNameKeyPath].compactMap { $0 })
         var inPlace = Set<ObjectIdentifier>()
         if !orderKeys.contains(where: { $0.contains(".") }) {
@@ -432,6 +436,8 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                 placed.append((object, k, n))
             }
         }
+        // Only an object that still matches keeps its place (one that stopped matching, or is gone, is a delete).
+        inPlace.formIntersection(placed.map { ObjectIdentifier($0.object) })
         placed.removeAll { inPlace.contains(ObjectIdentifier($0.object)) }
 
         // The results are changed in place (semantics §5, "What placing a change costs"); the controller lets go
@@ -472,20 +478,10 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         // The searches run over the visible entries (all but `hidden`): the index of the v-th, and how many
         // come before index r.
         func visible(_ v: Int) -> Int {
-            var lo = 0, hi = hidden.count  // the first j with hidden[j] - j > v
-            while lo < hi {
-                let m = (lo + hi) / 2
-                if hidden[m] - m > v { hi = m } else { lo = m + 1 }
-            }
-            return v + lo
+            v + partitioningIndex(0, hidden.count) { hidden[$0] - $0 > v }
         }
         func visibleBefore(_ r: Int) -> Int {
-            var lo = 0, hi = hidden.count
-            while lo < hi {
-                let m = (lo + hi) / 2
-                if hidden[m] < r { lo = m + 1 } else { hi = m }
-            }
-            return r - lo
+            r - partitioningIndex(0, hidden.count) { hidden[$0] >= r }
         }
         // Semantics §5 and Rule 26: where `k` goes (after its equals), as an index in the results without the
         // entry at `a` (the object's own, nil for a newcomer). As Core Data does, the search stays within the
@@ -508,11 +504,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                     if section.name == name { own = s }
                 }
                 guard let own else {
-                    var l = 0, h = starts.count
-                    while l < h {
-                        let m = (l + h) / 2
-                        if precedes(k, key(at: visible(starts[m].view))) { h = m } else { l = m + 1 }
-                    }
+                    let l = partitioningIndex(0, starts.count) { precedes(k, key(at: visible(starts[$0].view))) }
                     return l < starts.count ? slot(results.sections[starts[l].section].offset) : slot(results.count)
                 }
                 let section = results.sections[own]
@@ -529,10 +521,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                     if precedes(k, m) { hi = h + d - 1; break } else { lo = h + d; d *= 2 }
                 }
             }
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if precedes(k, key(at: visible(mid))) { hi = mid } else { lo = mid + 1 }
-            }
+            lo = partitioningIndex(lo, hi) { precedes(k, key(at: visible($0))) }
             let total = visibleBefore(results.count)
             let lower = max(lo == 0 ? slot(0) : slot(visible(lo - 1) + 1), bounds.0)
             let upper = min(lo == total ? slot(results.count) : slot(visible(lo)), bounds.1)
@@ -566,7 +555,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         sectionInfos = nil
         let new = Self.places(of: touched, in: results)
 
-        // Section changes first (semantics §5). Issue 18 rule 16 (recorded on Apple): a section that disappears
+        // Section changes first (semantics §5). core-data-rules.md Rule 16 (recorded on Apple): a section that disappears
         // reports no objects.
         let newNames = results.sections.map(\.name)
         let newSections = sections ?? []

@@ -38,12 +38,7 @@ struct SectionedResults {
 
     /// The index of the section holding position `p` (`0 ..< count`).
     func section(containing p: Int) -> Int {
-        var lo = 0, hi = sections.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if sections[mid].offset <= p { lo = mid + 1 } else { hi = mid }
-        }
-        return lo - 1
+        partitioningIndex(0, sections.count) { sections[$0].offset > p } - 1
     }
 
     /// Puts `object` at `p`: the entries from `p` on shift by one, its section counts one more (or is made), and
@@ -166,4 +161,16 @@ struct SectionedResults {
         }
         array[b] = moving
     }
+}
+
+/// The first index in `lo ..< hi` at which `isAbove` holds (`hi` when none does), for an `isAbove` that is false
+/// up to some index and true from it on: a search by halves, probing `(lo + hi) / 2` each time, so that a
+/// search that counts its probes (a controller's comparisons) counts about log2 of the range.
+func partitioningIndex(_ lo: Int, _ hi: Int, where isAbove: (Int) -> Bool) -> Int {
+    var lo = lo, hi = hi
+    while lo < hi {
+        let mid = (lo + hi) / 2
+        if isAbove(mid) { hi = mid } else { lo = mid + 1 }
+    }
+    return lo
 }

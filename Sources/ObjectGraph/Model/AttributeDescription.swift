@@ -59,6 +59,8 @@ public struct AttributeDescription: Sendable, Hashable {
     /// Whether the store keeps an index on the attribute's column (`isIndexed`, deprecated by Core Data in favour
     /// of ``FetchIndexDescription`` and still honoured): `Z<ENTITY>_Z<NAME>_INDEX` (Docs/coredata-behaviour.md §4.1).
     public var isIndexed: Bool
+
+    /// Creates an attribute description.
     public init(
         name: String, type: AttributeType, isOptional: Bool = true, defaultValue: PropertyValue = .null,
         minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,

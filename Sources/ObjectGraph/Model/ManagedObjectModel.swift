@@ -103,16 +103,18 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
             entity.setKinds(kinds)
         }
         for entity in ordered { entity.assignEntityColumns() }
-        // Docs/coredata-behaviour.md §4.1: fetch indexes are named `Z_<Entity>_<name>` in one namespace per file;
-        // two entities' names can meet there ("A" with "b_c", "A_b" with "c").
+        // Docs/coredata-behaviour.md §4.1: indexes share one namespace per file, compared without case. Entity
+        // and property names may hold `_`, so two can meet there: `Item.a_zb` and `Item_za.b` both give
+        // `ZITEM_ZA_ZB_INDEX`, fetch indexes "A" with "b_c" and "A_b" with "c".
         var indexNames: [String: String] = [:]
-        for entity in ordered {
-            for index in entity.fetchIndexes {
-                let stored = SQLiteSchema.fetchIndexName(entity, index).uppercased()
-                if let other = indexNames[stored] {
-                    throw ModelError(entity: entity.name, property: nil, fetchIndex: index.name, "its store name \(SQLiteSchema.fetchIndexName(entity, index)) is also \(other)'s")
+        for entity in ordered where entity.superentity == nil {
+            for index in SQLiteSchema.indexes(ofHierarchy: entity) {
+                let owner = "\(index.entity).\(index.fetchIndex ?? index.property ?? "")"
+                if let other = indexNames[index.name.uppercased()] {
+                    throw ModelError(entity: index.entity, property: index.property, fetchIndex: index.fetchIndex,
+                                     "its index's store name \(index.name) is also \(other)'s")
                 }
-                indexNames[stored] = "\(entity.name).\(index.name)"
+                indexNames[index.name.uppercased()] = owner
             }
         }
         versionHash = Self.hash(of: entities)

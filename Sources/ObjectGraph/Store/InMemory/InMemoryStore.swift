@@ -46,7 +46,7 @@ final class InMemoryStore: PersistentStore {
         fetch.predicate == nil && fetch.sortDescriptors.isEmpty && fetch.limit == 0 && fetch.offset == 0
     }
 
-    /// The entities whose rows a fetch of `entity` covers (issue 21 item 1: its sub-entities' too, unless excluded).
+    /// The entities whose rows a fetch of `entity` covers: its sub-entities' too, unless excluded (Docs/coredata-behaviour.md §11.3).
     private func kinds(_ entity: EntityDescription, subentities: Bool = true) -> [EntityDescription] {
         guard subentities, !entity.subentities.isEmpty else { return [entity] }
         return entity.kindNumbers.compactMap { model.entity(number: $0) }
@@ -65,8 +65,11 @@ final class InMemoryStore: PersistentStore {
         return result.sorted { $0.id.key < $1.id.key }
     }
 
+    /// Walks every row of the entity, as a fetch does: the store keeps no count apart from its rows (Docs/coredata-behaviour.md §7).
     func count(_ fetch: StoreFetch) throws -> Int {
-        kinds(fetch.entity, subentities: fetch.includesSubentities).reduce(0) { $0 + (tables[ObjectIdentifier($1)]?.count ?? 0) }
+        let n = kinds(fetch.entity, subentities: fetch.includesSubentities).reduce(0) { $0 + (tables[ObjectIdentifier($1)]?.count ?? 0) }
+        Execution.count(.inMemoryRowRead, n)
+        return n
     }
 
     func rows(of entity: EntityDescription, keys: [Int64]) throws -> [Int64: RowSnapshot] {
@@ -106,7 +109,7 @@ final class InMemoryStore: PersistentStore {
 
     func allocateKeys(for entities: [EntityDescription]) throws -> [ManagedObjectID] {
         entities.map { entity in
-            // Issue 21 item 1: one key sequence per hierarchy, its root's.
+            // Docs/coredata-behaviour.md §11.2: one key sequence per hierarchy, its root's.
             let key = (maxKey[ObjectIdentifier(entity.rootEntity)] ?? 0) + 1
             maxKey[ObjectIdentifier(entity.rootEntity)] = key
             return ManagedObjectID(entity: entity, primaryKey: key, storeNumber: storeNumber)
@@ -165,7 +168,7 @@ final class InMemoryStore: PersistentStore {
             for (n, slots) in entity.constraintSlots.enumerated() {
                 let values = slots.map { row.values[$0] }
                 if values.contains(where: \.isNull) { continue }
-                // Issue 21 item 1: across the rows of the declaring entity and of those below it.
+                // Docs/coredata-behaviour.md §11.6: across the rows of the declaring entity and of those below it.
                 for kind in kinds(entity.constraintDeclarers[n]) {
                     let table = kind === entity ? table : next[ObjectIdentifier(kind)] ?? [:]
                     for (key, other) in table where key != id.key && slots.map({ other.values[$0] }) == values {

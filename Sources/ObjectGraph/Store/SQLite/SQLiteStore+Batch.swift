@@ -9,7 +9,9 @@ extension SQLiteStore {
         try runBatch {
             var history = HistoryRecord()
             var ids: [ManagedObjectID] = []
-            // Issue 21 item 1: a sub-entity's rows take keys from its root's sequence and count under the root.
+            // Rows written, counted once every row is (a request that fails midway writes none).
+            var inserted = 0, replaced = 0
+            // Docs/coredata-behaviour.md §11.4: a sub-entity's rows take keys from its root's sequence and count under the root.
             let keyEntity = entity.rootEntity
             let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
             read.bindInt(Int64(keyEntity.entityNumber), at: 1)
@@ -24,11 +26,11 @@ extension SQLiteStore {
             // written once for the batch rather than once per row.
             let finds = entity.constraintSlots.enumerated().map { n, slots in
                 var condition = slots.map { "\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: " AND ")
-                // Issue 21 item 1: over the rows of the entity that declares the constraint and those below it.
+                // Docs/coredata-behaviour.md §11.6: over the rows of the entity that declares the constraint and those below it.
                 if let rows = entity.constraintDeclarers[n].entityCondition(alias: entity.tableName, includesSubentities: true) {
                     condition += " AND \(rows)"
                 }
-                // Issue 21 item 1: in a hierarchy the row found may be another entity's (its Z_ENT says which).
+                // Docs/coredata-behaviour.md §11.6: in a hierarchy the row found may be another entity's (its Z_ENT says which).
                 return "SELECT Z_PK\(entity.isInHierarchy ? ", Z_ENT" : "") FROM \(entity.tableName) WHERE \(condition)"
             }
             for values in rows {
@@ -63,7 +65,7 @@ extension SQLiteStore {
                         for (i, v) in values.enumerated() { try replace.bind(v, at: Int32(i + 1)) }
                         replace.bindInt(existing, at: Int32(values.count + 1))
                         try replace.run()
-                        Execution.count(.batchRowUpdated)
+                        replaced += 1
                         ids.append(id)
                         history.updates.append((id, entity.slots.map(\.name)))
                     }
@@ -76,7 +78,7 @@ extension SQLiteStore {
                 insert.bindInt(1, at: 3)
                 for (i, v) in values.enumerated() { try insert.bind(v, at: Int32(i + 4)) }
                 try insert.run()
-                Execution.count(.batchRowInserted)
+                inserted += 1
                 let id = ManagedObjectID(entity: entity, primaryKey: max, storeNumber: storeNumber)
                 ids.append(id)
                 history.inserts.append(id)
@@ -85,6 +87,8 @@ extension SQLiteStore {
             update.bindInt(max, at: 1)
             update.bindInt(Int64(keyEntity.entityNumber), at: 2)
             try update.run()
+            Execution.count(.batchRowInserted, inserted)
+            Execution.count(.batchRowUpdated, replaced)
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
             return ids
         }
@@ -119,6 +123,8 @@ extension SQLiteStore {
         try runBatch {
             var history = HistoryRecord()
             var deleted: [ManagedObjectID] = []
+            // Rows written, counted once every row is (a request a deny rule stops writes none).
+            var nullified = 0
             var queue = ids
             var seen = Set<ManagedObjectID>()
             while let id = queue.popLast() {
@@ -141,11 +147,11 @@ extension SQLiteStore {
                     case .nullify:
                         if let inverseSlot = destination.slotIndex(of: relationship.inverseName) {
                             let column = destination.columnName(forSlot: inverseSlot)
-                            // A to-one into a hierarchy loses its destination's Z_ENT with its key (issue 21 item 1).
+                            // A to-one into a hierarchy loses its destination's Z_ENT with its key (Docs/coredata-behaviour.md §11.2).
                             let kind = destination.entityColumns[inverseSlot].map { ", \($0) = NULL" } ?? ""
                             let s = try connection.cachedStatement("UPDATE \(destination.tableName) SET Z_OPT = Z_OPT + 1, \(column) = NULL\(kind) WHERE \(column) = ?")
                             s.bindInt(id.key, at: 1)
-                            Execution.count(.batchRowUpdated, try s.run())
+                            nullified += try s.run()
                             for t in targets { history.updates.append((t, [relationship.inverseName])) }
                         }
                     default:
@@ -165,7 +171,7 @@ extension SQLiteStore {
                         if case .attribute(let a) = s, a.preservesValueInHistoryOnDeletion { tombstone[a.name] = row.values[slot] }
                     }
                 }
-                // Issue 21 item 1: only a row of the ID's own entity (nothing added outside a hierarchy).
+                // Docs/coredata-behaviour.md §11.4: only a row of the ID's own entity (nothing added outside a hierarchy).
                 let kind = entity.entityCondition(alias: entity.tableName, includesSubentities: false).map { " AND \($0)" } ?? ""
                 let statement = try connection.cachedStatement("DELETE FROM \(entity.tableName) WHERE Z_PK = ?\(kind)")
                 statement.bindInt(id.key, at: 1)
@@ -174,6 +180,7 @@ extension SQLiteStore {
                     history.deletes.append((id, tombstone))
                 }
             }
+            Execution.count(.batchRowUpdated, nullified)
             Execution.count(.batchRowDeleted, deleted.count)
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
             return deleted

@@ -77,26 +77,55 @@ enum SQLiteSchema {
         "Z_\(entity.name)_\(index.name)"
     }
 
-    /// The indexes a hierarchy's members declare, on their shared table (Docs/coredata-behaviour.md §4.1): an
-    /// indexed attribute's `<TABLE>_<COLUMN>_INDEX` (the layout of the to-one indexes), then each fetch index, its
+    /// An index the store creates, with what declares it (so that a clash of names is reported on the model).
+    struct StoreIndex {
+        /// Its name in the file.
+        var name: String
+        /// The entity and the property (an attribute or a to-one) or fetch index that declare it.
+        var entity: String
+        var property: String?
+        var fetchIndex: String?
+        /// Its `CREATE INDEX` statement.
+        var sql: String
+    }
+
+    /// The index of one column: `<TABLE>_<COLUMN>_INDEX`, the layout of an indexed attribute's, a to-one's and a
+    /// join table's destination index.
+    static func columnIndex(table: String, column: String, entity: String, property: String?) -> StoreIndex {
+        let name = "\(table)_\(column)_INDEX"
+        return StoreIndex(name: name, entity: entity, property: property, fetchIndex: nil, sql: "CREATE INDEX \(name) ON \(table) (\(column))")
+    }
+
+    /// The indexes of a hierarchy's shared table (Docs/coredata-behaviour.md §4.1): each to-one's, then each
+    /// indexed attribute's (both ``columnIndex(table:column:entity:property:)``), then each fetch index, its
     /// elements in order with Core Data's binary collation and direction. A member's index covers every row of
     /// the table (its properties' columns are NULL in other members' rows).
-    static func indexStatements(_ hierarchy: [EntityDescription], table: String) -> [String] {
-        var sql: [String] = []
+    static func indexes(ofHierarchy root: EntityDescription) -> [StoreIndex] {
+        let hierarchy = root.hierarchy, table = root.tableName
+        var indexes: [StoreIndex] = []
+        var named = Set<String>()
+        for member in hierarchy {
+            for (i, slot) in member.slots.enumerated() {
+                let column = member.columnName(forSlot: i)
+                guard named.insert(column).inserted, case .toOne(let relationship) = slot else { continue }
+                indexes.append(columnIndex(table: table, column: column, entity: member.name, property: relationship.name))
+            }
+        }
         for member in hierarchy {
             for (slot, entry) in member.slots.enumerated() {
                 guard case .attribute(let a) = entry, a.isIndexed, member.declaredAttributes.contains(where: { $0.name == a.name }) else { continue }
-                let column = member.columnName(forSlot: slot)
-                sql.append("CREATE INDEX \(table)_\(column)_INDEX ON \(table) (\(column))")
+                indexes.append(columnIndex(table: table, column: member.columnName(forSlot: slot), entity: member.name, property: a.name))
             }
             for index in member.fetchIndexes {
                 let columns = index.elements.map { element in
                     "\(member.columnName(forSlot: member.slotIndex(of: element.property)!)) COLLATE BINARY \(element.isAscending ? "ASC" : "DESC")"
                 }
-                sql.append("CREATE INDEX IF NOT EXISTS \(fetchIndexName(member, index)) ON \(table) (\(columns.joined(separator: ", ")))")
+                let name = fetchIndexName(member, index)
+                indexes.append(StoreIndex(name: name, entity: member.name, property: nil, fetchIndex: index.name,
+                                          sql: "CREATE INDEX IF NOT EXISTS \(name) ON \(table) (\(columns.joined(separator: ", ")))"))
             }
         }
-        return sql
+        return indexes
     }
 
     static func createStatements(for model: ManagedObjectModel) -> [String] {
@@ -106,28 +135,23 @@ enum SQLiteSchema {
         ]
         var joinTables = Set<String>()
         for entity in model.entities {
-            // Issue 21 item 1: one table per hierarchy, made with its root: every column of every entity in it.
+            // Docs/coredata-behaviour.md §11.2: one table per hierarchy, made with its root: every column of every entity in it.
             if entity.superentity == nil {
                 let hierarchy = entity.hierarchy
                 var columns = ["Z_PK INTEGER PRIMARY KEY", "Z_ENT INTEGER", "Z_OPT INTEGER"]
-                var indexes: [String] = []
                 var named = Set<String>()
                 for member in hierarchy {
                     for (i, slot) in member.slots.enumerated() {
                         let column = member.columnName(forSlot: i)
                         guard named.insert(column).inserted else { continue }
                         columns.append("\(column) \(columnType(slot))")
-                        if case .toOne = slot { indexes.append(column) }
                         if let entityColumn = member.entityColumns[i], named.insert(entityColumn).inserted {
                             columns.append("\(entityColumn) INTEGER")
                         }
                     }
                 }
                 sql.append("CREATE TABLE \(entity.tableName) (\(columns.joined(separator: ", ")))")
-                for column in indexes {
-                    sql.append("CREATE INDEX \(entity.tableName)_\(column)_INDEX ON \(entity.tableName) (\(column))")
-                }
-                sql += indexStatements(hierarchy, table: entity.tableName)
+                sql += indexes(ofHierarchy: entity).map(\.sql)
                 // A constraint holds across the entity that declares it and those below it; one declared below
                 // the root is a partial index over their rows only.
                 var n = 0
@@ -145,7 +169,7 @@ enum SQLiteSchema {
                 let join = joinTable(entity, relationship)
                 guard joinTables.insert(join.name).inserted else { continue }
                 sql.append("CREATE TABLE \(join.name) (\(join.ownerColumn) INTEGER, \(join.destinationColumn) INTEGER, PRIMARY KEY (\(join.ownerColumn), \(join.destinationColumn)))")
-                sql.append("CREATE INDEX \(join.name)_\(join.destinationColumn)_INDEX ON \(join.name) (\(join.destinationColumn))")
+                sql.append(columnIndex(table: join.name, column: join.destinationColumn, entity: entity.name, property: relationship.name).sql)
             }
         }
         return sql
