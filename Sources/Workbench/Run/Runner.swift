@@ -538,7 +538,7 @@ public struct VariantRunner {
                     let ids = keys.compactMap { URL(string: "x-coredata://\(storeID)/\(entityName)/p\($0)").flatMap(verifier.managedObjectID(forURIRepresentation:)) }
                     let objects: [ManagedObject]
                     if inMemory {
-                        // An in-memory store walks its table for a predicate: one look-up per key keeps this linear.
+                        // An in-memory store walks its whole table for every fetch: one look-up per key keeps this linear.
                         objects = ids.compactMap { try? reader.existingObject(with: $0) }
                     } else {
                         var request = FetchRequest(entityName: entityName,
