@@ -826,3 +826,40 @@ final class FRCCounter: FetchedResultsControllerDelegate {
         }
     }
 }
+
+/// Several controllers on one context (Docs/coredata-behaviour.md §5): each runs its own pass over each
+/// notification, and they are told in the order they first fetched, whatever their addresses.
+@Suite struct SeveralControllersTests {
+    /// Records, for every controller it serves, the order their change cycles began in.
+    final class OrderLog: FetchedResultsControllerDelegate {
+        var began: [Int] = []
+        var names: [ObjectIdentifier: Int] = [:]
+        func controllerWillChangeContent(_ controller: FetchedResultsController) { began.append(names[ObjectIdentifier(controller)] ?? -1) }
+    }
+
+    @Test("Controllers on one context are told of a change in the order they first fetched, each in its own cycle (§5)")
+    func controllersAreToldInTheOrderTheyFetched() throws {
+        let stack = try TestStack()
+        try FetchedResultsControllerCostTests.seed(stack, count: 10)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let log = OrderLog()
+            let controllers = (0..<8).map { _ in
+                FetchedResultsController(fetchRequest: FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("price")]),
+                                         managedObjectContext: ctx, sectionNameKeyPath: nil)
+            }
+            let fetchOrder = [5, 2, 7, 0, 3, 6, 1, 4]
+            for (n, i) in fetchOrder.enumerated() {
+                log.names[ObjectIdentifier(controllers[i])] = n
+                controllers[i].delegate = log
+                try controllers[i].performFetch()
+            }
+            let item = Item(context: ctx)
+            item.id = 100
+            item.price = 1
+            ctx.processPendingChanges()
+            #expect(log.began == Array(0..<8))
+            #expect(controllers.allSatisfy { $0.objectCount == 11 })
+        }
+    }
+}
