@@ -436,7 +436,7 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
 
     static func request(_ r: TraceFetchRequest) throws -> FetchRequest {
         var request = FetchRequest(entityName: r.entity, predicate: try r.predicate.map { try ObjectPredicate(format: $0) },
-                                   sortDescriptors: r.sort.map { $0.map { $0.hasPrefix("-") ? ObjectSortDescriptor(String($0.dropFirst()), ascending: false) : ObjectSortDescriptor($0) } })
+                                   sortDescriptors: r.sort.map { $0.map(ObjectSortDescriptor.init(scenarioKey:)) })
         request.fetchLimit = r.limit ?? 0
         request.fetchOffset = r.offset ?? 0
         request.fetchBatchSize = r.batchSize ?? 0

@@ -20,12 +20,7 @@ final class FetcherActor: WorkloadActor, @unchecked Sendable {  // state used on
 
     /// The request of a fetch by predicate (the loader checked its predicate and keys).
     static func predicateRequest(_ spec: ActorSpec.Fetcher, workload: Workload) throws -> FetchRequest {
-        let sort = spec.request.sort.map { $0.hasPrefix("-") ? ObjectSortDescriptor(String($0.dropFirst()), ascending: false) : ObjectSortDescriptor($0) }
-        var request = FetchRequest(entityName: workload.entity.name, predicate: try spec.request.predicate.map { try ObjectPredicate(format: $0) },
-                                   sortDescriptors: sort)
-        request.fetchLimit = spec.request.fetchLimit
-        request.fetchBatchSize = spec.request.fetchBatchSize
-        return request
+        try spec.request.fetchRequest(entityName: workload.entity.name, defaultSort: [])
     }
 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {

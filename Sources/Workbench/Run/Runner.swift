@@ -789,17 +789,9 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
         started = Clock.now()
     }
 
-    /// The controller's fetch request from the scenario's `viewer.request`.
+    /// The controller's fetch request from the scenario's `viewer.request` (the model's sort key when it names none).
     static func fetchRequest(_ spec: ActorSpec.Viewer, workload: Workload) throws -> FetchRequest {
-        let keys = spec.request.sort.isEmpty ? [workload.scenario.model.sortKey] : spec.request.sort
-        var sort = keys.map { $0.hasPrefix("-") ? ObjectSortDescriptor(String($0.dropFirst()), ascending: false) : ObjectSortDescriptor($0) }
-        // Sections group by the first sort key (semantics §5): a section key not already first sorts first.
-        if let section = spec.request.sectionKey, sort.first?.key != section { sort.insert(ObjectSortDescriptor(section), at: 0) }
-        var request = FetchRequest(entityName: workload.entity.name, predicate: try spec.request.predicate.map { try ObjectPredicate(format: $0) },
-                                   sortDescriptors: sort)
-        request.fetchLimit = spec.request.fetchLimit
-        request.fetchBatchSize = spec.request.fetchBatchSize
-        return request
+        try spec.request.fetchRequest(entityName: workload.entity.name, defaultSort: [workload.scenario.model.sortKey])
     }
 
     static func start(_ spec: ActorSpec.Viewer, index: Int, workload: Workload) throws -> ViewerState {
