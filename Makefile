@@ -5,7 +5,10 @@
 #   make compare    merge policies × topologies side by side (Scenarios/policy-comparison.yaml, 3 seeds), ranked; fails when Docs/choosing-a-merge-policy.md no longer matches
 #   make guide      runs the comparison and rewrites the measured part of Docs/choosing-a-merge-policy.md
 #   make capacity   chunk size × visible-set grid: where the main queue first misses a 60 Hz frame
-#   make published  the published Core Data measurements replayed (Scenarios/published/): ours beside each, and whether its direction holds
+#   make evidence   the published Core Data measurements (Profiles/evidence/) replayed under the shipped profiles: published, ours,
+#                   ratio, within 2x, direction, for the fit entries and the checks apart, then leave-one-out (Profiles/README.md)
+#   make fit        refit the device profiles to the evidence (ambar-bench fit; rewrites Profiles/<device>.yaml)
+#   make published  the old name of `make evidence`, kept for one release
 #   make example    builds and runs Docs/examples/custom-policy: an app's own merge policy and model through the workbench as a library
 #   make ci         the regression gate against Scenarios/baselines/ci.json (exact on deterministic counters)
 #   make baseline   record a new CI baseline
@@ -24,7 +27,7 @@ APT_PACKAGES := libsqlite3-dev libjemalloc-dev pkg-config sqlite3
 BENCH := .build/$(CONFIG)/ambar-bench
 DEFAULT_SCENARIOS := Scenarios/thousands-of-imports.yaml Scenarios/conflict-storm.yaml Scenarios/read-only-view.yaml
 
-.PHONY: run test scenarios compare guide capacity published example ci baseline report build deps bench-tool clean bench bench-quick crash-test fuzz tsan
+.PHONY: run test scenarios compare guide capacity evidence fit published example ci baseline report build deps bench-tool clean bench bench-quick crash-test fuzz tsan
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -59,8 +62,14 @@ guide: bench-tool
 example: deps
 	cd Docs/examples/custom-policy && $(SWIFT) build && AMBAR_PROFILE_PATH=$(CURDIR)/Profiles $$($(SWIFT) build --show-bin-path)/custom-policy
 
-published: bench-tool
-	$(BENCH) run Scenarios/published/*.yaml --progress
+evidence: bench-tool
+	$(BENCH) evidence --progress
+
+fit: bench-tool
+	$(BENCH) fit --progress
+
+published: evidence
+	@echo "note: make published is now make evidence (Profiles/evidence/); the old name goes in the next release"
 
 capacity: bench-tool
 	$(BENCH) run Scenarios/capacity.yaml --progress

@@ -91,7 +91,7 @@ public enum ProfileFit {
 
     /// For each operation that a null vector of the Gram matrix touches, the other operations in that vector
     /// (nil for a determined operation). Gauss-Jordan elimination with a relative tolerance.
-    static func tiedOperations(_ gram: [[Double]]) -> [[Int]?] {
+    public static func tiedOperations(_ gram: [[Double]]) -> [[Int]?] {
         let k = gram.count
         var m = gram
         let scale = (0..<k).map { gram[$0][$0] }.max() ?? 0

@@ -126,6 +126,9 @@ public struct VariantRunner {
     /// Or written to a file as the run makes it (``OperationTraceFileWriter``): a long run's trace is not held in
     /// memory. Takes the place of ``operationTrace`` when both are set.
     public var operationTraceFile: OperationTraceFileWriter?
+    /// The cost profile of a simulated run, in place of the scenario's `profile` (the evidence fit prices one
+    /// variant under profiles it builds, Profiles/README.md "How the fit works").
+    public var costProfile: CostProfile?
 
     public init(scenario: Scenario, workDirectory: URL, progress: (@Sendable (String) -> Void)? = nil, tracer: (@Sendable (TraceRecord) -> Void)? = nil) {
         self.scenario = scenario
@@ -157,7 +160,7 @@ public struct VariantRunner {
         case .real:
             return try run(simulation: nil, baseline: baseline, leftovers: leftovers)
         case .simulated:
-            let profile = try CostProfile.load(scenario.profile)
+            let profile = try costProfile ?? CostProfile.load(scenario.profile)
             let stream = operationTraceFile
             let recorder: OperationTraceRecorder? = if let stream {
                 OperationTraceRecorder(flushEvery: stream.flushEvery) { stream.write($0) }

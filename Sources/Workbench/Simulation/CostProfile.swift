@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ObjectGraph
 
 /// Nanoseconds per ``CostedOperation`` on a device: what turns a simulated run's operation counts into virtual
@@ -15,6 +16,11 @@ public struct CostProfile: Sendable, Equatable {
     public var sources: [String: String]
     /// Operations whose figure is an estimate, not a measurement.
     public var estimated: [String]
+    /// The device the figures stand for, and the command that wrote the file (Profiles/README.md "Writing a profile").
+    public var device: String = ""
+    public var writtenBy: String = ""
+    /// What the evidence behind the profile determined: parameters, data points, residual (written by the fit).
+    public var evidence: String = ""
 
     /// The longest an operation may be said to take: one second.
     static let maximumNanos: Double = 1e9
@@ -26,6 +32,28 @@ public struct CostProfile: Sendable, Equatable {
     /// `<name>.yaml` in `Profiles/` under the current directory, in each directory of `$AMBAR_PROFILE_PATH`, then
     /// in the `Profiles/` of the checkout the running program was built in (an ancestor of its executable).
     public static func load(_ name: String, root: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)) throws -> CostProfile {
+        try load(name, root: root, depth: 0)
+    }
+
+    /// The names whose alias notice was printed (once per process).
+    static let aliasNotices = Mutex<Set<String>>([])
+
+    /// The profile an alias file names (`alias: NAME`), or nil for a profile.
+    static func alias(in file: URL) throws -> String? {
+        guard let data = FileManager.default.contents(atPath: file.path), let text = String(data: data, encoding: .utf8) else { return nil }
+        guard case .map(let top, _)? = try? YAMLTree.parse(text, file: file.path) else { return nil }
+        for (key, value, _) in top where key == "alias" {
+            guard case .scalar(let target, let position) = value, !target.isEmpty,
+                  target.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+                throw ScenarioError(file: file.path, line: value.position?.line, column: value.position?.column, field: "alias", message: "expected the name of a profile in the same folder")
+            }
+            _ = position
+            return target
+        }
+        return nil
+    }
+
+    static func load(_ name: String, root: URL, depth: Int) throws -> CostProfile {
         if name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.contains("/") {
             return try load(file: URL(fileURLWithPath: name, relativeTo: root).standardizedFileURL)
         }
@@ -43,7 +71,20 @@ public struct CostProfile: Sendable, Equatable {
         }
         for directory in directories {
             let file = directory.appendingPathComponent("\(name).yaml")
-            if FileManager.default.fileExists(atPath: file.path) { return try load(file: file) }
+            guard FileManager.default.fileExists(atPath: file.path) else { continue }
+            // A file of `alias: NAME` stands for another profile of the same folder, under its old name.
+            if let target = try alias(in: file) {
+                guard target != name, depth < 4 else { throw WorkbenchError(.badInput, "cost profile \(file.path): its alias \(target) leads back to itself") }
+                aliasNotices.withLock { seen in
+                    if seen.insert(name).inserted {
+                        FileHandle.standardError.write(Data("note: profile \(name) is now \(target) (\(file.path))\n".utf8))
+                    }
+                }
+                var profile = try load(target, root: root, depth: depth + 1)
+                profile.name = target
+                return profile
+            }
+            return try load(file: file)
         }
         throw WorkbenchError(.badInput, "no cost profile \(name) in \(directories.map(\.path).joined(separator: ", ")) (run from the repository, set AMBAR_PROFILE_PATH, or give a .yaml file)")
     }
@@ -71,9 +112,15 @@ public struct CostProfile: Sendable, Equatable {
         var seen: Set<String> = []
         for (key, value, position) in top {
             switch key {
-            case "description", "fittedTo":
+            case "description", "fittedTo", "device", "writtenBy", "evidence":
                 guard case .scalar(let s, _) = value else { throw fail(value, key, "expected text") }
-                if key == "description" { profile.description = s } else { profile.fittedTo = s }
+                switch key {
+                case "description": profile.description = s
+                case "fittedTo": profile.fittedTo = s
+                case "device": profile.device = s
+                case "writtenBy": profile.writtenBy = s
+                default: profile.evidence = s
+                }
             case "costs":
                 guard case .map(let entries, _) = value else { throw fail(value, key, "expected a map of operation: { ns, source, estimated }") }
                 for (opName, spec, opPosition) in entries {
@@ -104,7 +151,7 @@ public struct CostProfile: Sendable, Equatable {
                     profile.nanos[op.rawValue] = UInt64(ns.rounded())
                 }
             default:
-                throw fail(.scalar(key, position), key, "unknown key; expected description, fittedTo or costs")
+                throw fail(.scalar(key, position), key, "unknown key; expected description, device, writtenBy, fittedTo, evidence or costs")
             }
         }
         let missing = CostedOperation.allCases.map(\.name).filter { !seen.contains($0) }
