@@ -96,7 +96,7 @@ import Testing
         #expect(counts[.batchRowDeleted] == 150)
         #expect(counts[.transaction] == 1)
         #expect(counts.statements == [0, 0, 0, 1, 2])  // the DELETE; BEGIN and COMMIT
-        for op in [CostedOperation.rowDeleted, .objectRegistered, .rowFetched, .idRowFetched, .faultFulfilledFromStore] {
+        for op in [CostedOperation.rowDeleted, .objectDeleted, .objectRegistered, .rowFetched, .idRowFetched, .faultFulfilledFromStore] {
             #expect(counts[op] == 0, "\(op.name)")
         }
     }

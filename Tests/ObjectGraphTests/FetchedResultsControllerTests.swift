@@ -275,6 +275,61 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
         }
     }
 
+    // Docs/coredata-behaviour.md §5: without a delegate, no tracking, whatever the source: a merged save and a
+    // child's push reach the context and not the controller, which evaluates, compares and queries nothing and
+    // keeps the objects of its fetch. A controller with a delegate on the same context follows both.
+    @Test("A controller without a delegate evaluates nothing of a merge or a child's push and keeps its fetched objects (§5)")
+    func withoutADelegateMergesAndPushesAreNotTracked_5() throws {
+        let stack = try TestStack()
+        try Self.seed(stack, [(1, "a", 10), (2, "a", 20), (3, "b", 30)])
+        let ctx = stack.context(name: "view")
+        let (silent, tracking, recorder, fetched) = try ctx.performAndWait {
+            let silent = Self.controller(ctx, try ObjectPredicate(format: "price > 5"))
+            try silent.performFetch()
+            let tracking = Self.controller(ctx, try ObjectPredicate(format: "price > 5"))
+            let recorder = FRCRecorder()
+            tracking.delegate = recorder
+            try tracking.performFetch()
+            return (silent, tracking, recorder, try #require(silent.fetchedObjects))
+        }
+        let saver = stack.context(name: "saver")
+        let saved = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: saver)
+        try saver.performAndWait {
+            let items = try fetchItems(saver)
+            items[0].price = 99
+            saver.delete(items[2])
+            let four = Item(context: saver)
+            four.id = 4
+            four.name = "b"
+            four.price = 40
+            try saver.save()
+        }
+        let note = try #require(saved.notes.first)
+        let counted = ExecutionThread.countingOnly()
+        ExecutionThread.install(counted)
+        defer { ExecutionThread.install(nil) }
+        let child = stack.child(of: ctx)
+        try child.performAndWait {
+            let five = Item(context: child)
+            five.id = 5
+            five.name = "a"
+            five.price = 50
+            try child.save()
+        }
+        ctx.performAndWait {
+            ctx.mergeChanges(fromContextDidSave: note)
+            ctx.processPendingChanges()
+            #expect(silent.objectsEvaluated == 0 && silent.changePasses == 0 && silent.changesProcessed == 0)
+            #expect(silent.fetchedObjects.map { $0.map { ObjectIdentifier($0) } } == fetched.map { ObjectIdentifier($0) })
+            #expect(fetched[2].isDeleted, "the context has the merged delete; the controller still holds the object")
+            // Only the tracking controller's work was counted: the push's insert, the merge's update, delete and insert.
+            #expect(counted.counts[CostedOperation.controllerObjectEvaluated.rawValue] == tracking.objectsEvaluated)
+            #expect(tracking.changePasses == 2 && tracking.objectsEvaluated > 0)
+            #expect(recorder.take().filter { $0 == "did" }.count == 2)
+            #expect(tracking.objectCount == 4 && silent.objectCount == 3)
+        }
+    }
+
     // Semantics §5 (diffable snapshots): a snapshot delegate gets section identifiers → object IDs, with items
     // updated in place as reloaded items, and no other delegate method is called.
     @Test func snapshotCallback_5() throws {

@@ -103,7 +103,7 @@ struct ScenarioGenerator {
             var pairs = [
                 ("visibleObjects", number(1...30)), ("readOnly", bool()), ("frameRate", choice(["60", "120"])), ("window", number(1...30)),
                 ("frc", choice(ControllerEvaluation.allCases.map(\.rawValue))), ("scroll", number(0...200)),
-                ("frames", choice(ViewerFrames.allCases.map(\.rawValue))),
+                ("frames", choice(ViewerFrames.allCases.map(\.rawValue))), ("tracksChanges", bool()),
             ]
             if chance(0.3) {
                 let predicate = pick(["id > 5", "title BEGINSWITH 'a'", "value < 0.5", "counter == 0 OR id < 3", "nope == 1", "id >"])
@@ -245,7 +245,7 @@ struct ScenarioGenerator {
         case "mergeBy": return choice(ActorSpec.Batch.MergeBy.allCases.map(\.rawValue))
         case "merge": return choice(MergeMode.allCases.map(\.rawValue))
         case "frames": return choice(ViewerFrames.allCases.map(\.rawValue))
-        case "readOnly", "saveViewContext", "save", "singleCoordinator": return bool()
+        case "readOnly", "saveViewContext", "save", "singleCoordinator", "tracksChanges": return bool()
         case "seed": return number(0...1_000_000)
         default: return chance(0.5) ? pick(Self.hostile) : String(int(0...100))
         }

@@ -165,6 +165,10 @@ struct EverydayWorkloadTests {
             let r = try Self.run(Self.scenario(["viewer: { visibleObjects: 10 }", "deleter: { objects: 50, chunkSize: 10 }",
                                                 "writer: { rate: 50/s, edits: 2 }"], topology: topology, duration: "200ms"))
             #expect(r.counters["rowsDeleted"] == 50, "\(topology)")
+            // Docs/coredata-behaviour.md §2.1: each delete(_:) is one object deleted, where the deleter makes it; the
+            // view context's merge (ambar) and the pushes into its parents (nested) count none.
+            #expect(r.value("objectsDeleted", "count", label: "queue=background") == 50, "\(topology)")
+            #expect(r.value("objectsDeleted", "count", label: "queue=main") == 0, "\(topology)")
             #expect(r.value("frcObjects", "value") == 150, "\(topology)")
             #expect(r.oracle.verdict == .pass, "\(topology): \(r.oracle.summary) \(r.oracle.findings.prefix(3))")
             // The writer writes through a coordinator of its own, like another process: the view context never merges
@@ -179,6 +183,7 @@ struct EverydayWorkloadTests {
         // Two chunks of 50: 10 updates, 10 deletes and 30 inserts each.
         let r = try Self.run(Self.scenario(["viewer: { visibleObjects: 10 }", "importer: { objects: 100, chunkSize: 50, updateFraction: 0.2, deleteFraction: 0.2 }"]))
         #expect(r.counters["rowsDeleted"] == 20)
+        #expect(r.value("objectsDeleted", "count", label: "queue=background") == 20)
         #expect(r.counters["rowsUpdated"] == 20)
         #expect(r.counters["rowsInserted"] == 260)
         #expect(r.value("frcObjects", "value") == 240)

@@ -108,21 +108,23 @@ struct ScenarioValidationTests {
         #expect(message(noRelationship).contains("has no to-one relationship"))
     }
 
+    /// The viewer of a run phase written with `settings` after the valid scenario.
+    static func viewer(_ settings: String) throws -> ActorSpec.Viewer {
+        let yaml = valid + "\n  - name: run\n    duration: 1s\n    actors:\n      - viewer: \(settings)"
+        let scenario = try #require(try ScenarioLoader.load(text: yaml, file: "s.yaml").variants.first)
+        guard case .viewer(let v) = scenario.phases[1].actors[0] else { throw ScenarioError(file: "s.yaml", line: nil, column: nil, field: "", message: "not a viewer") }
+        return v
+    }
+
     // Issue 19 item 3: `viewer.scroll` (rows per second) and `viewer.frames` (window or only) load; a bad value, or
     // a data key beside `frames: only`, names the file, line and field.
     @Test("Issue 19 item 3: the viewer's scroll and frames keys load; a bad one names the file, line and field")
     func viewerScrollAndFrames() throws {
-        func viewer(_ settings: String) throws -> ActorSpec.Viewer {
-            let yaml = Self.valid + "\n  - name: run\n    duration: 1s\n    actors:\n      - viewer: \(settings)"
-            let scenario = try #require(try ScenarioLoader.load(text: yaml, file: "s.yaml").variants.first)
-            guard case .viewer(let v) = scenario.phases[1].actors[0] else { throw ScenarioError(file: "s.yaml", line: nil, column: nil, field: "", message: "not a viewer") }
-            return v
-        }
-        #expect(try viewer("{ window: 10, scroll: 600 }").scroll == 600)
-        #expect(try viewer("{ scroll: 12.5/s }").scroll == 12.5)
-        let still = try viewer("{ visibleObjects: 7 }")
+        #expect(try Self.viewer("{ window: 10, scroll: 600 }").scroll == 600)
+        #expect(try Self.viewer("{ scroll: 12.5/s }").scroll == 12.5)
+        let still = try Self.viewer("{ visibleObjects: 7 }")
         #expect(still.scroll == 0 && still.frames == .window)
-        #expect(try viewer("{ frames: only, frameRate: 120 }").frames == .only)
+        #expect(try Self.viewer("{ frames: only, frameRate: 120 }").frames == .only)
         let run = Self.valid + "\n  - name: run\n    duration: 1s\n    actors:\n      - viewer: "
         #expect(message(run + "{ scroll: -5 }") == "bad.yaml:11:27: phases.run.viewer.scroll: rows per second must be from 0 to 1000000, found -5")
         #expect(message(run + "{ scroll: fast }") == "bad.yaml:11:27: phases.run.viewer.scroll: expected rows per second (a number, or N/s), found 'fast'")
@@ -130,6 +132,19 @@ struct ScenarioValidationTests {
         #expect(message(run + "{ frames: only, window: 5 }") ==
             "bad.yaml:11:41: phases.run.viewer.window: a viewer with 'frames: only' draws frames and reads no data: remove 'window' or set 'frames: window'")
         #expect(message(run + "{ frames: only, scroll: 100 }").hasPrefix("bad.yaml:11:41: phases.run.viewer.scroll: a viewer with 'frames: only'"))
+    }
+
+    // Docs/coredata-behaviour.md §5: `viewer.tracksChanges` (default true) loads; false beside `frc` or `frames: only`
+    // names the file, line and field.
+    @Test("The viewer's tracksChanges key loads (true by default); beside frc or frames: only it names the file, line and field")
+    func viewerTracksChanges() throws {
+        #expect(try Self.viewer("{ visibleObjects: 7 }").tracksChanges)
+        #expect(try !Self.viewer("{ tracksChanges: false }").tracksChanges)
+        let run = Self.valid + "\n  - name: run\n    duration: 1s\n    actors:\n      - viewer: "
+        #expect(message(run + "{ tracksChanges: false, frc: batched }") ==
+            "bad.yaml:11:46: phases.run.viewer.frc: a viewer with 'tracksChanges: false' evaluates no change: remove 'frc' or set 'tracksChanges: true'")
+        #expect(message(run + "{ frames: only, tracksChanges: false }").hasPrefix("bad.yaml:11:48: phases.run.viewer.tracksChanges: a viewer with 'frames: only'"))
+        #expect(message(run + "{ tracksChanges: maybe }") == "bad.yaml:11:34: phases.run.viewer.tracksChanges: expected true or false, found 'maybe'")
     }
 
     @Test("an unknown key names its path and suggests the nearest key")

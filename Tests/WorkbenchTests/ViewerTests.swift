@@ -67,6 +67,29 @@ struct ViewerTests {
         let drawn = try CostFidelityTests.run(overrides)
         #expect(Self.mainRows(drawn) > 0)
     }
+
+    // Docs/coredata-behaviour.md §5: a controller without a delegate does not track changes; it keeps the objects of
+    // its fetch while the importers' saves are pushed into the view context.
+    @Test("A viewer with tracksChanges false holds the records it fetched while an importer pushes into the view context: no controller evaluation; the default viewer tracks them")
+    func untrackedViewerHoldsWhatItFetched() throws {
+        // viewChildren: the importers' contexts are children of the view context, so each save is a push into it. The
+        // run phase's viewer starts over the 200 seeded records; the importer adds 100 and updates 100.
+        let stack = ["stack.topology=viewChildren"]
+        let held = try CostFidelityTests.run(stack + ["phases.run.viewer.tracksChanges=false"])
+        let tracking = try CostFidelityTests.run(stack)
+        for metric in ["frcObjectsEvaluated", "frcComparisons", "frcObjectsMoved", "frcSectionsUpdated"] {
+            for queue in ["main", "background"] { #expect(held.value(metric, "count", label: "queue=\(queue)") == 0, "\(metric) queue=\(queue)") }
+        }
+        #expect(held.value("frcObjects", "value") == 200 && held.value("frcObjects", "peak") == 200)
+        #expect((held.value("frames", "value") ?? 0) > 0 && (held.value("mainBusy", "total", label: MainBlockKind.frame.rawValue) ?? 0) > 0)
+        #expect(!held.costRules.contains("frc-evaluates-each-insert"))
+        // The default viewer follows the pushes.
+        #expect((tracking.value("frcObjectsEvaluated", "count", label: "queue=main") ?? 0) > 0)
+        #expect(tracking.value("frcObjects", "value") == 300)
+        #expect(tracking.costRules.contains("frc-evaluates-each-insert"))
+        // The same records were imported either way.
+        #expect(held.counters["rowsInserted"] == tracking.counters["rowsInserted"])
+    }
 }
 
 

@@ -87,6 +87,12 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     /// A step over a table's rows to fill an automatic index, one SQLite built for a single statement because no
     /// index served a join (`SQLITE_STMTSTATUS_AUTOINDEX`).
     case autoIndexRow
+    /// An object a context marked deleted itself: a `delete(_:)` of a registered object not already deleted, or an
+    /// object a cascade delete rule deleted with it when the context processed its pending changes (the change-set
+    /// entry, the walk of the entity's delete rules, the will/did-change; Docs/coredata-behaviour.md §2.1). A
+    /// child's deletes reaching its parent are ``objectPushed``, a merge's are the merge's; a batch delete's rows are
+    /// ``batchRowDeleted``.
+    case objectDeleted
 
     /// The number of operations (`allCases.count` without building the array: the scheduler reads it on every
     /// clock read).

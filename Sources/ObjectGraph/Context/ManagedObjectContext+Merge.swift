@@ -124,7 +124,7 @@ extension ManagedObjectContext {
                 unmarkUpdated(object)
                 deletedSet.insert(object)
             } else {
-                delete(object)
+                markDeleted(object)
             }
             deleted.insert(object)
         }

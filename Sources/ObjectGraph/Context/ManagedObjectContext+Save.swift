@@ -650,7 +650,7 @@ extension ManagedObjectContext {
             }
             for id in deleteIDs {
                 let object = parent.object(with: id)
-                parent.delete(object)
+                parent.markDeleted(object)
             }
             // Issue 18 rule 1: the parent's copies hold their related objects as the child's did (those the parent
             // has: a child save copies its object graph, semantics §2.2), so a cycle pushed up outlives the

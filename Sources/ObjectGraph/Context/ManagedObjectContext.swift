@@ -437,33 +437,42 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Marks an object deleted; delete rules run at the next ``processPendingChanges()`` or save.
     public func delete(_ object: ManagedObject) {
         return Execution.recording(.delete(object)) {
-            assertOnQueue()
-            guard object.managedObjectContext === self else { return }
-            // Issue 18, rule 13 (recorded on Apple): deleting an object already deleted calls prepareForDeletion()
-            // again, and changes nothing else.
-            if object.isDeletedFlag {
-                object.prepareForDeletion()
-                return
-            }
-            if object.isFaultFlag {
-                do { try fulfillFault(object, throwing: true) } catch {
-                    // The row is already gone: nothing to delete (semantics §1.4).
-                    return
-                }
-            }
-            noteWillChange(object)
-            object.prepareForDeletion()
-            object.isDeletedFlag = true
-            object.deletePropagated = false
-            if object.isInsertedFlag {
-                insertedSet.remove(object)
-                pendingInserted.remove(object)
-                object.isInsertPending = false
-            }
-            unmarkUpdated(object)
-            deletedSet.insert(object)
-            pendingDeleted.insert(object)
+            if markDeleted(object) { Execution.count(.objectDeleted) }
         }
+    }
+
+    /// Marks `object` deleted as ``delete(_:)`` does, without counting it: a child's save and a merge mark their
+    /// deletes here, priced as the push and the merge.
+    /// - Returns: whether the object was newly marked deleted.
+    @discardableResult
+    func markDeleted(_ object: ManagedObject) -> Bool {
+        assertOnQueue()
+        guard object.managedObjectContext === self else { return false }
+        // Issue 18, rule 13 (recorded on Apple): deleting an object already deleted calls prepareForDeletion()
+        // again, and changes nothing else.
+        if object.isDeletedFlag {
+            object.prepareForDeletion()
+            return false
+        }
+        if object.isFaultFlag {
+            do { try fulfillFault(object, throwing: true) } catch {
+                // The row is already gone: nothing to delete (semantics §1.4).
+                return false
+            }
+        }
+        noteWillChange(object)
+        object.prepareForDeletion()
+        object.isDeletedFlag = true
+        object.deletePropagated = false
+        if object.isInsertedFlag {
+            insertedSet.remove(object)
+            pendingInserted.remove(object)
+            object.isInsertPending = false
+        }
+        unmarkUpdated(object)
+        deletedSet.insert(object)
+        pendingDeleted.insert(object)
+        return true
     }
 
     // The updated and pending-update sets, with a flag on each member: noting a change to an object already in
@@ -560,9 +569,11 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 case .nullify:
                     for d in destinations where !d.isDeletedFlag { try? d.inverseRemove(inverse, object.objectID) }
                 case .cascade:
-                    for d in destinations where !d.isDeletedFlag {
-                        delete(d)
-                        if d.isDeletedFlag { queue.insert(d) }
+                    // Docs/coredata-behaviour.md §2.1: each object a cascade deletes is one the context marks
+                    // deleted itself, whoever deleted the first (a merge's cascades included).
+                    for d in destinations where !d.isDeletedFlag && markDeleted(d) {
+                        Execution.count(.objectDeleted)
+                        queue.insert(d)
                     }
                 case .deny, .noAction:
                     break

@@ -63,12 +63,14 @@ public struct CostRule: Sendable, Equatable {
         // A frames-only viewer has no controller (issue 19 item 3).
         let viewers = scenario.phases.flatMap(\.actors).compactMap { if case .viewer(let v) = $0, v.frames == .window { return v } else { return nil } }
         let children = [.nested, .viewChildren].contains(scenario.stack.topology) || scenario.phases.flatMap(\.actors).contains { if case .editor = $0 { return true } else { return false } }
+        // A controller that tracks no change (no delegate, Docs/coredata-behaviour.md §5) evaluates none.
+        let tracking = viewers.filter(\.tracksChanges)
         var ids: [String] = []
-        if viewers.contains(where: { $0.frc == .coreData }) {
+        if tracking.contains(where: { $0.frc == .coreData }) {
             ids += ["frc-evaluates-each-insert", "frc-store-trip-per-insert"]
-            if viewers.contains(where: { $0.request.fetchLimit > 0 }) { ids.append("frc-limit-grows") }
+            if tracking.contains(where: { $0.request.fetchLimit > 0 }) { ids.append("frc-limit-grows") }
         }
-        if viewers.contains(where: { $0.frc == .batched }) { ids.append("frc-batched-option") }
+        if tracking.contains(where: { $0.frc == .batched }) { ids.append("frc-batched-option") }
         if viewers.contains(where: { $0.request.fetchBatchSize > 0 }) { ids.append("frc-fetch-batches") }
         // Imports reach the view context by a push (nested, viewChildren) or nowhere (headless): no merge.
         if ![.nested, .viewChildren, .headless].contains(scenario.stack.topology) { ids.append("merge-refreshes-registered") }

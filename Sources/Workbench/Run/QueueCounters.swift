@@ -16,6 +16,7 @@ enum QueueCounters {
 
     static let counters: [Counter] = [
         Counter(metric: "objectsRegistered", operation: .objectRegistered, label: nil),
+        Counter(metric: "objectsDeleted", operation: .objectDeleted, label: nil),
         Counter(metric: "faultsFulfilled", operation: .faultFulfilledFromCache, label: "source=rowCache"),
         Counter(metric: "faultsFulfilled", operation: .faultFulfilledFromStore, label: "source=store"),
         Counter(metric: "rowsFetched", operation: .rowFetched, label: nil),

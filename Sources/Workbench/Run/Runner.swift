@@ -772,7 +772,8 @@ public struct VariantRunner {
 /// `window` objects every frame reads. The window starts at the top and, with `scroll` (issue 19 item 3), moves
 /// down the results at that many rows per second of the run's clock (virtual in simulated mode), wrapping to the
 /// top after the last row, as a list scrolled over and over. With `frames: only` there is no controller: the
-/// frames run on the main queue and read nothing.
+/// frames run on the main queue and read nothing. With `tracksChanges: false` the controller has no delegate: it
+/// keeps the objects it fetched, and merges and pushes into the view context reach the context, not the controller.
 final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {  // used on the main queue
     let spec: ActorSpec.Viewer
     /// The viewer's place among its phase's viewers (its window's, in ``Workload/visibleIDs``).
@@ -809,7 +810,8 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
         try view.performAndWait {
             let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: view, sectionNameKeyPath: spec.request.sectionKey,
                                                       changeEvaluation: spec.frc == .batched ? .batched : .coreData)
-            controller.delegate = state
+            // Docs/coredata-behaviour.md §5: without a delegate the controller tracks nothing; it keeps what it fetched.
+            if spec.tracksChanges { controller.delegate = state }
             workload.main.mark(.fetch)
             let t0 = Clock.now()
             try controller.performFetch()

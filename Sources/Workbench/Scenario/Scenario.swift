@@ -267,6 +267,9 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         public var scroll: Double = 0
         /// What a frame does: read the window, or nothing at all (a main queue that only draws frames).
         public var frames: ViewerFrames = .window
+        /// Whether the controller follows the view context's changes (it has a delegate). False: a controller with
+        /// no delegate, which keeps the objects of its fetch (Docs/coredata-behaviour.md §5).
+        public var tracksChanges = true
     }
     public struct Editor: Sendable, Codable, Equatable {
         public var rate: Rate

@@ -854,7 +854,7 @@ struct Reader {
             }
             return .importer(importer)
         case "viewer":
-            _ = try keys(settings, allowed: ["visibleObjects", "readOnly", "frameRate", "window", "frc", "request", "scroll", "frames"])
+            _ = try keys(settings, allowed: ["visibleObjects", "readOnly", "frameRate", "window", "frc", "request", "scroll", "frames", "tracksChanges"])
             let frameRate = try opt("frameRate", { try int($0) }, 60)
             guard frameRate == 60 || frameRate == 120 else { throw fail(child(settings, "frameRate")!, "expected 60 or 120, found \(frameRate)") }
             let visible = try opt("visibleObjects", { try int($0, min: 1, max: 100_000) }, 20)
@@ -866,10 +866,15 @@ struct Reader {
                 frc: try opt("frc", { try choice($0, ControllerEvaluation.self) }, .coreData))
             viewer.scroll = try opt("scroll", scrollRate, 0)
             viewer.frames = try opt("frames", { try choice($0, ViewerFrames.self) }, .window)
+            viewer.tracksChanges = try opt("tracksChanges", bool, true)
             // Issue 19 item 3: a frames-only viewer has no controller and reads nothing; a key about its data is a
             // mistake, not something to ignore.
-            if viewer.frames == .only, let key = ["window", "scroll", "request", "frc"].first(where: { child(settings, $0) != nil }) {
+            if viewer.frames == .only, let key = ["window", "scroll", "request", "frc", "tracksChanges"].first(where: { child(settings, $0) != nil }) {
                 throw fail(child(settings, key)!, "a viewer with 'frames: only' draws frames and reads no data: remove '\(key)' or set 'frames: window'")
+            }
+            // A controller that tracks no change evaluates none: how it would evaluate them is a mistake to flag.
+            if !viewer.tracksChanges, let frc = child(settings, "frc") {
+                throw fail(frc, "a viewer with 'tracksChanges: false' evaluates no change: remove 'frc' or set 'tracksChanges: true'")
             }
             return .viewer(viewer)
         case "editor":

@@ -250,13 +250,29 @@ public enum Calibration {
         }) { c in try c.performAndWait { try c.save() } }
         ns[.rowUpdated] = max(0, (update - fixed) / Double(n))
         how[.rowUpdated] = "a save of \(n) updated objects, less transaction and contextSave (its statement included)"
+        // Marking objects deleted: the delete calls and the delete rules' walk when the pending changes are
+        // processed (less the objects-did-change that posts); the save of those deletes is then the rows' alone.
+        let marked = try median({ () -> (ManagedObjectContext, [ManagedObject]) in
+            let (_, c) = try store(rows: n)
+            return (c, try c.performAndWait { try records(c) })
+        }) { c, objects in
+            c.performAndWait {
+                for o in objects { c.delete(o) }
+                c.processPendingChanges()
+            }
+        }
+        ns[.objectDeleted] = max(0, (marked - ns[.notificationPosted]!) / Double(n))
+        how[.objectDeleted] = "\(n) materialized objects deleted and their delete rules run (processPendingChanges), less notificationPosted"
         let delete = try median({ () -> ManagedObjectContext in
             let (_, c) = try store(rows: n)
-            try c.performAndWait { for o in try records(c) { c.delete(o) } }
+            try c.performAndWait {
+                for o in try records(c) { c.delete(o) }
+                c.processPendingChanges()
+            }
             return c
         }) { c in try c.performAndWait { try c.save() } }
         ns[.rowDeleted] = max(0, (delete - fixed) / Double(n))
-        how[.rowDeleted] = "a save of \(n) deleted objects, less transaction and contextSave (its statement included)"
+        how[.rowDeleted] = "a save of \(n) deleted objects, their delete rules already run (objectDeleted), less transaction and contextSave (its statement included)"
 
         // Batch requests: n rows written inside SQLite, less the transaction (their few statements, each prepared
         // once, folded in). A batch update also selects its rows (idRowFetched each).
@@ -350,7 +366,7 @@ public enum Calibration {
     static let fittedOnMainQueue: Set<CostedOperation> = [
         .objectRegistered, .faultFulfilledFromCache, .faultFulfilledFromStore, .fetchExecuted, .rowFetched, .propertyRead,
         .propertySet, .objectRefreshed, .notificationPosted, .controllerObjectEvaluated, .objectPushed, .blockRun,
-        .idRowFetched, .controllerComparison, .controllerObjectMoved,
+        .idRowFetched, .controllerComparison, .controllerObjectMoved, .objectDeleted,
     ]
 
     /// Streams 64 MiB (more than a server's last-level cache) through the caches, so the next workload starts cold.
