@@ -135,3 +135,27 @@ struct EvidenceFitTests {
         #expect(EvidenceFit.invert([[1, 2], [2, 4]]) == nil)
     }
 }
+
+/// The shipped profiles against the evidence they were fitted to (Profiles/README.md "How the fit works").
+@Suite("The shipped profiles and their evidence")
+struct ShippedProfileEvidenceTests {
+    static var root: URL { URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent() }
+
+    @Test("Every timed fit entry is within 1.5x of its publication under its device's profile, projected from scaled-down runs whose counts grow linearly")
+    func fitEntriesWithinOneAndAHalf() throws {
+        let fit = try EvidenceFit(root: Self.root)
+        var checked = 0
+        for entry in fit.entries where entry.role == .fit && entry.isTimed {
+            let profile = try fit.profile(for: entry, profiles: [:])
+            #expect(profile.name == entry.device, "\(entry.name): no profile of its own (\(profile.name))")
+            for figure in entry.figures where figure.unit.isTime {
+                let projection = try fit.project(entry, figure, profile: profile)
+                #expect(projection.nonlinear.isEmpty, "\(entry.name) \(figure.name): counts not linear in the size: \(projection.nonlinear)")
+                let ratio = projection.predicted / figure.unit.inMetricUnit(figure.value)
+                #expect(ratio >= 1 / 1.5 && ratio <= 1.5, "\(entry.name) \(figure.name): ours / published = \(ratio)")
+                checked += 1
+            }
+        }
+        #expect(checked >= 24)
+    }
+}

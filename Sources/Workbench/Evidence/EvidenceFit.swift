@@ -66,6 +66,58 @@ public final class EvidenceFit {
         return result
     }
 
+    /// A figure's workload run at another size: the entry's `scale` keys set to `size` (through the matrix when the
+    /// figure's variant is a matrix value of that key).
+    public func run(_ entry: EvidenceEntry, _ figure: EvidenceEntry.Figure, size: Int, profile: CostProfile) throws -> VariantResult {
+        guard let original = figure.size, !entry.scale.isEmpty else {
+            throw WorkbenchError(.badInput, "\(entry.file): figure '\(figure.name)' has no size, or the entry no scale keys, to run it at another size")
+        }
+        var overrides: [String] = []
+        var variant = figure.variant
+        for key in entry.scale {
+            if variant.contains("\(key)=\(original)") {
+                overrides.append("matrix.\(key)=[\(size)]")
+                variant = variant.replacingOccurrences(of: "\(key)=\(original)", with: "\(key)=\(size)")
+            } else {
+                overrides.append("\(key)=\(size)")
+            }
+        }
+        return try run(entry, variant: variant, profile: profile, profileKey: "profile \(profile.name)", overrides: overrides)
+    }
+
+    /// A figure projected to its published size from runs at `sizes` (three, evenly spaced): the metric's value at
+    /// the first size plus its slope, and whether every operation count grows by the same step from size to size
+    /// (then the projection is exact in simulated mode).
+    public struct Projection: Sendable {
+        public var predicted: Double
+        /// Operations whose counts do not grow linearly with the size, with their counts at the three sizes.
+        public var nonlinear: [String]
+    }
+
+    public func project(_ entry: EvidenceEntry, _ figure: EvidenceEntry.Figure, profile: CostProfile, sizes: [Int] = [20, 40, 60]) throws -> Projection {
+        precondition(sizes.count == 3 && sizes[1] - sizes[0] == sizes[2] - sizes[1] && sizes[1] > sizes[0], "three evenly spaced sizes")
+        let results = try sizes.map { try run(entry, figure, size: $0, profile: profile) }
+        let values = try results.map { r -> Double in
+            guard let v = Self.value(r, figure.of) else { throw WorkbenchError(.badInput, "\(entry.file): figure '\(figure.name)': the run has no \(figure.of.metric)") }
+            return v
+        }
+        func counts(_ r: VariantResult) -> [String: Double] {
+            var out: [String: Double] = [:]
+            for m in r.metrics where m.metric == "costedOperations" && !m.label.hasPrefix("main:") { out[m.label] = m.value }
+            return out
+        }
+        let c = results.map(counts)
+        var nonlinear: [String] = []
+        for op in c[2].keys.sorted() {
+            let v = c.map { $0[op] ?? 0 }
+            if v[2] - v[1] != v[1] - v[0] { nonlinear.append("\(op) \(v.map { String(Int($0)) }.joined(separator: "/"))") }
+        }
+        let step = Double(sizes[1] - sizes[0])
+        let slope = (values[2] - values[0]) / (2 * step)
+        let size = Double(figure.size ?? sizes[0])
+        return Projection(predicted: values[0] + slope * (size - Double(sizes[0])), nonlinear: nonlinear)
+    }
+
     /// A figure's value in a run, in the metric's unit (ms for times, bytes for sizes).
     public static func value(_ result: VariantResult, _ ref: EvidenceEntry.Reference) -> Double? {
         guard let v = result.value(ref.metric, ref.statistic, label: ref.label) else { return nil }
