@@ -15,6 +15,10 @@ public struct CostProfile: Sendable, Equatable {
     public var sources: [String: String]
     /// Operations whose figure is an estimate, not a measurement.
     public var estimated: [String]
+    /// The device the figures were measured on (`device:`), when the file names one.
+    public var device: String? = nil
+    /// The command line that wrote the file (`writtenBy:`), when a tool wrote it.
+    public var writtenBy: String? = nil
 
     /// The longest an operation may be said to take: one second.
     static let maximumNanos: Double = 1e9
@@ -65,15 +69,20 @@ public struct CostProfile: Sendable, Equatable {
         func fail(_ node: YAMLTree?, _ field: String, _ message: String) -> ScenarioError {
             ScenarioError(file: file, line: node?.position?.line, column: node?.position?.column, field: field, message: message)
         }
-        guard case .map(let top, _) = tree else { throw fail(tree, "", "a profile is a map (name, description, fittedTo, costs)") }
+        guard case .map(let top, _) = tree else { throw fail(tree, "", "a profile is a map (description, fittedTo, device, writtenBy, costs)") }
         var profile = CostProfile(name: name, description: "", fittedTo: "", nanos: [UInt64](repeating: 0, count: CostedOperation.allCases.count),
                                   sources: [:], estimated: [])
         var seen: Set<String> = []
         for (key, value, position) in top {
             switch key {
-            case "description", "fittedTo":
+            case "description", "fittedTo", "device", "writtenBy":
                 guard case .scalar(let s, _) = value else { throw fail(value, key, "expected text") }
-                if key == "description" { profile.description = s } else { profile.fittedTo = s }
+                switch key {
+                case "description": profile.description = s
+                case "fittedTo": profile.fittedTo = s
+                case "device": profile.device = s
+                default: profile.writtenBy = s
+                }
             case "costs":
                 guard case .map(let entries, _) = value else { throw fail(value, key, "expected a map of operation: { ns, source, estimated }") }
                 for (opName, spec, opPosition) in entries {
@@ -104,7 +113,7 @@ public struct CostProfile: Sendable, Equatable {
                     profile.nanos[op.rawValue] = UInt64(ns.rounded())
                 }
             default:
-                throw fail(.scalar(key, position), key, "unknown key; expected description, fittedTo or costs")
+                throw fail(.scalar(key, position), key, "unknown key; expected description, fittedTo, device, writtenBy or costs")
             }
         }
         let missing = CostedOperation.allCases.map(\.name).filter { !seen.contains($0) }
