@@ -16,6 +16,57 @@ public enum NonNegativeLeastSquares {
         }
         return x
     }
+
+    /// `x` (a point of `solve`) moved to the exact least-squares minimum on its face: the normal equations
+    /// restricted to its positive coordinates, solved by elimination. Coordinate descent crawls when columns are
+    /// nearly collinear (fetches of 1,000 and 1,010 rows); this lands where it was heading. A coordinate whose
+    /// column depends on the others' (only their combined cost is known) keeps its value from `x`; the result is
+    /// `x` itself unless the minimum is positive everywhere and no worse.
+    public static func polished(_ x: [Double], gram: [[Double]], rhs: [Double]) -> [Double] {
+        let k = rhs.count
+        var free = (0..<k).filter { x[$0] > 0 && gram[$0][$0] > 0 }
+        while !free.isEmpty {
+            let n = free.count
+            var a = free.map { i in free.map { gram[i][$0] } }
+            var b = free.map { i in (0..<k).filter { !free.contains($0) }.reduce(rhs[i]) { $0 - gram[i][$1] * x[$1] } }
+            let tolerance = (free.map { gram[$0][$0] }.max() ?? 0) * 1e-9
+            var dependent: Int?
+            for col in 0..<n {
+                let p = (col..<n).max { abs(a[$0][col]) < abs(a[$1][col]) }!
+                guard abs(a[p][col]) > tolerance else { dependent = col; break }
+                a.swapAt(col, p)
+                b.swapAt(col, p)
+                for r in (col + 1)..<n {
+                    let f = a[r][col] / a[col][col]
+                    for j in col..<n { a[r][j] -= f * a[col][j] }
+                    b[r] -= f * b[col]
+                }
+            }
+            if let dependent {
+                free.remove(at: dependent)
+                continue
+            }
+            var z = [Double](repeating: 0, count: n)
+            for r in stride(from: n - 1, through: 0, by: -1) {
+                z[r] = ((r + 1)..<n).reduce(b[r]) { $0 - a[r][$1] * z[$1] } / a[r][r]
+            }
+            guard z.allSatisfy({ $0 > 0 && $0.isFinite }) else { return x }
+            var y = x
+            for (i, column) in free.enumerated() { y[column] = z[i] }
+            return objective(y, gram: gram, rhs: rhs) <= objective(x, gram: gram, rhs: rhs) ? y : x
+        }
+        return x
+    }
+
+    /// ½ xᵀ·gram·x − rhsᵀ·x: the squared residual, up to a constant and a factor.
+    static func objective(_ x: [Double], gram: [[Double]], rhs: [Double]) -> Double {
+        var value = 0.0
+        for i in x.indices {
+            value -= rhs[i] * x[i]
+            for j in x.indices { value += 0.5 * x[i] * gram[i][j] * x[j] }
+        }
+        return value
+    }
 }
 
 /// Fits a cost profile (nanoseconds per operation, Profiles/README.md) to steps measured on a device: each step's
@@ -51,7 +102,8 @@ public enum ProfileFit {
     /// Fits `operations` (in the order given) to `samples`. An operation is determined when at least
     /// `minimumSteps` steps did it and no combination of the others' counts reproduces its counts (the design
     /// matrix's null space does not touch it).
-    public static func fit(_ samples: [Sample], operations: [String], minimumSteps: Int = 3) -> Result {
+    /// `step` names a sample in the reasons given (a fetch, a transaction).
+    public static func fit(_ samples: [Sample], operations: [String], minimumSteps: Int = 3, step: String = "step") -> Result {
         let k = operations.count
         let used = samples.filter { s in operations.contains { s.counts[$0, default: 0] != 0 } }
         var gram = [[Double]](repeating: [Double](repeating: 0, count: k), count: k)
@@ -66,16 +118,17 @@ public enum ProfileFit {
             }
         }
         let tied = tiedOperations(gram)
-        let cost = NonNegativeLeastSquares.solve(gram: gram, rhs: rhs, start: [Double](repeating: 0, count: k))
+        let descended = NonNegativeLeastSquares.solve(gram: gram, rhs: rhs, start: [Double](repeating: 0, count: k))
+        let cost = NonNegativeLeastSquares.polished(descended, gram: gram, rhs: rhs)
         var figures: [String: Figure] = [:]
         for (i, op) in operations.enumerated() {
             if seen[i] == 0 {
-                figures[op] = .undetermined("no step did it")
+                figures[op] = .undetermined("no \(step) did it")
             } else if seen[i] < minimumSteps {
-                figures[op] = .undetermined("only \(seen[i]) step\(seen[i] == 1 ? "" : "s") did it (at least \(minimumSteps) needed)")
+                figures[op] = .undetermined("only \(seen[i]) \(step)\(seen[i] == 1 ? "" : "s") did it (at least \(minimumSteps) needed)")
             } else if let others = tied[i] {
                 let names = others.map { operations[$0] }
-                figures[op] = .undetermined("its counts are a combination of \(names.joined(separator: ", "))'s in every step: only their combined cost is determined")
+                figures[op] = .undetermined("its counts are a combination of \(names.joined(separator: ", "))'s in every \(step): only their combined cost is determined")
             } else {
                 figures[op] = .fitted(nanoseconds: cost[i], steps: seen[i])
             }

@@ -14,8 +14,10 @@ import Foundation
 ///     CoreData: annotation: fault fulfilled from database for : 0xd000000000100002 <x-coredata://…/Country/p4>
 ///
 /// A line may carry a prefix of the logging system before `CoreData:` (a timestamp, the process); some published
-/// excerpts drop `CoreData:` altogether (`sql: COMMIT`): both are read. A statement that wraps (an INSERT's
-/// `VALUES(...)` on the next line) counts once; its continuation lines are ignored.
+/// excerpts drop `CoreData:` altogether (`sql: COMMIT`); the unified log writes `… (CoreData)
+/// [com.apple.coredata:sql] COMMIT`; a terminal may colour any of them: all are read (``SQLDebugLog/message(_:)``).
+/// A statement that wraps (an INSERT's `VALUES(...)` on the next line) counts once; its continuation lines are
+/// ignored.
 public struct SQLLogCounts: Codable, Sendable, Equatable {
     /// Statements by kind: select, insert, update, delete, begin, commit, other (pragmas, ROLLBACK, schema).
     public var statements: [String: Int] = [:]
@@ -105,7 +107,12 @@ public struct SQLDebugLog: Sendable {
         case statement(String)
         case connectionFetchTime(Double)
         case fetchExecution(seconds: Double, rows: Int)
+        /// `total count request execution time: 0.0012s for count of 42.`: a count request's time and its count.
+        case countRequest(seconds: Double, count: Int)
         case faultFromDatabase
+        /// An annotation this reader knows whose figure it cannot read (a time that is not a finite number, a row
+        /// count too large to hold), and why: never read as 0.
+        case unreadable(String)
         /// Another annotation this reader knows and does not count (`sql execution time`, `Disconnecting …`, binds).
         case ignored
         case unknown
@@ -113,15 +120,72 @@ public struct SQLDebugLog: Sendable {
 
     /// What one line says; nil for a line that is not Core Data's (another subsystem's, a wrapped statement's tail).
     public static func event(_ line: Substring) -> Event? {
-        var body = line[...]
-        if let marker = body.range(of: "CoreData: ") {
-            body = body[marker.upperBound...]
+        guard let message = message(line) else { return nil }
+        switch message.head {
+        case "sql": return annotationEvent(message.text) ?? .statement(kind(message.text))
+        case "annotation", "error": return annotationEvent(message.text) ?? .ignored
+        case "details", "warning": return .ignored
+        default: return .unknown
         }
-        let trimmed = body.drop(while: { $0 == " " || $0 == "\t" })
-        if let rest = trimmed.removingPrefix("sql: ") { return .statement(kind(rest)) }
-        if let rest = trimmed.removingPrefix("annotation: ") ?? trimmed.removingPrefix("error: ") { return annotation(rest) }
-        if trimmed.hasPrefix("details: ") || trimmed.hasPrefix("warning: ") { return .ignored }
-        return line.contains("CoreData: ") ? .unknown : nil
+    }
+
+    /// The SQL of a statement line (`CoreData: sql: <statement>` in any form), without its prefix and escapes.
+    public static func statementText(_ line: Substring) -> Substring? {
+        guard let message = message(line), message.head == "sql", annotationEvent(message.text) == nil else { return nil }
+        return message.text
+    }
+
+    /// A Core Data line's head (`sql`, `annotation`, `details`, …, or `""` for a head this reader does not know)
+    /// and the text after it. Read in three forms (Docs/calibration.md "Fitting a profile to your device's SQL debug
+    /// log"): `CoreData: <head>: <text>` after any prefix of the logging system (Xcode's console puts a timestamp
+    /// and `App[pid:tid]` before it); `<head>: <text>` alone (published excerpts that drop `CoreData: `); and the
+    /// unified log's `… App: (CoreData) [com.apple.coredata:<category>] <text>`, where the category is the head
+    /// unless the text carries its own. Terminal colour escapes are removed first.
+    static func message(_ raw: Substring) -> (head: String, text: Substring)? {
+        let line = raw.contains("\u{1B}") ? Substring(withoutEscapes(raw)) : raw
+        if let bracket = line.range(of: "[com.apple.coredata:") {
+            let rest = line[bracket.upperBound...]
+            if let close = rest.firstIndex(of: "]") {
+                let text = trimmed(rest[rest.index(after: close)...])
+                if let own = headed(text.removingPrefix("CoreData: ") ?? text) { return own }
+                return (String(rest[..<close]), text)
+            }
+        }
+        if let marker = line.range(of: "CoreData: ") {
+            return headed(trimmed(line[marker.upperBound...])) ?? ("", line[marker.upperBound...])
+        }
+        return headed(trimmed(line))
+    }
+
+    private static let heads = ["sql", "annotation", "error", "details", "warning"]
+
+    private static func headed(_ text: Substring) -> (head: String, text: Substring)? {
+        for head in heads {
+            if let rest = text.removingPrefix(head + ": ") { return (head, trimmed(rest)) }
+        }
+        return nil
+    }
+
+    private static func trimmed(_ text: Substring) -> Substring {
+        var t = text.drop(while: { $0 == " " || $0 == "\t" })
+        while let last = t.last, last == " " || last == "\t" || last == "\r" { t = t.dropLast() }
+        return t
+    }
+
+    /// `line` without terminal escapes: SGR colour codes (`ESC [ 31 m`, `ESC [ 0 m`) and any other CSI sequence
+    /// (`ESC [`, parameter bytes, intermediate bytes, one final byte), and a lone ESC.
+    public static func withoutEscapes(_ line: Substring) -> String {
+        var out = String.UnicodeScalarView()
+        var scalars = line.unicodeScalars[...]
+        while let c = scalars.first {
+            scalars = scalars.dropFirst()
+            guard c == "\u{1B}" else { out.append(c); continue }
+            guard scalars.first == "[" else { continue }
+            scalars = scalars.dropFirst()
+            scalars = scalars.drop(while: { (0x20...0x3F).contains($0.value) })
+            if let final = scalars.first, (0x40...0x7E).contains(final.value) { scalars = scalars.dropFirst() }
+        }
+        return String(out)
     }
 
     /// A statement's kind by its first word: select, insert, update, delete, begin, commit, or other.
@@ -138,24 +202,42 @@ public struct SQLDebugLog: Sendable {
         }
     }
 
-    private static func annotation(_ text: Substring) -> Event {
+    /// The event of an annotation's text, or nil when the text is none this reader knows with a figure. An
+    /// annotation's wording never starts like a statement, so the unified log's `sql` category may hold both.
+    private static func annotationEvent(_ text: Substring) -> Event? {
         if text.hasPrefix("fault fulfilled from database") { return .faultFromDatabase }
-        if let rest = text.removingPrefix("sql connection fetch time: ") { return .connectionFetchTime(seconds(rest) ?? 0) }
+        if let rest = text.removingPrefix("sql connection fetch time: ") {
+            guard let secs = seconds(rest) else { return .unreadable("a connection fetch time that is not a number of seconds") }
+            return .connectionFetchTime(secs)
+        }
         if let rest = text.removingPrefix("total fetch execution time: ") {
             // `0.0279s for 1066 rows.`
-            let secs = seconds(rest) ?? 0
-            var rows = 0
-            if let forRange = rest.range(of: " for ") {
-                rows = Int(rest[forRange.upperBound...].prefix(while: { $0.isNumber })) ?? 0
-            }
+            guard let secs = seconds(rest) else { return .unreadable("a fetch time that is not a number of seconds") }
+            guard let rows = number(after: " for ", in: rest) else { return .unreadable("a fetch's row count that cannot be read") }
             return .fetchExecution(seconds: secs, rows: rows)
         }
-        return .ignored
+        if let rest = text.removingPrefix("total count request execution time: ") {
+            // `0.0012s for count of 42.`
+            guard let secs = seconds(rest) else { return .unreadable("a count request's time that is not a number of seconds") }
+            guard let count = number(after: " for count of ", in: rest) else { return .unreadable("a count request's count that cannot be read") }
+            return .countRequest(seconds: secs, count: count)
+        }
+        if text.hasPrefix("sql execution time: ") || text.hasPrefix("Disconnecting") || text.hasPrefix("Connecting") { return .ignored }
+        return nil
     }
 
-    /// `0.0012s` (an optional trailing period and text after it) as seconds.
+    /// `0.0012s` (an optional trailing period and text after it) as seconds; nil unless a finite number.
     private static func seconds(_ text: Substring) -> Double? {
-        Double(text.prefix(while: { $0.isNumber || $0 == "." || $0 == "e" || $0 == "-" }))
+        let figure = text.prefix(while: { $0.isASCII && ($0.isNumber || $0 == "." || $0 == "e" || $0 == "E" || $0 == "-" || $0 == "+") })
+        guard figure.first.map({ $0.isNumber || $0 == "-" || $0 == "." }) == true, let value = Double(figure), value.isFinite else { return nil }
+        return value
+    }
+
+    /// The whole number after `marker` in `text`; nil when there is none or it does not fit an `Int`.
+    private static func number(after marker: String, in text: Substring) -> Int? {
+        guard let range = text.range(of: marker) else { return nil }
+        let digits = text[range.upperBound...].prefix(while: { $0.isASCII && $0.isNumber })
+        return digits.isEmpty ? nil : Int(digits)
     }
 
     static func read(_ line: Substring, into counts: inout SQLLogCounts) {
@@ -166,8 +248,8 @@ public struct SQLDebugLog: Sendable {
             counts.fetchSeconds += secs
             counts.rowsFetched += rows
         case .faultFromDatabase?: counts.faultsFromDatabase += 1
-        case .unknown?: counts.unknownLines += 1
-        case .connectionFetchTime?, .ignored?, nil: break
+        case .unknown?, .unreadable?: counts.unknownLines += 1
+        case .connectionFetchTime?, .countRequest?, .ignored?, nil: break
         }
     }
 }

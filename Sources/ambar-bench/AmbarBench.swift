@@ -16,7 +16,7 @@ struct AmbarBench: ParsableCommand {
 
             Documentation, in the repository: Docs/scenarios.md (the scenario format), Docs/workbench.md (metrics, reports, the command line, exit codes, and sweeps sharded over a CI matrix: Docs/examples/capacity-matrix.yml), Docs/what-the-workbench-counts.md (what each counter stands for in Core Data), Docs/simulation.md (simulated mode), Docs/calibration.md (operation traces and their replay), Docs/coredata-behaviour.md (the Core Data behaviour we reproduce, and how sure we are of it), Docs/choosing-a-merge-policy.md (the policies compared; `guide` writes its measured part).
             """,
-        subcommands: [Run.self, Replay.self, ReplayTrace.self, Calibrate.self, Evidence.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self, Guide.self],
+        subcommands: [Run.self, Replay.self, ReplayTrace.self, Calibrate.self, Fit.self, Evidence.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self, Guide.self],
         defaultSubcommand: Run.self)
 
     /// ArgumentParser's own main, except that a command-line mistake is bad input: exit code 2 (Docs/workbench.md),
@@ -468,6 +468,54 @@ struct Calibrate: ParsableCommand {
             print("profile: \(url.path)")
             return 0
         }
+    }
+}
+
+struct Fit: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fit cost profiles to measurements: the published evidence (Profiles/evidence/: one profile per device, and the derived default), or with --sqldebug a device's own Core Data SQL debug log.",
+        discussion: "Run the app with the launch argument -com.apple.CoreData.SQLDebug 1 and save its console output; the fetches' times give fetchExecuted and rowFetched, and the saves' BEGIN-to-COMMIT times (when the lines carry timestamps) give transaction and the row figures. Every other figure is the base profile's, marked estimated. Docs/calibration.md \"Fitting a profile to your device's SQL debug log\".")
+    @Option(name: .long, help: "The SQL debug log to fit to (the Xcode console's or `log stream`'s output, plain or coloured).") var sqldebug: String?
+    @Option(name: .long, help: "The device the log was captured on (written in the profile; names the default output file).") var device: String?
+    @Option(name: .long, help: "Where to write the profile (default Profiles/<device>.yaml).") var out: String?
+    @Option(name: .long, help: "The profile every figure the log does not determine comes from: a name in Profiles/ or a .yaml file.") var base = "iphone-15"
+    @Flag(name: .long, help: "Replace the output file when it exists (with --sqldebug; the evidence fit always rewrites its profiles).") var force = false
+    @Option(name: .long, help: "The evidence folder (without --sqldebug), relative to the repository.") var evidence = "Profiles/evidence"
+    @Option(name: .customLong("profiles"), help: "Where the evidence fit writes its profiles (without --sqldebug).") var profilesFolder = "Profiles"
+    @Flag(name: .customLong("dry-run"), help: "Fit and print, write nothing (without --sqldebug).") var dryRun = false
+    @Flag(name: .long, help: "Print each run as it starts (without --sqldebug).") var progress = false
+
+    func run() throws {
+        try guarded {
+            if let sqldebug { return try fitToSQLDebugLog(sqldebug) }
+            return try fitToEvidence(evidence: evidence, out: profilesFolder, dryRun: dryRun, progress: progress)
+        }
+    }
+
+    func fitToSQLDebugLog(_ log: String) throws -> Int32 {
+        guard let device, !device.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw WorkbenchError(.badInput, "--sqldebug needs --device NAME: the device the log was captured on")
+        }
+        guard let target = out ?? SQLDebugProfileFit.slug(device).map({ "Profiles/\($0).yaml" }) else {
+            throw WorkbenchError(.badInput, "--device \(device.debugDescription) has no letter or digit to name a file: give --out FILE")
+        }
+        let baseProfile = try CostProfile.load(base)
+        let fit = try SQLDebugProfileFit.read(file: URL(fileURLWithPath: log), name: log)
+        for note in fit.timings.setAside.prefix(20) { stderr("warning: \(log):\(note.line): \(note.message)") }
+        if fit.timings.setAside.count > 20 { stderr("warning: \(log): \(fit.timings.setAside.count - 20) more lines set aside") }
+        print(fit.summary(base: baseProfile), terminator: "")
+        try fit.write(to: URL(fileURLWithPath: target), base: baseProfile, device: device, command: commandLine(), overwrite: force)
+        print("profile: \(target)")
+        return 0
+    }
+
+    /// This invocation as a shell would take it back.
+    func commandLine() -> String {
+        let words = ["ambar-bench"] + CommandLine.arguments.dropFirst().map { word -> String in
+            let safe = !word.isEmpty && word.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_./=:,+@%".contains($0)) }
+            return safe ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }
+        return words.joined(separator: " ")
     }
 }
 

@@ -35,7 +35,7 @@ struct Evidence: ParsableCommand {
             print("== Profiles used")
             for (name, p) in profiles.sorted(by: { $0.key < $1.key }) {
                 print("\(name): \(p.description)")
-                if !p.evidence.isEmpty { print("  evidence: \(p.evidence)") }
+                if let evidence = p.evidence, !evidence.isEmpty { print("  evidence: \(evidence)") }
             }
             return 0
         }

@@ -156,6 +156,8 @@ enum HTMLReport {
         html += "on any machine. Memory, CPU time and wall time are this machine's (host figures)."
         if let p = manifest.profile {
             html += " The profile: \(escape(p.description)) \(p.estimated) of \(p.operations) costs are estimates; it was fitted to: \(escape(p.fittedTo))"
+            if let device = p.device { html += " Measured on: \(escape(device))." }
+            if let command = p.writtenBy { html += " Written by <code>\(escape(command))</code>." }
         }
         return html + "</p>\n"
     }

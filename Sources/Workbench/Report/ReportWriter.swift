@@ -34,6 +34,9 @@ public struct ProfileSummary: Sendable, Codable, Equatable {
     /// How many of the profile's costs are estimates, of how many.
     public var estimated: Int
     public var operations: Int
+    /// The device its figures were measured on, and the command that wrote it, when the profile names them.
+    public var device: String? = nil
+    public var writtenBy: String? = nil
 
     public init(_ profile: CostProfile) {
         name = profile.name
@@ -41,6 +44,8 @@ public struct ProfileSummary: Sendable, Codable, Equatable {
         fittedTo = profile.fittedTo
         estimated = profile.estimated.count
         operations = profile.nanos.count
+        device = profile.device
+        writtenBy = profile.writtenBy
     }
 }
 

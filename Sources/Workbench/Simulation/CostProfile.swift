@@ -16,11 +16,12 @@ public struct CostProfile: Sendable, Equatable {
     public var sources: [String: String]
     /// Operations whose figure is an estimate, not a measurement.
     public var estimated: [String]
-    /// The device the figures stand for, and the command that wrote the file (Profiles/README.md "Writing a profile").
-    public var device: String = ""
-    public var writtenBy: String = ""
+    /// The device the figures were measured on (`device:`), when the file names one.
+    public var device: String? = nil
+    /// The command line that wrote the file (`writtenBy:`), when a tool wrote it.
+    public var writtenBy: String? = nil
     /// What the evidence behind the profile determined: parameters, data points, residual (written by the fit).
-    public var evidence: String = ""
+    public var evidence: String? = nil
 
     /// The longest an operation may be said to take: one second.
     static let maximumNanos: Double = 1e9
@@ -106,7 +107,7 @@ public struct CostProfile: Sendable, Equatable {
         func fail(_ node: YAMLTree?, _ field: String, _ message: String) -> ScenarioError {
             ScenarioError(file: file, line: node?.position?.line, column: node?.position?.column, field: field, message: message)
         }
-        guard case .map(let top, _) = tree else { throw fail(tree, "", "a profile is a map (name, description, fittedTo, costs)") }
+        guard case .map(let top, _) = tree else { throw fail(tree, "", "a profile is a map (description, fittedTo, device, writtenBy, costs)") }
         var profile = CostProfile(name: name, description: "", fittedTo: "", nanos: [UInt64](repeating: 0, count: CostedOperation.allCases.count),
                                   sources: [:], estimated: [])
         var seen: Set<String> = []
