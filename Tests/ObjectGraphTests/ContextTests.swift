@@ -218,6 +218,39 @@ import Testing
         }
     }
 
+    // Docs/coredata-behaviour.md §2.2: a child's fetch with no predicate and a limit sees the parent's stored rows,
+    // then its unsaved inserts; the child's deletes of them, pushed, take them out of the parent's inserts, and the
+    // parent's save writes no row for them.
+    @Test func childDeletesOfParentsUnsavedInsertsLeaveNoInsert_2_2() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        let parent = stack.context()
+        parent.performAndWait {
+            for i in 1...5 {
+                let item = Item(context: parent)
+                item.id = Int64(100 + i)
+            }
+        }
+        let child = stack.child(of: parent)
+        try child.performAndWait {
+            var request = FetchRequest(entityName: "Item")
+            request.fetchLimit = 4
+            let items = try child.fetch(request, as: Item.self)
+            #expect(items.map(\.id) == [1, 2, 101, 102])
+            #expect(items.map(\.objectID.isTemporaryID) == [false, false, true, true])
+            for item in items { child.delete(item) }
+            try child.save()
+        }
+        try parent.performAndWait {
+            #expect(parent.insertedObjects.map { ($0 as! Item).id }.sorted() == [103, 104, 105])
+            #expect(parent.deletedObjects.filter { !$0.isInserted }.count == 2)
+            try parent.save()
+        }
+        let reader = stack.context()
+        let stored = try reader.performAndWait { try fetchItems(reader).map(\.id) }
+        #expect(stored == [103, 104, 105])
+    }
+
     // Semantics §2.1 step 4 / §2.2: after the parent (root) saves, the objects have permanent IDs in the parent.
     @Test func parentSaveMakesIDsPermanent_2_2() throws {
         let stack = try TestStack()

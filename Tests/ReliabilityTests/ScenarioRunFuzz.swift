@@ -98,7 +98,7 @@ struct ScenarioGenerator {
                 ("objects", number(0...300)), ("chunkSize", number(1...150)), ("updateFraction", fraction()),
                 ("distribution", choice(Distribution.allCases.map(\.rawValue))), ("parallel", number(1...3)), ("rate", rate()),
                 ("reset", choice(ImportReset.allCases.map(\.rawValue))), ("saveEvery", number(1...3)), ("groups", number(0...5)),
-            ] + (chance(0.1) ? [("groupParents", number(0...2))] : []), keep: 0.4)
+            ] + (chance(0.1) ? [("groupParents", number(0...2))] : []) + (chance(0.1) ? [("saveParents", bool())] : []), keep: 0.4)
         case "viewer":
             var pairs = [
                 ("visibleObjects", number(1...30)), ("readOnly", bool()), ("frameRate", choice(["60", "120"])), ("window", number(1...30)),
@@ -121,9 +121,9 @@ struct ScenarioGenerator {
             return "writer: " + flow([("rate", rate()), ("edits", number(1...4)), ("distribution", choice(Distribution.allCases.map(\.rawValue)))])
         default:
             return "batch: " + flow([
-                ("kind", choice(ActorSpec.Batch.Kind.allCases.map(\.rawValue))), ("rate", rate()), ("size", number(1...50)),
+                ("kind", choice(ActorSpec.Batch.Kind.allCases.map(\.rawValue))), ("rate", rate()), ("size", chance(0.2) ? value { "all" } : number(1...50)),
                 ("mergeBy", choice(ActorSpec.Batch.MergeBy.allCases.map(\.rawValue))),
-            ])
+            ] + (chance(0.2) ? [("requests", number(1...5))] : []))
         }
     }
 
@@ -235,7 +235,7 @@ struct ScenarioGenerator {
         case "topology": return choice(Self.topologies)
         case "mergePolicy", "all", "view", "importer", "editor", "temporary", "writer", "batch": return choice(Self.policies)
         case "objects", "visibleObjects", "window", "size", "chunkSize", "fetchLimit", "fetchBatchSize": return number(0...300)
-        case "edits", "parallel", "saveEvery", "groups", "connectionPool": return number(1...4)
+        case "edits", "parallel", "saveEvery", "groups", "connectionPool", "requests": return number(1...4)
         case "updateFraction", "viewStaleness": return fraction()
         case "pinViewGeneration": return bool()
         case "frc": return choice(ControllerEvaluation.allCases.map(\.rawValue))
@@ -245,7 +245,8 @@ struct ScenarioGenerator {
         case "mergeBy": return choice(ActorSpec.Batch.MergeBy.allCases.map(\.rawValue))
         case "merge": return choice(MergeMode.allCases.map(\.rawValue))
         case "frames": return choice(ViewerFrames.allCases.map(\.rawValue))
-        case "readOnly", "saveViewContext", "save", "singleCoordinator", "tracksChanges": return bool()
+        case "readOnly", "saveViewContext", "save", "singleCoordinator", "tracksChanges", "saveParents": return bool()
+        case "select": return choice(ActorSpec.Deleter.Select.allCases.map(\.rawValue))
         case "seed": return number(0...1_000_000)
         default: return chance(0.5) ? pick(Self.hostile) : String(int(0...100))
         }
@@ -316,8 +317,10 @@ enum FuzzScale {
             w.edits = min(w.edits, 5)
             return .writer(w)
         case .batch(var b):
-            b.rate = rate(b.rate)
+            // A phase without a duration lasts as long as a batch with `requests`: at least 50 a second keeps it short.
+            b.rate = rate(b.rate, atLeast: timed || b.requests == nil ? 0 : 50)
             b.size = min(b.size, 50)
+            b.requests = b.requests.map { min($0, 5) }
             return .batch(b)
         case .migrator:
             // Copies what the (bounded) importers wrote, once.

@@ -237,12 +237,15 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             w.recorder.add("operations")
             guard saves else { continue }
             if saved {
-                do {
-                    try w.stack.afterBackgroundSave(current)
-                    w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "importer", changed: changed))
-                    w.recordDeletes(pendingDeletedKeys, actor: name, role: "importer", afterParents: true)
-                } catch { w.recorder.note("\(name) parent save: \(error)") }
-                w.recorder.rowsChanged(inserted: pendingInserted, updated: pendingUpdated, deleted: pendingDeletedKeys.count)
+                // `saveParents: false`: the changes stay in the parents, never committed, so nothing is recorded.
+                if spec.saveParents {
+                    do {
+                        try w.stack.afterBackgroundSave(current)
+                        w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "importer", changed: changed))
+                        w.recordDeletes(pendingDeletedKeys, actor: name, role: "importer", afterParents: true)
+                    } catch { w.recorder.note("\(name) parent save: \(error)") }
+                    w.recorder.rowsChanged(inserted: pendingInserted, updated: pendingUpdated, deleted: pendingDeletedKeys.count)
+                }
             } else {
                 w.undelete(pendingDeleteIDs)
             }
@@ -501,7 +504,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
     let spec: ActorSpec.Batch
     let workload: Workload
     let duration: Double?
-    var isBounded: Bool { Schedule.count(spec.rate, duration) != nil }
+    var isBounded: Bool { spec.requests != nil || Schedule.count(spec.rate, duration) != nil }
 
     init(name: String, spec: ActorSpec.Batch, workload: Workload, duration: Double?) {
         self.name = name
@@ -516,7 +519,8 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
         // A batch insert fails on a row without a required value (Docs/coredata-behaviour.md §6): each row carries
         // its id and a value for every other required attribute without a default (the shipped models have none).
         let required = w.entity.attributes.filter { !$0.isTransient && !$0.isOptional && $0.defaultValue.isNull && $0.name != w.idKey }
-        Schedule(rate: spec.rate, start: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
+        // One request; false when it found nothing to do.
+        func request(_ k: Int, _ intended: UInt64) -> Bool {
             w.recorder.add("operations")
             let context = w.stack.makeBatch()
             var changes = ContextObjectIDChanges()
@@ -546,6 +550,17 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                         changes.updated = Set(try context.execute(request).objectIDs ?? [])
                         w.markBatchTouched(keys)
                         w.recorder.rowsChanged(inserted: 0, updated: changes.updated.count)
+                    case .delete where spec.allRecords:
+                        // `size: all`: one request over the whole entity, as `NSBatchDeleteRequest(fetchRequest:)` with
+                        // a fetch request of no predicate. Every id allocated is then deleted for the pickers.
+                        acted = true
+                        var request = BatchDeleteRequest(fetchRequest: FetchRequest(entityName: w.entity.name))
+                        request.resultType = .objectIDs
+                        let deleted = try context.execute(request).objectIDs ?? []
+                        changes.deleted = Set(deleted)
+                        w.markAllDeleted()
+                        w.recorder.record(w.deleteEvents(deleted.compactMap(\.primaryKey), actor: name, role: "batch"))
+                        w.recorder.rowsChanged(deleted: changes.deleted.count)
                     case .delete:
                         let keys = w.pickKeys(spec.size, .uniform, hot: 0, rng: &rng).filter { $0 > Int64(w.viewerCount) }
                         guard !keys.isEmpty else { return }
@@ -579,6 +594,12 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                 recorder.mergeLatency.record(nanoseconds: Clock.now() - committed)
             }
             return acted
+        }
+        let schedule = Schedule(rate: spec.rate, start: start)
+        if let requests = spec.requests {
+            _ = schedule.forEach(requests, duration: duration, keepGoing: keepGoing) { k, intended in request(k, intended) ? .acted : .idle }
+        } else {
+            schedule.forEach(duration: duration, keepGoing: keepGoing, request)
         }
     }
 }

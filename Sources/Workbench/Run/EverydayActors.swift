@@ -66,11 +66,14 @@ final class FetcherActor: WorkloadActor, @unchecked Sendable {  // state used on
 }
 
 /// The `deleter` (Docs/scenarios.md): deletes records as managed objects, the loop apps ran before batch deletes: a
-/// chunk of ids fetched on a background context, `delete(_:)` for each object, a save, a reset. Docs/coredata-
-/// behaviour.md §3.1 and §5: the save's deletes reach the view context by its merge, which deletes the objects
-/// there and takes them out of its controllers. Ids are picked uniformly among the records not yet deleted and
-/// marked at once, so no other actor picks them afterwards; an actor that picked one before edits a record deleted
-/// elsewhere, which its save's policy settles (§1.4, §10.2).
+/// chunk fetched on a background context, `delete(_:)` for each object, a save, a reset. Docs/coredata-behaviour.md
+/// §3.1 and §5: the save's deletes reach the view context by its merge, which deletes the objects there and takes
+/// them out of its controllers. `select: keys` picks ids uniformly among the records not yet deleted and marks them
+/// at once, so no other actor picks them afterwards; an actor that picked one before edits a record deleted
+/// elsewhere, which its save's policy settles (§1.4, §10.2). `select: all` fetches the first records the context
+/// sees, with no predicate (§2.2: a child sees its parents' unsaved inserts too), and marks their ids.
+/// `saveParents: false` (children only) pushes the deletes into the parent and saves no further: nothing reaches the
+/// store, and the oracle records no delete.
 final class DeleterActor: WorkloadActor, @unchecked Sendable {  // state used on its own thread
     let name: String
     let spec: ActorSpec.Deleter
@@ -90,16 +93,25 @@ final class DeleterActor: WorkloadActor, @unchecked Sendable {  // state used on
         let total = spec.objects ?? Int((Double(w.liveKeys(of: w.existingKeys)) * (spec.fraction ?? 0)).rounded())
         let chunks = (total + spec.chunkSize - 1) / spec.chunkSize
         let finished = Schedule(rate: spec.rate, start: start).forEach(chunks, duration: duration, keepGoing: keepGoing) { k, intended in
-            let ids = w.pickKeysToDelete(min(spec.chunkSize, total - k * spec.chunkSize), rng: &rng)
-            // No record left to delete: the deleter is done, whatever it was asked for.
-            guard !ids.isEmpty else { return .finished }
-            w.recorder.add("operations")
-            let context = w.stack.makeImporter()
+            let size = min(spec.chunkSize, total - k * spec.chunkSize)
+            // The ids marked deleted (freed again if the save fails) and the primary keys of the rows deleted.
+            var marked = spec.select == .keys ? w.pickKeysToDelete(size, rng: &rng) : []
             var deletedKeys: [Int64] = []
+            // No record left to delete: the deleter is done, whatever it was asked for.
+            if spec.select == .keys, marked.isEmpty { return .finished }
+            let context = w.stack.makeImporter()
+            // Records deleted in the context (a fetch that found none ends the deleter).
+            var found = marked.count
             var saved = false
             context.performAndWait {
                 do {
-                    deletedKeys = try w.deleteRecords(ids, in: context)
+                    switch spec.select {
+                    case .keys:
+                        deletedKeys = try w.deleteRecords(marked, in: context)
+                    case .all:
+                        (found, marked, deletedKeys) = try w.deleteFirstRecords(size, in: context)
+                        if found == 0 { return }
+                    }
                     let pushStart = Clock.now()
                     try w.saveCounting(context, role: "deleter", policyRole: "importer")
                     saved = true
@@ -110,14 +122,21 @@ final class DeleterActor: WorkloadActor, @unchecked Sendable {  // state used on
                     w.recorder.note("\(name) chunk \(k): \(error)")
                 }
             }
+            if found == 0 {
+                context.performAndWait { context.reset() }
+                return .finished
+            }
+            w.recorder.add("operations")
             if saved {
-                do {
-                    try w.stack.afterBackgroundSave(context)
-                    w.recordDeletes(deletedKeys, actor: name, role: "deleter", policyRole: "importer", afterParents: true)
-                } catch { w.recorder.note("\(name) parent save: \(error)") }
-                w.recorder.rowsChanged(deleted: deletedKeys.count)
+                if spec.saveParents {
+                    do {
+                        try w.stack.afterBackgroundSave(context)
+                        w.recordDeletes(deletedKeys, actor: name, role: "deleter", policyRole: "importer", afterParents: true)
+                    } catch { w.recorder.note("\(name) parent save: \(error)") }
+                    w.recorder.rowsChanged(deleted: deletedKeys.count)
+                }
             } else {
-                w.undelete(ids)
+                w.undelete(marked)
             }
             context.performAndWait { context.reset() }
             w.recorder.saveLatency("deleter").record(nanoseconds: Clock.now() - intended)

@@ -21,6 +21,8 @@ public enum MetricCatalog {
         // Everyday workloads (Docs/scenarios.md): the fetcher's fetches and the objects they returned, by context;
         // each controller's changes when a phase has several viewers; actors a phase's duration stopped.
         "fetches", "fetchedObjects", "frcChanges", "fetcherStoppedByDuration", "deleterStoppedByDuration",
+        // `saveParents: false`: what the parents of background children hold unsaved at the end.
+        "unsavedObjects",
     ]).union(QueueCounters.metricNames)
     public static let statistics = ["count", "p50", "p90", "p99", "p99.9", "max", "mean", "value", "total", "peak"]
     /// Counters that are the same for the same scenario and seed on any machine (the CI gate is exact on them):

@@ -507,6 +507,20 @@ public struct VariantRunner {
                 viewValues[key] = fields
             }
         }
+        // `saveParents: false` leaves children's saves in their parents: what the parents hold unsaved at the end, as
+        // a save of them would write it (an insert deleted again is no change to the store).
+        var unsaved: [(String, Int)] = []
+        if scenario.leavesParentsUnsaved {
+            var inserted = 0, updated = 0, deleted = 0
+            for parent in stack.parents {
+                parent.performAndWait {
+                    inserted += parent.insertedObjects.count
+                    updated += parent.updatedObjects.count { !$0.isInserted && !$0.isDeleted }
+                    deleted += parent.deletedObjects.count { !$0.isInserted }
+                }
+            }
+            unsaved = [("inserted", inserted), ("updated", updated), ("deleted", deleted)]
+        }
         let recorderState = recorder.state.withLock { $0 }
         let readOnlySaves = (stack.ambar?.counters.readOnlySavesReachedStore ?? 0) + (recorderState.counters["readOnlySavesReachedStore"] ?? 0)
         // The oracle's reads are the harness's, not the app's: in a simulation they run on a thread of their own,
@@ -669,6 +683,7 @@ public struct VariantRunner {
         rows.append(MetricRow("staleReads", "count", Double(oracle.staleReads), "count"))
         rows.append(MetricRow("duplicates", "count", Double(oracle.duplicates), "count"))
         rows.append(MetricRow("readOnlySavesReachedStore", "count", Double(readOnlySaves), "count"))
+        for (kind, n) in unsaved { rows.append(MetricRow("unsavedObjects", "value", Double(n), "objects", label: kind)) }
         let readings = samples.withLock { $0 }
         // Allocation above the baseline taken before the variant began, once the previous one was freed: the peak of
         // this variant's own samples (and end-of-phase readings) less it, and its last sample less it.

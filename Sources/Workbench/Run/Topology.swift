@@ -22,6 +22,9 @@ public final class WorkbenchStack: @unchecked Sendable {  // closures are called
     /// Where committed rows are visible after `afterBackgroundSave` when background saves do not reach the store
     /// themselves (nested: the private writer context).
     var committedContext: ManagedObjectContext?
+    /// Where background contexts are children: the contexts their saves push into, from the parent up to the one
+    /// whose save meets the store (nested: the view context and the private writer); empty elsewhere.
+    var parents: [ManagedObjectContext] = []
     /// Whether a background context's save is itself the merge into the view context (nested: the push).
     var backgroundSaveIsMerge = false
     /// Whether an editor is a child of the view context, whose save `saveViewContext` then saves (false where
@@ -225,6 +228,7 @@ public struct TopologyBuilder {
             stack = WorkbenchStack(topology: kind, viewContext: view)
             stack.keepAlive = [writer]
             stack.committedContext = writer
+            stack.parents = [view, writer]
             stack.backgroundSaveIsMerge = true
             stack.coordinators = [("nested", coordinator)] + externals
             stack.makeImporter = { self.child(of: view, role: "importer") }
@@ -265,6 +269,7 @@ public struct TopologyBuilder {
             let reader = context(coordinator, role: "view")
             reader.name = "committedReader"
             stack.committedContext = reader
+            stack.parents = [view]
             stack.backgroundSaveIsMerge = true
             stack.coordinators = [("viewChildren", coordinator)] + externals
             stack.makeImporter = { self.child(of: view, role: "importer") }
@@ -302,6 +307,7 @@ public struct TopologyBuilder {
             stack = WorkbenchStack(topology: kind, viewContext: view)
             stack.keepAlive = [root]
             stack.committedContext = root
+            stack.parents = [root]
             stack.editorsSaveThroughView = false
             stack.coordinators = [("privateRoot", coordinator)] + externals
             stack.makeImporter = { self.child(of: root, role: "importer") }

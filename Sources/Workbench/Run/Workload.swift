@@ -73,6 +73,18 @@ struct DeletedKeys {
         for key in new where keys.insert(key).inserted { largest = max(largest, key) }
     }
 
+    /// Marks `count` ids of 1...n deleted, the lowest not deleted yet first, and returns them.
+    mutating func insertLowest(_ count: Int, upTo n: Int64) -> [Int64] {
+        var marked: [Int64] = []
+        var key: Int64 = 1
+        while marked.count < count, key <= n {
+            if !keys.contains(key) { marked.append(key) }
+            key += 1
+        }
+        insert(marked)
+        return marked
+    }
+
     /// Ids picked for a delete that did not reach the store (`largest` may stay above them: it only bounds).
     mutating func remove(_ old: [Int64]) { keys.subtract(old) }
 
@@ -193,6 +205,13 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
     /// Marks ids deleted (a batch delete's): no actor picks them from now on.
     func markDeleted(_ keys: [Int64]) { deleted.withLock { $0.insert(keys) } }
 
+    /// Marks every id allocated so far deleted (a batch delete of every record of the entity).
+    func markAllDeleted() {
+        let n = existingKeys
+        guard n > 0 else { return }
+        deleted.withLock { $0.insert(1...n) }
+    }
+
     /// A delete that did not reach the store: its ids can be picked again.
     func undelete(_ keys: [Int64]) { deleted.withLock { $0.remove(keys) } }
 
@@ -217,6 +236,32 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
             context.delete(object)
         }
         return keys
+    }
+
+    /// Fetches the first `limit` records of the entity that `context` sees, with no predicate (its parents' unsaved
+    /// inserts included, Docs/coredata-behaviour.md §2.2), and deletes each as a managed object: the loop apps wrote
+    /// before batch deletes. Their ids are marked deleted at once (by the idKey each holds; without one, as many of
+    /// the lowest ids, since no actor picks by id then and only their number counts). Returns how many it deleted,
+    /// the ids marked (to free again if the save fails) and the primary keys of the stored records among them (for
+    /// ``recordDeletes(_:actor:role:policyRole:afterParents:)``). Call on its queue.
+    func deleteFirstRecords(_ limit: Int, in context: ManagedObjectContext) throws -> (count: Int, ids: [Int64], primaryKeys: [Int64]) {
+        var request = FetchRequest(entityName: entity.name)
+        request.fetchLimit = limit
+        request.returnsObjectsAsFaults = false
+        let objects = try context.fetch(request)
+        var ids: [Int64] = [], primaryKeys: [Int64] = []
+        for object in objects {
+            if let idKey, case .integer(let id) = object.primitiveValue(forKey: idKey) { ids.append(id) }
+            if let key = object.objectID.primaryKey { primaryKeys.append(key) }
+            context.delete(object)
+        }
+        if idKey == nil {
+            let n = existingKeys
+            ids = deleted.withLock { $0.insertLowest(objects.count, upTo: n) }
+        } else {
+            markDeleted(ids)
+        }
+        return (objects.count, ids, primaryKeys)
     }
 
     /// Records the delete events of a committed save where the save reaches the store: called once right after the

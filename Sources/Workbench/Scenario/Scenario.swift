@@ -77,6 +77,17 @@ public enum ExecutionMode: String, Sendable, Codable, CaseIterable {
 extension Scenario {
     /// The profile simulated runs use unless the scenario or `--profile` names another.
     public static let defaultProfile = "iphone-15"
+
+    /// Whether an actor leaves its children's saves in their parents (`saveParents: false`).
+    var leavesParentsUnsaved: Bool {
+        phases.flatMap(\.actors).contains { actor in
+            switch actor {
+            case .importer(let a): return !a.saveParents
+            case .deleter(let d): return !d.saveParents
+            default: return false
+            }
+        }
+    }
 }
 
 /// The stack topologies (workbench.md): each a small type behind ``Topology``.
@@ -92,6 +103,10 @@ public enum TopologyKind: String, Sendable, Codable, CaseIterable {
 
     /// Whether the stack has a main-queue view context (a viewer or an editor needs one).
     public var hasViewContext: Bool { self != .headless }
+
+    /// The topologies whose background contexts are children: their saves push into a parent, and reach the store
+    /// only when the parents save (`saveParents`).
+    public static let backgroundContextsAreChildren: [TopologyKind] = [.nested, .viewChildren, .privateRoot]
 }
 
 public struct StackSpec: Sendable, Codable, Equatable {
@@ -210,6 +225,14 @@ public enum ActorSpec: Sendable, Codable, Equatable {
     /// Deletes managed objects as apps did before batch deletes: fetch a chunk, `delete(_:)` each object, save,
     /// reset, on a background context; the deletes reach the view context by its merge.
     public struct Deleter: Sendable, Codable, Equatable {
+        /// How a chunk finds the records it deletes (workbench `deleter.select`).
+        public enum Select: String, Sendable, Codable, CaseIterable {
+            /// Ids picked uniformly among the records not yet deleted, fetched with `idKey IN (…)`.
+            case keys
+            /// One fetch of the entity with no predicate and `fetchLimit` = the chunk's size: the first records the
+            /// context sees, its parents' unsaved inserts included (Docs/coredata-behaviour.md §2.2).
+            case all
+        }
         /// Records to delete, or nil with `fraction`.
         public var objects: Int?
         /// The fraction of the records stored when the deleter starts, or nil with `objects`.
@@ -217,6 +240,10 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         public var chunkSize: Int
         /// Chunks per second, or unlimited.
         public var rate: Rate
+        public var select: Select = .keys
+        /// Where background contexts are children (nested, viewChildren, privateRoot): false saves the child into
+        /// its parent only, and leaves the parents unsaved, so nothing reaches the store.
+        public var saveParents = true
     }
 
     /// Opens the store with the model's next version, which migrates it (issue 21 item 8): alone in the last
@@ -250,6 +277,9 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         /// Fraction of each chunk that deletes existing records as managed objects (fetched, `delete(_:)`, saved
         /// with the chunk); `updateFraction + deleteFraction` is at most 1.
         public var deleteFraction: Double = 0
+        /// Where background contexts are children (nested, viewChildren, privateRoot): false saves the child into
+        /// its parent only, and leaves the parents unsaved, so nothing reaches the store.
+        public var saveParents = true
     }
     public struct Viewer: Sendable, Codable, Equatable {
         /// Rows on screen: the default ``window`` and the importers' hot set.
@@ -291,8 +321,13 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         public enum MergeBy: String, Sendable, Codable, CaseIterable { case ids, history, none }
         public var kind: Kind
         public var rate: Rate
+        /// Records per request (with ``allRecords``, unused).
         public var size: Int
         public var mergeBy: MergeBy
+        /// `size: all` (deletes only): a request whose fetch request has no predicate, every record of the entity.
+        public var allRecords = false
+        /// Requests the actor makes before it ends; nil: as many as the phase's duration holds.
+        public var requests: Int? = nil
     }
 }
 

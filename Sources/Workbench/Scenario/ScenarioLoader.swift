@@ -337,6 +337,7 @@ struct Reader {
         for node in phaseNodes { phases.append(try phase(node, model: model)) }
         try refuseViewActors(phaseNodes, topology: stack.topology)
         try refuseSQLiteOnlyActors(phaseNodes, store: stack.store)
+        try refuseUnsavedParents(phaseNodes, topology: stack.topology)
         // Issue 21 item 8: a migrator changes the model under every context: it runs alone, in the last phase.
         for (i, p) in phases.enumerated() where p.actors.contains(where: { if case .migrator = $0 { return true } else { return false } }) {
             let later = phases[(i + 1)...].contains { $0.kind != .verify && !$0.actors.isEmpty }
@@ -693,6 +694,22 @@ struct Reader {
         }
     }
 
+    /// `saveParents: false` leaves a child's save in its parents; where background contexts are not children (every
+    /// topology but nested, viewChildren and privateRoot) their saves reach the store themselves, and the key is
+    /// refused where it is written.
+    func refuseUnsavedParents(_ phaseNodes: [Node], topology: TopologyKind) throws {
+        guard !TopologyKind.backgroundContextsAreChildren.contains(topology) else { return }
+        for node in phaseNodes {
+            guard let actors = child(node, "actors"), let name = try child(node, "name").map(string) else { continue }
+            for item in try list(actors) {
+                guard case .map(let pairs, _) = item.tree, let pair = pairs.first, ["importer", "deleter"].contains(pair.key),
+                      let key = child(Node(tree: pair.value, path: "phases.\(name).\(pair.key)"), "saveParents"), try !bool(key) else { continue }
+                let children = TopologyKind.backgroundContextsAreChildren.map(\.rawValue).joined(separator: ", ")
+                throw fail(key, "the `\(topology.rawValue)` topology's background contexts save to the store themselves: they have no parent to leave unsaved (remove saveParents or choose \(children))")
+            }
+        }
+    }
+
     /// A stack without a view context (`headless`) has nothing for a viewer to show and no
     /// context for an editor to be a child of: each is refused where it is written.
     func refuseViewActors(_ phaseNodes: [Node], topology: TopologyKind) throws {
@@ -754,6 +771,7 @@ struct Reader {
         func endsByItself(_ a: ActorSpec) -> Bool {
             switch a {
             case .importer, .migrator, .fetcher, .deleter: return true
+            case .batch(let b): return b.requests != nil
             default: return false
             }
         }
@@ -802,7 +820,7 @@ struct Reader {
         }
         switch kind {
         case "importer":
-            _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "deleteFraction", "distribution", "parallel", "rate", "reset", "saveEvery", "groups", "groupParents"])
+            _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "deleteFraction", "distribution", "parallel", "rate", "reset", "saveEvery", "groups", "groupParents", "saveParents"])
             let groups = try opt("groups", { try int($0, min: 0, max: 1_000_000) }, 0)
             if groups > 0 {
                 let file = model.entities ?? ScenarioLoader.workloadModel
@@ -843,6 +861,7 @@ struct Reader {
             importer.saveEvery = saveEvery
             importer.groups = groups
             importer.groupParents = try opt("groupParents", { try int($0, min: 0, max: 1_000_000) }, 0)
+            importer.saveParents = try opt("saveParents", bool, true)
             if importer.groupParents > 0 {
                 let file = model.entities ?? ScenarioLoader.workloadModel
                 let entity = file.entities.first { $0.name == model.entity }
@@ -898,8 +917,10 @@ struct Reader {
         case "fetcher":
             return .fetcher(try fetcher(settings, model: model, needsID: needsID))
         case "deleter":
-            _ = try keys(settings, allowed: ["objects", "fraction", "chunkSize", "rate"])
-            try needsID("a deleter")
+            _ = try keys(settings, allowed: ["objects", "fraction", "chunkSize", "rate", "select", "saveParents"])
+            let select = try opt("select", { try choice($0, ActorSpec.Deleter.Select.self) }, .keys)
+            // `select: all` fetches whatever the entity holds: it needs no id to pick by.
+            if select == .keys { try needsID("a deleter") }
             let objects = try child(settings, "objects").map { try int($0, min: 1, max: 100_000_000) }
             let fraction = try child(settings, "fraction").map { n in
                 let f = try double(n, max: 1)
@@ -910,13 +931,30 @@ struct Reader {
                 throw fail(child(settings, "fraction") ?? settings, objects == nil ? "a deleter needs 'objects' (how many records) or 'fraction' (of the records stored when it starts)" : "give 'objects' or 'fraction', not both")
             }
             return .deleter(.init(objects: objects, fraction: fraction, chunkSize: try opt("chunkSize", { try int($0, min: 1, max: 1_000_000) }, 100),
-                                  rate: try opt("rate", rate, .unlimited)))
+                                  rate: try opt("rate", rate, .unlimited), select: select, saveParents: try opt("saveParents", bool, true)))
         case "batch":
-            _ = try keys(settings, allowed: ["kind", "rate", "size", "mergeBy"])
-            try needsID("a batch request")
-            return .batch(.init(kind: try opt("kind", { try choice($0, ActorSpec.Batch.Kind.self) }, .update),
-                                rate: try opt("rate", rate, .perSecond(1)), size: try opt("size", { try int($0, min: 1, max: 1_000_000) }, 100),
-                                mergeBy: try opt("mergeBy", { try choice($0, ActorSpec.Batch.MergeBy.self) }, .ids)))
+            _ = try keys(settings, allowed: ["kind", "rate", "size", "mergeBy", "requests"])
+            let kind = try opt("kind", { try choice($0, ActorSpec.Batch.Kind.self) }, .update)
+            var size = 100, allRecords = false
+            if let node = child(settings, "size") {
+                if case .scalar("all", _) = node.tree {
+                    guard kind == .delete else {
+                        throw fail(node, "size: all is every record of the entity, which only a batch delete takes (set kind: delete, found \(kind.rawValue))")
+                    }
+                    allRecords = true
+                } else if case .scalar(let s, _) = node.tree, Int(s.replacingOccurrences(of: "_", with: "")) == nil {
+                    throw fail(node, "expected a number of records or all, found '\(s)'")
+                } else {
+                    size = try int(node, min: 1, max: 1_000_000)
+                }
+            }
+            // A delete of every record names none by its id.
+            if !allRecords { try needsID("a batch request") }
+            var batch = ActorSpec.Batch(kind: kind, rate: try opt("rate", rate, .perSecond(1)), size: size,
+                                        mergeBy: try opt("mergeBy", { try choice($0, ActorSpec.Batch.MergeBy.self) }, .ids))
+            batch.allRecords = allRecords
+            batch.requests = try child(settings, "requests").map { try int($0, min: 1, max: 100_000_000) }
+            return .batch(batch)
         default:
             let allowed = ["importer", "viewer", "editor", "temporary", "writer", "batch", "migrator", "fetcher", "deleter"]
             let suggestion = allowed.min { Self.distance($0, kind) < Self.distance($1, kind) }!
