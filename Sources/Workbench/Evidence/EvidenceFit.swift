@@ -177,8 +177,10 @@ public final class EvidenceFit {
         public var together: [String?]
         /// The factors the figures determined (parameters fitted together count once).
         public var determinedCount: Int
-        /// The geometric mean of the determined factors: what an undetermined parameter is scaled by.
+        /// What an undetermined parameter is scaled by: the geometric mean of the determined factors, or, when
+        /// `factorReference` names another device, this device's speed over that one's (its factors times this).
         public var deviceFactor: Double
+        public var factorReference: String? = nil
         public var points: [Point]
         /// Root mean square of the relative residuals.
         public var relativeResidual: Double
@@ -308,7 +310,28 @@ public final class EvidenceFit {
 
     /// Each device's fit to its `fit` entries, by device name order.
     public func fitDevices(_ points: [String: [Point]]) -> [DeviceFit] {
-        points.keys.sorted().map { Self.fit(device: $0, points: points[$0]!, parameters: plan.parameters) }
+        let own = points.keys.sorted().map { Self.fit(device: $0, points: points[$0]!, parameters: plan.parameters) }
+        return own.map { Self.complete($0, others: own) }
+    }
+
+    /// A fit whose undetermined parameters take another device's factors times the speed ratio of the two devices
+    /// (the geometric mean of their factors' ratios over the parameters both determined): the device that shares the
+    /// most determined parameters with it and determined most. Without such a device they keep the fit's own device
+    /// factor (the geometric mean of its determined factors).
+    static func complete(_ fit: DeviceFit, others: [DeviceFit]) -> DeviceFit {
+        let missing = fit.scales.indices.filter { fit.undetermined[$0] != nil }
+        guard !missing.isEmpty else { return fit }
+        let candidates = others.filter { $0.device != fit.device }.compactMap { other -> (DeviceFit, [Int])? in
+            let shared = fit.scales.indices.filter { fit.undetermined[$0] == nil && other.undetermined[$0] == nil }
+            return shared.isEmpty ? nil : (other, shared)
+        }
+        guard let (reference, shared) = candidates.max(by: { ($0.1.count, $0.0.determinedCount) < ($1.1.count, $1.0.determinedCount) }) else { return fit }
+        let ratio = exp(shared.map { log(fit.scales[$0] / reference.scales[$0]) }.reduce(0, +) / Double(shared.count))
+        var completed = fit
+        completed.deviceFactor = ratio
+        completed.factorReference = reference.device
+        for g in missing where reference.undetermined[g] == nil { completed.scales[g] = reference.scales[g] * ratio }
+        return completed
     }
 
     /// The predicted figure for a row under factors.
@@ -344,7 +367,8 @@ public final class EvidenceFit {
                 let fits = fitDevices(refitted.filter { !$0.value.isEmpty })
                 (scales, by) = defaultScales(fits) ?? ([Double](repeating: 1, count: plan.parameters.count), "the estimates")
             } else {
-                let fit = Self.fit(device: entry.device, points: kept, parameters: plan.parameters)
+                let others = fitDevices(points.filter { $0.key != entry.device }.mapValues { $0.filter { $0.entry != entry.name } }.filter { !$0.value.isEmpty })
+                let fit = Self.complete(Self.fit(device: entry.device, points: kept, parameters: plan.parameters), others: others)
                 scales = fit.scales
                 by = "\(entry.device) refitted to \(fit.points.count) figures"
             }

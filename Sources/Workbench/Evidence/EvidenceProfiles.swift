@@ -24,11 +24,19 @@ extension EvidenceFit {
         return "  \(name){ ns: \(value) estimated: \(estimated), source: \(quoted(source)) }\n"
     }
 
+    /// How an undetermined parameter was scaled.
+    func factorText(_ fit: DeviceFit) -> String {
+        if let reference = fit.factorReference {
+            return "\(reference)'s factor times this device's speed ratio to it, \(String(format: "%.3f", fit.deviceFactor)) (the geometric mean of their ratios over the parameters both determine)"
+        }
+        return "the device factor \(String(format: "%.3f", fit.deviceFactor)) (the geometric mean of its determined factors)"
+    }
+
     /// The summary a profile carries of the evidence behind it (shown in every report that uses the profile).
     func evidenceSummary(_ fit: DeviceFit) -> String {
         let missing = plan.parameters.indices.filter { fit.undetermined[$0] != nil }.map { plan.parameters[$0].name }
         return "\(fit.determinedCount) of \(plan.parameters.count) parameters determined by \(fit.points.count) published figures (\(fit.entries.count) entries); relative residual \(String(format: "%.3f", fit.relativeResidual)); "
-            + (missing.isEmpty ? "every parameter determined" : "not determined, scaled by the device factor \(String(format: "%.3f", fit.deviceFactor)): \(missing.joined(separator: ", "))")
+            + (missing.isEmpty ? "every parameter determined" : "not determined, \(factorText(fit)): \(missing.joined(separator: ", "))")
     }
 
     /// The profile of a device fit, in the profile format (Profiles/README.md "Writing a profile").
@@ -57,7 +65,7 @@ extension EvidenceFit {
             let estimate = "the estimate \(estimates.nanos[op.rawValue]) ns (\(estimates.sources[op.name] ?? "no source"))"
             let source = fit.undetermined[g] == nil
                 ? "\(plan.parameters[g].name) × \(String(format: "%.4f", fit.scales[g])), fitted to \(fit.points.count) figures on \(label); of \(estimate)"
-                : "NOT determined on \(label) (\(plan.parameters[g].name): \(fit.undetermined[g]!)): the device factor \(String(format: "%.4f", fit.deviceFactor)) times \(estimate)"
+                : "NOT determined on \(label) (\(plan.parameters[g].name): \(fit.undetermined[g]!)): \(factorText(fit)), × \(String(format: "%.4f", fit.scales[g])) of \(estimate)"
             text += Self.costLine(op, ns: ns, estimated: fit.undetermined[g] != nil, source: source)
         }
         return ProfileFile(name: fit.device, text: text, profile: profile)
