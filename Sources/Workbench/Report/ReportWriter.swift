@@ -13,8 +13,6 @@ public struct Manifest: Sendable, Codable, Equatable {
     public var environment: [String: String]
     /// The cost profile of a simulated run (nil in real mode).
     public var profile: ProfileSummary? = nil
-    /// How the run compares with the publication the scenario replays (`published:`).
-    public var published: PublishedComparison? = nil
     /// Stopped before every variant ran (Ctrl-C, SIGTERM, or a failure): the report holds the variants finished.
     public var interrupted: String? = nil
     /// The scenario's objective (nil in folders written before it existed: the default applies).
@@ -34,6 +32,11 @@ public struct ProfileSummary: Sendable, Codable, Equatable {
     /// How many of the profile's costs are estimates, of how many.
     public var estimated: Int
     public var operations: Int
+    /// The device the figures stand for, the command that wrote the profile, and what its evidence determined
+    /// (Profiles/README.md "Writing a profile"); empty when the profile does not say.
+    public var device: String
+    public var writtenBy: String
+    public var evidence: String
 
     public init(_ profile: CostProfile) {
         name = profile.name
@@ -41,6 +44,24 @@ public struct ProfileSummary: Sendable, Codable, Equatable {
         fittedTo = profile.fittedTo
         estimated = profile.estimated.count
         operations = profile.nanos.count
+        device = profile.device
+        writtenBy = profile.writtenBy
+        evidence = profile.evidence
+    }
+
+    enum CodingKeys: String, CodingKey { case name, description, fittedTo, estimated, operations, device, writtenBy, evidence }
+
+    /// Run folders written under profiles without `device`, `writtenBy` or `evidence` have none of those keys.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decode(String.self, forKey: .name)
+        description = try c.decode(String.self, forKey: .description)
+        fittedTo = try c.decode(String.self, forKey: .fittedTo)
+        estimated = try c.decode(Int.self, forKey: .estimated)
+        operations = try c.decode(Int.self, forKey: .operations)
+        device = try c.decodeIfPresent(String.self, forKey: .device) ?? ""
+        writtenBy = try c.decodeIfPresent(String.self, forKey: .writtenBy) ?? ""
+        evidence = try c.decodeIfPresent(String.self, forKey: .evidence) ?? ""
     }
 }
 
