@@ -126,7 +126,6 @@ func report(_ outcomes: [Suite.Outcome], reportsRoot: URL? = nil) -> Int32 {
             let p99 = r.value("mergeLatency", "p99").map { String(format: "%.2f ms", $0) } ?? "–"
             print("  \(r.variant) #\(r.repetition) [\(r.topology), view \(r.policies["view"] ?? "?")]: oracle \(r.oracle.verdict.rawValue); mergeLatency p99 \(p99); \(r.oracle.summary)")
         }
-        for line in outcome.published?.lines ?? [] { print("  \(line)") }
         if let ranking = outcome.ranking, ranking.entries.count > 1 {
             print("ranking (objective: \(ranking.objectiveText)\(ranking.repetitions > 1 ? "; medians of \(ranking.repetitions) repetitions" : "")):")
             for e in ranking.entries { print("  \(e.place). \(e.sentence)") }

@@ -38,8 +38,8 @@ struct CLITests {
         #expect(bad.stderr.contains("phases.run.importer.reset"))
     }
 
-    @Test("Issue 19 items 4, 6, 7 and 12 through the CLI: an entity with no id in a three-tier graph, merge: notifyAndRefetch and a published block run end to end; the published finding is printed and in the report")
-    func graphMergeAndPublishedEndToEnd() throws {
+    @Test("Issue 19 items 4, 6 and 7 through the CLI: an entity with no id in a three-tier graph and merge: notifyAndRefetch run end to end")
+    func graphAndMergeEndToEnd() throws {
         let ws = try Self.workspace()
         try ws.write("graph.yaml", """
             name: graph
@@ -59,21 +59,13 @@ struct CLITests {
               - name: verify
             matrix:
               stack.merge: [notifyAndRefetch, didSave]
-            published:
-              source: "a test"
-              result: "skipping the merge spares the main queue"
-              directions:
-                - { claim: "merging costs the main queue more than refetching once", metric: mainBusy, statistic: total, larger: "stack.merge=didSave", smaller: "stack.merge=notifyAndRefetch" }
             """)
         let run = try bench(["run", "graph.yaml", "--out", "out"], in: ws.url)
         #expect(run.status == 0, "stdout: \(run.stdout)\nstderr: \(run.stderr)")
-        #expect(run.stdout.contains("direction holds: merging costs the main queue more than refetching once"))
         let folder = try #require(Self.runFolders(ws, scenario: "graph").first)
         let csv = try String(contentsOf: ws.file("out/graph/\(folder)/metrics.csv"), encoding: .utf8)
         #expect(csv.contains("graph,stack.merge=notifyAndRefetch,1,refetches,value,,1,count"))
         #expect(csv.contains("graph,stack.merge=notifyAndRefetch,1,importerRegisteredObjects,value,,304,count"))
-        let html = try String(contentsOf: ws.file("out/graph/\(folder)/report.html"), encoding: .utf8)
-        #expect(html.contains("<h2>Published result</h2>"))
     }
 
     @Test("run: exit 0, the report folder with every file, index.html, and the resolved scenario with the overrides")

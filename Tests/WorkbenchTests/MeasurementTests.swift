@@ -9,8 +9,9 @@ import Testing
 @Suite("Measurement: frames after a phase, memory per variant, latency per phase")
 struct MeasurementTests {
     /// A cost profile pricing only the operations given (ns), everything else 0.
-    static func profile(_ costs: [CostedOperation: UInt64], in folder: TemporaryDirectory) throws -> URL {
-        var text = "description: test\nfittedTo: nothing\ncosts:\n"
+    /// A profile of these costs (0 for the others), with `keys` (YAML lines) beside its description.
+    static func profile(_ costs: [CostedOperation: UInt64], in folder: TemporaryDirectory, keys: String = "") throws -> URL {
+        var text = "description: test\nfittedTo: nothing\n\(keys)costs:\n"
         for op in CostedOperation.allCases { text += "  \(op.name): { ns: \(costs[op] ?? 0) }\n" }
         return try folder.write("profile.yaml", text)
     }

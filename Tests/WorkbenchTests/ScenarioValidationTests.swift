@@ -150,7 +150,7 @@ struct ScenarioValidationTests {
     @Test("an unknown key names its path and suggests the nearest key")
     func unknownKey() {
         #expect(message(Self.valid.replacingOccurrences(of: "name: valid", with: "nmae: valid")) ==
-            "bad.yaml:1:1: nmae: unknown key; expected one of name, description, seed, mode, profile, model, stack, phases, thresholds, objective, matrix, repeat, published (did you mean 'name'?)")
+            "bad.yaml:1:1: nmae: unknown key; expected one of name, description, seed, mode, profile, model, stack, phases, thresholds, objective, matrix, repeat (did you mean 'name'?)")
         #expect(message(Self.valid.replacingOccurrences(of: "chunkSize: 50", with: "chunksize: 50")) ==
             "bad.yaml:7:35: phases.seed.importer.chunksize: unknown key; expected one of objects, chunkSize, updateFraction, deleteFraction, distribution, parallel, rate, reset, saveEvery, groups, groupParents, saveParents (did you mean 'chunkSize'?)")
         #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  mergePolicies: rollback")) ==

@@ -50,7 +50,6 @@ enum HTMLReport {
         }
         html += rankingSection(manifest.ranking(results))
         html += modeSection(results, manifest: manifest)
-        html += publishedSection(manifest.published)
 
         html += "<h2>Verdict and thresholds</h2>\n"
         let thresholdRows = results.flatMap { r in r.thresholds.map { (r, $0) } }
@@ -154,12 +153,14 @@ enum HTMLReport {
         var html = "<p class=\"sub\"><b>Simulated</b> on the cost profile <b>\(escape(manifest.profile?.name ?? results[0].profile))</b>: every time is virtual device "
         html += "time (the operations each queue performed × the profile's cost of each), and every count and time is exact for this scenario and seed "
         html += "on any machine. Memory, CPU time and wall time are this machine's (host figures)."
-        if let p = manifest.profile {
-            html += " The profile: \(escape(p.description)) \(p.estimated) of \(p.operations) costs are estimates; it was fitted to: \(escape(p.fittedTo))"
-            if let device = p.device { html += " Measured on: \(escape(device))." }
-            if let command = p.writtenBy { html += " Written by <code>\(escape(command))</code>." }
-        }
-        return html + "</p>\n"
+        guard let p = manifest.profile else { return html + "</p>\n" }
+        html += " The profile: \(escape(p.description))"
+        if let device = p.device, !device.isEmpty { html += " Device: \(escape(device))." }
+        if let command = p.writtenBy, !command.isEmpty { html += " Written by <code>\(escape(command))</code>." }
+        html += " \(p.estimated) of \(p.operations) costs are estimates"
+        html += p.fittedTo.isEmpty ? ".</p>\n" : "; it was fitted to: \(escape(p.fittedTo))</p>\n"
+        if let evidence = p.evidence, !evidence.isEmpty { html += "<p class=\"sub\"><b>Evidence behind the profile:</b> \(escape(evidence))</p>\n" }
+        return html
     }
 
     /// Simulated mode: the main queue's time per variant, and which cost rules it came from.
@@ -217,27 +218,6 @@ enum HTMLReport {
             html += "<td>\(r.value("frcObjects", "value").map(fmt) ?? "–") / \(r.value("frcObjects", "peak").map(fmt) ?? "–")</td></tr>\n"
         }
         return html + "</table></div>\n"
-    }
-
-    /// The publication a scenario replays: its result and source, ours beside it, and whether each direction holds.
-    static func publishedSection(_ p: PublishedComparison?) -> String {
-        guard let p else { return "" }
-        var html = "<h2>Published result</h2>\n<p>\(escape(p.result)) <span class=\"sub\">(\(escape(p.source)))</span></p>\n"
-        if let f = p.figure {
-            let ours = f.ours.map(fmt) ?? "–"
-            let ratio = f.ratio.map { String(format: "%.2f×", $0) } ?? "–"
-            html += "<table><tr><th class=\"l\">figure</th><th>published</th><th>ours</th><th>ours / published</th></tr>\n"
-            html += "<tr><td>\(escape(f.unit))</td><td>\(fmt(f.published))</td><td>\(ours)</td><td>\(ratio)</td></tr></table>\n"
-            if p.profileFittedToIt { html += "<p class=\"sub\">The cost profile was fitted to this result: the figure agreeing proves little; the directions still count.</p>\n" }
-        }
-        if !p.directions.isEmpty {
-            html += "<table><tr><th class=\"l\">direction the publication shows</th><th>larger side</th><th>smaller side</th><th class=\"l\">here</th></tr>\n"
-            for d in p.directions {
-                html += "<tr><td class=\"l\" style=\"white-space:normal\">\(escape(d.claim))</td><td>\(d.larger.map(fmt) ?? "–")</td><td>\(d.smaller.map(fmt) ?? "–")</td><td class=\"l \(d.holds ? "ok" : "bad")\">\(d.holds ? "holds" : "does not hold")</td></tr>\n"
-            }
-            html += "</table>\n"
-        }
-        return html
     }
 
     /// The Core Data behaviours the figures rest on, with their confidence (issue 18 rule 23).

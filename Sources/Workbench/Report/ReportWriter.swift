@@ -13,8 +13,6 @@ public struct Manifest: Sendable, Codable, Equatable {
     public var environment: [String: String]
     /// The cost profile of a simulated run (nil in real mode).
     public var profile: ProfileSummary? = nil
-    /// How the run compares with the publication the scenario replays (`published:`).
-    public var published: PublishedComparison? = nil
     /// Stopped before every variant ran (Ctrl-C, SIGTERM, or a failure): the report holds the variants finished.
     public var interrupted: String? = nil
     /// The scenario's objective (nil in folders written before it existed: the default applies).
@@ -37,6 +35,8 @@ public struct ProfileSummary: Sendable, Codable, Equatable {
     /// The device its figures were measured on, and the command that wrote it, when the profile names them.
     public var device: String? = nil
     public var writtenBy: String? = nil
+    /// What the evidence behind the profile determined (written by `ambar-bench fit`), when it says.
+    public var evidence: String? = nil
 
     public init(_ profile: CostProfile) {
         name = profile.name
@@ -46,6 +46,7 @@ public struct ProfileSummary: Sendable, Codable, Equatable {
         operations = profile.nanos.count
         device = profile.device
         writtenBy = profile.writtenBy
+        evidence = profile.evidence
     }
 }
 

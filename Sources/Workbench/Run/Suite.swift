@@ -32,8 +32,6 @@ public struct Suite {
         public var results: [VariantResult]
         /// Threshold misses and oracle failures, for the exit code.
         public var failures: [String]
-        /// The comparison with a published result (a finding, not a failure: it changes no exit code).
-        public var published: PublishedComparison? = nil
         /// The run was stopped by a signal before every variant ran.
         public var interrupted = false
         /// The variants by the scenario's objective.
@@ -73,7 +71,7 @@ public struct Suite {
                     generatedAt: ISO8601DateFormatter().string(from: Date()), resolvedScenario: file.resolvedYAML, overrides: options.overrides,
                     variants: results.count, environment: ReportWriter.environment(),
                     profile: first.mode == .simulated ? (try? CostProfile.load(first.profile)).map(ProfileSummary.init) : nil,
-                    published: first.published.map { PublishedComparison.evaluate($0, results: results) }, interrupted: interrupted,
+                    interrupted: interrupted,
                     objective: first.objective)
             }
             func events(_ results: [VariantResult]) -> [String: [WriteEvent]] {
@@ -132,7 +130,7 @@ public struct Suite {
             let folder = try runFolder.finish()
             var outcomeFailures = failures(results)
             if let stoppedBy { outcomeFailures.append("\(first.name): \(stoppedBy); the report holds the variants that finished") }
-            outcomes.append(Outcome(folder: folder, results: results, failures: outcomeFailures, published: final.published, interrupted: stoppedBy != nil,
+            outcomes.append(Outcome(folder: folder, results: results, failures: outcomeFailures, interrupted: stoppedBy != nil,
                                     ranking: final.ranking(results)))
             if stoppedBy != nil { break }
 

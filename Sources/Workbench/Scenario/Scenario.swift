@@ -22,8 +22,6 @@ public struct Scenario: Sendable, Codable, Equatable {
     /// Which repetition (1-based) this is.
     public var repetition: Int
     public var repetitions: Int
-    /// The published measurement this scenario replays, if any (`published:`).
-    public var published: PublishedResult? = nil
 
     /// A short label for the variant: its matrix parameters, or "default".
     public var variantName: String {

@@ -77,7 +77,6 @@ public enum ScenarioLoader {
                     variants.append(try reader.scenario(variantTree, parameters: parameters, repetition: r, repetitions: repetitions))
                 }
             }
-            try reader.checkPublishedVariants(tree, variants: variants)
         } catch var error as ScenarioError where error.line == nil {
             // A value from the command line has no place in the file: name the override instead.
             let field = error.field
@@ -303,7 +302,13 @@ struct Reader {
 
     func scenario(_ tree: YAMLTree, parameters: [String: String], repetition: Int, repetitions: Int) throws -> Scenario {
         let root = Node(tree: tree, path: "")
-        _ = try keys(root, allowed: ["name", "description", "seed", "mode", "profile", "model", "stack", "phases", "thresholds", "objective", "matrix", "repeat", "published"], required: ["name", "stack", "phases"])
+        // A published measurement is an evidence entry with its own scenario, not part of a scenario: say where.
+        if case .map(let pairs, _) = tree, let pair = pairs.first(where: { $0.key == "published" }) {
+            throw ScenarioError(file: file, line: pair.position?.line, column: pair.position?.column, field: "published",
+                                message: "unknown key; published measurements live in Profiles/evidence/, one file each, run by `ambar-bench evidence` "
+                                    + "(Profiles/README.md \"Evidence\"): move the source, figure and directions there and remove this block")
+        }
+        _ = try keys(root, allowed: ["name", "description", "seed", "mode", "profile", "model", "stack", "phases", "thresholds", "objective", "matrix", "repeat"], required: ["name", "stack", "phases"])
         let name = try string(child(root, "name")!)
         guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
             throw fail(child(root, "name")!, "a name uses letters, digits, '-' and '_' (it names the report folder)")
@@ -350,10 +355,9 @@ struct Reader {
             throw fail(phasesNode, "two phases are named '\(duplicate)'")
         }
         let thresholds = try child(root, "thresholds").map { try list($0).map(threshold) } ?? []
-        let published = try child(root, "published").map(publishedResult)
         var scenario = Scenario(
             name: name, description: description, seed: seed, mode: mode, profile: profile, model: model, stack: stack, phases: phases,
-            thresholds: thresholds, variantParameters: parameters, repetition: repetition, repetitions: repetitions, published: published)
+            thresholds: thresholds, variantParameters: parameters, repetition: repetition, repetitions: repetitions)
         if let node = child(root, "objective") {
             let items = try list(node)
             guard !items.isEmpty else { throw fail(node, "an objective lists at least one metric (or leave it out for the default)") }
@@ -469,53 +473,6 @@ struct Reader {
             }
         }
         return spec
-    }
-
-    /// `published:` (issue 19 item 12): the source, the result in words, an optional figure and the directions.
-    func publishedResult(_ node: Node) throws -> PublishedResult {
-        _ = try keys(node, allowed: ["source", "result", "profileFittedToIt", "figure", "directions"], required: ["source", "result"])
-        func reference(_ n: Node) throws -> PublishedResult.Reference {
-            let metric = try string(child(n, "metric")!)
-            guard MetricCatalog.names.contains(metric) else { throw fail(child(n, "metric")!, "unknown metric '\(metric)'") }
-            let statistic = try child(n, "statistic").map(string) ?? "value"
-            guard MetricCatalog.statistics.contains(statistic) else { throw fail(child(n, "statistic")!, "unknown statistic '\(statistic)'; expected one of \(MetricCatalog.statistics.joined(separator: ", "))") }
-            return PublishedResult.Reference(metric: metric, statistic: statistic, label: try child(n, "label").map(string) ?? "")
-        }
-        var result = PublishedResult(source: try string(child(node, "source")!), result: try string(child(node, "result")!))
-        if let n = child(node, "profileFittedToIt") { result.profileFittedToIt = try bool(n) }
-        if let f = child(node, "figure") {
-            _ = try keys(f, allowed: ["metric", "statistic", "label", "variant", "value", "unit"], required: ["metric", "variant", "value", "unit"])
-            result.figure = PublishedResult.Figure(of: try reference(f), variant: try string(child(f, "variant")!),
-                                                   value: try double(child(f, "value")!), unit: try string(child(f, "unit")!))
-        }
-        if let d = child(node, "directions") {
-            result.directions = try list(d).map { item in
-                _ = try keys(item, allowed: ["claim", "metric", "statistic", "label", "larger", "smaller", "factor"], required: ["claim", "metric", "larger", "smaller"])
-                return PublishedResult.Direction(claim: try string(child(item, "claim")!), of: try reference(item),
-                                                 larger: try string(child(item, "larger")!), smaller: try string(child(item, "smaller")!),
-                                                 factor: try child(item, "factor").map { try double($0, min: 0) } ?? 1)
-            }
-        }
-        return result
-    }
-
-    /// Every variant a `published:` block names must be one of the matrix's.
-    func checkPublishedVariants(_ tree: YAMLTree, variants: [Scenario]) throws {
-        let root = Node(tree: tree, path: "")
-        guard let node = child(root, "published") else { return }
-        let names = Set(variants.map(\.variantName))
-        func check(_ n: Node?) throws {
-            guard let n else { return }
-            let name = try string(n)
-            guard names.contains(name) else {
-                throw fail(n, "no variant named '\(name)'; the variants are \(names.sorted().joined(separator: ", "))")
-            }
-        }
-        try check(child(node, "figure").flatMap { child($0, "variant") })
-        for item in try child(node, "directions").map(list) ?? [] {
-            try check(child(item, "larger"))
-            try check(child(item, "smaller"))
-        }
     }
 
     /// What one imported object costs in memory until its save is done, for bounding a save by this machine.
