@@ -181,6 +181,8 @@ public final class EvidenceFit {
         /// `factorReference` names another device, this device's speed over that one's (its factors times this).
         public var deviceFactor: Double
         public var factorReference: String? = nil
+        /// By parameter: whether it took the reference's factor as its floor (the figures left it no time).
+        public var floored: [Bool] = []
         public var points: [Point]
         /// Root mean square of the relative residuals.
         public var relativeResidual: Double
@@ -205,6 +207,9 @@ public final class EvidenceFit {
 
     /// Fits the plan's parameters to `points` by non-negative least squares on relative residuals: each point's
     /// row and time divided by its published time, so a 3 s figure and a 30 ms one weigh alike.
+    /// How an undetermined parameter's reason begins when the best fit gives it no time.
+    static let leftNothing = "the best fit gives it no time (the figures leave it nothing"
+
     /// The relative error a published figure is taken to have at least (the residual variance's floor).
     public static let noise = 0.1
     /// The largest relative standard error of a factor still called determined.
@@ -269,7 +274,7 @@ public final class EvidenceFit {
                 r2[j] = 0
             }
             solved = NonNegativeLeastSquares.solve(gram: g2, rhs: r2, start: start, sweeps: 5000)
-            for i in 0..<c where out[i] == nil && solved[i] <= 0 { out[i] = "the best fit gives it no time (the figures leave it nothing)" }
+            for i in 0..<c where out[i] == nil && solved[i] <= 0 { out[i] = "\(Self.leftNothing))" }
             let inIdx = (0..<c).filter { out[$0] == nil }
             guard !inIdx.isEmpty, let inverse = invert(inIdx.map { i in inIdx.map { gram[i][$0] } }) else { break }
             var squares = 0.0
@@ -304,7 +309,7 @@ public final class EvidenceFit {
             squares += pow(predicted / p.published - 1, 2)
         }
         return DeviceFit(device: device, scales: scales, standardErrors: standardErrors, undetermined: undetermined, together: together,
-                         determinedCount: determined.count, deviceFactor: factor, points: points,
+                         determinedCount: determined.count, deviceFactor: factor, floored: [Bool](repeating: false, count: k), points: points,
                          relativeResidual: points.isEmpty ? 0 : (squares / Double(points.count)).squareRoot())
     }
 
@@ -330,8 +335,42 @@ public final class EvidenceFit {
         var completed = fit
         completed.deviceFactor = ratio
         completed.factorReference = reference.device
-        for g in missing where reference.undetermined[g] == nil { completed.scales[g] = reference.scales[g] * ratio }
-        return completed
+        for g in missing where reference.undetermined[g] == nil {
+            // A parameter the figures leave no time is small on this device, not unknown: it takes the least it can
+            // be on a device no faster than the reference (the reference's own factor when this one is slower).
+            let leftNothing = fit.undetermined[g]?.hasPrefix(Self.leftNothing) == true
+            completed.scales[g] = reference.scales[g] * (leftNothing ? min(ratio, 1) : ratio)
+            if leftNothing {
+                completed.undetermined[g] = "\(Self.leftNothing)): at most what a device no faster than \(reference.device) takes, \(reference.device)'s factor\(ratio < 1 ? " times \(String(format: "%.3f", ratio))" : "")"
+                completed.floored[g] = true
+            }
+        }
+        return refitWithOffsets(completed)
+    }
+
+    /// The determined factors fitted again with the undetermined parameters' time, at their assigned factors, taken
+    /// out of each figure first: a figure's time is then shared the way the profile will price it.
+    static func refitWithOffsets(_ fit: DeviceFit) -> DeviceFit {
+        let k = fit.scales.count
+        let free = (0..<k).filter { fit.undetermined[$0] == nil }
+        guard !free.isEmpty else { return fit }
+        var gram = [[Double]](repeating: [Double](repeating: 0, count: k), count: k)
+        var rhs = [Double](repeating: 0, count: k)
+        for p in fit.points {
+            let offset = (0..<k).filter { fit.undetermined[$0] != nil }.reduce(0.0) { $0 + p.row[$1] * fit.scales[$1] } / p.published
+            let a = p.row.map { $0 / p.published }
+            for i in free where a[i] != 0 {
+                rhs[i] += a[i] * (1 - offset)
+                for j in free { gram[i][j] += a[i] * a[j] }
+            }
+        }
+        let solved = NonNegativeLeastSquares.solve(gram: gram, rhs: rhs, start: fit.scales, sweeps: 5000)
+        var refitted = fit
+        for i in free where solved[i] > 0 { refitted.scales[i] = solved[i] }
+        var squares = 0.0
+        for p in fit.points { squares += pow(predict(p.row, refitted.scales) / p.published - 1, 2) }
+        refitted.relativeResidual = fit.points.isEmpty ? 0 : (squares / Double(fit.points.count)).squareRoot()
+        return refitted
     }
 
     /// The predicted figure for a row under factors.

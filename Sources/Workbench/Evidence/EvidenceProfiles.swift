@@ -11,7 +11,7 @@ extension EvidenceFit {
 
     /// The device's name and OS as its `fit` entries give them.
     func deviceLabel(_ device: String) -> String {
-        guard let e = entries.first(where: { $0.device == device }) else { return device }
+        guard let e = entries.first(where: { $0.device == device && $0.role == .fit }) ?? entries.first(where: { $0.device == device }) else { return device }
         return "\(e.deviceName), \(e.os)"
     }
 
@@ -25,7 +25,10 @@ extension EvidenceFit {
     }
 
     /// How an undetermined parameter was scaled.
-    func factorText(_ fit: DeviceFit) -> String {
+    func factorText(_ fit: DeviceFit, _ g: Int? = nil) -> String {
+        if let g, fit.floored.indices.contains(g), fit.floored[g], let reference = fit.factorReference {
+            return "\(reference)'s factor as a floor"
+        }
         if let reference = fit.factorReference {
             return "\(reference)'s factor times this device's speed ratio to it, \(String(format: "%.3f", fit.deviceFactor)) (the geometric mean of their ratios over the parameters both determine)"
         }
@@ -65,7 +68,7 @@ extension EvidenceFit {
             let estimate = "the estimate \(estimates.nanos[op.rawValue]) ns (\(estimates.sources[op.name] ?? "no source"))"
             let source = fit.undetermined[g] == nil
                 ? "\(plan.parameters[g].name) × \(String(format: "%.4f", fit.scales[g])), fitted to \(fit.points.count) figures on \(label); of \(estimate)"
-                : "NOT determined on \(label) (\(plan.parameters[g].name): \(fit.undetermined[g]!)): \(factorText(fit)), × \(String(format: "%.4f", fit.scales[g])) of \(estimate)"
+                : "NOT determined on \(label) (\(plan.parameters[g].name): \(fit.undetermined[g]!)): \(factorText(fit, g)), × \(String(format: "%.4f", fit.scales[g])) of \(estimate)"
             text += Self.costLine(op, ns: ns, estimated: fit.undetermined[g] != nil, source: source)
         }
         return ProfileFile(name: fit.device, text: text, profile: profile)

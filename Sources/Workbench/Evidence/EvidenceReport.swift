@@ -135,7 +135,7 @@ extension EvidenceFit {
     public func text(_ fit: DeviceFit) -> String {
         var lines = ["\(fit.device): \(fit.determinedCount) factors for \(plan.parameters.count) parameters determined by \(fit.points.count) figures of \(fit.entries.count) entries (\(fit.entries.joined(separator: ", "))); relative residual \(String(format: "%.3f", fit.relativeResidual))"]
         for (g, p) in plan.parameters.enumerated() {
-            var how = fit.undetermined[g].map { "NOT determined (\($0)): \(factorText(fit))" } ?? "fitted, ± \(String(format: "%.3f", fit.standardErrors[g]))"
+            var how = fit.undetermined[g].map { "NOT determined (\($0)): \(factorText(fit, g))" } ?? "fitted, ± \(String(format: "%.3f", fit.standardErrors[g]))"
             if let together = fit.together[g] { how += "; \(together)" }
             lines.append("  \(p.name.padding(toLength: 14, withPad: " ", startingAt: 0)) × \(String(format: "%.3f", fit.scales[g]))  \(how)")
         }
