@@ -72,7 +72,7 @@ struct CommonOptions: ParsableArguments {
     @Option(name: .long, help: "simulated (one scheduler on a virtual clock: exact, the default) or real (threads and this machine's clock). Overrides the scenario's `mode`.")
     var mode: ExecutionMode?
 
-    @Option(name: .long, help: "The cost profile of simulated mode: a name in Profiles/ (default iphone-15) or a .yaml file. Overrides the scenario's `profile`.")
+    @Option(name: .long, help: "The cost profile of simulated mode: a name in Profiles/ (default modern-iphone) or a .yaml file. Overrides the scenario's `profile`.")
     var profile: String?
 
     @Option(name: .long, help: "Write the trace of every simulated variant to FILE (JSON Lines, Docs/simulation.md \"Traces\").")
@@ -477,7 +477,7 @@ struct Fit: ParsableCommand {
     @Option(name: .long, help: "The SQL debug log to fit to (the Xcode console's or `log stream`'s output, plain or coloured).") var sqldebug: String?
     @Option(name: .long, help: "The device the log was captured on (written in the profile; names the default output file).") var device: String?
     @Option(name: .long, help: "Where to write the profile (default Profiles/<device>.yaml).") var out: String?
-    @Option(name: .long, help: "The profile every figure the log does not determine comes from: a name in Profiles/ or a .yaml file.") var base = "iphone-15"
+    @Option(name: .long, help: "The profile every figure the log does not determine comes from: a name in Profiles/ or a .yaml file.") var base = "modern-iphone"
     @Flag(name: .long, help: "Replace the output file when it exists (with --sqldebug; the evidence fit always rewrites its profiles).") var force = false
     @Option(name: .long, help: "The evidence folder (without --sqldebug), relative to the repository.") var evidence = "Profiles/evidence"
     @Option(name: .customLong("profiles"), help: "Where the evidence fit writes its profiles (without --sqldebug).") var profilesFolder = "Profiles"

@@ -274,7 +274,7 @@ struct ReplayTests {
         let a = try String(contentsOf: ws.file("a.jsonl"), encoding: .utf8), b = try String(contentsOf: ws.file("b.jsonl"), encoding: .utf8)
         #expect(a == b)
         let lines = a.split(separator: "\n")
-        #expect(lines.first == #"{"format":"ambar-trace","profile":"iphone-15","repetition":"1","scenario":"tiny","seed":"7","variant":"default","version":"1"}"#)
+        #expect(lines.first == #"{"format":"ambar-trace","profile":"modern-iphone","repetition":"1","scenario":"tiny","seed":"7","variant":"default","version":"1"}"#)
         let records = try lines.dropFirst().map { try JSONDecoder().decode(TraceRecord.self, from: Data($0.utf8)) }
         #expect(records.contains { $0.event == "call" && $0.call == "save" && ($0.detail ?? "").hasPrefix("importer:") })
         #expect(records.contains { $0.event == "call" && $0.call == "merge" && $0.queue == "simulated-main" })
@@ -286,7 +286,7 @@ struct ReplayTests {
         let replay = try bench(["replay", "tiny.yaml", "--seed", "7", "--until", "40"], in: ws.url)
         #expect(replay.status == 0, "\(replay.stderr)")
         let out = replay.stdout.split(separator: "\n")
-        #expect(out.first == "replay tiny default seed 7 profile iphone-15, steps 1...40")
+        #expect(out.first == "replay tiny default seed 7 profile modern-iphone, steps 1...40")
         let printed = records.filter { $0.step <= 40 }.map(\.text)
         #expect(Array(out.dropFirst().prefix(printed.count)).map(String.init) == printed)
         #expect(out.last?.hasPrefix("oracle: ") == true)

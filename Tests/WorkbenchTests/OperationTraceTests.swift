@@ -145,12 +145,12 @@ import TraceReplay
         "evidence/nested-save-25k": ["phases.run.importer.objects=300", "phases.run.importer.chunkSize=300", "model.values.content.length=100"],
         "evidence/stack-shootout": ["phases.seed.importer.objects=100", "phases.seed.importer.chunkSize=100", "phases.run.importer.objects=300",
                                     "phases.run.importer.chunkSize=100"],
+        "evidence/mvcoredatastack-sqlite-ios9": ["matrix.phases.write.importer.objects=[60]"],
+        "evidence/mvcoredatastack-sqlite-ios8": ["matrix.phases.write.importer.objects=[60]"],
+        "evidence/mvcoredatastack-inmemory": ["matrix.phases.write.importer.objects=[60]"],
+        "evidence/core-data-stress-test": ["matrix.phases.create.importer.objects=[60, 120]"],
         "long/ten-million-import": ["phases.run.importer.objects=400", "phases.run.importer.chunkSize=100"],
     ]
-
-    /// Evidence scenarios that use workload keys still being added to the workbench: a file of these families is
-    /// checked once it has its entry above, and left out until then.
-    static let evidenceFamiliesListedLater = ["mvcoredatastack-", "core-data-stress-test"]
 
     @Test("Issue 23: every scenario of Scenarios/evidence/ and Scenarios/long/ has its scaled-down parameters for the replay")
     func everyScenarioInAFolderIsScaled() throws {
@@ -158,9 +158,6 @@ import TraceReplay
         for folder in ["evidence", "long"] {
             let path = Self.root.appendingPathComponent("Scenarios/\(folder)").path
             files += try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasSuffix(".yaml") }.map { "\(folder)/\($0.dropLast(5))" }
-        }
-        files.removeAll { file in
-            Self.scaledInFolders[file] == nil && Self.evidenceFamiliesListedLater.contains { file.hasPrefix("evidence/\($0)") }
         }
         #expect(files.sorted() == Self.scaledInFolders.keys.sorted(), "each evidence and long scenario needs its scaled-down parameters here")
     }

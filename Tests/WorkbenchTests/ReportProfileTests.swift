@@ -58,7 +58,7 @@ struct ReportProfileTests {
         let ws = try TemporaryDirectory("report-profile-bare")
         let (manifest, html) = try Self.run(try Self.profile(device: "", writtenBy: "", evidence: "", in: ws), in: ws)
         let p = try #require(manifest.profile)
-        #expect(p.device.isEmpty && p.writtenBy.isEmpty && p.evidence.isEmpty)
+        #expect(p.device == nil && p.writtenBy == nil && p.evidence == nil)
         #expect(!html.contains("Device:") && !html.contains("Written by") && !html.contains("Evidence behind the profile"))
         // A run folder from before these keys: its profile has none of them.
         let old = """
@@ -67,6 +67,6 @@ struct ReportProfileTests {
              "published":{"source":"a post","result":"r","profileFittedToIt":false,"directions":[]}}
             """
         let decoded = try JSONDecoder().decode(Manifest.self, from: Data(old.utf8))
-        #expect(decoded.profile?.name == "iphone-15" && decoded.profile?.device == "" && decoded.profile?.evidence == "")
+        #expect(decoded.profile?.name == "iphone-15" && decoded.profile?.device == nil && decoded.profile?.evidence == nil)
     }
 }

@@ -108,16 +108,16 @@ import TraceReplay
         #expect(yaml.contains("#   objectPushed: its counts are a combination of objectRegistered"))
         #expect(!yaml.contains("  objectPushed: {") && !yaml.contains("  rowMigrated: {"))
         // With a fallback, the undetermined ones get its figure, marked as an estimate not measured here.
-        let filled = ProfileFit.yaml(both, operations: ops, device: "d", os: "o", traces: "t", fallback: ("iphone-15", ["rowMigrated": 2000, "objectPushed": 70000]))
-        #expect(filled.contains("  rowMigrated: { ns: 2000, estimated: true, source: \"NOT determined on d (no step did it): the figure of iphone-15, not measured here\" }"))
+        let filled = ProfileFit.yaml(both, operations: ops, device: "d", os: "o", traces: "t", fallback: ("modern-iphone", ["rowMigrated": 2000, "objectPushed": 70000]))
+        #expect(filled.contains("  rowMigrated: { ns: 2000, estimated: true, source: \"NOT determined on d (no step did it): the figure of modern-iphone, not measured here\" }"))
         let read: [String: Double] = Dictionary(uniqueKeysWithValues: ProfileFit.figures(inProfile: filled).map { ($0.name, $0.ns) })
         let readFetch = try #require(read["fetchExecuted"])
         #expect(abs(readFetch - 150_000) / 150_000 < 0.02)
     }
 
-    /// The shipped profile's figures read by the fallback reader match the profile loader's.
+    /// The estimates' figures read by the fallback reader match the profile loader's.
     @Test func fallbackReaderReadsTheShippedProfile() throws {
-        let text = try String(contentsOf: OperationTraceTests.root.appendingPathComponent("Profiles/iphone-15.yaml"), encoding: .utf8)
+        let text = try String(contentsOf: OperationTraceTests.root.appendingPathComponent("Profiles/estimates.yaml"), encoding: .utf8)
         let list = ProfileFit.figures(inProfile: text)
         let figures: [String: Double] = Dictionary(uniqueKeysWithValues: list.map { ($0.name, $0.ns) })
         #expect(list.map(\.name) == CostedOperation.names)

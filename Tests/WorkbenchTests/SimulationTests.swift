@@ -300,7 +300,7 @@ struct CostProfileTests {
     @Test("the shipped default profile loads and prices every operation")
     func shippedDefault() throws {
         let profile = try CostProfile.load(Scenario.defaultProfile)
-        #expect(profile.name == "iphone-15")
+        #expect(profile.name == "modern-iphone")
         #expect(!profile.fittedTo.isEmpty)
         #expect(profile.nanos.count == CostedOperation.allCases.count)
         #expect(Set(profile.sources.keys) == Set(CostedOperation.allCases.map(\.name)))

@@ -92,6 +92,10 @@ public final class EvidenceFit {
         public var predicted: Double
         /// Operations whose counts do not grow linearly with the size, with their counts at the three sizes.
         public var nonlinear: [String]
+        /// Their second differences priced by the profile, in the metric's unit: how far from a straight line.
+        public var nonlinearTime: Double
+        /// The metric's growth over the three sizes, in its unit.
+        public var growth: Double
     }
 
     public func project(_ entry: EvidenceEntry, _ figure: EvidenceEntry.Figure, profile: CostProfile, sizes: [Int] = [20, 40, 60]) throws -> Projection {
@@ -108,14 +112,18 @@ public final class EvidenceFit {
         }
         let c = results.map(counts)
         var nonlinear: [String] = []
+        var nonlinearTime = 0.0
         for op in c[2].keys.sorted() {
             let v = c.map { $0[op] ?? 0 }
-            if v[2] - v[1] != v[1] - v[0] { nonlinear.append("\(op) \(v.map { String(Int($0)) }.joined(separator: "/"))") }
+            if v[2] - v[1] != v[1] - v[0] {
+                nonlinear.append("\(op) \(v.map { String(Int($0)) }.joined(separator: "/"))")
+                if let costed = CostedOperation(name: op) { nonlinearTime += abs(v[2] - 2 * v[1] + v[0]) * Double(profile.cost(costed)) / 1e6 }
+            }
         }
         let step = Double(sizes[1] - sizes[0])
         let slope = (values[2] - values[0]) / (2 * step)
         let size = Double(figure.size ?? sizes[0])
-        return Projection(predicted: values[0] + slope * (size - Double(sizes[0])), nonlinear: nonlinear)
+        return Projection(predicted: values[0] + slope * (size - Double(sizes[0])), nonlinear: nonlinear, nonlinearTime: nonlinearTime, growth: values[2] - values[0])
     }
 
     /// A figure's value in a run, in the metric's unit (ms for times, bytes for sizes).

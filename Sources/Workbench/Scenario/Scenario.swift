@@ -74,7 +74,7 @@ public enum ExecutionMode: String, Sendable, Codable, CaseIterable {
 
 extension Scenario {
     /// The profile simulated runs use unless the scenario or `--profile` names another.
-    public static let defaultProfile = "iphone-15"
+    public static let defaultProfile = "modern-iphone"
 
     /// Whether an actor leaves its children's saves in their parents (`saveParents: false`).
     var leavesParentsUnsaved: Bool {
