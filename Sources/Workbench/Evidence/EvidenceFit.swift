@@ -8,8 +8,8 @@ import TraceReplay
 /// A simulated run's times are sums of operation counts times their costs, so a figure is linear in the profile's
 /// figures: running a variant once per parameter, with that parameter's operations at their estimates and every
 /// other operation free, gives the figure's share of each parameter (its row of the design matrix). A fitted
-/// profile scales each parameter's estimates by one factor; its figure is then the rows times the factors, which
-/// the final runs check (``Outcome/linearity``).
+/// profile scales each parameter's estimates by one factor; its figure is then the rows times the factors (what
+/// ``project(_:_:profile:sizes:)`` checks on runs at three sizes).
 public final class EvidenceFit {
     public let root: URL
     public let plan: EvidencePlan
@@ -75,9 +75,12 @@ public final class EvidenceFit {
         var overrides: [String] = []
         var variant = figure.variant
         for key in entry.scale {
-            if variant.contains("\(key)=\(original)") {
+            // A variant's name is its matrix values, `key=value` joined by ", ": match whole components only.
+            var parts = variant.components(separatedBy: ", ")
+            if let i = parts.firstIndex(of: "\(key)=\(original)") {
                 overrides.append("matrix.\(key)=[\(size)]")
-                variant = variant.replacingOccurrences(of: "\(key)=\(original)", with: "\(key)=\(size)")
+                parts[i] = "\(key)=\(size)"
+                variant = parts.joined(separator: ", ")
             } else {
                 overrides.append("\(key)=\(size)")
             }
@@ -128,9 +131,10 @@ public final class EvidenceFit {
 
     /// A figure's value in a run, in the metric's unit (ms for times, bytes for sizes).
     public static func value(_ result: VariantResult, _ ref: EvidenceEntry.Reference) -> Double? {
-        guard let v = result.value(ref.metric, ref.statistic, label: ref.label) else { return nil }
-        // Run times are reported in seconds; published times are compared in milliseconds.
-        return ref.metric == "runTime" ? v * 1000 : v
+        let rows = result.metrics + result.host
+        guard let row = rows.first(where: { $0.metric == ref.metric && $0.statistic == ref.statistic && $0.label == ref.label }) else { return nil }
+        // Published times are compared in milliseconds; a metric reported in seconds is converted.
+        return row.unit == "s" ? row.value * 1000 : row.value
     }
 
     /// The estimates with only `parameter`'s operations priced (every other operation free).
@@ -138,16 +142,6 @@ public final class EvidenceFit {
         var p = estimates
         p.name = "\(estimates.name)[\(plan.parameters[parameter].name)]"
         for op in CostedOperation.allCases where !plan.parameters[parameter].operations.contains(op) { p.nanos[op.rawValue] = 0 }
-        return p
-    }
-
-    /// The estimates with each parameter's operations scaled by `scales`.
-    func scaledProfile(_ scales: [Double], name: String) -> CostProfile {
-        var p = estimates
-        p.name = name
-        for op in CostedOperation.allCases {
-            p.nanos[op.rawValue] = UInt64((Double(estimates.nanos[op.rawValue]) * scales[plan.parameter(of: op)]).rounded())
-        }
         return p
     }
 
@@ -185,12 +179,10 @@ public final class EvidenceFit {
         public var together: [String?]
         /// The factors the figures determined (parameters fitted together count once).
         public var determinedCount: Int
-        /// What an undetermined parameter is scaled by: the geometric mean of the determined factors, or, when
-        /// `factorReference` names another device, this device's speed over that one's (its factors times this).
+        /// The geometric mean of the determined factors.
         public var deviceFactor: Double
-        public var factorReference: String? = nil
-        /// By parameter: whether it took the reference's factor as its floor (the figures left it no time).
-        public var floored: [Bool] = []
+        /// By parameter: how an undetermined one got its factor (nil for a determined one).
+        public var assigned: [String?] = []
         public var points: [Point]
         /// Root mean square of the relative residuals.
         public var relativeResidual: Double
@@ -284,7 +276,12 @@ public final class EvidenceFit {
             solved = NonNegativeLeastSquares.solve(gram: g2, rhs: r2, start: start, sweeps: 5000)
             for i in 0..<c where out[i] == nil && solved[i] <= 0 { out[i] = "\(Self.leftNothing))" }
             let inIdx = (0..<c).filter { out[$0] == nil }
-            guard !inIdx.isEmpty, let inverse = invert(inIdx.map { i in inIdx.map { gram[i][$0] } }) else { break }
+            guard !inIdx.isEmpty else { break }
+            guard let inverse = invert(inIdx.map { i in inIdx.map { gram[i][$0] } }) else {
+                // The figures cannot part what is left: none of it is determined.
+                for i in inIdx { out[i] = "the figures cannot part it from the others (a singular normal matrix)" }
+                break
+            }
             var squares = 0.0
             for (p, row) in zip(points, merged) {
                 let predicted = inIdx.reduce(0.0) { $0 + row[$1] * solved[$1] }
@@ -317,7 +314,9 @@ public final class EvidenceFit {
             squares += pow(predicted / p.published - 1, 2)
         }
         return DeviceFit(device: device, scales: scales, standardErrors: standardErrors, undetermined: undetermined, together: together,
-                         determinedCount: determined.count, deviceFactor: factor, floored: [Bool](repeating: false, count: k), points: points,
+                         determinedCount: determined.count, deviceFactor: factor,
+                         assigned: (0..<k).map { undetermined[$0] == nil ? nil : "the geometric mean of this device's determined factors, \(String(format: "%.4f", factor))" },
+                         points: points,
                          relativeResidual: points.isEmpty ? 0 : (squares / Double(points.count)).squareRoot())
     }
 
@@ -327,33 +326,42 @@ public final class EvidenceFit {
         return own.map { Self.complete($0, others: own) }
     }
 
-    /// A fit whose undetermined parameters take another device's factors times the speed ratio of the two devices
-    /// (the geometric mean of their factors' ratios over the parameters both determined): the device that shares the
-    /// most determined parameters with it and determined most. Without such a device they keep the fit's own device
-    /// factor (the geometric mean of its determined factors).
+    /// A fit whose undetermined parameters take, each, the factor of another device that determined it, times this
+    /// device's time ratio to that one (the geometric mean of their factors' ratios over the parameters both
+    /// determine; above 1 when this device is slower). A parameter this device's figures leave no time is small here,
+    /// not unknown: when this device is slower it takes the reference's own factor, the least a slower device can
+    /// take. A parameter no other device determines keeps the geometric mean of this device's determined factors.
+    /// The determined factors are then refitted with the others' time taken out, and the ratios taken again from the
+    /// refitted factors, until they settle.
     static func complete(_ fit: DeviceFit, others: [DeviceFit]) -> DeviceFit {
         let missing = fit.scales.indices.filter { fit.undetermined[$0] != nil }
         guard !missing.isEmpty else { return fit }
-        let candidates = others.filter { $0.device != fit.device }.compactMap { other -> (DeviceFit, [Int])? in
-            let shared = fit.scales.indices.filter { fit.undetermined[$0] == nil && other.undetermined[$0] == nil }
-            return shared.isEmpty ? nil : (other, shared)
-        }
-        guard let (reference, shared) = candidates.max(by: { ($0.1.count, $0.0.determinedCount) < ($1.1.count, $1.0.determinedCount) }) else { return fit }
-        let ratio = exp(shared.map { log(fit.scales[$0] / reference.scales[$0]) }.reduce(0, +) / Double(shared.count))
         var completed = fit
-        completed.deviceFactor = ratio
-        completed.factorReference = reference.device
-        for g in missing where reference.undetermined[g] == nil {
-            // A parameter the figures leave no time is small on this device, not unknown: it takes the least it can
-            // be on a device no faster than the reference (the reference's own factor when this one is slower).
-            let leftNothing = fit.undetermined[g]?.hasPrefix(Self.leftNothing) == true
-            completed.scales[g] = reference.scales[g] * (leftNothing ? min(ratio, 1) : ratio)
-            if leftNothing {
-                completed.undetermined[g] = "\(Self.leftNothing)): at most what a device no faster than \(reference.device) takes, \(reference.device)'s factor\(ratio < 1 ? " times \(String(format: "%.3f", ratio))" : "")"
-                completed.floored[g] = true
+        for _ in 0..<20 {
+            var changed = false
+            for g in missing {
+                let candidates = others.filter { $0.device != fit.device && $0.undetermined[g] == nil }.compactMap { other -> (DeviceFit, [Int])? in
+                    let shared = fit.scales.indices.filter { fit.undetermined[$0] == nil && other.undetermined[$0] == nil }
+                    return shared.isEmpty ? nil : (other, shared)
+                }
+                guard let (reference, shared) = candidates.max(by: { ($0.1.count, $0.0.determinedCount, $1.0.device) < ($1.1.count, $1.0.determinedCount, $0.0.device) }) else {
+                    completed.assigned[g] = "the geometric mean of this device's determined factors, \(String(format: "%.4f", fit.deviceFactor)) (no other device determines it)"
+                    continue
+                }
+                let ratio = exp(shared.map { log(completed.scales[$0] / reference.scales[$0]) }.reduce(0, +) / Double(shared.count))
+                let leftNothing = fit.undetermined[g]?.hasPrefix(Self.leftNothing) == true
+                let floored = leftNothing && ratio >= 1
+                let scale = reference.scales[g] * (floored ? 1 : ratio)
+                if abs(scale - completed.scales[g]) > 1e-9 * max(scale, 1) { changed = true }
+                completed.scales[g] = scale
+                completed.assigned[g] = floored
+                    ? "\(reference.device)'s factor: the least a device \(String(format: "%.2f", ratio))x slower than \(reference.device) can take"
+                    : "\(reference.device)'s factor times this device's time ratio to it, \(String(format: "%.3f", ratio)) (the geometric mean of their factors' ratios over the \(shared.count) parameters both determine)"
             }
+            completed = refitWithOffsets(completed)
+            if !changed { break }
         }
-        return refitWithOffsets(completed)
+        return completed
     }
 
     /// The determined factors fitted again with the undetermined parameters' time, at their assigned factors, taken
@@ -386,9 +394,9 @@ public final class EvidenceFit {
         zip(row, scales).reduce(0) { $0 + $1.0 * $1.1 }
     }
 
-    /// Leave-one-out: for each `fit` entry, its device refitted without it, and each of its figures predicted. An
-    /// entry whose device has no other figure is predicted by the default profile's factors (derived from another
-    /// device's fit, itself refitted without the entry when the entry is that device's).
+    /// Leave-one-out: for each `fit` entry, its device refitted without it (and completed from the other devices, as
+    /// the fit is), and each of its figures predicted. An entry whose device has no other figure is predicted by the
+    /// default profile's factors, from the other devices' fits.
     public struct LeftOut: Sendable {
         public var entry: String
         public var figure: String

@@ -24,22 +24,19 @@ extension EvidenceFit {
         return "  \(name){ ns: \(value) estimated: \(estimated), source: \(quoted(source)) }\n"
     }
 
-    /// How an undetermined parameter was scaled.
-    func factorText(_ fit: DeviceFit, _ g: Int? = nil) -> String {
-        if let g, fit.floored.indices.contains(g), fit.floored[g], let reference = fit.factorReference {
-            return "\(reference)'s factor as a floor"
-        }
-        if let reference = fit.factorReference {
-            return "\(reference)'s factor times this device's speed ratio to it, \(String(format: "%.3f", fit.deviceFactor)) (the geometric mean of their ratios over the parameters both determine)"
-        }
-        return "the device factor \(String(format: "%.3f", fit.deviceFactor)) (the geometric mean of its determined factors)"
+    /// How an undetermined parameter got its factor.
+    func factorText(_ fit: DeviceFit, _ g: Int) -> String {
+        (fit.assigned.indices.contains(g) ? fit.assigned[g] : nil) ?? "the geometric mean of this device's determined factors, \(String(format: "%.4f", fit.deviceFactor))"
     }
 
     /// The summary a profile carries of the evidence behind it (shown in every report that uses the profile).
     func evidenceSummary(_ fit: DeviceFit) -> String {
         let missing = plan.parameters.indices.filter { fit.undetermined[$0] != nil }.map { plan.parameters[$0].name }
         return "\(fit.determinedCount) of \(plan.parameters.count) parameters determined by \(fit.points.count) published figures (\(fit.entries.count) entries); relative residual \(String(format: "%.3f", fit.relativeResidual)); "
-            + (missing.isEmpty ? "every parameter determined" : "not determined, \(factorText(fit)): \(missing.joined(separator: ", "))")
+            + (missing.isEmpty ? "every parameter determined" : "not determined: " + missing.map { name in
+                let g = plan.parameters.firstIndex { $0.name == name }!
+                return "\(name), \(factorText(fit, g))"
+            }.joined(separator: "; "))
     }
 
     /// The profile of a device fit, in the profile format (Profiles/README.md "Writing a profile").
@@ -50,7 +47,7 @@ extension EvidenceFit {
         text += "# Do not edit: change the evidence or Profiles/\(plan.estimates).yaml and run `ambar-bench fit` again.\n"
         text += "# Each figure is its estimate (Profiles/\(plan.estimates).yaml) times its parameter's factor:\n"
         for (g, p) in plan.parameters.enumerated() {
-            let how = fit.undetermined[g].map { "not determined (\($0)): the device factor" } ?? "fitted"
+            let how = fit.undetermined[g].map { "not determined (\($0)): \(factorText(fit, g))" } ?? "fitted"
             text += "#   \(p.name) × \(String(format: "%.4f", fit.scales[g])) (\(how))\n"
         }
         text += "description: \(Self.quoted("\(label): Core Data's costs fitted to published measurements on that device."))\n"
