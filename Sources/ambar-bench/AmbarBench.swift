@@ -477,18 +477,35 @@ struct Fit: ParsableCommand {
     @Option(name: .long, help: "The SQL debug log to fit to (the Xcode console's or `log stream`'s output, plain or coloured).") var sqldebug: String?
     @Option(name: .long, help: "The device the log was captured on (written in the profile; names the default output file).") var device: String?
     @Option(name: .long, help: "Where to write the profile (default Profiles/<device>.yaml).") var out: String?
-    @Option(name: .long, help: "The profile every figure the log does not determine comes from: a name in Profiles/ or a .yaml file.") var base = "modern-iphone"
+    @Option(name: .long, help: "The profile every figure the log does not determine comes from: a name in Profiles/ or a .yaml file (with --sqldebug; default modern-iphone).") var base: String?
     @Flag(name: .long, help: "Replace the output file when it exists (with --sqldebug; the evidence fit always rewrites its profiles).") var force = false
-    @Option(name: .long, help: "The evidence folder (without --sqldebug), relative to the repository.") var evidence = "Profiles/evidence"
-    @Option(name: .customLong("profiles"), help: "Where the evidence fit writes its profiles (without --sqldebug).") var profilesFolder = "Profiles"
+    @Option(name: .long, help: "The evidence folder (without --sqldebug), relative to the repository (default Profiles/evidence).") var evidence: String?
+    @Option(name: .customLong("profiles"), help: "Where the evidence fit writes its profiles (without --sqldebug; default Profiles).") var profilesFolder: String?
     @Flag(name: .customLong("dry-run"), help: "Fit and print, write nothing (without --sqldebug).") var dryRun = false
     @Flag(name: .long, help: "Print each run as it starts (without --sqldebug).") var progress = false
 
     func run() throws {
         try guarded {
-            if let sqldebug { return try fitToSQLDebugLog(sqldebug) }
-            return try fitToEvidence(evidence: evidence, out: profilesFolder, dryRun: dryRun, progress: progress)
+            // Each mode has its own options: one given to the other mode would be ignored, so it is refused.
+            let (logOnly, evidenceOnly) = modeOptions()
+            if let sqldebug {
+                guard evidenceOnly.isEmpty else {
+                    throw WorkbenchError(.badInput, "\(evidenceOnly.joined(separator: ", ")): only without --sqldebug (the evidence fit); --sqldebug fits one log with --device, --out, --base and --force")
+                }
+                return try fitToSQLDebugLog(sqldebug)
+            }
+            guard logOnly.isEmpty else {
+                throw WorkbenchError(.badInput, "\(logOnly.joined(separator: ", ")): only with --sqldebug LOG; the evidence fit writes one profile per device to --profiles (default Profiles)")
+            }
+            return try fitToEvidence(evidence: evidence ?? "Profiles/evidence", out: profilesFolder ?? "Profiles", dryRun: dryRun, progress: progress)
         }
+    }
+
+    /// The options given that belong to the log fit (`--sqldebug`) and to the evidence fit.
+    func modeOptions() -> (log: [String], evidence: [String]) {
+        let log = [device.map { _ in "--device" }, out.map { _ in "--out" }, base.map { _ in "--base" }, force ? "--force" : nil].compactMap { $0 }
+        let evidence = [self.evidence.map { _ in "--evidence" }, profilesFolder.map { _ in "--profiles" }, dryRun ? "--dry-run" : nil, progress ? "--progress" : nil].compactMap { $0 }
+        return (log, evidence)
     }
 
     func fitToSQLDebugLog(_ log: String) throws -> Int32 {
@@ -498,7 +515,7 @@ struct Fit: ParsableCommand {
         guard let target = out ?? SQLDebugProfileFit.slug(device).map({ "Profiles/\($0).yaml" }) else {
             throw WorkbenchError(.badInput, "--device \(device.debugDescription) has no letter or digit to name a file: give --out FILE")
         }
-        let baseProfile = try CostProfile.load(base)
+        let baseProfile = try CostProfile.load(base ?? "modern-iphone")
         let fit = try SQLDebugProfileFit.read(file: URL(fileURLWithPath: log), name: log)
         for note in fit.timings.setAside.prefix(20) { stderr("warning: \(log):\(note.line): \(note.message)") }
         if fit.timings.setAside.count > 20 { stderr("warning: \(log): \(fit.timings.setAside.count - 20) more lines set aside") }

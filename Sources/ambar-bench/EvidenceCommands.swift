@@ -17,7 +17,9 @@ struct Evidence: ParsableCommand {
             let fit = try EvidenceFit(root: root, evidence: evidence, progress: progressPrinter(progress))
             var profiles: [String: CostProfile] = [:]
             for device in Set(fit.entries.map(\.device) + [fit.plan.defaultProfile]).sorted() {
-                if let p = try? CostProfile.load(device, root: root) { profiles[device] = p }
+                // A device without a profile file is judged under the default (the table names it); a file that
+                // does not load is an error.
+                if let p = try CostProfile.loadIfPresent(device, root: root) { profiles[device] = p }
             }
             let judgements = try fit.judge(profiles: profiles, timedOnly: timedOnly)
             for j in judgements {
@@ -43,7 +45,7 @@ struct Evidence: ParsableCommand {
 }
 
 /// The evidence mode of `ambar-bench fit`: fits every device with `fit` entries and writes its profile and the
-/// derived ones to `out`.
+/// derived ones to `out`, all or none (a profile that would not load stops the fit before anything is written).
 func fitToEvidence(evidence: String, out: String, dryRun: Bool, progress: Bool) throws -> Int32 {
     let root = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
     let fit = try EvidenceFit(root: root, evidence: evidence, progress: progressPrinter(progress))
@@ -51,17 +53,11 @@ func fitToEvidence(evidence: String, out: String, dryRun: Bool, progress: Bool) 
     for deviceFit in fits { print(fit.text(deviceFit)) }
     let files = try fit.profileFiles(fits)
     let folder = URL(fileURLWithPath: out, isDirectory: true)
-    for file in files {
-        let url = folder.appendingPathComponent("\(file.name).yaml")
-        if dryRun {
-            print("would write \(url.path)")
-            continue
-        }
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try Data(file.text.utf8).write(to: url, options: .atomic)
-        _ = try CostProfile.load(file: url)  // what we wrote reads back
-        print("profile: \(url.path)")
+    if dryRun {
+        for file in files { print("would write \(folder.appendingPathComponent("\(file.name).yaml").path)") }
+        return 0
     }
+    for url in try EvidenceFit.write(files, to: folder) { print("profile: \(url.path)") }
     return 0
 }
 

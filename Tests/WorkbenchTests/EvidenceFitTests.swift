@@ -38,6 +38,13 @@ struct EvidenceFitTests {
         ("metric: saveLatency", "metric: speed", "figures[0].metric", "unknown metric"),
         ("source: \"https://example.org/post\"\n", "", "", "missing required key 'source'"),
         ("device: phone-1", "device: \"phone 1/\"", "device", "a profile name"),
+        // A unit fits its metric: a time unit on a duration, a size unit on a metric in bytes.
+        ("metric: saveLatency", "metric: memoryAllocated", "figures[0].unit", "memoryAllocated is not measured in time"),
+        ("unit: s }", "unit: MB }", "figures[0].unit", "saveLatency is not measured in bytes"),
+        ("statistic: max", "statistic: count", "figures[0].unit", "a number of events"),
+        // The scenario is a file of the repository.
+        ("scenario: Scenarios/evidence/x.yaml", "scenario: /etc/x.yaml", "scenario", "relative to the repository and inside it"),
+        ("scenario: Scenarios/evidence/x.yaml", "scenario: Scenarios/../../x.yaml", "scenario", "no .. component"),
     ])
     func entryRefused(from: String, to: String, field: String, message: String) throws {
         do {
@@ -69,6 +76,22 @@ struct EvidenceFitTests {
             Issue.record("an operation in two parameters was accepted")
         } catch let error as ScenarioError {
             #expect(error.message.contains("already in parameter all") && error.line == 5, "\(error)")
+        }
+    }
+
+    @Test("The fit plan refuses a derived profile whose name is not a profile name, is the estimates', or is taken twice", arguments: [
+        (["fast phone/"], "derived[0].name", "a profile name"),
+        (["estimates"], "derived[0].name", "the estimates profile"),
+        (["fast", "fast"], "derived[1].name", "derived twice"),
+    ])
+    func derivedNamesRefused(names: [String], field: String, message: String) throws {
+        let derived = names.map { "  - { name: \"\($0)\", from: phone-1, factor: 0.5, range: [0.4, 0.6], description: d, source: s }\n" }.joined()
+        do {
+            _ = try EvidencePlan.load(text: Self.plan(Self.everyOperation) + "derived:\n" + derived, file: "fit.yaml")
+            Issue.record("accepted: \(names)")
+        } catch let error as ScenarioError {
+            #expect(error.file == "fit.yaml" && error.field == field && error.line != nil, "\(error)")
+            #expect(error.message.contains(message), "\(error)")
         }
     }
 
@@ -148,6 +171,12 @@ struct ShippedProfileEvidenceTests {
     static let beyondALinearModel: Set<String> = ["mvcoredatastack-ipod5-inmemory-loop-delete/50000 notes",
                                                   "mvcoredatastack-iphone6-sqlite-batch-delete/500 notes"]
 
+    @Test("The shipped evidence and its plan load and pass every check: units, scenarios, variants, scale keys, devices, derived profiles")
+    func shippedEvidenceLoads() throws {
+        let fit = try EvidenceFit(root: Self.root)
+        #expect(fit.entries.count >= 10 && !fit.plan.derived.isEmpty)
+    }
+
     @Test("Every timed fit entry is within 1.5x of its publication under its device's profile, projected from scaled-down runs whose counts grow linearly")
     func fitEntriesWithinOneAndAHalf() throws {
         let fit = try EvidenceFit(root: Self.root)
@@ -167,5 +196,202 @@ struct ShippedProfileEvidenceTests {
             }
         }
         #expect(checked >= 24)
+    }
+}
+
+/// A repository in a temporary folder: a tiny scenario (Scenarios/evidence/x.yaml, loaded, never run here), a
+/// profile of estimates (every operation 100 ns) and an evidence folder (Profiles/README.md "Evidence").
+struct TinyEvidence {
+    let directory: TemporaryDirectory
+    var root: URL { directory.url }
+    var folder: URL { directory.file("Profiles/evidence") }
+
+    static let scenario = """
+        name: x
+        seed: 1
+        stack:
+          topology: ambar
+        phases:
+          - name: write
+            actors:
+              - importer: { objects: 20, chunkSize: 20 }
+          - name: verify
+        matrix:
+          phases.write.importer.objects: [500]
+        """
+
+    static var estimates: String {
+        "description: \"test estimates\"\ncosts:\n" + CostedOperation.allCases.map { "  \($0.name): { ns: 100, estimated: true, source: \"test\" }\n" }.joined()
+    }
+
+    static let plan = "estimates: estimates\ndefault: estimates\nparameters:\n" + EvidenceFitTests.everyOperation
+
+    init(plan: String = Self.plan, entries: [String: String] = ["phone.yaml": EvidenceFitTests.entry]) throws {
+        directory = try TemporaryDirectory("evidence")
+        try directory.write("Scenarios/evidence/x.yaml", Self.scenario)
+        try directory.write("Profiles/estimates.yaml", Self.estimates)
+        try directory.write("Profiles/evidence/fit.yaml", plan)
+        for (name, text) in entries { try directory.write("Profiles/evidence/\(name)", text) }
+    }
+
+    func load() throws -> EvidenceFit { try EvidenceFit(root: root) }
+
+    /// The error loading the folder gives, or nil when it loads.
+    func error() -> ScenarioError? {
+        do {
+            _ = try load()
+            return nil
+        } catch let error as ScenarioError {
+            return error
+        } catch {
+            Issue.record("not a ScenarioError: \(error)")
+            return nil
+        }
+    }
+
+    /// The 1-based line of `text` that first contains `needle`.
+    static func line(of needle: String, in text: String) -> Int? {
+        text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains(needle) }.map { $0 + 1 }
+    }
+}
+
+/// What the evidence fit refuses, and where it says so; what it writes, and that it writes all or nothing
+/// (Profiles/README.md "Evidence", "How the fit works").
+@Suite("Evidence checks and the fit's profiles")
+struct EvidenceCheckTests {
+    static let entry = EvidenceFitTests.entry
+
+    @Test("The tiny evidence folder loads")
+    func tinyFolderLoads() throws {
+        let fit = try TinyEvidence().load()
+        #expect(fit.entries.map(\.name) == ["phone"] && fit.plan.file.hasSuffix("Profiles/evidence/fit.yaml"))
+    }
+
+    @Test("A variant the scenario lacks is refused at the line of the entry that names it")
+    func missingVariantAtItsLine() throws {
+        let text = Self.entry + "\nratios:\n  - { claim: c, metric: saveLatency, statistic: max, label: importer, larger: \"phases.write.importer.objects=500\",\n      smaller: nope, value: 2 }"
+        let repo = try TinyEvidence(entries: ["phone.yaml": text])
+        let error = try #require(repo.error())
+        #expect(error.file == repo.folder.appendingPathComponent("phone.yaml").path && error.field == "ratios[0].smaller", "\(error)")
+        #expect(error.line == TinyEvidence.line(of: "smaller: nope", in: text) && error.message.contains("no variant named 'nope'"), "\(error)")
+    }
+
+    @Test("A missing scenario, or a scale key it does not take, is refused at the entry's scenario or scale line")
+    func scenarioErrorsAtTheEntry() throws {
+        let missing = Self.entry.replacingOccurrences(of: "Scenarios/evidence/x.yaml", with: "Scenarios/evidence/gone.yaml")
+        let repo = try TinyEvidence(entries: ["phone.yaml": missing])
+        let error = try #require(repo.error())
+        #expect(error.file.hasSuffix("Profiles/evidence/phone.yaml") && error.field == "scenario" && error.line == TinyEvidence.line(of: "scenario:", in: missing), "\(error)")
+        #expect(error.message.contains("gone.yaml") && error.message.contains("no such file"), "\(error)")
+
+        let badKey = Self.entry.replacingOccurrences(of: "scale: [phases.write.importer.objects]", with: "scale: [phases.write.importer.objects, phases.write.importer.nothing]")
+        let scaled = try #require(try TinyEvidence(entries: ["phone.yaml": badKey]).error())
+        #expect(scaled.field == "scale[1]" && scaled.line == TinyEvidence.line(of: "scale:", in: badKey), "\(scaled)")
+        #expect(scaled.message.contains("does not take phases.write.importer.nothing"), "\(scaled)")
+    }
+
+    static let derived = "derived:\n  - name: fast\n    from: phone-1\n    factor: 0.5\n    range: [0.4, 0.6]\n    description: d\n    source: s\n"
+
+    @Test("A fit entry whose device is the estimates or a derived profile is refused at its device line")
+    func fitDeviceIsNotEstimatesOrDerived() throws {
+        for device in ["estimates", "fast"] {
+            let text = Self.entry.replacingOccurrences(of: "device: phone-1", with: "device: \(device)")
+            let plan = TinyEvidence.plan + Self.derived.replacingOccurrences(of: "from: phone-1", with: "from: \(device == "fast" ? "phone-1" : "estimates")")
+            let error = try #require(try TinyEvidence(plan: plan, entries: ["phone.yaml": text]).error())
+            #expect(error.file.hasSuffix("phone.yaml") && error.field == "device" && error.line == TinyEvidence.line(of: "device:", in: text), "\(error)")
+            #expect(error.message.contains(device == "fast" ? "is derived in" : "is the estimates profile"), "\(error)")
+        }
+    }
+
+    @Test("A derived profile from a device no fit entry measures is refused when the plan loads, at fit.yaml's from line")
+    func derivedFromUnmeasuredDevice() throws {
+        let plan = TinyEvidence.plan + Self.derived.replacingOccurrences(of: "from: phone-1", with: "from: phone-9")
+        let repo = try TinyEvidence(plan: plan)
+        let error = try #require(repo.error())
+        #expect(error.file == repo.folder.appendingPathComponent("fit.yaml").path && error.field == "derived[0].from", "\(error)")
+        #expect(error.line == TinyEvidence.line(of: "from: phone-9", in: plan) && error.message.contains("no fit entry measures"), "\(error)")
+    }
+
+    @Test("An evidence file that is not a file says it is an evidence entry or the evidence plan")
+    func readErrorsNameTheKindOfFile() throws {
+        let repo = try TinyEvidence()
+        let folder = repo.directory.file("folder.yaml").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let entry = #expect(throws: ScenarioError.self) { try EvidenceLoader.entry(file: folder) }
+        #expect(entry?.message == "is a folder, not an evidence entry file (give a .yaml file)")
+        let plan = #expect(throws: ScenarioError.self) { try EvidencePlan.load(file: folder) }
+        #expect(plan?.message == "is a folder, not an evidence plan file (give a .yaml file)")
+    }
+
+    @Test("An entry is judged under its device's profile file, the default only when there is none, and a broken one is an error")
+    func brokenProfileIsAnError() throws {
+        let repo = try TinyEvidence()
+        let fit = try repo.load()
+        let entry = try #require(fit.entries.first)
+        #expect(try fit.profile(for: entry, profiles: [:]).name == "estimates")
+        try repo.directory.write("Profiles/phone-1.yaml", "description: \"broken\"\ncosts: {}\n")
+        do {
+            _ = try fit.profile(for: entry, profiles: [:])
+            Issue.record("a broken profile fell back to the default")
+        } catch let error as ScenarioError {
+            #expect(error.file.hasSuffix("Profiles/phone-1.yaml"), "\(error)")
+        }
+        #expect(try CostProfile.loadIfPresent("phone-2", root: repo.root) == nil)
+    }
+
+    static func deviceFit(_ scale: Double) -> EvidenceFit.DeviceFit {
+        EvidenceFit.DeviceFit(device: "phone-1", scales: [scale], standardErrors: [0], undetermined: [nil], together: [nil],
+                                     determinedCount: 1, deviceFactor: scale, points: [], relativeResidual: 0)
+    }
+
+    @Test("A fitted cost that is not a finite number of nanoseconds up to a second is refused, naming the profile and the operation", arguments: [Double.nan, .infinity, -1, 1e8])
+    func unwritableCostRefused(scale: Double) throws {
+        let fit = try TinyEvidence().load()
+        do {
+            _ = try fit.profileFile(Self.deviceFit(scale))
+            Issue.record("a factor of \(scale) was written")
+        } catch let error as WorkbenchError {
+            #expect(error.message.hasPrefix("profile phone-1: \(CostedOperation.allCases[0].name) would cost"), "\(error)")
+        }
+    }
+
+    @Test("Text from fit.yaml with quotes, backslashes, newlines and control characters writes a profile that reads back to it")
+    func profileTextIsEscaped() throws {
+        let fit = try TinyEvidence().load()
+        let odd = "a \"quoted\" C:\\path\nsecond line\u{7}\ttab"
+        let d = EvidencePlan.Derived(name: "fast", from: "phone-1", factor: 0.5, low: 0.4, high: 0.6, description: odd, source: odd)
+        let file = try fit.profileFile(d, from: Self.deviceFit(1))
+        let read = try CostProfile.parse(file.text, file: "fast.yaml", name: "fast")
+        #expect(read.description == odd && read.evidence?.hasSuffix("from \(odd)") == true && read.nanos == file.profile.nanos)
+        // Every line that is not a YAML key or a cost is a comment: the newline in the text did not end one.
+        for line in file.text.split(separator: "\n") {
+            #expect(line.hasPrefix("#") || line.hasPrefix("  ") || line.contains(": ") || line == "costs:", "\(line)")
+        }
+        #expect(file.text.contains("# Cost profile: a \"quoted\" C:\\path second line  tab\n"))
+    }
+
+    @Test("The fit writes every profile or none: one text that does not read back leaves the folder as it was")
+    func writesAllOrNothing() throws {
+        let repo = try TinyEvidence()
+        let fit = try repo.load()
+        let good = try fit.profileFile(Self.deviceFit(1))
+        var bad = good
+        bad.name = "broken"
+        bad.text = good.text.replacingOccurrences(of: "ns: 100,", with: "ns: many,")
+        let out = repo.directory.file("out")
+        try repo.directory.write("out/phone-1.yaml", "kept\n")
+        do {
+            _ = try EvidenceFit.write([good, bad], to: out)
+            Issue.record("a profile that does not read back was written")
+        } catch let error as WorkbenchError {
+            #expect(error.message.hasPrefix("profile broken: the text the fit made does not read back") && error.message.contains("costs."), "\(error)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path) == ["phone-1.yaml"])
+        #expect(try String(contentsOf: out.appendingPathComponent("phone-1.yaml"), encoding: .utf8) == "kept\n")
+
+        let written = try EvidenceFit.write([good], to: out)
+        let reread = try CostProfile.load(file: written[0])
+        #expect(written.map(\.lastPathComponent) == ["phone-1.yaml"] && reread.nanos == good.profile.nanos)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path) == ["phone-1.yaml"])
     }
 }

@@ -336,4 +336,19 @@ struct SyntheticLog {
         let evidence = try bench(["fit"], in: ws.url)
         #expect(evidence.status == 2 && evidence.stderr.contains("Profiles/evidence/fit.yaml"), "\(evidence.stderr)")
     }
+
+    @Test("fit refuses the options of the other mode rather than ignore them, before reading anything")
+    func fitRefusesOtherModesOptions() throws {
+        let ws = try TemporaryDirectory("fit-cli-modes")
+        try ws.write("device.log", SyntheticLog.known(.unified).text)
+        for options in [["--device", "Phone"], ["--out", "x.yaml"], ["--base", "estimates"], ["--force"]] {
+            let run = try bench(["fit"] + options, in: ws.url)
+            #expect(run.status == 2 && run.stderr.contains("\(options[0]): only with --sqldebug LOG"), "\(options): \(run.stderr)")
+        }
+        for options in [["--dry-run"], ["--profiles", "Out"], ["--evidence", "Evidence"], ["--progress"]] {
+            let run = try bench(["fit", "--sqldebug", "device.log", "--device", "Phone"] + options, in: ws.url)
+            #expect(run.status == 2 && run.stderr.contains("\(options[0]): only without --sqldebug"), "\(options): \(run.stderr)")
+        }
+        #expect(ws.tree() == ["device.log"])
+    }
 }

@@ -1,5 +1,30 @@
 import Foundation
 
+/// Where a value stands in an evidence file (the key path, line and column), so a check made after loading (against
+/// the entry's scenario, against the fit plan) points at it.
+public struct EvidencePlace: Sendable, Equatable {
+    public var field: String
+    public var line: Int?
+    public var column: Int?
+
+    init(_ node: Reader.Node) {
+        field = node.path
+        line = node.tree.position?.line
+        column = node.tree.position?.column
+    }
+
+    public init(field: String, line: Int? = nil, column: Int? = nil) {
+        self.field = field
+        self.line = line
+        self.column = column
+    }
+
+    /// An error at this place of `file`.
+    public func fail(_ file: String, _ message: String) -> ScenarioError {
+        ScenarioError(file: file, line: line, column: column, field: field, message: message)
+    }
+}
+
 /// One published measurement of Core Data on a device (`Profiles/evidence/<name>.yaml`, Profiles/README.md
 /// "Evidence"): where it comes from, what was measured, each figure with its unit, how it was read, whether the fit
 /// may see it, and the scenario variant and metric that reproduce it.
@@ -30,6 +55,8 @@ public struct EvidenceEntry: Sendable, Equatable {
         /// The published value, in `unit`.
         public var value: Double
         public var unit: Unit
+        /// Where `variant` is written.
+        public var variantAt: EvidencePlace? = nil
     }
 
     /// A published ratio between two variants' figures (`larger` / `smaller`), compared with ours.
@@ -39,6 +66,9 @@ public struct EvidenceEntry: Sendable, Equatable {
         public var larger: String
         public var smaller: String
         public var value: Double
+        /// Where `larger` and `smaller` are written.
+        public var largerAt: EvidencePlace? = nil
+        public var smallerAt: EvidencePlace? = nil
     }
 
     /// An ordering the source shows: `larger`'s metric is at least `factor` times `smaller`'s.
@@ -48,6 +78,9 @@ public struct EvidenceEntry: Sendable, Equatable {
         public var larger: String
         public var smaller: String
         public var factor: Double
+        /// Where `larger` and `smaller` are written.
+        public var largerAt: EvidencePlace? = nil
+        public var smallerAt: EvidencePlace? = nil
     }
 
     /// A unit a published figure is given in, and its factor to the metric's own unit.
@@ -56,6 +89,19 @@ public struct EvidenceEntry: Sendable, Equatable {
 
         /// Whether figures in this unit are times (fitted and held to the fit) rather than sizes.
         public var isTime: Bool { [.s, .ms, .us].contains(self) }
+
+        /// Why a figure in this unit cannot stand for `reference`, or nil when it can: a time unit goes on a
+        /// duration of a metric measured in time, a size unit on a metric measured in bytes.
+        public func mismatch(_ reference: Reference) -> String? {
+            let (kind, metrics) = isTime ? ("a time", MetricCatalog.timeMetrics) : ("a size", MetricCatalog.sizeMetrics)
+            guard metrics.contains(reference.metric) else {
+                return "\(rawValue) is \(kind) unit and \(reference.metric) is not measured in \(isTime ? "time" : "bytes"); \(kind) unit goes on \(metrics.sorted().joined(separator: ", "))"
+            }
+            guard reference.statistic != "count" else {
+                return "\(rawValue) is \(kind) unit and the count of \(reference.metric) is a number of events: use another statistic (max, p50, mean, …)"
+            }
+            return nil
+        }
 
         /// The value in the unit a run reports for the same kind of quantity: milliseconds for times, bytes for
         /// sizes (MB as 10^6 bytes, as the sources write them).
@@ -96,6 +142,10 @@ public struct EvidenceEntry: Sendable, Equatable {
     public var figures: [Figure]
     public var ratios: [Ratio]
     public var directions: [Direction]
+    /// Where `device`, `scenario` and each `scale` key are written.
+    public var deviceAt: EvidencePlace? = nil
+    public var scenarioAt: EvidencePlace? = nil
+    public var scaleAt: [EvidencePlace] = []
 
     /// Whether the entry has figures the fit and the test hold to a ratio (times).
     public var isTimed: Bool { figures.contains { $0.unit.isTime } }
@@ -119,7 +169,7 @@ public enum EvidenceLoader {
     }
 
     public static func entry(file: String) throws -> EvidenceEntry {
-        try entry(text: try ScenarioLoader.readScenarioText(file), file: file)
+        try entry(text: try ScenarioLoader.readScenarioText(file, what: "evidence entry"), file: file)
     }
 
     public static func entry(text: String, file: String) throws -> EvidenceEntry {
@@ -149,19 +199,37 @@ public enum EvidenceLoader {
             let valueNode = r.child(n, "value")!
             let value = try r.double(valueNode, min: 0)
             guard value > 0 else { throw r.fail(valueNode, "a published figure is more than 0") }
-            return EvidenceEntry.Figure(name: try r.string(r.child(n, "name")!), variant: try r.string(r.child(n, "variant")!),
-                                        size: try r.child(n, "size").map { try r.int($0, min: 1, max: 100_000_000) }, of: try reference(n), value: value, unit: try r.choice(r.child(n, "unit")!, EvidenceEntry.Unit.self))
+            let of = try reference(n)
+            let unitNode = r.child(n, "unit")!
+            let unit = try r.choice(unitNode, EvidenceEntry.Unit.self)
+            if let mismatch = unit.mismatch(of) { throw r.fail(unitNode, mismatch) }
+            let variantNode = r.child(n, "variant")!
+            return EvidenceEntry.Figure(name: try r.string(r.child(n, "name")!), variant: try r.string(variantNode),
+                                        size: try r.child(n, "size").map { try r.int($0, min: 1, max: 100_000_000) }, of: of, value: value, unit: unit,
+                                        variantAt: EvidencePlace(variantNode))
         } ?? []
         let ratios = try r.child(root, "ratios").map(r.list)?.map { n -> EvidenceEntry.Ratio in
             _ = try r.keys(n, allowed: ["claim", "metric", "statistic", "label", "larger", "smaller", "value"], required: ["claim", "metric", "larger", "smaller", "value"])
-            return EvidenceEntry.Ratio(claim: try r.string(r.child(n, "claim")!), of: try reference(n), larger: try r.string(r.child(n, "larger")!),
-                                       smaller: try r.string(r.child(n, "smaller")!), value: try r.double(r.child(n, "value")!, min: 1e-9))
+            let (larger, smaller) = (r.child(n, "larger")!, r.child(n, "smaller")!)
+            return EvidenceEntry.Ratio(claim: try r.string(r.child(n, "claim")!), of: try reference(n), larger: try r.string(larger),
+                                       smaller: try r.string(smaller), value: try r.double(r.child(n, "value")!, min: 1e-9),
+                                       largerAt: EvidencePlace(larger), smallerAt: EvidencePlace(smaller))
         } ?? []
         let directions = try r.child(root, "directions").map(r.list)?.map { n -> EvidenceEntry.Direction in
             _ = try r.keys(n, allowed: ["claim", "metric", "statistic", "label", "larger", "smaller", "factor"], required: ["claim", "metric", "larger", "smaller"])
-            return EvidenceEntry.Direction(claim: try r.string(r.child(n, "claim")!), of: try reference(n), larger: try r.string(r.child(n, "larger")!),
-                                           smaller: try r.string(r.child(n, "smaller")!), factor: try r.child(n, "factor").map { try r.double($0, min: 0) } ?? 1)
+            let (larger, smaller) = (r.child(n, "larger")!, r.child(n, "smaller")!)
+            return EvidenceEntry.Direction(claim: try r.string(r.child(n, "claim")!), of: try reference(n), larger: try r.string(larger),
+                                           smaller: try r.string(smaller), factor: try r.child(n, "factor").map { try r.double($0, min: 0) } ?? 1,
+                                           largerAt: EvidencePlace(larger), smallerAt: EvidencePlace(smaller))
         } ?? []
+        let scenarioNode = r.child(root, "scenario")!
+        let scenario = try r.string(scenarioNode)
+        // The fit reads the scenario from the repository: a path that leaves it would run a file the evidence does
+        // not hold.
+        guard !scenario.isEmpty, !scenario.hasPrefix("/"), !scenario.split(separator: "/").contains("..") else {
+            throw r.fail(scenarioNode, "a scenario file relative to the repository and inside it (no leading /, no .. component), found '\(scenario)'")
+        }
+        let scaleNodes = try r.child(root, "scale").map(r.list) ?? []
         guard !(figures.isEmpty && ratios.isEmpty && directions.isEmpty) else {
             throw r.fail(root, "an entry needs figures, ratios or directions: what the source published")
         }
@@ -170,15 +238,20 @@ public enum EvidenceLoader {
             name: name, file: file, title: try field("title"), source: try field("source"), device: device,
             deviceName: try field("deviceName"), os: try field("os"), measured: try field("measured"),
             readFrom: try r.choice(r.child(read, "from")!, EvidenceEntry.ReadFrom.self), hand: try r.choice(r.child(read, "hand")!, EvidenceEntry.Hand.self),
-            role: try r.choice(r.child(root, "role")!, EvidenceEntry.Role.self), scenario: try field("scenario"),
+            role: try r.choice(r.child(root, "role")!, EvidenceEntry.Role.self), scenario: scenario,
             differences: try r.child(root, "differences").map(r.string) ?? "",
-            scale: try r.child(root, "scale").map { try r.list($0).map(r.string) } ?? [], figures: figures, ratios: ratios, directions: directions)
+            scale: try scaleNodes.map(r.string), figures: figures, ratios: ratios, directions: directions,
+            deviceAt: EvidencePlace(r.child(root, "device")!), scenarioAt: EvidencePlace(scenarioNode), scaleAt: scaleNodes.map(EvidencePlace.init))
     }
 
-    /// Checks that every variant an entry names is one of its scenario's (the scenario loaded from `root`).
+    /// Checks that every variant an entry names is one of its scenario's, pointing at the first place that names
+    /// one it lacks.
     public static func checkVariants(_ entry: EvidenceEntry, variants: [String]) throws {
-        for name in entry.variants where !variants.contains(name) {
-            throw ScenarioError(file: entry.file, field: "variant", message: "no variant named '\(name)' in \(entry.scenario); its variants are \(variants.joined(separator: ", "))")
+        let named: [(String, EvidencePlace?)] = entry.figures.map { ($0.variant, $0.variantAt) }
+            + entry.ratios.flatMap { [($0.larger, $0.largerAt), ($0.smaller, $0.smallerAt)] }
+            + entry.directions.flatMap { [($0.larger, $0.largerAt), ($0.smaller, $0.smallerAt)] }
+        for (name, place) in named where !variants.contains(name) {
+            throw (place ?? EvidencePlace(field: "variant")).fail(entry.file, "no variant named '\(name)' in \(entry.scenario); its variants are \(variants.joined(separator: ", "))")
         }
     }
 }

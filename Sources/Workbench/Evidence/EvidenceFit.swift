@@ -26,12 +26,20 @@ public final class EvidenceFit {
         let folder = root.appendingPathComponent(evidence, isDirectory: true)
         plan = try EvidencePlan.load(file: folder.appendingPathComponent("fit.yaml").path)
         entries = try EvidenceLoader.entries(in: folder)
+        try plan.check(entries)
         estimates = try CostProfile.load(plan.estimates, root: root)
         for entry in entries {
-            let variants = try scenarioVariants(entry.scenario, overrides: [])
+            // A scenario that does not load, or a scale key it does not take, is the entry's error: at its line.
+            let variants: [Scenario]
+            do { variants = try scenarioVariants(entry.scenario, overrides: []) } catch {
+                throw (entry.scenarioAt ?? EvidencePlace(field: "scenario")).fail(entry.file, "the scenario \(entry.scenario) does not load: \(error)")
+            }
             try EvidenceLoader.checkVariants(entry, variants: variants.map(\.variantName))
-            for key in entry.scale {
-                _ = try scenarioVariants(entry.scenario, overrides: ["\(key)=1"])
+            for (i, key) in entry.scale.enumerated() {
+                do { _ = try scenarioVariants(entry.scenario, overrides: ["\(key)=1"]) } catch {
+                    let place = entry.scaleAt.indices.contains(i) ? entry.scaleAt[i] : EvidencePlace(field: "scale")
+                    throw place.fail(entry.file, "the scenario \(entry.scenario) does not take \(key) (set to 1 to run a figure at another size): \(error)")
+                }
             }
         }
     }

@@ -27,6 +27,9 @@ public struct EvidencePlan: Sendable, Equatable {
         public var description: String
         /// Where the factor comes from (benchmark, version, both scores, addresses).
         public var source: String
+        /// Where `name` and `from` are written in the plan.
+        public var nameAt: EvidencePlace? = nil
+        public var fromAt: EvidencePlace? = nil
     }
 
     /// The profile of estimates (`Profiles/<estimates>.yaml`): every figure before the fit.
@@ -35,9 +38,11 @@ public struct EvidencePlan: Sendable, Equatable {
     public var derived: [Derived]
     /// The profile entries are judged against when their device has no profile of its own.
     public var defaultProfile: String
+    /// The plan's file, as it was given.
+    public var file: String = ""
 
     public static func load(file: String) throws -> EvidencePlan {
-        try load(text: try ScenarioLoader.readScenarioText(file), file: file)
+        try load(text: try ScenarioLoader.readScenarioText(file, what: "evidence plan"), file: file)
     }
 
     public static func load(text: String, file: String) throws -> EvidencePlan {
@@ -65,6 +70,9 @@ public struct EvidencePlan: Sendable, Equatable {
         guard missing.isEmpty else {
             throw r.fail(r.child(root, "parameters")!, "every operation belongs to a parameter; none has \(missing.joined(separator: ", "))")
         }
+        let estimatesNode = r.child(root, "estimates")!
+        let estimates = try r.string(estimatesNode)
+        var derivedNames: [String] = []
         let derived = try r.child(root, "derived").map(r.list)?.map { n -> Derived in
             _ = try r.keys(n, allowed: ["name", "from", "factor", "range", "description", "source"], required: ["name", "from", "factor", "range", "description", "source"])
             let factor = try r.double(r.child(n, "factor")!, min: 1e-3, max: 1e3)
@@ -72,11 +80,43 @@ public struct EvidencePlan: Sendable, Equatable {
             guard range.count == 2 else { throw r.fail(r.child(n, "range")!, "expected [low, high]") }
             let (low, high) = (try r.double(range[0], min: 1e-3), try r.double(range[1], min: 1e-3))
             guard low <= factor, factor <= high else { throw r.fail(r.child(n, "range")!, "the range must hold the factor \(factor)") }
-            return Derived(name: try r.string(r.child(n, "name")!), from: try r.string(r.child(n, "from")!), factor: factor, low: low, high: high,
-                           description: try r.string(r.child(n, "description")!), source: try r.string(r.child(n, "source")!))
+            let (nameNode, fromNode) = (r.child(n, "name")!, r.child(n, "from")!)
+            let name = try r.string(nameNode)
+            // The fit writes `Profiles/<name>.yaml`: a name that is not a profile name, or that another profile of
+            // the fit already has, would write somewhere else or over it.
+            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+                throw r.fail(nameNode, "a profile name: letters, digits, - and _, found '\(name)'")
+            }
+            guard name != estimates else { throw r.fail(nameNode, "\(name) is the estimates profile: a derived profile would overwrite it") }
+            guard !derivedNames.contains(name) else { throw r.fail(nameNode, "\(name) is derived twice: each derived profile has one name") }
+            derivedNames.append(name)
+            return Derived(name: name, from: try r.string(fromNode), factor: factor, low: low, high: high,
+                           description: try r.string(r.child(n, "description")!), source: try r.string(r.child(n, "source")!),
+                           nameAt: EvidencePlace(nameNode), fromAt: EvidencePlace(fromNode))
         } ?? []
-        return EvidencePlan(estimates: try r.string(r.child(root, "estimates")!), parameters: parameters, derived: derived,
-                            defaultProfile: try r.string(r.child(root, "default")!))
+        return EvidencePlan(estimates: estimates, parameters: parameters, derived: derived,
+                            defaultProfile: try r.string(r.child(root, "default")!), file: file)
+    }
+
+    /// Checks the plan against the entries before anything runs: a `fit` entry's device is the profile the fit
+    /// writes for it, so it is neither the estimates nor a derived profile; a derived profile comes from a device
+    /// that `fit` entries measure and is not one of them.
+    public func check(_ entries: [EvidenceEntry]) throws {
+        let fitted = entries.filter { $0.role == .fit }
+        for entry in fitted {
+            let place = entry.deviceAt ?? EvidencePlace(field: "device")
+            if entry.device == estimates {
+                throw place.fail(entry.file, "\(entry.device) is the estimates profile (\(file)): a fit entry names the device it measured, whose profile the fit writes")
+            }
+            if derived.contains(where: { $0.name == entry.device }) {
+                throw place.fail(entry.file, "\(entry.device) is derived in \(file), not fitted: a fit entry names the device it measured (make it a check entry to judge the derived profile)")
+            }
+        }
+        for d in derived {
+            guard fitted.contains(where: { $0.device == d.from }) else {
+                throw (d.fromAt ?? EvidencePlace(field: "derived")).fail(file, "\(d.name) is derived from \(d.from), which no fit entry measures")
+            }
+        }
     }
 
     /// The parameter an operation belongs to.

@@ -15,7 +15,18 @@ extension EvidenceFit {
         return "\(e.deviceName), \(e.os)"
     }
 
-    static func quoted(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\"", with: "'") + "\"" }
+    static func quoted(_ s: String) -> String { ProfileText.quoted(s) }
+
+    /// An operation's cost in a written profile: `value` rounded, refused (naming the profile and the
+    /// operation) unless it is a finite number of nanoseconds from 0 to ``CostProfile/maximumNanos``, what a
+    /// profile file may hold.
+    static func nanos(_ op: CostedOperation, _ value: Double, profile: String, how: String) throws -> UInt64 {
+        let ns = value.rounded()
+        guard ns.isFinite, ns >= 0, ns <= CostProfile.maximumNanos else {
+            throw WorkbenchError(.badInput, "profile \(profile): \(op.name) would cost \(ns) ns (\(how)): a cost is a finite number of nanoseconds from 0 to \(Int(CostProfile.maximumNanos)); no profile written")
+        }
+        return UInt64(ns)
+    }
 
     /// One line of a profile: `  op: { ns: N, estimated: B, source: "…" }`, aligned as the shipped files are.
     static func costLine(_ op: CostedOperation, ns: UInt64, estimated: Bool, source: String) -> String {
@@ -40,15 +51,16 @@ extension EvidenceFit {
     }
 
     /// The profile of a device fit, in the profile format (Profiles/README.md "Writing a profile").
-    public func profileFile(_ fit: DeviceFit) -> ProfileFile {
+    public func profileFile(_ fit: DeviceFit) throws -> ProfileFile {
         let label = deviceLabel(fit.device)
+        let comment = ProfileText.oneLine(label)
         let entryList = fit.entries.joined(separator: ", ")
-        var text = "# Cost profile: \(label), written by `ambar-bench fit` from Profiles/evidence/ (Profiles/README.md \"How the fit works\").\n"
+        var text = "# Cost profile: \(comment), written by `ambar-bench fit` from Profiles/evidence/ (Profiles/README.md \"How the fit works\").\n"
         text += "# Do not edit: change the evidence or Profiles/\(plan.estimates).yaml and run `ambar-bench fit` again.\n"
         text += "# Each figure is its estimate (Profiles/\(plan.estimates).yaml) times its parameter's factor:\n"
         for (g, p) in plan.parameters.enumerated() {
             let how = fit.undetermined[g].map { "not determined (\($0)): \(factorText(fit, g))" } ?? "fitted"
-            text += "#   \(p.name) × \(String(format: "%.4f", fit.scales[g])) (\(how))\n"
+            text += "#   \(ProfileText.oneLine(p.name)) × \(String(format: "%.4f", fit.scales[g])) (\(ProfileText.oneLine(how)))\n"
         }
         text += "description: \(Self.quoted("\(label): Core Data's costs fitted to published measurements on that device."))\n"
         text += "device: \(Self.quoted(label))\n"
@@ -60,7 +72,8 @@ extension EvidenceFit {
         profile.name = fit.device
         for op in CostedOperation.allCases {
             let g = plan.parameter(of: op)
-            let ns = UInt64((Double(estimates.nanos[op.rawValue]) * fit.scales[g]).rounded())
+            let ns = try Self.nanos(op, Double(estimates.nanos[op.rawValue]) * fit.scales[g], profile: fit.device,
+                                    how: "the estimate \(estimates.nanos[op.rawValue]) ns × \(plan.parameters[g].name)'s factor \(fit.scales[g])")
             profile.nanos[op.rawValue] = ns
             let estimate = "the estimate \(estimates.nanos[op.rawValue]) ns (\(estimates.sources[op.name] ?? "no source"))"
             let source = fit.undetermined[g] == nil
@@ -72,12 +85,12 @@ extension EvidenceFit {
     }
 
     /// A derived profile: `from`'s fit times the device factor.
-    public func profileFile(_ d: EvidencePlan.Derived, from fit: DeviceFit) -> ProfileFile {
+    public func profileFile(_ d: EvidencePlan.Derived, from fit: DeviceFit) throws -> ProfileFile {
         let label = deviceLabel(fit.device)
-        var text = "# Cost profile: \(d.description)\n"
+        var text = "# Cost profile: \(ProfileText.oneLine(d.description))\n"
         text += "# Written by `ambar-bench fit` (Profiles/README.md \"How the fit works\", \"The default profile\"); do not edit: change\n"
         text += "# Profiles/evidence/fit.yaml or the evidence and run it again. Every figure is \(fit.device)'s times \(d.factor)\n"
-        text += "# (range \(d.low)-\(d.high)): \(d.source)\n"
+        text += "# (range \(d.low)-\(d.high)): \(ProfileText.oneLine(d.source))\n"
         text += "description: \(Self.quoted(d.description))\n"
         text += "device: \(Self.quoted("derived from \(label) by a device factor of \(d.factor) (range \(d.low)-\(d.high))"))\n"
         text += "writtenBy: \"ambar-bench fit\"\n"
@@ -89,7 +102,8 @@ extension EvidenceFit {
         for op in CostedOperation.allCases {
             let g = plan.parameter(of: op)
             let base = Double(estimates.nanos[op.rawValue]) * fit.scales[g]
-            let ns = UInt64((base * d.factor).rounded())
+            let ns = try Self.nanos(op, base * d.factor, profile: d.name,
+                                    how: "the estimate \(estimates.nanos[op.rawValue]) ns × \(plan.parameters[g].name)'s factor \(fit.scales[g]) on \(fit.device) × \(d.factor)")
             profile.nanos[op.rawValue] = ns
             let source = "\(fit.device)'s \(Int(base.rounded())) ns × \(d.factor) (device factor; \(plan.parameters[g].name) × \(String(format: "%.4f", fit.scales[g]))\(fit.undetermined[g] == nil ? " fitted" : " NOT determined there") of the estimate \(estimates.nanos[op.rawValue]) ns)"
             text += Self.costLine(op, ns: ns, estimated: true, source: source)
@@ -99,13 +113,53 @@ extension EvidenceFit {
 
     /// Every profile the fit writes: one per device with `fit` entries, then the derived ones.
     public func profileFiles(_ fits: [DeviceFit]) throws -> [ProfileFile] {
-        var files = fits.map(profileFile)
+        var files = try fits.map(profileFile)
         for d in plan.derived {
             guard let fit = fits.first(where: { $0.device == d.from }) else {
-                throw WorkbenchError(.badInput, "Profiles/evidence/fit.yaml: \(d.name) is derived from \(d.from), which no fit entry measures")
+                throw (d.fromAt ?? EvidencePlace(field: "derived")).fail(plan.file, "\(d.name) is derived from \(d.from), which no fit entry measures")
             }
-            files.append(profileFile(d, from: fit))
+            files.append(try profileFile(d, from: fit))
         }
         return files
+    }
+
+    /// Writes `files` to `folder` as `<name>.yaml`, all or none: every text is first read back as a profile (it
+    /// must parse, and give the costs it was made with), then each is written to a temporary file beside its
+    /// target, and only when all are written are they moved into place. A failure writes nothing and names the
+    /// profile. Returns the files written, in order.
+    public static func write(_ files: [ProfileFile], to folder: URL) throws -> [URL] {
+        var names: Set<String> = []
+        for file in files {
+            guard names.insert(file.name).inserted else { throw WorkbenchError(.badInput, "profile \(file.name) is written twice by one fit") }
+            let url = folder.appendingPathComponent("\(file.name).yaml")
+            let read: CostProfile
+            do { read = try CostProfile.parse(file.text, file: url.path, name: file.name) } catch {
+                throw WorkbenchError(.badInput, "profile \(file.name): the text the fit made does not read back (\(error)); no profile written")
+            }
+            if let op = CostedOperation.allCases.first(where: { read.nanos[$0.rawValue] != file.profile.nanos[$0.rawValue] }) {
+                throw WorkbenchError(.badInput, "profile \(file.name): \(op.name) reads back as \(read.nanos[op.rawValue]) ns, not the \(file.profile.nanos[op.rawValue]) ns fitted; no profile written")
+            }
+        }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var staged: [(temporary: URL, target: URL)] = []
+        do {
+            for file in files {
+                let target = folder.appendingPathComponent("\(file.name).yaml")
+                let temporary = folder.appendingPathComponent(".\(file.name).yaml.\(UUID().uuidString).tmp")
+                staged.append((temporary, target))
+                try Data(file.text.utf8).write(to: temporary)
+            }
+        } catch {
+            for s in staged { try? FileManager.default.removeItem(at: s.temporary) }
+            throw WorkbenchError(.badInput, "cannot write the profiles to \(folder.path) (\(error.localizedDescription)); no profile written")
+        }
+        for s in staged {
+            guard rename(s.temporary.path, s.target.path) == 0 else {
+                let reason = String(cString: strerror(errno))
+                for rest in staged { try? FileManager.default.removeItem(at: rest.temporary) }
+                throw WorkbenchError(.badInput, "cannot move \(s.temporary.path) to \(s.target.path) (\(reason))")
+            }
+        }
+        return staged.map(\.target)
     }
 }

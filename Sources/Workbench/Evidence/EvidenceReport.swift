@@ -38,10 +38,11 @@ extension EvidenceFit {
         public var directions: [DirectionRow] = []
     }
 
-    /// The profile an entry is judged with: its device's, else the plan's default.
+    /// The profile an entry is judged with: its device's, else (when its device has no profile file) the plan's
+    /// default. A profile file that exists but does not load is an error naming it.
     public func profile(for entry: EvidenceEntry, profiles: [String: CostProfile]) throws -> CostProfile {
         if let p = profiles[entry.device] { return p }
-        if let p = try? CostProfile.load(entry.device, root: root) { return p }
+        if let p = try CostProfile.loadIfPresent(entry.device, root: root) { return p }
         return try profiles[plan.defaultProfile] ?? CostProfile.load(plan.defaultProfile, root: root)
     }
 

@@ -24,6 +24,15 @@ public enum MetricCatalog {
         // `saveParents: false`: what the parents of background children hold unsaved at the end.
         "unsavedObjects",
     ]).union(QueueCounters.metricNames)
+    /// Metrics the runner reports as times (milliseconds; `runTime` in seconds): their statistics other than
+    /// `count` are durations, what a published time may stand for.
+    public static let timeMetrics: Set<String> = [
+        "saveLatency", "mergeLatency", "fetchLatency", "mainBusy", "mainBlocked", "mainStall", "migrationTime", "runTime", "costedTime",
+    ]
+    /// Metrics the runner reports in bytes: what a published size may stand for.
+    public static let sizeMetrics: Set<String> = [
+        "memoryAllocated", "memoryResident", "sqliteMemory", "walSize", "threadAllocated", "threadFreed",
+    ]
     public static let statistics = ["count", "p50", "p90", "p99", "p99.9", "max", "mean", "value", "total", "peak"]
     /// Counters that are the same for the same scenario and seed on any machine (the CI gate is exact on them):
     /// what was written, and what the merges cost the view context (registry entries examined, objects

@@ -21,28 +21,32 @@ public enum ScenarioLoader {
     /// The largest scenario file read (issue 20 item 3): scenarios are small; a bigger file is refused unread.
     public static let maximumFileBytes = 1 << 20
 
-    /// A scenario file's text, or an error that says what the path is instead (a folder, a device, a missing or
-    /// unreadable file, binary data, a file too big to be a scenario).
-    static func readScenarioText(_ file: String) throws -> String {
+    /// A scenario file's text (or, as `what` says, another YAML file's: an evidence entry, the evidence plan), or
+    /// an error that says what the path is instead (a folder, a device, a missing or unreadable file, binary data, a
+    /// file too big to be one).
+    static func readScenarioText(_ file: String, what: String = "scenario") throws -> String {
         func refuse(_ message: String) -> ScenarioError { ScenarioError(file: file, field: "", message: message) }
+        let one = ("aeiou".contains(what.prefix(1)) ? "an " : "a ") + what
         let attributes: [FileAttributeKey: Any]
         do { attributes = try FileManager.default.attributesOfItem(atPath: (file as NSString).resolvingSymlinksInPath) } catch {
-            throw refuse(FileManager.default.fileExists(atPath: file) ? "cannot read the scenario file (\(error.localizedDescription))" : "no such file")
+            throw refuse(FileManager.default.fileExists(atPath: file) ? "cannot read the \(what) file (\(error.localizedDescription))" : "no such file")
         }
         switch attributes[.type] as? FileAttributeType {
         case .typeRegular?: break
-        case .typeDirectory?: throw refuse("is a folder, not a scenario file (give a .yaml file; `ambar-bench list FOLDER` lists a folder's)")
+        case .typeDirectory?:
+            let hint = what == "scenario" ? "; `ambar-bench list FOLDER` lists a folder's" : ""
+            throw refuse("is a folder, not \(one) file (give a .yaml file\(hint))")
         case .typeSymbolicLink?: throw refuse("is a symbolic link that leads nowhere readable (a loop, or a missing target)")
         default: throw refuse("is not a regular file (a device, a pipe or a socket): give a .yaml file")
         }
         if let size = (attributes[.size] as? NSNumber)?.intValue, size > maximumFileBytes {
-            throw refuse("is \(size) bytes: a scenario file is at most \(maximumFileBytes) bytes (1 MiB)")
+            throw refuse("is \(size) bytes: \(one) file is at most \(maximumFileBytes) bytes (1 MiB)")
         }
         guard FileManager.default.isReadableFile(atPath: file), let data = FileManager.default.contents(atPath: file) else {
             throw refuse("cannot be read (permission denied)")
         }
         guard let text = String(data: data, encoding: .utf8), !text.contains("\0") else {
-            throw refuse("is not UTF-8 text (a binary file?): a scenario is a YAML text file")
+            throw refuse("is not UTF-8 text (a binary file?): \(one) is a YAML text file")
         }
         return text
     }

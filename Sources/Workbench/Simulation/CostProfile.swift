@@ -54,13 +54,14 @@ public struct CostProfile: Sendable, Equatable {
         return nil
     }
 
-    static func load(_ name: String, root: URL, depth: Int) throws -> CostProfile {
-        if name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.contains("/") {
-            return try load(file: URL(fileURLWithPath: name, relativeTo: root).standardizedFileURL)
-        }
-        guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
-            throw WorkbenchError(.badInput, "profile name \(name.debugDescription): use letters, digits, - and _, or give a .yaml file")
-        }
+    /// The profile named `name` as ``load(_:root:)`` finds it, or nil when no file of that name exists anywhere it
+    /// looks. A file that exists but does not load is an error naming it, never nil.
+    public static func loadIfPresent(_ name: String, root: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)) throws -> CostProfile? {
+        try find(name, root: root, depth: 0)
+    }
+
+    /// The folders a profile name is looked up in, in order.
+    static func directories(root: URL) -> [URL] {
         var directories = [root.appendingPathComponent("Profiles", isDirectory: true)]
         if let path = ProcessInfo.processInfo.environment["AMBAR_PROFILE_PATH"] {
             directories += path.split(separator: ":").map { URL(fileURLWithPath: String($0), isDirectory: true) }
@@ -70,7 +71,27 @@ public struct CostProfile: Sendable, Equatable {
             ancestor = ancestor.deletingLastPathComponent()
             directories.append(ancestor.appendingPathComponent("Profiles", isDirectory: true))
         }
-        for directory in directories {
+        return directories
+    }
+
+    static func load(_ name: String, root: URL, depth: Int) throws -> CostProfile {
+        if let profile = try find(name, root: root, depth: depth) { return profile }
+        if name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.contains("/") {
+            return try load(file: URL(fileURLWithPath: name, relativeTo: root).standardizedFileURL)
+        }
+        throw WorkbenchError(.badInput, "no cost profile \(name) in \(directories(root: root).map(\.path).joined(separator: ", ")) (run from the repository, set AMBAR_PROFILE_PATH, or give a .yaml file)")
+    }
+
+    /// The profile `name` stands for, or nil when its file does not exist.
+    static func find(_ name: String, root: URL, depth: Int) throws -> CostProfile? {
+        if name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.contains("/") {
+            let file = URL(fileURLWithPath: name, relativeTo: root).standardizedFileURL
+            return FileManager.default.fileExists(atPath: file.path) ? try load(file: file) : nil
+        }
+        guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+            throw WorkbenchError(.badInput, "profile name \(name.debugDescription): use letters, digits, - and _, or give a .yaml file")
+        }
+        for directory in directories(root: root) {
             let file = directory.appendingPathComponent("\(name).yaml")
             guard FileManager.default.fileExists(atPath: file.path) else { continue }
             // A file of `alias: NAME` stands for another profile of the same folder, under its old name.
@@ -87,7 +108,7 @@ public struct CostProfile: Sendable, Equatable {
             }
             return try load(file: file)
         }
-        throw WorkbenchError(.badInput, "no cost profile \(name) in \(directories.map(\.path).joined(separator: ", ")) (run from the repository, set AMBAR_PROFILE_PATH, or give a .yaml file)")
+        return nil
     }
 
     /// Reads and checks a profile file: every operation named once, each cost a finite number of nanoseconds

@@ -168,27 +168,27 @@ public struct SQLDebugProfileFit: Sendable {
     /// profile"). `command` is the command line that wrote it.
     public func yaml(base: CostProfile, device: String, command: String) -> String {
         let timed = timings.transactions.filter { $0.nanoseconds != nil }.count
-        var text = "# Cost profile written by `\(Self.oneLine(command))` from the Core Data SQL debug log \(Self.oneLine(log))\n"
-        text += "# captured on \(Self.oneLine(device)): \(holdings) (\(timed) timed), \(plural(timings.setAside.count, "line", "lines")) set aside.\n"
+        var text = "# Cost profile written by `\(ProfileText.oneLine(command))` from the Core Data SQL debug log \(ProfileText.oneLine(log))\n"
+        text += "# captured on \(ProfileText.oneLine(device)): \(holdings) (\(timed) timed), \(plural(timings.setAside.count, "line", "lines")) set aside.\n"
         text += "# Determined by the log (estimated: false): \(determined.map(\.operation).joined(separator: ", ")).\n"
         text += "# Every other figure is \(base.name)'s (estimated: true).\n"
         let undetermined = figures.filter { $0.nanoseconds == nil }
         if !undetermined.isEmpty { text += "# The log did not determine:\n" }
-        for f in undetermined { text += "#   \(f.operation): \(Self.oneLine(f.why))\n" }
+        for f in undetermined { text += "#   \(f.operation): \(ProfileText.oneLine(f.why))\n" }
         text += "# Docs/calibration.md \"Fitting a profile to your device's SQL debug log\".\n"
-        text += "description: \(Self.quoted("Core Data on \(device): fetch and save costs fitted to its SQL debug log \(log) (\(holdings)) by ambar-bench fit --sqldebug; every other figure is \(base.name)'s."))\n"
-        text += "device: \(Self.quoted(device))\n"
-        text += "writtenBy: \(Self.quoted(command))\n"
-        text += "fittedTo: \(Self.quoted("\(holdings) (\(timed) timed) in the Core Data SQL debug log \(log), captured on \(device)"))\n"
+        text += "description: \(ProfileText.quoted("Core Data on \(device): fetch and save costs fitted to its SQL debug log \(log) (\(holdings)) by ambar-bench fit --sqldebug; every other figure is \(base.name)'s."))\n"
+        text += "device: \(ProfileText.quoted(device))\n"
+        text += "writtenBy: \(ProfileText.quoted(command))\n"
+        text += "fittedTo: \(ProfileText.quoted("\(holdings) (\(timed) timed) in the Core Data SQL debug log \(log), captured on \(device)"))\n"
         text += "costs:\n"
         for op in CostedOperation.allCases {
             let line: String
             if let f = figure(op.name), let ns = f.nanoseconds {
-                line = "{ ns: \(Int(ns.rounded())), estimated: false, source: \(Self.quoted(f.source)) }"
+                line = "{ ns: \(Int(ns.rounded())), estimated: false, source: \(ProfileText.quoted(f.source)) }"
             } else {
                 let attempted = figure(op.name).map { " (\($0.why))" } ?? ""
                 let baseSource = base.sources[op.name].map { ": \($0)" } ?? ""
-                line = "{ ns: \(base.cost(op)), estimated: true, source: \(Self.quoted("not determined by the log\(attempted): \(base.name)'s figure\(baseSource)")) }"
+                line = "{ ns: \(base.cost(op)), estimated: true, source: \(ProfileText.quoted("not determined by the log\(attempted): \(base.name)'s figure\(baseSource)")) }"
             }
             text += "  \(op.name): \(line)\n"
         }
@@ -254,31 +254,6 @@ public struct SQLDebugProfileFit: Sendable {
         }
         while out.last == "-" { out.removeLast() }
         return out.isEmpty ? nil : out
-    }
-
-    /// A YAML double-quoted scalar.
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value) {
-                    out += String(format: "\\u%04X", scalar.value)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
-
-    /// `s` fit for a comment line: control characters as spaces.
-    static func oneLine(_ s: String) -> String {
-        String(String.UnicodeScalarView(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F || (0x80..<0xA0).contains($0.value) ? " " : $0 }))
     }
 
     /// `1500000` as `1,500,000`.
