@@ -312,45 +312,23 @@ struct ReplayTests {
 /// sentence, after the run and at the top of the report, where the threshold is first missed.
 @Suite("Capacity knee (Docs/scenarios.md)", .serialized)
 struct KneeTests {
-    static let sweep = """
-        name: knee
-        seed: 17
-        stack:
-          topology: ambar
-        phases:
-          - name: seed
-            actors:
-              - importer: { objects: 100, chunkSize: 100 }
-          - name: run
-            actors:
-              - viewer: { visibleObjects: 20 }
-              - importer: { objects: 400, chunkSize: 100, updateFraction: 0.5 }
-          - name: verify
-        matrix:
-          phases.run.importer.chunkSize: [10, 50, 200]
-          phases.run.viewer.visibleObjects: [5, 20]
-        knee: { key: phases.run.importer.chunkSize, says: "mainBusy p99 first passes 0.8 ms" }
-        thresholds:
-          - { metric: mainBusy, statistic: p99, max: 0.8ms, fails: false }
-        """
-
     @Test("the knee is printed after the run and opens the report, computed from the variants' thresholds")
     func kneeSentence() throws {
         let ws = try TemporaryDirectory("workbench-knee")
-        try ws.write("knee.yaml", Self.sweep)
-        let run = try bench(["run", "knee.yaml", "--out", "out"], in: ws.url)
+        try ws.write("capacity-small.yaml", try Fixtures.text("capacity-small.yaml"))
+        let run = try bench(["run", "capacity-small.yaml", "--out", "out"], in: ws.url)
         #expect(run.status == 0, "stdout: \(run.stdout)\nstderr: \(run.stderr)")
-        let sentence = "mainBusy p99 first passes 0.8 ms at chunkSize 200 (visibleObjects 5 and 20): chunkSize 50 stays within."
+        let sentence = "mainBusy p99 first passes 1 ms at chunkSize 200 (visibleObjects 5 and 50): chunkSize 100 stays within."
         #expect(run.stdout.contains("\nknee: \(sentence)\n"), "\(run.stdout)")
-        let folder = try #require(CLITests.runFolders(ws, scenario: "knee").first)
-        let html = try String(contentsOf: ws.file("out/knee/\(folder)/report.html"), encoding: .utf8)
+        let folder = try #require(CLITests.runFolders(ws, scenario: "capacity").first)
+        let html = try String(contentsOf: ws.file("out/capacity/\(folder)/report.html"), encoding: .utf8)
         #expect(html.contains("<p class=\"knee\"><strong>\(sentence)</strong></p>"))
         // Above the ranking: the finding comes first.
         #expect(html.range(of: "class=\"knee\"")!.lowerBound < html.range(of: "<h2>")!.lowerBound)
 
         // Every variant past the limit: the smallest value tried already misses it.
-        let tight = try bench(["run", "knee.yaml", "--out", "tight", "-p", "thresholds[0].max=0.1ms", "-p", "matrix.phases.run.viewer.visibleObjects=[20]"], in: ws.url)
-        #expect(tight.stdout.contains("\nknee: mainBusy p99 first passes 0.8 ms at chunkSize 10, the smallest tried (visibleObjects 20).\n"), "\(tight.stdout)")
+        let tight = try bench(["run", "capacity-small.yaml", "--out", "tight", "-p", "thresholds[0].max=0.1ms", "-p", "matrix.phases.run.viewer.visibleObjects=[5]", "-p", "matrix.phases.run.importer.chunkSize=[50, 100]"], in: ws.url)
+        #expect(tight.stdout.contains("\nknee: mainBusy p99 first passes 1 ms at chunkSize 50, the smallest tried (visibleObjects 5).\n"), "\(tight.stdout)")
     }
 }
 
