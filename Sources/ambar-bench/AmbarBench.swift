@@ -131,6 +131,7 @@ func report(_ outcomes: [Suite.Outcome], reportsRoot: URL? = nil) -> Int32 {
             for e in ranking.entries { print("  \(e.place). \(e.sentence)") }
             for f in ranking.flags { print("  note: \(f.text)") }
         }
+        for sentence in outcome.knee { print("knee: \(sentence)") }
         for f in outcome.failures { print("FAILED: \(f)") }
         failed = failed || !outcome.failures.isEmpty
     }
@@ -375,7 +376,7 @@ struct Replay: ParsableCommand {
         abstract: "Re-run one simulated variant with a seed and print its interleaving up to a step: which queue ran what, at which virtual time.",
         discussion: "A finding in a report names its seed and step. The run is the same as the one that found it (simulated mode repeats exactly); every step up to --until is printed.")
     @Argument(help: "The scenario file.") var file: String
-    @Option(name: .long, help: "The seed (a report's finding names it).") var seed: UInt64
+    @Option(name: .long, help: "The seed, 0 to \(UInt64.max) (a report's finding names it).", transform: Replay.seed) var seed: UInt64
     @Option(name: .long, help: "Print the steps up to this one.") var until: Int
     @Option(name: .long, help: "Which variant (its name in the report, e.g. stack.topology=nested); default the first.") var variant: String?
     @Option(name: .short, help: "Override a key: -p key=value (repeatable).") var p: [String] = []
@@ -403,6 +404,14 @@ struct Replay: ParsableCommand {
             print("oracle: \(result.oracle.summary)")
             return 0
         }
+    }
+}
+
+extension Replay {
+    /// A seed from the command line: an integer too large for a seed says the range, as a scenario's `seed:` does.
+    static func seed(_ text: String) throws -> UInt64 {
+        if let v = UInt64(text) { return v }
+        throw ValidationError(ScenarioLoader.isIntegerLiteral(text) ? "out of range (0 to \(UInt64.max)), found \(text)" : "expected an integer, found '\(text)'")
     }
 }
 

@@ -295,6 +295,41 @@ struct ReplayTests {
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("no variant named nosuch"))
     }
+
+    @Test("replay --seed takes the whole unsigned 64-bit range and names it for a seed past it")
+    func replaySeedRange() throws {
+        let ws = try CLITests.workspace()
+        let past = try bench(["replay", "tiny.yaml", "--seed", "18446744073709551616", "--until", "1"], in: ws.url)
+        #expect(past.status != 0)
+        #expect(past.stderr.contains("out of range (0 to 18446744073709551615), found 18446744073709551616"), "\(past.stderr)")
+        let largest = try bench(["replay", "tiny.yaml", "--seed", "18446744073709551615", "--until", "1", "-p", "phases.run.importer.objects=20"], in: ws.url)
+        #expect(largest.status == 0, "\(largest.stderr)")
+        #expect(largest.stdout.hasPrefix("replay tiny default seed 18446744073709551615 "))
+    }
+}
+
+/// A sweep's knee (Docs/scenarios.md "Top-level keys", `knee`): a scaled-down `Scenarios/capacity.yaml` says in a
+/// sentence, after the run and at the top of the report, where the threshold is first missed.
+@Suite("Capacity knee (Docs/scenarios.md)", .serialized)
+struct KneeTests {
+    @Test("the knee is printed after the run and opens the report, computed from the variants' thresholds")
+    func kneeSentence() throws {
+        let ws = try TemporaryDirectory("workbench-knee")
+        try ws.write("capacity-small.yaml", try Fixtures.text("capacity-small.yaml"))
+        let run = try bench(["run", "capacity-small.yaml", "--out", "out"], in: ws.url)
+        #expect(run.status == 0, "stdout: \(run.stdout)\nstderr: \(run.stderr)")
+        let sentence = "mainBusy p99 first passes 1 ms at chunkSize 200 (visibleObjects 5 and 50): chunkSize 100 stays within."
+        #expect(run.stdout.contains("\nknee: \(sentence)\n"), "\(run.stdout)")
+        let folder = try #require(CLITests.runFolders(ws, scenario: "capacity").first)
+        let html = try String(contentsOf: ws.file("out/capacity/\(folder)/report.html"), encoding: .utf8)
+        #expect(html.contains("<p class=\"knee\"><strong>\(sentence)</strong></p>"))
+        // Above the ranking: the finding comes first.
+        #expect(html.range(of: "class=\"knee\"")!.lowerBound < html.range(of: "<h2>")!.lowerBound)
+
+        // Every variant past the limit: the smallest value tried already misses it.
+        let tight = try bench(["run", "capacity-small.yaml", "--out", "tight", "-p", "thresholds[0].max=0.1ms", "-p", "matrix.phases.run.viewer.visibleObjects=[5]", "-p", "matrix.phases.run.importer.chunkSize=[50, 100]"], in: ws.url)
+        #expect(tight.stdout.contains("\nknee: mainBusy p99 first passes 1 ms at chunkSize 50, the smallest tried (visibleObjects 5).\n"), "\(tight.stdout)")
+    }
 }
 
 @Suite("Calibration (Docs/simulation.md: Calibrating a profile)", .serialized)

@@ -150,7 +150,7 @@ struct ScenarioValidationTests {
     @Test("an unknown key names its path and suggests the nearest key")
     func unknownKey() {
         #expect(message(Self.valid.replacingOccurrences(of: "name: valid", with: "nmae: valid")) ==
-            "bad.yaml:1:1: nmae: unknown key; expected one of name, description, seed, mode, profile, model, stack, phases, thresholds, objective, matrix, repeat (did you mean 'name'?)")
+            "bad.yaml:1:1: nmae: unknown key; expected one of name, description, seed, mode, profile, model, stack, phases, thresholds, objective, knee, matrix, repeat (did you mean 'name'?)")
         #expect(message(Self.valid.replacingOccurrences(of: "chunkSize: 50", with: "chunksize: 50")) ==
             "bad.yaml:7:35: phases.seed.importer.chunksize: unknown key; expected one of objects, chunkSize, updateFraction, deleteFraction, distribution, parallel, rate, reset, saveEvery, groups, groupParents, saveParents (did you mean 'chunkSize'?)")
         #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  mergePolicies: rollback")) ==
@@ -207,6 +207,49 @@ struct ScenarioValidationTests {
             "bad.yaml:8:29: phases.seed.viewer.readOnly: expected true or false, found 'maybe'")
         #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  singleCoordinator: {}")) ==
             "bad.yaml:4:22: stack.singleCoordinator: expected true or false, found a mapping")
+    }
+
+    @Test("a seed takes the whole unsigned 64-bit range; an integer beyond a key's range says the range, not the type")
+    func integerOutOfRange() throws {
+        let largest = Self.valid.replacingOccurrences(of: "name: valid", with: "name: valid\nseed: 18446744073709551615")
+        #expect(try ScenarioLoader.load(text: largest, file: "valid.yaml").variants.first?.seed == UInt64.max)
+        #expect(try ScenarioLoader.load(text: Self.valid, file: "valid.yaml", overrides: ["seed=18446744073709551615"]).variants.first?.seed == UInt64.max)
+        #expect(message(largest.replacingOccurrences(of: "18446744073709551615", with: "18446744073709551616")) ==
+            "bad.yaml:2:7: seed: out of range (0 to 18446744073709551615), found 18446744073709551616")
+        #expect(message(largest.replacingOccurrences(of: "18446744073709551615", with: "-1")) ==
+            "bad.yaml:2:7: seed: out of range (0 to 18446744073709551615), found -1")
+        #expect(message(Self.valid, overrides: ["seed=18446744073709551616"]) ==
+            "bad.yaml (-p seed=18446744073709551616): seed: out of range (0 to 18446744073709551615), found 18446744073709551616")
+        #expect(message(largest.replacingOccurrences(of: "18446744073709551615", with: "many")) == "bad.yaml:2:7: seed: expected an integer, found 'many'")
+        // Past Int's range the key's own bound is named.
+        #expect(message(Self.valid.replacingOccurrences(of: "objects: 100", with: "objects: 99999999999999999999")) ==
+            "bad.yaml:7:30: phases.seed.importer.objects: out of range (at most 100000000), found 99999999999999999999")
+        #expect(message(Self.valid.replacingOccurrences(of: "objects: 100", with: "objects: -99999999999999999999")) ==
+            "bad.yaml:7:30: phases.seed.importer.objects: out of range (at least 0), found -99999999999999999999")
+        #expect(message(Self.valid + "\n      - batch: { kind: delete, size: 99999999999999999999 }") ==
+            "bad.yaml:8:38: phases.seed.batch.size: out of range (at most 1000000), found 99999999999999999999")
+    }
+
+    @Test("a knee names a numeric matrix key and needs a threshold; a wrong one is refused at its line")
+    func kneeValidation() throws {
+        let sweep = Self.valid + """
+
+            matrix:
+              phases.seed.importer.chunkSize: [10, 50]
+            thresholds:
+              - { metric: mainBusy, max: 16.67ms, fails: false }
+            knee: { key: phases.seed.importer.chunkSize, says: "The main queue first misses a frame" }
+            """
+        let loaded = try ScenarioLoader.load(text: sweep, file: "valid.yaml")
+        #expect(loaded.variants.first?.knee == Knee(key: "phases.seed.importer.chunkSize", says: "The main queue first misses a frame"))
+        #expect(message(sweep.replacingOccurrences(of: "key: phases.seed.importer.chunkSize", with: "key: phases.seed.importer.objects")) ==
+            "bad.yaml:12:14: knee.key: expected a matrix key (phases.seed.importer.chunkSize), found 'phases.seed.importer.objects'")
+        #expect(message(sweep.replacingOccurrences(of: "[10, 50]", with: "[10, many]")) ==
+            "bad.yaml:9:40: matrix.phases.seed.importer.chunkSize[1]: a knee's key takes numbers, found 'many'")
+        #expect(message(sweep.replacingOccurrences(of: "  - { metric: mainBusy, max: 16.67ms, fails: false }", with: "  []").replacingOccurrences(of: "thresholds:\n", with: "thresholds:")) ==
+            "bad.yaml:11:7: knee: a knee is where the thresholds are first missed: add a threshold")
+        #expect(message(Self.valid + "\nthresholds: [{ metric: mainBusy, max: 1ms }]\nknee: { key: phases.seed.importer.chunkSize }") ==
+            "bad.yaml:9:14: knee.key: a knee sweeps a matrix key, and this scenario has no matrix")
     }
 
     @Test("an impossible value is refused before the run")

@@ -48,6 +48,7 @@ enum HTMLReport {
         if let interrupted = manifest.interrupted {
             html += "<p class=\"bad\">Not every variant ran: \(escape(interrupted)). This report holds the \(results.count) variant run(s) that finished.</p>\n"
         }
+        for sentence in manifest.kneeSentences(results) { html += "<p class=\"knee\"><strong>\(escape(sentence))</strong></p>\n" }
         html += rankingSection(manifest.ranking(results))
         html += modeSection(results, manifest: manifest)
 

@@ -17,6 +17,11 @@ public struct Manifest: Sendable, Codable, Equatable {
     public var interrupted: String? = nil
     /// The scenario's objective (nil in folders written before it existed: the default applies).
     public var objective: [ObjectiveCriterion]? = nil
+    /// The scenario's `knee:` (nil when it declares none).
+    public var knee: Knee? = nil
+
+    /// Where the sweep's thresholds are first missed (Docs/scenarios.md "knee"), a sentence per edge.
+    public func kneeSentences(_ results: [VariantResult]) -> [String] { knee?.sentences(results) ?? [] }
 
     /// The variants ranked by the scenario's objective (issue 20 item 8).
     public func ranking(_ results: [VariantResult]) -> Ranking {

@@ -36,6 +36,8 @@ public struct Suite {
         public var interrupted = false
         /// The variants by the scenario's objective.
         public var ranking: Ranking? = nil
+        /// Where the sweep's thresholds are first missed (the scenario's `knee:`), a sentence per edge.
+        public var knee: [String] = []
     }
 
     /// Set by SIGINT / SIGTERM (`ambar-bench` installs the handler): the run stops after the variant in progress and
@@ -72,7 +74,7 @@ public struct Suite {
                     variants: results.count, environment: ReportWriter.environment(),
                     profile: first.mode == .simulated ? (try? CostProfile.load(first.profile)).map(ProfileSummary.init) : nil,
                     interrupted: interrupted,
-                    objective: first.objective)
+                    objective: first.objective, knee: first.knee)
             }
             func events(_ results: [VariantResult]) -> [String: [WriteEvent]] {
                 var events: [String: [WriteEvent]] = [:]
@@ -131,7 +133,7 @@ public struct Suite {
             var outcomeFailures = failures(results)
             if let stoppedBy { outcomeFailures.append("\(first.name): \(stoppedBy); the report holds the variants that finished") }
             outcomes.append(Outcome(folder: folder, results: results, failures: outcomeFailures, interrupted: stoppedBy != nil,
-                                    ranking: final.ranking(results)))
+                                    ranking: final.ranking(results), knee: final.kneeSentences(results)))
             if stoppedBy != nil { break }
 
         }

@@ -17,6 +17,8 @@ public struct Scenario: Sendable, Codable, Equatable {
     public var thresholds: [Threshold]
     /// What "best" means for this scenario's report: criteria compared in order (`objective:`, issue 20 item 8).
     public var objective: [ObjectiveCriterion] = ObjectiveCriterion.defaultObjective
+    /// Where a sweep's thresholds are first missed, said in a sentence (`knee:`); nil: the report says nothing.
+    public var knee: Knee? = nil
     /// Parameters this variant was given by `matrix:` (key path → value), for labels.
     public var variantParameters: [String: String]
     /// Which repetition (1-based) this is.

@@ -75,6 +75,7 @@ public enum ScenarioLoader {
         var variants: [Scenario] = []
         do {
             _ = try reader.scenario(tree.removing("matrix"), parameters: [:], repetition: 1, repetitions: 1)
+            try reader.checkKnee(tree)
             let repetitions = try reader.repetitions(tree)
             for (parameters, variantTree) in try reader.expandMatrix(tree) {
                 for r in 1...repetitions {
@@ -97,6 +98,12 @@ public enum ScenarioLoader {
             throw error
         }
         return Loaded(file: file, variants: variants, resolvedYAML: tree.yaml() + "\n")
+    }
+
+    /// Whether `s` is written as an integer (an optional sign and digits), whatever its size.
+    public static func isIntegerLiteral(_ s: String) -> Bool {
+        let body = s.first == "-" || s.first == "+" ? s.dropFirst() : Substring(s)
+        return !body.isEmpty && body.allSatisfy { $0.isASCII && $0.isNumber }
     }
 
     static func normalize(_ key: String) -> String {
@@ -199,9 +206,26 @@ struct Reader {
 
     func int(_ node: Node, min: Int? = nil, max: Int? = nil) throws -> Int {
         let s = try scalar(node, "an integer")
-        guard let v = Int(s.replacingOccurrences(of: "_", with: "")) else { throw fail(node, "expected an integer, found '\(s)'") }
+        let digits = s.replacingOccurrences(of: "_", with: "")
+        guard let v = Int(digits) else {
+            // An integer too large for the key is out of range, not a wrong type: say which bound it passes.
+            guard ScenarioLoader.isIntegerLiteral(digits) else { throw fail(node, "expected an integer, found '\(s)'") }
+            let bound = digits.hasPrefix("-") ? "at least \(min ?? Int.min)" : "at most \(max ?? Int.max)"
+            throw fail(node, "out of range (\(bound)), found \(s)")
+        }
         if let min, v < min { throw fail(node, "must be at least \(min), found \(v)") }
         if let max, v > max { throw fail(node, "must be at most \(max), found \(v)") }
+        return v
+    }
+
+    /// An unsigned 64-bit integer (a seed takes the whole range 0...18446744073709551615).
+    func uint64(_ node: Node) throws -> UInt64 {
+        let s = try scalar(node, "an integer")
+        let digits = s.replacingOccurrences(of: "_", with: "")
+        guard let v = UInt64(digits) else {
+            guard ScenarioLoader.isIntegerLiteral(digits) else { throw fail(node, "expected an integer, found '\(s)'") }
+            throw fail(node, "out of range (0 to \(UInt64.max)), found \(s)")
+        }
         return v
     }
 
@@ -312,13 +336,13 @@ struct Reader {
                                 message: "unknown key; published measurements live in Profiles/evidence/, one file each, run by `ambar-bench evidence` "
                                     + "(Profiles/README.md \"Evidence\"): move the source, figure and directions there and remove this block")
         }
-        _ = try keys(root, allowed: ["name", "description", "seed", "mode", "profile", "model", "stack", "phases", "thresholds", "objective", "matrix", "repeat"], required: ["name", "stack", "phases"])
+        _ = try keys(root, allowed: ["name", "description", "seed", "mode", "profile", "model", "stack", "phases", "thresholds", "objective", "knee", "matrix", "repeat"], required: ["name", "stack", "phases"])
         let name = try string(child(root, "name")!)
         guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
             throw fail(child(root, "name")!, "a name uses letters, digits, '-' and '_' (it names the report folder)")
         }
         let description = try child(root, "description").map(string) ?? ""
-        let baseSeed = try child(root, "seed").map { UInt64(try int($0, min: 0)) } ?? 1
+        let baseSeed = try child(root, "seed").map(uint64) ?? 1
         let mode = try child(root, "mode").map { try choice($0, ExecutionMode.self) } ?? .simulated
         let profile = try child(root, "profile").map(string) ?? Scenario.defaultProfile
         if let node = child(root, "profile") {
@@ -367,6 +391,7 @@ struct Reader {
             guard !items.isEmpty else { throw fail(node, "an objective lists at least one metric (or leave it out for the default)") }
             scenario.objective = try items.map(objectiveCriterion)
         }
+        if let node = child(root, "knee") { scenario.knee = try knee(node, thresholds: thresholds) }
         return scenario
     }
 
@@ -903,7 +928,7 @@ struct Reader {
                         throw fail(node, "size: all is every record of the entity, which only a batch delete takes (set kind: delete, found \(kind.rawValue))")
                     }
                     allRecords = true
-                } else if case .scalar(let s, _) = node.tree, Int(s.replacingOccurrences(of: "_", with: "")) == nil {
+                } else if case .scalar(let s, _) = node.tree, !ScenarioLoader.isIntegerLiteral(s.replacingOccurrences(of: "_", with: "")) {
                     throw fail(node, "expected a number of records or all, found '\(s)'")
                 } else {
                     size = try int(node, min: 1, max: 1_000_000)
@@ -983,6 +1008,32 @@ struct Reader {
             throw fail(place, "Core Data cannot infer this migration: \(error.message)\(error.entityName.map { " (\($0)\(error.propertyName.map { ".\($0)" } ?? ""))" } ?? "")")
         }
         return next
+    }
+
+    /// `knee: { key, says }`: the thresholds say where the sweep's edge is, so a knee needs at least one.
+    func knee(_ node: Node, thresholds: [Threshold]) throws -> Knee {
+        _ = try keys(node, allowed: ["key", "says"], required: ["key"])
+        guard !thresholds.isEmpty else { throw fail(node, "a knee is where the thresholds are first missed: add a threshold") }
+        let key = try string(child(node, "key")!)
+        return Knee(key: key, says: try child(node, "says").map(string) ?? Knee.defaultSays)
+    }
+
+    /// The knee's key is a matrix key whose values are numbers (checked on the document before the matrix expands).
+    func checkKnee(_ tree: YAMLTree) throws {
+        let root = Node(tree: tree, path: "")
+        guard let node = child(root, "knee"), let keyNode = child(node, "key") else { return }
+        let key = try string(keyNode)
+        guard let matrix = child(root, "matrix"), case .map(let pairs, _) = matrix.tree else {
+            throw fail(keyNode, "a knee sweeps a matrix key, and this scenario has no matrix")
+        }
+        guard let pair = pairs.first(where: { $0.key == key }) else {
+            let names = pairs.map(\.key)
+            throw fail(keyNode, "expected a matrix key (\(names.joined(separator: ", "))), found '\(key)'\(Self.suggestion(key, names))")
+        }
+        for value in try list(Node(tree: pair.value, path: "matrix.\(pair.key)")) {
+            let s = try scalar(value, "a number")
+            guard Double(s.replacingOccurrences(of: "_", with: "")) != nil else { throw fail(value, "a knee's key takes numbers, found '\(s)'") }
+        }
     }
 
     /// One `objective:` item: a metric name, or `{metric, statistic, label, polarity}` (issue 20 item 8).
