@@ -73,6 +73,34 @@ struct OracleTests {
         #expect(lost.findings == [.init(kind: "lostUpdate", key: 1, field: "title", detail: "importer wrote mine; its objectTrump save committed theirs")])
     }
 
+    // Docs/coredata-behaviour.md §1.5: after a conflict the snapshot is the newer row, and only the difference from
+    // it stays a change. A save that met the row already holding its value (another save wrote the same date) no
+    // longer changes that field; when a save slips in before its next attempt, ObjectTrump takes that newer value.
+    @Test("a write the row already held, then replaced by another actor's later write, is no lost update (§1.5)")
+    func writeHeldThenReplacedIsNotLost() {
+        let zero = "2001-01-01 00:00:00 +0000", one = "2001-01-01 00:00:01 +0000"
+        let held = [
+            Self.write("editor", policy: "objectTrump", field: "updatedAt", intended: zero, committed: zero, version: 3, time: 30),
+            Self.write("editor", policy: "objectTrump", field: "updatedAt", intended: one, committed: one, version: 16, time: 160),
+            Self.write("importer", policy: "objectTrump", field: "updatedAt", intended: zero, committed: one, version: 17, time: 170),
+        ]
+        let report = Oracle.check(events: held, finalRows: [1: (17, ["updatedAt": one])], viewValues: [:], duplicates: [], readOnlySaves: 0, batchTouched: [])
+        #expect(report.verdict == .pass, "\(report.findings)")
+        #expect(report.lostUpdates == 0 && report.promisedLosses == 0 && report.findings.isEmpty)
+
+        // Without a version at which the row held the importer's value before the other write, its save dropped
+        // its own change: still a lost update.
+        let neverHeld = Array(held.dropFirst())
+        let lost = Oracle.check(events: neverHeld, finalRows: [1: (17, ["updatedAt": one])], viewValues: [:], duplicates: [], readOnlySaves: 0, batchTouched: [])
+        #expect(lost.lostUpdates == 1)
+        #expect(lost.findings == [.init(kind: "lostUpdate", key: 1, field: "updatedAt", detail: "importer wrote \(zero); its objectTrump save committed \(one)")])
+
+        // Nor when the save that replaced it is the importer's own (an earlier save of the same actor).
+        var own = held
+        own[1].actor = "importer"
+        #expect(Oracle.check(events: own, finalRows: [1: (17, ["updatedAt": one])], viewValues: [:], duplicates: [], readOnlySaves: 0, batchTouched: []).lostUpdates == 1)
+    }
+
     @Test("a write a Rollback save discarded is a promised loss (§1.6)")
     func discardedByRollback() {
         let events = [Self.write("temporary", policy: "rollback", field: "value", intended: "9.0", committed: "<discarded>", version: -1, time: 1)]
