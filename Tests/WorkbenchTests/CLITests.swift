@@ -38,7 +38,7 @@ struct CLITests {
         #expect(bad.stderr.contains("phases.run.importer.reset"))
     }
 
-    @Test("Issue 19 items 4, 6 and 7 through the CLI: an entity with no id in a three-tier graph and merge: notifyAndRefetch run end to end")
+    @Test("Through the CLI: an entity with no id in a three-tier graph and merge: notifyAndRefetch run end to end")
     func graphAndMergeEndToEnd() throws {
         let ws = try Self.workspace()
         try ws.write("graph.yaml", """

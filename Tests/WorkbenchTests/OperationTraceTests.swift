@@ -152,7 +152,7 @@ import TraceReplay
         "long/ten-million-import": ["phases.run.importer.objects=400", "phases.run.importer.chunkSize=100"],
     ]
 
-    @Test("Issue 23: every scenario of Scenarios/evidence/ and Scenarios/long/ has its scaled-down parameters for the replay")
+    @Test("Every scenario of Scenarios/evidence/ and Scenarios/long/ has its scaled-down parameters for the replay")
     func everyScenarioInAFolderIsScaled() throws {
         var files: [String] = []
         for folder in ["evidence", "long"] {
@@ -162,7 +162,7 @@ import TraceReplay
         #expect(files.sorted() == Self.scaledInFolders.keys.sorted(), "each evidence and long scenario needs its scaled-down parameters here")
     }
 
-    @Test("Issue 23: the evidence and long scenarios, scaled down, replay through ObjectGraph with every count exact, call by call",
+    @Test("The evidence and long scenarios, scaled down, replay through ObjectGraph with every count exact, call by call",
           arguments: scaledInFolders.keys.sorted())
     func scenarioInAFolderReplaysExactly(_ name: String) throws {
         try Self.checkEveryVariant(name, overrides: Self.scaledInFolders[name] ?? [])

@@ -448,8 +448,8 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     func markDeleted(_ object: ManagedObject) -> Bool {
         assertOnQueue()
         guard object.managedObjectContext === self else { return false }
-        // Issue 18, rule 13 (recorded on Apple): deleting an object already deleted calls prepareForDeletion()
-        // again, and changes nothing else.
+        // Deleting an object already deleted calls prepareForDeletion() again, and changes nothing else
+        // (Docs/coredata-behaviour.md §2.1; verified on Apple, second-hand).
         if object.isDeletedFlag {
             object.prepareForDeletion()
             return false
