@@ -544,6 +544,3 @@ struct Fit: ParsableCommand {
     }
 }
 
-extension String {
-    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
-}

@@ -153,7 +153,7 @@ enum Oracle {
                             // overwrote the parent's value, semantics §1.7): the last write won.
                             promised += 1
                             add(.init(kind: "promisedLoss", key: key, field: field, detail: "\(e.actor) wrote \(intended); \(winner.actor)'s later write \(e.committed) replaced it in the same save"))
-                        } else if e.committed != intended, Self.replacedAfterHeld(e, intended: intended, in: ordered) != nil {
+                        } else if e.committed != intended, Self.replacedAfterHeld(e, intended: intended, in: ordered) {
                             // The row held this value before the save committed, and another actor's later save
                             // changed it: no longer a change of this save, its policy took the newer value
                             // (Docs/coredata-behaviour.md §1.5). A write replaced by a later one, not lost.
@@ -192,11 +192,11 @@ enum Oracle {
         /// change), so a save that slips in before its next attempt changes the field legitimately. Equal values
         /// (dates of the same operation number) make this common. Without such a history, a save that committed
         /// another value than its own write dropped its change.
-        static func replacedAfterHeld(_ e: WriteEvent, intended: String, in ordered: [WriteEvent]) -> WriteEvent? {
+        static func replacedAfterHeld(_ e: WriteEvent, intended: String, in ordered: [WriteEvent]) -> Bool {
             let before = ordered.filter { $0.field == e.field && $0.version < e.version }
             guard before.last?.committed == e.committed,
-                  let held = before.lastIndex(where: { $0.committed == intended }) else { return nil }
-            return before[(held + 1)...].last { $0.isWrite && $0.actor != e.actor && $0.version > before[held].version }
+                  let held = before.lastIndex(where: { $0.committed == intended }) else { return false }
+            return before[(held + 1)...].contains { $0.isWrite && $0.actor != e.actor && $0.version > before[held].version }
         }
 
         /// The keys of the findings so far (what events.jsonl keeps first).

@@ -205,14 +205,8 @@ struct Reader {
     func string(_ node: Node) throws -> String { try scalar(node, "a string") }
 
     func int(_ node: Node, min: Int? = nil, max: Int? = nil) throws -> Int {
-        let s = try scalar(node, "an integer")
-        let digits = s.replacingOccurrences(of: "_", with: "")
-        guard let v = Int(digits) else {
-            // An integer too large for the key is out of range, not a wrong type: say which bound it passes.
-            guard ScenarioLoader.isIntegerLiteral(digits) else { throw fail(node, "expected an integer, found '\(s)'") }
-            let bound = digits.hasPrefix("-") ? "at least \(min ?? Int.min)" : "at most \(max ?? Int.max)"
-            throw fail(node, "out of range (\(bound)), found \(s)")
-        }
+        // An integer too large for the key is out of range, not a wrong type: say which bound it passes.
+        let v: Int = try integer(node) { "out of range (\($0.hasPrefix("-") ? "at least \(min ?? Int.min)" : "at most \(max ?? Int.max)"))" }
         if let min, v < min { throw fail(node, "must be at least \(min), found \(v)") }
         if let max, v > max { throw fail(node, "must be at most \(max), found \(v)") }
         return v
@@ -220,11 +214,16 @@ struct Reader {
 
     /// An unsigned 64-bit integer (a seed takes the whole range 0...18446744073709551615).
     func uint64(_ node: Node) throws -> UInt64 {
+        try integer(node) { _ in "out of range (0 to \(UInt64.max))" }
+    }
+
+    /// The node's integer (underscores allowed); a literal the type cannot hold fails with `outOfRange(digits)`.
+    func integer<T: FixedWidthInteger>(_ node: Node, outOfRange: (String) -> String) throws -> T {
         let s = try scalar(node, "an integer")
         let digits = s.replacingOccurrences(of: "_", with: "")
-        guard let v = UInt64(digits) else {
+        guard let v = T(digits) else {
             guard ScenarioLoader.isIntegerLiteral(digits) else { throw fail(node, "expected an integer, found '\(s)'") }
-            throw fail(node, "out of range (0 to \(UInt64.max)), found \(s)")
+            throw fail(node, "\(outOfRange(digits)), found \(s)")
         }
         return v
     }

@@ -271,5 +271,6 @@ public struct SQLDebugProfileFit: Sendable {
 private func plural(_ n: Int, _ one: String, _ many: String) -> String { "\(n) \(n == 1 ? one : many)" }
 
 extension String {
-    fileprivate func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+    /// The text right-aligned in `width` columns (tables printed to the terminal).
+    public func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
 }
