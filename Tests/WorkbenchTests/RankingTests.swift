@@ -12,10 +12,11 @@ struct RankingTests {
     }
 
     /// A result with the metrics the default objective reads.
-    static func result(_ policy: String, repetition: Int = 1, lost: Int = 0, promised: Int = 0, failures: Double = 0, busy: Double, readOnly: Int = 0) -> VariantResult {
+    static func result(_ policy: String, repetition: Int = 1, lost: Int = 0, promised: Int = 0, refused: Int = 0, failures: Double = 0, busy: Double, readOnly: Int = 0) -> VariantResult {
         let metrics = [
             MetricRow("lostUpdates", "count", Double(lost), "count"),
             MetricRow("lostUpdates", "count", Double(promised), "count", label: "promised"),
+            MetricRow("refusedChanges", "count", Double(refused), "count"),
             MetricRow("saveFailures", "count", failures, "count"),
             MetricRow("mainBusy", "p99", busy, "ms"),
             MetricRow("mainBusy", "count", 40, "count"),
@@ -71,16 +72,36 @@ struct RankingTests {
         let ranking = Ranking.make(results, objective: ObjectiveCriterion.defaultObjective)
         #expect(ranking.entries.map(\.variant) == ["objectTrump", "error", "storeTrump", "rollback", "overwrite"].map { "stack.policies.all=\($0)" })
         #expect(ranking.entries.map(\.place) == [1, 2, 3, 4, 5])
-        #expect(ranking.entries[0].sentence == "objectTrump: 0 lost, 0 dropped as the policy promises, 0 failed saves, mainBusy p99 0.90 ms: best")
+        #expect(ranking.entries[0].sentence == "objectTrump: 0 lost, 0 refused, 0 dropped as the policy or stack promises, 0 failed saves, mainBusy p99 0.90 ms: best")
         #expect(ranking.entries[1].sentence.hasSuffix("12 failed saves, mainBusy p99 0.40 ms: 2nd"))
         #expect(ranking.flags.map(\.variant) == ["storeTrump", "overwrite", "rollback"].map { "stack.policies.all=\($0)" })
-        #expect(ranking.flags[0].text.contains("21 acknowledged write(s) dropped as its policy (storeTrump) promises"))
+        #expect(ranking.flags[0].text.contains("21 acknowledged write(s) dropped as its policy (storeTrump) or its stack promises"))
         #expect(ranking.flags[1].text.contains("1 acknowledged write(s) lost that no policy promises to drop"))
         #expect(ranking.flags[2].text.contains("3 save(s) from a \"read-only\" context reached the store"))
         // Another objective, another order: the main queue first.
         let fastest = Ranking.make(results, objective: [ObjectiveCriterion("mainBusy")])
         #expect(fastest.entries.first?.variant == "stack.policies.all=overwrite")
         #expect(fastest.objectiveText == "mainBusy")
+    }
+
+    // Docs/coredata-behaviour.md §1.4: an `error` save that meets a conflict writes nothing; the work is the user's.
+    @Test("A variant whose failed saves kept the user's changes from the store ranks below one that stores them, even one whose policy drops some as it promises")
+    func refusedChangesRankBesideLostUpdates() {
+        let results = [
+            Self.result("error", refused: 30, failures: 15, busy: 0.08),
+            Self.result("objectTrump", busy: 1.05),
+            Self.result("overwrite", promised: 4, busy: 1.05),
+            Self.result("refusesOne", refused: 1, failures: 1, busy: 0.08),
+            Self.result("silent", lost: 1, busy: 0.01),
+        ]
+        let ranking = Ranking.make(results, objective: ObjectiveCriterion.defaultObjective)
+        #expect(ranking.entries.map(\.variant) == ["objectTrump", "overwrite", "refusesOne", "error", "silent"].map { "stack.policies.all=\($0)" })
+        #expect(ranking.entries[3].sentence == "error: 0 lost, 30 refused, 0 dropped as the policy or stack promises, 15 failed saves, mainBusy p99 0.08 ms: 4th")
+        #expect(ranking.flags.contains { $0.variant == "stack.policies.all=error" && $0.text == "error: 30 change(s) of failed saves never reached the store" })
+        // A run without the metric (results written before it) ranks after one that has it, as for any criterion.
+        var old = Self.result("old", busy: 0.01)
+        old.metrics.removeAll { $0.metric == "refusedChanges" }
+        #expect(Ranking.make([old, Self.result("objectTrump", busy: 1.0)], objective: ObjectiveCriterion.defaultObjective).entries.first?.variant == "stack.policies.all=objectTrump")
     }
 
     @Test("Issue 20 item 8: with repetitions a variant ranks above another only when it is ahead in every one; otherwise they share the place")
@@ -117,7 +138,7 @@ struct RankingTests {
         let file = try out.write("two.yaml", try Fixtures.text("tiny.yaml") + "matrix:\n  stack.policies.all: [objectTrump, storeTrump]\n")
         let run = try bench(["run", file.path, "--out", out.url.path, "-p", "phases.run.duration=100ms"], in: out.url)
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
-        #expect(run.stdout.contains("ranking (objective: lostUpdates, then lostUpdates[promised], then saveFailures, then mainBusy.p99):"), "\(run.stdout)")
+        #expect(run.stdout.contains("ranking (objective: lostUpdates, then refusedChanges, then lostUpdates[promised], then saveFailures, then mainBusy.p99):"), "\(run.stdout)")
         #expect(run.stdout.contains("  1. objectTrump: 0 lost"), "\(run.stdout)")
         let folder = try #require(try FileManager.default.contentsOfDirectory(at: out.url.appendingPathComponent("tiny"), includingPropertiesForKeys: nil).first)
         let html = try String(contentsOf: folder.appendingPathComponent("report.html"), encoding: .utf8)
@@ -125,7 +146,7 @@ struct RankingTests {
         #expect(ranking.lowerBound < (html.range(of: "<h2>Verdict and thresholds</h2>")?.lowerBound ?? html.startIndex))
         let csv = try String(contentsOf: folder.appendingPathComponent("ranking.csv"), encoding: .utf8)
         #expect(csv.split(separator: "\n").count == 3)
-        #expect(csv.hasPrefix("place,tied,variant,lostUpdates,lostUpdates[promised],saveFailures,mainBusy.p99,sentence"))
+        #expect(csv.hasPrefix("place,tied,variant,lostUpdates,refusedChanges,lostUpdates[promised],saveFailures,mainBusy.p99,sentence"))
     }
 
     // MARK: item 13

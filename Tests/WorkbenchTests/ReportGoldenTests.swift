@@ -25,6 +25,7 @@ struct ReportGoldenTests {
         metrics.append(MetricRow("conflicts", "count", 4, "count", label: "outcome:importer:\(policy)"))
         metrics.append(MetricRow("saveFailures", "count", 0, "count"))
         metrics.append(MetricRow("lostUpdates", "count", Double(oracle.lostUpdates), "count"))
+        metrics.append(MetricRow("refusedChanges", "count", 0, "count"))
         metrics.append(MetricRow("memoryAllocated", "peak", 3 * 1_048_576 * scale, "bytes"))
         let counters = ["rowsInserted": 400, "rowsUpdated": 100, "rowsDeleted": 0, "saves": 9, "merges": 8, "operations": 11, "sqlSelect.main": 21, "setupNanos": 123]
         let timeseries = (0..<4).map { i in

@@ -62,6 +62,7 @@ enum CSVOutput {
         ("saveFailures", { v($0, "saveFailures", "count") }),
         ("lostUpdates", { String($0.oracle.lostUpdates) }),
         ("promisedLosses", { String($0.oracle.promisedLosses) }),
+        ("refusedChanges", { v($0, "refusedChanges", "count") }),
         ("staleReads", { String($0.oracle.staleReads) }),
         ("readOnlySavesReachedStore", { String($0.oracle.readOnlySavesReachedStore) }),
         ("importThroughput", { v($0, "importThroughput", "value") }),

@@ -89,7 +89,8 @@ enum HTMLReport {
         let bars: [(String, String, String, String)] = [
             ("mergeLatency p99 (ms)", "mergeLatency", "p99", ""), ("mainBusy p99 (ms)", "mainBusy", "p99", ""),
             ("hitchRatio (ms/s, 60 Hz)", "hitchRatio", "value", "60Hz"), ("saveFailures", "saveFailures", "count", ""),
-            ("lostUpdates", "lostUpdates", "count", ""), ("memoryAllocated peak (MiB)", "memoryAllocated", "peak", ""),
+            ("lostUpdates", "lostUpdates", "count", ""), ("refusedChanges", "refusedChanges", "count", ""),
+            ("memoryAllocated peak (MiB)", "memoryAllocated", "peak", ""),
         ]
         for (heading, metric, statistic, labelFilter) in bars {
             var values = results.map { r in (label(r), r.value(metric, statistic, label: labelFilter) ?? 0) }
@@ -241,7 +242,8 @@ enum HTMLReport {
         let summaries = RepeatSummary.make(results)
         guard !summaries.isEmpty else { return "" }
         let keys = ["mainBusy.total", "mainStall.max", "mergeLatency.p99", "hitchRatio.value[60Hz]", "conflicts.count[layer:rowCache]",
-                    "conflicts.count[layer:database]", "saveFailures.count", "lostUpdates.count", "lostUpdates.count[promised]", "staleReads.count"]
+                    "conflicts.count[layer:database]", "saveFailures.count", "lostUpdates.count", "refusedChanges.count", "lostUpdates.count[promised]",
+                    "staleReads.count"]
         let seeds = summaries[0].seeds
         var html = "<h2>Repeats: median and spread</h2>\n<p class=\"sub\">\(summaries[0].repetitions) repetitions per variant"
         if results.contains(where: { $0.mode == ExecutionMode.simulated.rawValue }) {

@@ -22,7 +22,8 @@ public enum PolicyGuide {
         Column(title: "conflicts", unit: "") { r in r.metrics.filter { $0.metric == "conflicts" && $0.label.hasPrefix("layer:") }.reduce(0) { $0 + $1.value } },
         Column(title: "save failures", unit: "") { $0.value("saveFailures", "count") },
         Column(title: "lost updates", unit: "") { Double($0.oracle.lostUpdates) },
-        Column(title: "losses the policy promises", unit: "") { Double($0.oracle.promisedLosses) },
+        Column(title: "refused changes", unit: "") { $0.value("refusedChanges", "count") },
+        Column(title: "losses the policy or stack promises", unit: "") { Double($0.oracle.promisedLosses) },
         Column(title: "stale values", unit: "") { Double($0.oracle.staleReads) },
     ]
 
@@ -90,6 +91,9 @@ public enum PolicyGuide {
         return lines.joined(separator: "\n")
     }
 
+    /// The changes of a run's failed saves that never reached the store.
+    static func refused(_ r: VariantResult) -> Int { Int(r.value("refusedChanges", "count") ?? 0) }
+
     /// Statements computed from the figures, so that the text cannot contradict the table.
     static func statements(_ all: [Variant]) -> [String] {
         var out: [String] = []
@@ -109,7 +113,10 @@ public enum PolicyGuide {
             let runs = all.filter { $0.policy == policy }.flatMap(\.runs)
             let failures = runs.map { Int($0.value("saveFailures", "count") ?? 0) }
             let promised = runs.map(\.oracle.promisedLosses), stale = runs.map(\.oracle.staleReads), lost = runs.map(\.oracle.lostUpdates)
-            out.append("- `\(policy)`, over every topology and repetition: \(range(failures)) failed save(s) per run, \(range(lost)) lost update(s), \(range(promised)) loss(es) the policy promises, \(range(stale)) stale value(s) on screen at the end.")
+            let refused = runs.map(Self.refused)
+            // Promised by the saving policy's rule or by the stack (a later push in a nested stack): `error`
+            // promises no loss, it refuses the save.
+            out.append("- `\(policy)`, over every topology and repetition: \(range(failures)) failed save(s) per run, \(range(lost)) lost update(s), \(range(refused)) refused change(s), \(range(promised)) loss(es) the policy or the stack promises, \(range(stale)) stale value(s) on screen at the end.")
         }
         // Which policy gives up the most acknowledged writes, per topology and repetition.
         var most: [String: Int] = [:]
@@ -118,7 +125,7 @@ public enum PolicyGuide {
             let group = all.filter { $0.topology == topology }
             let n = group.map(\.runs.count).min() ?? 0
             for k in 0..<n {
-                let values = group.map { ($0.policy, $0.runs[k].oracle.promisedLosses + $0.runs[k].oracle.lostUpdates) }
+                let values = group.map { ($0.policy, $0.runs[k].oracle.promisedLosses + $0.runs[k].oracle.lostUpdates + Self.refused($0.runs[k])) }
                 guard let top = values.map(\.1).max(), top > 0 else { continue }
                 cases += 1
                 for (policy, value) in values where value == top { most[policy, default: 0] += 1 }
@@ -126,7 +133,7 @@ public enum PolicyGuide {
         }
         if cases > 0 {
             let ranked = most.sorted { ($1.value, $0.key) < ($0.value, $1.key) }
-            out.append("- Most acknowledged writes given up (lost or promised), per topology and repetition: " + ranked.map { "`\($0.key)` in \($0.value) of \(cases)" }.joined(separator: ", ") + " (ties count for each).")
+            out.append("- Most changes kept from the store (lost, refused or promised), per topology and repetition: " + ranked.map { "`\($0.key)` in \($0.value) of \(cases)" }.joined(separator: ", ") + " (ties count for each).")
         }
         // Merge latency by topology: the medians' range over the policies.
         for topology in topologies {

@@ -15,9 +15,12 @@ public struct ObjectiveCriterion: Sendable, Codable, Equatable {
     }
 
     /// What a scenario without `objective:` asks for: lose no acknowledged write the policy does not promise to
-    /// lose, then none it does promise, then fail no save, then keep the main queue's worst blocks short.
+    /// lose, then refuse none (a failed save's changes are the user's work, not in the store either: the app was
+    /// told, the work is still gone), then drop none the policy promises, then fail no save, then keep the main
+    /// queue's worst blocks short.
     public static let defaultObjective: [ObjectiveCriterion] = [
         ObjectiveCriterion("lostUpdates"),
+        ObjectiveCriterion("refusedChanges"),
         ObjectiveCriterion("lostUpdates", label: "promised"),
         ObjectiveCriterion("saveFailures"),
         ObjectiveCriterion("mainBusy", statistic: "p99"),
@@ -48,7 +51,10 @@ public struct ObjectiveCriterion: Sendable, Codable, Equatable {
     func phrase(_ value: String) -> String {
         switch (metric, label) {
         case ("lostUpdates", ""): return "\(value) lost"
-        case ("lostUpdates", "promised"): return "\(value) dropped as the policy promises"
+        // Promised by the saving policy's rule or by the stack (a later push in a nested stack): never by `error`,
+        // which refuses the save instead (`refusedChanges`).
+        case ("lostUpdates", "promised"): return "\(value) dropped as the policy or stack promises"
+        case ("refusedChanges", ""): return "\(value) refused"
         case ("saveFailures", ""): return "\(value) failed saves"
         case ("conflicts", ""): return "\(value) conflicts"
         case ("staleReads", ""): return "\(value) stale values"
@@ -72,11 +78,11 @@ public struct Ranking: Sendable, Equatable {
         public var tied: Bool
         /// The objective's values (the median over repetitions), formatted, with the range when they differ.
         public var values: [String]
-        /// "objectTrump / ambar: 0 lost, 0 dropped as the policy promises, 0 failed saves, mainBusy p99 0.9 ms: best".
+        /// "objectTrump / ambar: 0 lost, 0 refused, 0 dropped as the policy or stack promises, 0 failed saves, mainBusy p99 0.9 ms: best".
         public var sentence: String
     }
-    /// A variant whose oracle saw acknowledged writes disappear, promised by its policy or not: the user may not
-    /// expect it even when the policy documents it.
+    /// A variant whose oracle saw acknowledged writes disappear, promised by its policy or not, or whose failed
+    /// saves kept changes from the store: the user may not expect it even when the policy documents it.
     public struct Flag: Sendable, Equatable {
         public var variant: String
         public var text: String
@@ -87,7 +93,7 @@ public struct Ranking: Sendable, Equatable {
     public var flags: [Flag]
     public var repetitions: Int
 
-    /// "objective: lostUpdates, then lostUpdates[promised], then saveFailures, then mainBusy.p99".
+    /// "objective: lostUpdates, then refusedChanges, then lostUpdates[promised], then saveFailures, then mainBusy.p99".
     public var objectiveText: String { objective.map(\.name).joined(separator: ", then ") }
 
     public static func make(_ results: [VariantResult], objective: [ObjectiveCriterion]) -> Ranking {
@@ -170,8 +176,10 @@ public struct Ranking: Sendable, Equatable {
             if lost.contains(where: { $0 > 0 }) { parts.append("\(span(lost)) acknowledged write(s) lost that no policy promises to drop") }
             if promised.contains(where: { $0 > 0 }) {
                 let policies = Set(reps.flatMap { $0.policies.values }).sorted().joined(separator: ", ")
-                parts.append("\(span(promised)) acknowledged write(s) dropped as its policy (\(policies)) promises: an app would still lose them")
+                parts.append("\(span(promised)) acknowledged write(s) dropped as its policy (\(policies)) or its stack promises: an app would still lose them")
             }
+            let refused = reps.map { Int($0.value("refusedChanges", "count") ?? 0) }
+            if refused.contains(where: { $0 > 0 }) { parts.append("\(span(refused)) change(s) of failed saves never reached the store") }
             if readOnly.contains(where: { $0 > 0 }) { parts.append("\(span(readOnly)) save(s) from a \"read-only\" context reached the store") }
             if !parts.isEmpty { flags.append(Flag(variant: name, text: "\(label): " + parts.joined(separator: "; "))) }
         }

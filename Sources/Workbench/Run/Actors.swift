@@ -106,6 +106,9 @@ extension Workload {
             if error.code == .merge || error.code == .constraintMerge {
                 recorder.conflictOutcome("\(role):failed", max(1, error.conflictList.count + error.constraintConflictList.count))
             }
+            // The workload does not retry, as an app that reports the error: what the save would have written
+            // never reaches the store.
+            recorder.refused(context)
             context.rollback()
             throw error
         }
@@ -236,14 +239,21 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             }
             w.recorder.add("operations")
             guard saves else { continue }
+            // Objects of this save that reached the store (with `saveParents: false`, the parent it was meant to
+            // stay in): importThroughput counts no refused work.
+            var stored = 0
             if saved {
+                stored = pendingObjects
                 // `saveParents: false`: the changes stay in the parents, never committed, so nothing is recorded.
                 if spec.saveParents {
                     do {
                         try w.stack.afterBackgroundSave(current)
                         w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "importer", changed: changed))
                         w.recordDeletes(pendingDeletedKeys, actor: name, role: "importer", afterParents: true)
-                    } catch { w.recorder.note("\(name) parent save: \(error)") }
+                    } catch {
+                        w.recorder.note("\(name) parent save: \(error)")
+                        stored = 0
+                    }
                     w.recorder.rowsChanged(inserted: pendingInserted, updated: pendingUpdated, deleted: pendingDeletedKeys.count)
                 }
             } else {
@@ -251,7 +261,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             }
             let end = Clock.now()
             w.recorder.saveLatency("importer").record(nanoseconds: end - (spec.rate == .unlimited ? pendingBegan : scheduled))
-            w.recorder.imported(pendingObjects, nanos: end - pendingBegan)
+            w.recorder.imported(stored, nanos: end - pendingBegan)
             pending = []
             pendingInserted = 0; pendingUpdated = 0; pendingObjects = 0
             pendingDeleteIDs = []; pendingDeletedKeys = []
@@ -613,6 +623,7 @@ extension RunRecorder {
             if error.code == .merge || error.code == .constraintMerge {
                 conflictOutcome("\(role):failed", max(1, error.conflictList.count + error.constraintConflictList.count))
             }
+            refusedKeeping(context)
             throw error
         }
     }

@@ -8,7 +8,7 @@ import Synchronization
 public enum MetricCatalog {
     public static let names: Set<String> = Set<String>([
         "mergeLatency", "mainBusy", "mainBusyCPU", "hitchRatio", "hitchRatio120", "hangs", "longTasks", "saveLatency",
-        "importThroughput", "fetchLatency", "conflicts", "saveFailures", "lostUpdates", "staleReads", "duplicates",
+        "importThroughput", "fetchLatency", "conflicts", "saveFailures", "lostUpdates", "refusedChanges", "staleReads", "duplicates",
         "readOnlySavesReachedStore", "memoryAllocated", "memoryResident", "threadAllocated",
         "threadFreed", "registeredObjects", "keptIDChanges", "rowCacheEntries", "sqliteMemory", "mainQueueDepth", "objectsMerged",
         "mergeObjectsRefreshed", "mergeObjectsExamined", "faultsFired", "rowsInserted", "rowsUpdated", "rowsDeleted",

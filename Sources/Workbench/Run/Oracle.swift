@@ -18,7 +18,8 @@ public struct OracleReport: Sendable, Codable, Equatable {
     /// Acknowledged writes lost without the policy promising it.
     public var lostUpdates: Int
     /// Acknowledged writes the saving context's policy dropped, as that policy promises (StoreTrump, Rollback,
-    /// a later Overwrite).
+    /// a later Overwrite), or that a later push replaced before a nested stack's root saved. Never `error`'s: it
+    /// refuses the save (the run's `refusedChanges`).
     public var promisedLosses: Int
     public var staleReads: Int
     public var readOnlySavesReachedStore: Int
@@ -226,7 +227,7 @@ enum Oracle {
                 add(.init(kind: "readOnlySave", key: 0, field: "", detail: "\(readOnlySaves) save(s) from a \"read-only\" (rollback) context reached the store, as in Core Data"))
             }
             let verdict: OracleReport.Verdict = (lost > 0 || mismatches > 0 || !duplicates.isEmpty) ? .fail : (unknown > 0 ? .unknown : .pass)
-            var summary = "\(lost) lost update(s), \(promised) loss(es) the policy promises, \(stale) stale value(s), \(duplicates.count) duplicate(s), \(mismatches) store mismatch(es), \(readOnlySaves) read-only save(s) reached the store"
+            var summary = "\(lost) lost update(s), \(promised) loss(es) the policy or stack promises, \(stale) stale value(s), \(duplicates.count) duplicate(s), \(mismatches) store mismatch(es), \(readOnlySaves) read-only save(s) reached the store"
             if unknown > 0 {
                 var reasons: [String] = []
                 if unknownBatch > 0 { reasons.append("\(unknownBatch) changed by batch requests, outside the object graph") }

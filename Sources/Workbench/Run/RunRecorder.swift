@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraph
 import Synchronization
 
 /// Everything measured during one variant's run, recorded from any thread.
@@ -15,10 +16,16 @@ public final class RunRecorder: Sendable {
         var saveFailures: [String: Int] = [:]
         var conflictOutcomes: [String: Int] = [:]
         var notes: [String] = []
+        /// Objects of importer saves that reached the store (``imported(_:nanos:)``).
         var objectsImported = 0
         var importNanos: UInt64 = 0
+        /// What saves that failed would have written (``refused(_:)``): never in the store.
+        var refusedChanges = 0
     }
     let state = Mutex(State())
+    /// Contexts whose save met the store and failed, keeping their changes (``saveCountingFailure(_:role:)``):
+    /// what they still hold at the end never reached the store.
+    private let refusedKeepers = Mutex<[ObjectIdentifier: ManagedObjectContext]>([:])
     /// Issue 20 item 11: the write events, on disk in `eventDirectory` (in memory without one).
     let events: EventLog
 
@@ -61,7 +68,37 @@ public final class RunRecorder: Sendable {
     func conflictOutcome(_ label: String, _ n: Int) { if n > 0 { state.withLock { $0.conflictOutcomes[label, default: 0] += n } } }
     func record(_ events: [WriteEvent]) { self.events.append(events) }
     func note(_ text: String) { state.withLock { if $0.notes.count < 50 { $0.notes.append(text) } } }
+    /// An importer's save took `nanos`; `n` objects of it reached the store (0 when the save failed).
     func imported(_ n: Int, nanos: UInt64) { state.withLock { $0.objectsImported += n; $0.importNanos += nanos } }
+
+    /// A save of `context` failed and its changes are about to be rolled back (call on its queue, before the
+    /// rollback): they count as ``changeCount(of:)`` refused changes.
+    func refused(_ context: ManagedObjectContext) {
+        let n = Self.changeCount(of: context)
+        state.withLock { $0.refusedChanges += n }
+    }
+
+    /// A save of `context` failed and its changes stay in it (a parent that an app's next save retries).
+    func refusedKeeping(_ context: ManagedObjectContext) { refusedKeepers.withLock { $0[ObjectIdentifier(context)] = context } }
+
+    /// Refused changes: those rolled back, and what the contexts whose save failed keeping them still hold now (at
+    /// the end of the run, nothing saves them any more).
+    func refusedChanges() -> Int {
+        let keepers = refusedKeepers.withLock { Array($0.values) }
+        let kept = keepers.reduce(0) { sum, context in sum + context.performAndWait { Self.changeCount(of: context) } }
+        return state.withLock { $0.refusedChanges } + kept
+    }
+
+    /// What a save of `context` would write, in the unit of `lostUpdates` (Docs/workbench.md): one per property
+    /// changed on a stored record, one per record inserted, one per stored record deleted. Call on its queue.
+    static func changeCount(of context: ManagedObjectContext) -> Int {
+        // `changedValues()` is an operation a trace records: the objects are read in the order of their records,
+        // never in the set's (address) order, so that a run's trace stays the same.
+        let updated = context.updatedObjects.filter { !$0.isInserted && !$0.isDeleted }
+            .sorted { ($0.entity.name, $0.objectID.primaryKey ?? 0) < ($1.entity.name, $1.objectID.primaryKey ?? 0) }
+            .reduce(0) { $0 + $1.changedValues().count }
+        return context.insertedObjects.count + context.deletedObjects.count { !$0.isInserted } + updated
+    }
 }
 
 /// One write of one property by a committed save, as the oracle sees it (events.jsonl).

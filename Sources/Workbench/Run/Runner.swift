@@ -521,6 +521,8 @@ public struct VariantRunner {
             }
             unsaved = [("inserted", inserted), ("updated", updated), ("deleted", deleted)]
         }
+        // Read where the parents are read: what contexts whose save failed still hold is counted now.
+        let refusedChanges = recorder.refusedChanges()
         let recorderState = recorder.state.withLock { $0 }
         let readOnlySaves = (stack.ambar?.counters.readOnlySavesReachedStore ?? 0) + (recorderState.counters["readOnlySavesReachedStore"] ?? 0)
         // The oracle's reads are the harness's, not the app's: in a simulation they run on a thread of their own,
@@ -680,6 +682,8 @@ public struct VariantRunner {
         }
         rows.append(MetricRow("lostUpdates", "count", Double(oracle.lostUpdates), "count"))
         rows.append(MetricRow("lostUpdates", "count", Double(oracle.promisedLosses), "count", label: "promised"))
+        // Beside the losses: what failed saves would have written, which the store never got (Docs/workbench.md).
+        rows.append(MetricRow("refusedChanges", "count", Double(refusedChanges), "count"))
         rows.append(MetricRow("staleReads", "count", Double(oracle.staleReads), "count"))
         rows.append(MetricRow("duplicates", "count", Double(oracle.duplicates), "count"))
         rows.append(MetricRow("readOnlySavesReachedStore", "count", Double(readOnlySaves), "count"))
