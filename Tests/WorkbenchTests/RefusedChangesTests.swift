@@ -83,3 +83,47 @@ struct RefusedChangesTests {
         }
     }
 }
+
+/// `importThroughput` counts what reached the store: an importer whose every save is refused stored nothing.
+@Suite("Refused saves: import throughput counts only stored objects")
+struct RefusedImportThroughputTests {
+    /// Every new record carries `code` 1, which the entity keeps unique, and the seed stores one (a batch insert,
+    /// which is no importer's save): under `error` each import save meets a uniqueness-constraint conflict and fails (Docs/coredata-behaviour.md §1.6); `objectTrump` merges the
+    /// records into the stored one and saves.
+    static let clash = """
+        name: refused-import
+        seed: 5
+        model:
+          entities:
+            - { name: Item, attributes: [{ name: id, type: integer64, optional: false, defaultValue: 0 }, { name: code, type: integer64, optional: false, defaultValue: 0 }], uniquenessConstraints: [[code]] }
+          entity: Item
+          idKey: id
+          values: { code: { min: 1, max: 1 } }
+        stack:
+          topology: container
+        phases:
+          - name: seed
+            actors:
+              - batch: { kind: insert, size: 1, requests: 1 }
+          - name: run
+            actors:
+              - importer: { objects: 20, chunkSize: 5 }
+        matrix:
+          stack.policies.all: [error, objectTrump]
+        """
+
+    // Docs/coredata-behaviour.md §1.6
+    @Test("An importer whose saves are all refused imports nothing: its records are refused changes, not throughput")
+    func refusedImportIsNoThroughput() throws {
+        let loaded = try ScenarioLoader.load(text: Self.clash, file: "refused-import.yaml")
+        let results = try loaded.variants.map(runVariant)
+        let error = try #require(results.first { $0.policies["importer"] == "error" })
+        let objectTrump = try #require(results.first { $0.policies["importer"] == "objectTrump" })
+        // Four chunks of five new records, each save refused: one refused change per record it would have inserted.
+        #expect(error.value("saveFailures", "count") == 4)
+        #expect(error.value("refusedChanges", "count") == 20)
+        #expect(error.value("importThroughput", "value") == 0)
+        #expect(objectTrump.value("refusedChanges", "count") == 0)
+        #expect(try #require(objectTrump.value("importThroughput", "value")) > 0)
+    }
+}
