@@ -38,19 +38,9 @@ import Testing
         }
         // The did-save notification (with objects) holds its save's rows in the row cache until merged
         // (core-data-rules.md "Rule 23 (row cache)"): what the shared coordinator's merge reads.
-        let background = stack.context()
-        let saves = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: background)
-        try background.performAndWait {
-            for i in Int64(11)...310 {
-                let item = Item(context: background)
-                item.id = i
-                item.name = "n"
-                item.price = i % 50 == 0 ? 5 : 1000 + Double(i)
-            }
-            try background.save()
-            background.reset()
+        let note = try FetchedResultsControllerTests.saveItems(stack, 11...310, posting: ManagedObjectContext.didSaveNotification) {
+            $0 % 50 == 0 ? 5 : 1000 + Double($0)
         }
-        let note = try #require(saves.notes.first)
         let (_, counts) = BatchCostTests.counting { view.performAndWait { view.mergeChanges(fromContextDidSave: note) } }
         return view.performAndWait {
             Outcome(counts: counts.ops, events: recorder.take(), sections: (frc.sections ?? []).map(\.name),
