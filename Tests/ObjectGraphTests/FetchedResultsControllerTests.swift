@@ -385,10 +385,11 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
     // MARK: Issue 18
 
     /// Saves `n` items (ids from `first`) with `price(id)` in a new context of `stack`, returning the
-    /// did-save-object-IDs notification.
-    static func saveItems(_ stack: TestStack, _ ids: ClosedRange<Int64>, name: String = "n", price: (Int64) -> Double) throws -> Notification {
+    /// did-save-object-IDs notification (or the one named `posting`).
+    static func saveItems(_ stack: TestStack, _ ids: ClosedRange<Int64>, name: String = "n",
+                          posting: Notification.Name = ManagedObjectContext.didSaveObjectIDsNotification, price: (Int64) -> Double) throws -> Notification {
         let background = stack.context()
-        let saves = NotificationRecorder(ManagedObjectContext.didSaveObjectIDsNotification, object: background)
+        let saves = NotificationRecorder(posting, object: background)
         try background.performAndWait {
             for i in ids {
                 let item = Item(context: background)

@@ -108,6 +108,45 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
         guard let op = Self.allCases.first(where: { $0.name == name }) else { return nil }
         self = op
     }
+
+    /// The first estimate of one operation's price in nanoseconds (`Profiles/estimates.yaml`): what a choice
+    /// between two ways of doing the same work weighs them by outside a simulation, or in one without prices.
+    public var estimatedNanoseconds: UInt64 {
+        switch self {
+        case .objectRegistered: 4000
+        case .faultFulfilledFromCache: 6000
+        case .faultFulfilledFromStore: 60000
+        case .fetchExecuted: 150000
+        case .rowFetched: 8000
+        case .propertyRead: 300
+        case .propertySet: 1500
+        case .objectRefreshed: 10000
+        case .notificationPosted: 20000
+        case .controllerObjectEvaluated: 5000
+        case .sqlStatement: 20000
+        case .rowInserted: 50000
+        case .rowUpdated: 40000
+        case .rowDeleted: 30000
+        case .transaction: 2000000
+        case .contextSave: 200000
+        case .objectPushed: 70000
+        case .blockRun: 5000
+        case .rowMigrated: 2000
+        case .batchRowInserted: 3000
+        case .batchRowUpdated: 3000
+        case .batchRowDeleted: 2000
+        case .idRowFetched: 1500
+        case .inMemoryRowWritten: 2000
+        case .inMemoryRowRead: 500
+        case .controllerComparison: 700
+        case .controllerObjectMoved: 2
+        case .controllerSectionUpdated: 1000
+        case .rowExamined: 250
+        case .sortPerformed: 10000
+        case .autoIndexRow: 1000
+        case .objectDeleted: 5000
+        }
+    }
 }
 
 /// The kinds of SQL statement counted beside ``CostedOperation/sqlStatement`` (reports label them `kind=`). They
@@ -150,6 +189,12 @@ public protocol ExecutionSimulation: AnyObject, Sendable {
     /// Runs `body` holding one of `capacity` lanes of the named resource (a coordinator's reader connections): it
     /// waits in virtual time only when every lane is taken.
     func pooled(_ resource: SharedResource, capacity: Int, on thread: ExecutionThread, _ body: () -> Void)
+    /// The price of one `op` on the simulated device, in nanoseconds; nil when the simulation has no prices.
+    func nanoseconds(for op: CostedOperation) -> UInt64?
+}
+
+extension ExecutionSimulation {
+    public func nanoseconds(for op: CostedOperation) -> UInt64? { nil }
 }
 
 /// Something one thread at a time may hold across queues (SQLite's one writer per file).
@@ -252,6 +297,12 @@ public enum Execution {
         guard let thread = ExecutionThread.current else { return }
         thread.counts[CostedOperation.sqlStatement.rawValue] += 1
         thread.statementCounts[kind.rawValue] += 1
+    }
+
+    /// The price of one `op` in nanoseconds: the running simulation's (its cost profile's), else the first
+    /// estimate. For a choice between two ways of doing the same work (a controller's bulk query or its faults).
+    public static func price(_ op: CostedOperation) -> UInt64 {
+        ExecutionThread.current?.simulation.nanoseconds(for: op) ?? op.estimatedNanoseconds
     }
 
     /// Records a Core Data call in the simulation's trace, when one is being written (no work otherwise).

@@ -652,6 +652,28 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         return try rowForFault(id)
     }
 
+    /// The IDs among `ids` whose fault, fired here, reads its row from the store with a query of its own: neither
+    /// the coordinator's row cache holds the row fresh, nor (for a child) an ancestor holds the object loaded.
+    /// A pinned context reads every row in its generation (Docs/coredata-behaviour.md §3.7). Nothing is read.
+    func idsReadingStore(_ ids: [ManagedObjectID]) throws -> Set<ManagedObjectID> {
+        if let parent {
+            return try parent.performAndWait { try parent.idsReadingStoreForChild(ids) }
+        }
+        guard let coordinator = persistentStoreCoordinator else { return [] }
+        let stored = ids.filter { !$0.isTemporaryID }
+        if pinnedGeneration.withLock({ $0 }) != nil { return Set(stored) }
+        return Set(stored.filter { !coordinator.cachesRow(for: $0, staleness: stalenessInterval) })
+    }
+
+    /// ``idsReadingStore(_:)`` for a child's faults: those this context holds loaded are answered from it
+    /// (``rowForChild(_:)``).
+    private func idsReadingStoreForChild(_ ids: [ManagedObjectID]) throws -> Set<ManagedObjectID> {
+        let served = ids.map { (mine: keptIDChanges?.permanentByTemporary[$0] ?? $0, child: $0) }
+            .filter { registry[$0.mine].map(\.isFaultFlag) ?? true }
+        let reading = try idsReadingStore(served.map(\.mine))
+        return Set(served.filter { reading.contains($0.mine) }.map(\.child))
+    }
+
     func fulfillToMany(_ object: ManagedObject, index: Int) throws {
         let relationship = object.entity.toManyRelationships[index]
         let ids: Set<ManagedObjectID>

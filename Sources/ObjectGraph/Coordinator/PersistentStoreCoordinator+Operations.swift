@@ -130,6 +130,13 @@ extension PersistentStoreCoordinator {
         }
     }
 
+    /// Whether a fault's row would come from the row cache, with no store trip (``row(for:staleness:generation:)``
+    /// unpinned: fresh, or known deleted). Counts nothing.
+    func cachesRow(for id: ManagedObjectID, staleness: TimeInterval) -> Bool {
+        if case .miss = rowCache.lookup(id, staleness: staleness) { return false }
+        return true
+    }
+
     /// Rows of several objects in one query per entity (batch faulting, prefetching). Installs them in the
     /// cache without references.
     func rows(for ids: [ManagedObjectID], generation: StoreGeneration? = nil) throws -> [ManagedObjectID: RowSnapshot] {

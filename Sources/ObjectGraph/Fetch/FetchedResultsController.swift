@@ -82,6 +82,10 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         /// A smarter controller, not Core Data's: merged faults are evaluated in bulk, one query per 500 IDs
         /// (the predicate and, with a `fetchLimit`, only the first `fetchLimit` of each chunk in sort order), so
         /// only the objects that can be shown are filled; the results are trimmed to `fetchLimit` after each change.
+        /// It queries only where that costs less, at the running profile's prices, than firing the faults, so it
+        /// never does more work than ``coreData`` for a change and shows the same objects (within the limit).
+        /// Where every fault's row is in the row cache (one coordinator for the view and the importers) and there
+        /// is no `fetchLimit`, no query beats the faults and it does exactly ``coreData``'s work.
         /// Use it to show what such a controller would save.
         case batched
     }
@@ -290,19 +294,56 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         return (try? predicate.evaluate(subject: object)) ?? false
     }
 
-    /// ``ChangeEvaluation/batched``: the faults among `faults` that can appear in the results, found by one query
-    /// per 500 IDs instead of one fault fired per object: those matching the predicate and, with a `fetchLimit`,
-    /// only the first `fetchLimit` of each chunk in sort order (any other is preceded by at least that many
-    /// matches, so it cannot be among the first `fetchLimit` results). Nil when there are fewer than two faults,
-    /// or neither a predicate nor a limit (``matches(_:)`` decides per object then).
-    private func matchingFaults(_ faults: Set<ManagedObject>) -> FaultMatches? {
+    /// ``ChangeEvaluation/batched``: which of `faults` can appear in the results, found by one query per 500 IDs
+    /// instead of one fault fired per object: those matching the predicate and, with a `fetchLimit`, only the
+    /// first `fetchLimit` of each chunk in sort order (any other is preceded by at least that many matches, so it
+    /// cannot be among the first `fetchLimit` results). Nil when no query is run and ``matches(_:)`` decides per
+    /// object, as Core Data does.
+    ///
+    /// A query is run only where it costs less than firing the faults (``queryPlan(storeReads:cached:limit:)``):
+    /// a fault in a fault batch is loaded with its batch and left out; a fault whose row the row cache holds (a
+    /// merge from a context on the same coordinator) or an ancestor context holds loaded costs no store trip.
+    private func matchingFaults(_ faults: [ManagedObject]) -> FaultMatches? {
         let limit = fetchRequest.fetchLimit
-        // With no predicate and no limit every fault matches, but the query still saves a store trip per fault:
-        // its rows land in the row cache, where the sort keys are then read.
-        guard faults.count > 1 else { return nil }
-        let ids = faults.map(\.objectID)
+        let loose = faults.filter { $0.faultBatch.map(\.isLoaded) ?? true }.map(\.objectID)
+        guard !loose.isEmpty, let reading = try? managedObjectContext.idsReadingStore(loose) else { return nil }
+        let ids: [ManagedObjectID]
+        switch Self.queryPlan(storeReads: reading.count, cached: loose.count - reading.count, limit: limit) {
+        case .none: return nil
+        case .storeReads: ids = loose.filter(reading.contains)
+        case .all: ids = loose
+        }
         guard let objects = fetchAmong(ids, limit: limit) else { return nil }
         return FaultMatches(faults: Set(ids), found: Set(objects.map(\.objectID)), controller: self)
+    }
+
+    /// Which faults a batched controller queries for: none, those whose firing reads the store, or all.
+    enum QueryPlan: Equatable {
+        case none, storeReads, all
+    }
+
+    /// The cheapest way, at the running profile's prices (``Execution/price(_:)``), to evaluate `storeReads`
+    /// faults whose firing reads the store and `cached` whose firing does not: firing each (Core Data's, chosen
+    /// on a tie), a query for the first kind, or a query for both. A fault fired costs its fill (a store trip is
+    /// one SELECT) and an evaluation. A query costs per chunk of 500 a fetch, its SELECT and (with a `limit`) its
+    /// sort, and per row it returns a row read, its fault filled from the row cache and an evaluation: every
+    /// fault, at worst, or `limit` per chunk. Counting every fault as returned is what makes the choice safe:
+    /// it never costs more than firing them, whatever the predicate turns out to match.
+    static func queryPlan(storeReads: Int, cached: Int, limit: Int) -> QueryPlan {
+        let price = Execution.price
+        let storeFault = price(.faultFulfilledFromStore) + price(.sqlStatement) + price(.controllerObjectEvaluated)
+        let cachedFault = price(.faultFulfilledFromCache) + price(.controllerObjectEvaluated)
+        func query(_ n: Int) -> UInt64 {
+            let chunks = (n + 499) / 500
+            let returned = limit > 0 ? min(n, chunks * limit) : n
+            let perChunk = price(.fetchExecuted) + price(.sqlStatement) + (limit > 0 ? price(.sortPerformed) : 0)
+            return UInt64(chunks) * perChunk + UInt64(returned) * (price(.rowFetched) + cachedFault)
+        }
+        let firing = UInt64(storeReads) * storeFault + UInt64(cached) * cachedFault
+        let queryingStoreReads = storeReads > 0 ? query(storeReads) + UInt64(cached) * cachedFault : .max
+        let queryingAll = query(storeReads + cached)
+        if queryingAll < min(firing, queryingStoreReads) { return .all }
+        return queryingStoreReads < firing ? .storeReads : .none
     }
 
     /// The objects among `ids` that match the predicate (with `limit`, the first `limit` of each chunk in sort
@@ -429,8 +470,9 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
                 placed.append((object, k, n))
             }
         case .batched:
-            // Merged faults are evaluated in one query per 500 IDs, so only those that can be shown are filled.
-            let faultMatches = matchingFaults(touched.filter { $0.isFaultFlag && !gone.contains($0) })
+            // Faults that would each read the store are evaluated in one query per 500 IDs when that costs less,
+            // so only those that can be shown are filled; the others as Core Data does.
+            let faultMatches = matchingFaults(candidates.filter(\.isFaultFlag))
             for object in candidates where faultMatches?.matches(object) ?? matches(object) {
                 guard let k = try? self.sortKeys(object), let n = try? sectionName(object) else { continue }
                 placed.append((object, k, n))

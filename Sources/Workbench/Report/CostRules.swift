@@ -34,7 +34,7 @@ public struct CostRule: Sendable, Equatable {
                  statement: "A controller's fetchLimit is not applied after changes: its results grow past it as inserts merge.",
                  confidence: .secondHand, figures: "frcObjects"),
         CostRule(id: "frc-batched-option",
-                 statement: "viewer.frc: batched evaluates merged faults in bulk queries and trims to the limit. Core Data does not; the figures show what a smarter controller would save.",
+                 statement: "viewer.frc: batched evaluates merged faults in bulk queries where that costs less than firing them, and trims to the limit. Core Data does not; the figures show what a smarter controller would save. It saves nothing where every merged row is in the row cache (one shared coordinator, as `container`) and the request has no fetchLimit: a cached fault costs less than any query, so it does Core Data's work there.",
                  confidence: .notCoreData, figures: "faultsFulfilled[queue=main], frcObjectsEvaluated, mainBusy[merge]"),
         CostRule(id: "frc-fetch-batches",
                  statement: "With fetchBatchSize a controller's fetch reads the IDs, then rows a batch at a time as objects are touched.",

@@ -215,6 +215,8 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
 
     public func makeQueue(label: String) -> any SimulatedQueue { VirtualQueue(label: label, scheduler: self) }
 
+    public func nanoseconds(for op: CostedOperation) -> UInt64? { profile.cost(op) }
+
     public func now(on thread: ExecutionThread) -> UInt64 {
         if let t = clockOverride { return t }
         guard let p = thread as? Participant, p.simulation === self else { preconditionFailure("a thread of another simulation read this one's clock") }
