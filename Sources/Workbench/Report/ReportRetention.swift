@@ -96,15 +96,16 @@ public enum ReportRetention {
         runs(reportsRoot: reportsRoot).last { $0.scenario == scenario }
     }
 
-    /// Removes the runs beyond the last `keep` of each scenario, except those in `keeping` and those a baseline file
-    /// in `baselines` names (`<scenario>/<run>` in its text). Returns what it removed, oldest first.
+    /// Removes the runs beyond the last `keep` of each scenario (of `scenario` alone when given), except those in
+    /// `keeping` and those a baseline file in `baselines` names (`<scenario>/<run>` in its text). Returns what it
+    /// removed, oldest first within each scenario.
     @discardableResult
-    public static func prune(reportsRoot: URL, keep: Keep, keeping: [URL] = [], baselines: URL? = nil) -> [Removal] {
+    public static func prune(reportsRoot: URL, keep: Keep, scenario: String? = nil, keeping: [URL] = [], baselines: URL? = nil) -> [Removal] {
         guard case let .last(count) = keep else { return [] }
         let kept = Set(keeping.map { $0.standardizedFileURL.path })
         let baselineTexts = baselines.map(baselineTexts) ?? []
         var removals: [Removal] = []
-        let all = runs(reportsRoot: reportsRoot)
+        let all = runs(reportsRoot: reportsRoot).filter { scenario == nil || $0.scenario == scenario }
         for group in Set(all.map(\.group)).sorted() {
             let older = all.filter { $0.group == group }.dropLast(max(count, 1))
             for run in older {

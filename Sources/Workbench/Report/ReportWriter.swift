@@ -200,7 +200,8 @@ public enum ReportWriter {
             } catch {
                 throw WorkbenchError(.internalFailure, "cannot move the report to \(final.path): \(error.localizedDescription) (it is in \(staging.path))")
             }
-            removed = ReportRetention.prune(reportsRoot: reportsRoot, keep: keep, keeping: [final], baselines: baselines)
+            removed = ReportRetention.prune(reportsRoot: reportsRoot, keep: keep, scenario: final.deletingLastPathComponent().lastPathComponent,
+                                            keeping: [final], baselines: baselines)
             try ReportWriter.writeIndex(reportsRoot: reportsRoot)
             return final
         }
