@@ -13,6 +13,8 @@
 #   make ci         the regression gate against Scenarios/baselines/ci.json (exact on deterministic counters)
 #   make baseline   record a new CI baseline
 #   make report     rebuild Reports/index.html
+#   make clean-reports  keep the last KEEP runs of each scenario in Reports/ (default 5, or $$AMBAR_KEEP_RUNS; KEEP=all keeps
+#                   every run); prints what it removed and the space freed. Runs made by make also keep KEEP (Docs/workbench.md)
 #   make build      debug build of every target
 #   make bench      ours vs raw SQLite vs GRDB, one table (Benchmarks/, its own package); make bench-quick: reduced sizes + package-benchmark thresholds
 #   make crash-test kill tests: TRIALS (default 100) import/edit children killed with SIGKILL, the store checked after each;
@@ -25,9 +27,12 @@ SWIFT ?= swift
 CONFIG ?= release
 APT_PACKAGES := libsqlite3-dev libjemalloc-dev pkg-config sqlite3
 BENCH := .build/$(CONFIG)/ambar-bench
+# KEEP=N (or all): runs of each scenario kept in Reports/ after a run and by clean-reports; unset: the tool's default.
+KEEP ?=
+KEEP_FLAG := $(if $(KEEP),--keep $(KEEP))
 DEFAULT_SCENARIOS := Scenarios/thousands-of-imports.yaml Scenarios/conflict-storm.yaml Scenarios/read-only-view.yaml
 
-.PHONY: run test scenarios compare guide capacity evidence fit published example ci baseline report build deps bench-tool clean bench bench-quick crash-test fuzz tsan
+.PHONY: run test scenarios compare guide capacity evidence fit published example ci baseline report clean-reports build deps bench-tool clean bench bench-quick crash-test fuzz tsan
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -41,7 +46,7 @@ bench-tool: deps
 	$(SWIFT) build -c $(CONFIG) --product ambar-bench
 
 run: bench-tool
-	$(BENCH) run $(DEFAULT_SCENARIOS) --progress
+	$(BENCH) run $(DEFAULT_SCENARIOS) --progress $(KEEP_FLAG)
 
 # Every test is Swift Testing: XCTest would only print that it ran none.
 test: deps
@@ -49,14 +54,14 @@ test: deps
 	$(SWIFT) test --skip-build --disable-xctest
 
 scenarios: bench-tool
-	$(BENCH) run Scenarios/*.yaml --progress
+	$(BENCH) run Scenarios/*.yaml --progress $(KEEP_FLAG)
 
 compare: bench-tool
-	$(BENCH) run Scenarios/policy-comparison.yaml --progress
+	$(BENCH) run Scenarios/policy-comparison.yaml --progress $(KEEP_FLAG)
 	$(BENCH) guide --check
 
 guide: bench-tool
-	$(BENCH) run Scenarios/policy-comparison.yaml --progress
+	$(BENCH) run Scenarios/policy-comparison.yaml --progress $(KEEP_FLAG)
 	$(BENCH) guide
 
 example: deps
@@ -72,16 +77,19 @@ published: evidence
 	@echo "note: make published is now make evidence (Profiles/evidence/); the old name goes in the next release"
 
 capacity: bench-tool
-	$(BENCH) run Scenarios/capacity.yaml --progress
+	$(BENCH) run Scenarios/capacity.yaml --progress $(KEEP_FLAG)
 
 ci: bench-tool
-	$(BENCH) check --baseline ci --progress
+	$(BENCH) check --baseline ci --progress $(KEEP_FLAG)
 
 baseline: bench-tool
-	$(BENCH) baseline ci Scenarios/ci-regression.yaml --progress
+	$(BENCH) baseline ci Scenarios/ci-regression.yaml --progress $(KEEP_FLAG)
 
 report: bench-tool
 	$(BENCH) report
+
+clean-reports: bench-tool
+	$(BENCH) clean-reports $(KEEP_FLAG)
 
 build: deps
 	$(SWIFT) build

@@ -16,7 +16,7 @@ struct AmbarBench: ParsableCommand {
 
             Documentation, in the repository: Docs/scenarios.md (the scenario format), Docs/workbench.md (metrics, reports, the command line, exit codes, and sweeps sharded over a CI matrix: Docs/examples/capacity-matrix.yml), Docs/what-the-workbench-counts.md (what each counter stands for in Core Data), Docs/simulation.md (simulated mode), Docs/calibration.md (operation traces and their replay), Docs/coredata-behaviour.md (the Core Data behaviour we reproduce, and how sure we are of it), Docs/choosing-a-merge-policy.md (the policies compared; `guide` writes its measured part).
             """,
-        subcommands: [Run.self, Replay.self, ReplayTrace.self, Calibrate.self, Fit.self, Evidence.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self, Guide.self],
+        subcommands: [Run.self, Replay.self, ReplayTrace.self, Calibrate.self, Fit.self, Evidence.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self, Guide.self, CleanReports.self],
         defaultSubcommand: Run.self)
 
     /// ArgumentParser's own main, except that a command-line mistake is bad input: exit code 2 (Docs/workbench.md),
@@ -66,6 +66,9 @@ struct CommonOptions: ParsableArguments {
     @Option(name: .long, help: "Where reports go.")
     var out: String = "Reports"
 
+    @Option(name: .long, help: ArgumentHelp(keepHelp, valueName: "N|all"))
+    var keep: String?
+
     @Flag(name: .long, help: "Print progress even when stderr is not a terminal.")
     var progress = false
 
@@ -91,6 +94,7 @@ struct CommonOptions: ParsableArguments {
         o.waitsForPreviousVariant = true
         o.overrides = overrides
         o.reportsRoot = URL(fileURLWithPath: out, isDirectory: true)
+        o.keep = try ReportRetention.resolve(option: keep)
         o.trace = trace.map { URL(fileURLWithPath: $0) }
         if let shard {
             let parts = shard.split(separator: "/").compactMap { Int($0) }
@@ -306,17 +310,22 @@ struct Guide: ParsableCommand {
     }
 }
 
+/// `--keep`'s help, shared by the commands that write a run.
+let keepHelp: String = "After writing the run, keep the last N runs of each scenario under --out and remove the older ones (a run a baseline file names, the newest and unknown files stay), or `all` to keep every run. Default: $\(ReportRetention.environmentVariable) when set, else 5."
+
 struct Merge: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Combine --shard run folders into one report.",
         discussion: "Give the run folders of every shard of one command (the same scenario file, overrides and seed; each shard once). Docs/workbench.md \"When one machine is not enough\" runs the shards as the jobs of a CI matrix: Docs/examples/capacity-matrix.yml.")
     @Argument var folders: [String]
     @Option(name: .long) var out: String = "Reports"
+    @Option(name: .long, help: ArgumentHelp(keepHelp, valueName: "N|all")) var keep: String?
 
     func run() throws {
         try guarded {
             let root = URL(fileURLWithPath: out, isDirectory: true)
-            let folder = try Suite.merge(folders: folders.map { URL(fileURLWithPath: $0, isDirectory: true) }, reportsRoot: root)
+            let folder = try Suite.merge(folders: folders.map { URL(fileURLWithPath: $0, isDirectory: true) }, reportsRoot: root,
+                                         keep: try ReportRetention.resolve(option: keep))
             print("report: \(folder.path)/report.html")
             print("index: \(root.appendingPathComponent("index.html").path)")
             return 0
@@ -363,6 +372,35 @@ struct Report: ParsableCommand {
                 throw WorkbenchError(.badInput, "\(out): no such folder (give the folder that holds the run folders, Reports by default)")
             }
             try ReportWriter.writeIndex(reportsRoot: URL(fileURLWithPath: out, isDirectory: true))
+            print("index: \(out)/index.html")
+            return 0
+        }
+    }
+}
+
+struct CleanReports: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clean-reports",
+        abstract: "Keep the last N runs of each scenario under --out now, print what was removed and the space freed, and rebuild index.html.",
+        discussion: "Only run folders the workbench wrote are removed (Reports/<scenario>/<run>/ with its manifest.json); other files, symbolic links, a run a file in Scenarios/baselines names, and each scenario's newest run stay. Runs of one --shard position are counted apart. Also removes the staging folders of runs whose process is gone. Docs/workbench.md \"Keeping reports\".")
+    @Option(name: .long, help: "The folder that holds the run folders.") var out: String = "Reports"
+    @Option(name: .long, help: ArgumentHelp("How many runs of each scenario to keep, 1 or more, or `all`. Default: $\(ReportRetention.environmentVariable) when set, else 5.", valueName: "N|all"))
+    var keep: String?
+
+    func run() throws {
+        try guarded {
+            let keep = try ReportRetention.resolve(option: keep)
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: out, isDirectory: &isFolder), isFolder.boolValue else {
+                throw WorkbenchError(.badInput, "\(out): no such folder (give the folder that holds the run folders, Reports by default)")
+            }
+            let root = URL(fileURLWithPath: out, isDirectory: true)
+            let leftovers = Suite.cleanLeftovers(reportsRoot: root)
+            if leftovers > 0 { print("removed \(leftovers) folder(s) left by interrupted runs") }
+            let removed = ReportRetention.prune(reportsRoot: root, keep: keep, baselines: URL(fileURLWithPath: "Scenarios/baselines", isDirectory: true))
+            for r in removed { print("removed \(out)/\(r.run.scenario)/\(r.run.name) (\(ReportRetention.byteText(r.bytes)))") }
+            print(ReportRetention.summary(removed, keep: keep))
+            try ReportWriter.writeIndex(reportsRoot: root)
             print("index: \(out)/index.html")
             return 0
         }

@@ -196,13 +196,12 @@ extension PolicyGuide {
         return .written
     }
 
-    /// The newest whole run of `scenario` under `reportsRoot`.
+    /// The newest whole run of `scenario` under `reportsRoot`, in the order retention keeps runs by (it is never
+    /// removed: ReportRetention).
     public static func newestRun(of scenario: String, reportsRoot: URL) throws -> URL {
-        let folder = reportsRoot.appendingPathComponent(scenario, isDirectory: true)
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
-        guard let newest = names.last else {
+        guard let newest = ReportRetention.newest(of: scenario, reportsRoot: reportsRoot) else {
             throw WorkbenchError(.badInput, "no run of \(scenario) under \(reportsRoot.path): run `ambar-bench run Scenarios/\(scenario).yaml` first")
         }
-        return folder.appendingPathComponent(newest, isDirectory: true)
+        return newest.folder
     }
 }

@@ -125,9 +125,11 @@ public enum ReportWriter {
         return files
     }
 
-    /// Writes a run's folder; returns it.
-    public static func write(results: [VariantResult], manifest: Manifest, events: [String: [WriteEvent]], reportsRoot: URL) throws -> URL {
+    /// Writes a run's folder, then keeps `keep` runs of each scenario (ReportRetention); returns the folder.
+    public static func write(results: [VariantResult], manifest: Manifest, events: [String: [WriteEvent]], reportsRoot: URL,
+                             keep: ReportRetention.Keep = ReportRetention.defaultKeep) throws -> URL {
         let folder = try RunFolder(manifest: manifest, reportsRoot: reportsRoot)
+        folder.keep = keep
         do {
             try folder.write(results: results, manifest: manifest, events: events)
             return try folder.finish()
@@ -145,6 +147,12 @@ public enum ReportWriter {
         let reportsRoot: URL
         /// The run id, made unique among the scenario's runs.
         public let runID: String
+        /// How many runs of each scenario `finish()` keeps (Docs/workbench.md "Keeping reports").
+        public var keep = ReportRetention.defaultKeep
+        /// Where the baselines are: a run a baseline file names is never removed.
+        public var baselines: URL? = URL(fileURLWithPath: "Scenarios/baselines", isDirectory: true)
+        /// The older runs `finish()` removed.
+        public private(set) var removed: [ReportRetention.Removal] = []
 
         public init(manifest: Manifest, reportsRoot: URL) throws {
             let fm = FileManager.default
@@ -182,7 +190,8 @@ public enum ReportWriter {
             }
         }
 
-        /// Moves the report into place and updates the index; returns the run folder.
+        /// Moves the report into place, removes the runs beyond `keep` (never this one) and rebuilds the index, so
+        /// it links no removed run; returns the run folder.
         public func finish() throws -> URL {
             let fm = FileManager.default
             do {
@@ -191,6 +200,8 @@ public enum ReportWriter {
             } catch {
                 throw WorkbenchError(.internalFailure, "cannot move the report to \(final.path): \(error.localizedDescription) (it is in \(staging.path))")
             }
+            removed = ReportRetention.prune(reportsRoot: reportsRoot, keep: keep, scenario: final.deletingLastPathComponent().lastPathComponent,
+                                            keeping: [final], baselines: baselines)
             try ReportWriter.writeIndex(reportsRoot: reportsRoot)
             return final
         }

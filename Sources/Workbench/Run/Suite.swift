@@ -24,6 +24,8 @@ public struct Suite {
         /// Each variant's memory is measured once the previous variant's objects are freed (up to 0.5 s): for a
         /// process that runs nothing else meanwhile, as `ambar-bench` does.
         public var waitsForPreviousVariant = false
+        /// How many runs of each scenario to keep once a run is written (Docs/workbench.md "Keeping reports").
+        public var keep = ReportRetention.defaultKeep
         public init() {}
     }
 
@@ -84,6 +86,7 @@ public struct Suite {
             // Issue 20 item 6: the run folder is written as each variant finishes, so a failure or an interruption
             // keeps every finished variant.
             let runFolder = try ReportWriter.RunFolder(manifest: manifest([]), reportsRoot: options.reportsRoot)
+            runFolder.keep = options.keep
             var stoppedBy: String?
             for (n, variant) in variants.enumerated() {
                 if options.shouldStop() {
@@ -130,6 +133,7 @@ public struct Suite {
             let final = manifest(results, interrupted: stoppedBy)
             try runFolder.write(results: results, manifest: final, events: events(results))
             let folder = try runFolder.finish()
+            if !runFolder.removed.isEmpty { options.progress?("\(first.name): \(ReportRetention.summary(runFolder.removed, keep: options.keep))") }
             var outcomeFailures = failures(results)
             if let stoppedBy { outcomeFailures.append("\(first.name): \(stoppedBy); the report holds the variants that finished") }
             outcomes.append(Outcome(folder: folder, results: results, failures: outcomeFailures, interrupted: stoppedBy != nil,
@@ -201,7 +205,7 @@ public struct Suite {
     }
 
     /// Combines shard run folders into one report (`ambar-bench merge`).
-    public static func merge(folders: [URL], reportsRoot: URL) throws -> URL {
+    public static func merge(folders: [URL], reportsRoot: URL, keep: ReportRetention.Keep = ReportRetention.defaultKeep) throws -> URL {
         var results: [VariantResult] = []
         var manifest: Manifest?
         var events: [String: [WriteEvent]] = [:]
@@ -234,7 +238,7 @@ public struct Suite {
         merged.runID = newRunID(shard: nil) + "-merged"
         merged.variants = results.count
         results.sort { ($0.variant, $0.repetition) < ($1.variant, $1.repetition) }
-        return try ReportWriter.write(results: results, manifest: merged, events: events, reportsRoot: reportsRoot)
+        return try ReportWriter.write(results: results, manifest: merged, events: events, reportsRoot: reportsRoot, keep: keep)
     }
 }
 
