@@ -171,6 +171,8 @@ struct RankingTests {
         // Outside the generated part the page quotes no measured figure: no "ms" value and no table row.
         let prose = page.replacingOccurrences(of: generated, with: "")
         #expect(!prose.contains(" ms |") && prose.range(of: #"\d+\.\d+ ms"#, options: .regularExpression) == nil)
+        // Nor a figure of the scenario: the workload is described in the generated part, from the parsed file.
+        #expect(!prose.contains("%") && !prose.contains("seeds 99"))
         let loaded = try ScenarioLoader.load(file: root.appendingPathComponent("Scenarios/policy-comparison.yaml").path)
         #expect(loaded.variants.count == 25 * 3)
         // The reduced run: one topology's five policies, each on the three seeds (the whole matrix is make compare's).

@@ -60,20 +60,41 @@ public enum PolicyGuide {
         }
     }
 
-    static var tableHeader: [String] {
-        ["| topology | policy (all contexts) | oracle | " + columns.map(\.title).joined(separator: " | ") + " |",
+    static func tableHeader(allContexts: Bool) -> [String] {
+        ["| topology | \(allContexts ? "policy (all contexts)" : "view context's policy") | oracle | " + columns.map(\.title).joined(separator: " | ") + " |",
          "|---|---|---|" + String(repeating: "---|", count: columns.count)]
     }
 
-    /// The generated part, markers included.
-    public static func render(_ results: [VariantResult], manifest: Manifest) -> String {
+    /// The scenario a run came from, as the guide describes it.
+    public struct ScenarioSummary: Sendable {
+        var first: Scenario
+        /// Every variant runs the first one's phases.
+        var sameWorkload: Bool
+
+        public init(_ variants: [Scenario]) {
+            first = variants[0]
+            sameWorkload = variants.allSatisfy { $0.phases == variants[0].phases }
+        }
+    }
+
+    /// The generated part, markers included; with the scenario, its workload in words.
+    public static func render(_ results: [VariantResult], manifest: Manifest, scenario: ScenarioSummary? = nil) -> String {
         let all = variants(results)
         let repetitions = all.map(\.runs.count).min() ?? 0
         let seeds = results.map(\.seed)
         var lines = [beginMarker, ""]
-        lines.append("Scenario `\(manifest.scenario)`, \(all.count) variants × \(repetitions) repetitions (seeds \(seeds.min() ?? 0)–\(seeds.max() ?? 0)), simulated mode on the `\(manifest.profile?.name ?? "?")` cost profile: the same figures on any machine. A cell is the median over the repetitions, with the range in brackets when they differ.")
+        let mode = manifest.profile.map { "simulated mode on the `\($0.name)` cost profile: the same figures on any machine" } ?? "real mode: this machine's figures"
+        lines.append("Scenario `\(manifest.scenario)`, \(all.count) variants × \(repetitions) repetitions (seeds \(seeds.min() ?? 0)–\(seeds.max() ?? 0)), \(mode). A cell is the median over the repetitions, with the range in brackets when they differ.")
         lines.append("")
-        lines += tableHeader + tableRows(results)
+        if let scenario {
+            lines.append("The workload, from the scenario file\(scenario.sameWorkload ? "" : " (the matrix changes it: this is the first variant's)"):")
+            lines.append("")
+            lines += workloadSentences(scenario.first).map { "- " + $0 }
+            lines.append("")
+        }
+        let allContexts = onePolicyPerVariant(results)
+        if allContexts { lines += ["Every context of a variant has the policy in its row.", ""] }
+        lines += tableHeader(allContexts: allContexts) + tableRows(results)
         lines.append("")
         let ranking = manifest.ranking(results)
         lines.append("### Ranking by the scenario's objective")
@@ -135,12 +156,10 @@ public enum PolicyGuide {
             let ranked = most.sorted { ($1.value, $0.key) < ($0.value, $1.key) }
             out.append("- Most changes kept from the store (lost, refused or promised), per topology and repetition: " + ranked.map { "`\($0.key)` in \($0.value) of \(cases)" }.joined(separator: ", ") + " (ties count for each).")
         }
-        // Merge latency by topology: the medians' range over the policies.
-        for topology in topologies {
-            let medians = all.filter { $0.topology == topology }.compactMap { v in median(v.runs.compactMap { $0.value("mergeLatency", "p99") }) }
-            guard let lo = medians.min(), let hi = medians.max() else { continue }
-            let span = lo == hi ? String(format: "%.3f ms under every policy", lo) : String(format: "%.3f–%.3f ms across the policies", lo, hi)
-            out.append("- `\(topology)`: merge p99 (median of the repetitions) \(span).")
+        // The main queue's and the merge's p99: which factor spreads them, and where the policy matters.
+        for (title, metric) in [("mainBusy p99", "mainBusy"), ("merge p99", "mergeLatency")] {
+            let grid = Grid(all) { $0.value(metric, "p99") }
+            out += [factorSentence(title, grid), policyWithinTopologySentence(title, grid)].compactMap { $0 }
         }
         return out
     }
@@ -182,7 +201,11 @@ extension PolicyGuide {
         guard let text = try? String(contentsOf: page, encoding: .utf8) else {
             throw WorkbenchError(.badInput, "\(page.path): cannot read the page")
         }
-        let generated = render(results, manifest: manifest)
+        let loaded: ScenarioLoader.Loaded
+        do { loaded = try ScenarioLoader.load(text: manifest.resolvedScenario, file: runFolder.appendingPathComponent("scenario.resolved.yaml").path) } catch {
+            throw WorkbenchError(.badInput, "\(runFolder.path): its resolved scenario does not load (\(error)): the guide describes the workload from it")
+        }
+        let generated = render(results, manifest: manifest, scenario: loaded.variants.isEmpty ? nil : ScenarioSummary(loaded.variants))
         if check {
             let current = generatedPart(of: text) ?? ""
             if current == generated { return .unchanged }

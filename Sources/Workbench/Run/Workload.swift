@@ -2,6 +2,11 @@ import Foundation
 import ObjectGraph
 import Synchronization
 
+extension Distribution {
+    /// `hotspot`: the chance that a draw is one of the hot set (the records on screen), else any record.
+    static let hotShare = 0.9
+}
+
 /// Workbench draws: one sub-seed per actor so runs replay exactly.
 extension SeededGenerator {
     /// The sub-seed of a named actor.
@@ -23,7 +28,7 @@ extension SeededGenerator {
             return min(n, max(1, Int64(pow(Double(n), u))))
         case .hotspot:
             let h = max(1, min(n, hot))
-            return Double.random(in: 0..<1, using: &self) < 0.9 ? Int64.random(in: 1...h, using: &self) : Int64.random(in: 1...n, using: &self)
+            return Double.random(in: 0..<1, using: &self) < Distribution.hotShare ? Int64.random(in: 1...h, using: &self) : Int64.random(in: 1...n, using: &self)
         }
     }
 
@@ -96,6 +101,11 @@ struct DeletedKeys {
 
 /// State shared by the actors of one variant.
 final class Workload: @unchecked Sendable {  // immutable except the Mutex-guarded parts
+    /// The hot set's size: the largest viewer's `visibleObjects`, 20 without a viewer.
+    static func hotSetSize(_ scenario: Scenario) -> Int {
+        scenario.phases.flatMap(\.actors).compactMap { if case .viewer(let v) = $0 { return v.visibleObjects } else { return nil } }.max() ?? 20
+    }
+
     let scenario: Scenario
     let stack: WorkbenchStack
     let recorder: RunRecorder
@@ -119,7 +129,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         self.main = main
         entity = model.entity(named: scenario.model.entity)!
         fieldTypes = scenario.model.fields.map { ($0, model.entity(named: scenario.model.entity)!.attribute(named: $0)!.type) }
-        viewerCount = scenario.phases.flatMap(\.actors).compactMap { if case .viewer(let v) = $0 { return v.visibleObjects } else { return nil } }.max() ?? 20
+        viewerCount = Self.hotSetSize(scenario)
         if stack.observesRootSave, let root = stack.committedContext {
             stack.observeRootSave = { [unowned self] root, save in try self.observedRootSave(root, save) }
             // A hook is kept by the context it is set on and called only by it: it holds that context unowned, or
