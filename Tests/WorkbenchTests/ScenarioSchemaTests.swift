@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+@testable import Workbench
+
+/// One table of keys (ScenarioKeys) is what the loader validates with and what `ambar-bench schema` writes as
+/// Docs/scenario.schema.json (Docs/scenarios.md "Editor support"): for every key, what the schema refuses the loader
+/// refuses too, every shipped scenario passes both, and the committed schema is the generator's.
+@Suite("Scenario keys and their JSON Schema (Docs/scenarios.md: Editor support)")
+struct ScenarioSchemaTests {
+    static let root = DocsTests.root
+    static let validator = SchemaValidator(ScenarioSchema.document())
+
+    /// A scenario holding every object of the table once: each key's bad value is set into it where that object is.
+    /// `mode: real` loads no cost profile, which keeps the few hundred loads fast.
+    static let base = """
+        name: keys
+        mode: real
+        model:
+          entity: Record
+          values: { title: { length: 5 }, value: { min: 0, max: 1 } }
+        stack:
+          topology: ambar
+          policies: { all: error }
+        phases:
+          - name: seed
+            actors:
+              - importer: { objects: 10, chunkSize: 10 }
+          - name: run
+            duration: 1s
+            actors:
+              - viewer: { request: { fetchBatchSize: 10 } }
+              - editor: {}
+              - temporary: {}
+              - writer: {}
+              - batch: {}
+              - fetcher: {}
+              - deleter: { objects: 5 }
+          - name: migrate
+            actors:
+              - migrator: {}
+          - name: verify
+        thresholds:
+          - { metric: hangs, max: 0, fails: false }
+        objective: [hangs, { metric: lostUpdates }]
+        knee: { key: stack.connectionPool }
+        matrix:
+          stack.connectionPool: [2, 4]
+        """
+
+    /// Where each object of the table is in ``base``, as a key path `YAMLTree.setting` follows (the actor, a
+    /// mapping of one key, is checked by its own test).
+    static let places: [String: [String]] = [
+        "scenario": [], "model": ["model"], "stringValues": ["model", "values", "title"], "numberValues": ["model", "values", "value"],
+        "stack": ["stack"], "policies": ["stack", "policies"], "phase": ["phases", "run"],
+        "importer": ["phases", "seed", "importer"], "viewer": ["phases", "run", "viewer"], "request": ["phases", "run", "viewer", "request"],
+        "editor": ["phases", "run", "editor"], "temporary": ["phases", "run", "temporary"], "writer": ["phases", "run", "writer"],
+        "batch": ["phases", "run", "batch"], "fetcher": ["phases", "run", "fetcher"], "deleter": ["phases", "run", "deleter"],
+        "migrator": ["phases", "migrate", "migrator"], "threshold": ["thresholds", "0"], "objectiveCriterion": ["objective", "1"],
+        "knee": ["knee"],
+    ]
+
+    /// What the loader says of `text` ("ok" when it loads) and what the schema says (none when it passes).
+    static func verdicts(_ text: String) -> (loader: String, schema: [String]) {
+        let loader = loaderMessage(text, file: "keys.yaml")
+        let schema: [String]
+        do { schema = validator.errors(SchemaValidator.Instance(try YAMLTree.parse(text, file: "keys.yaml"))) } catch { schema = ["not YAML: \(error)"] }
+        return (loader, schema)
+    }
+
+    /// ``base`` with `value` (YAML) set at `path`.
+    static func setting(_ path: [String], to value: String) throws -> String {
+        let tree = try YAMLTree.parse(base, file: "keys.yaml")
+        let parsed = try YAMLTree.parse("v: \(value)", file: "value").value(at: "v")!
+        return try #require(tree.setting(path, to: parsed)).yaml() + "\n"
+    }
+
+    /// A value past the kind's bounds, as YAML, when it has bounds.
+    static func outOfRange(_ kind: ScenarioKey.Kind) -> String? {
+        switch kind {
+        case .integer(let min, let max): return max.map { "\($0 + 1)" } ?? min.map { "\($0 - 1)" }
+        case .unsigned64: return "-1"
+        case .number(let min, let max, _): return max.map { "\($0 + 1)" } ?? min.map { "\($0 - 1)" }
+        case .duration: return "86401"
+        case .rate, .rowsPerSecond: return "1000001"
+        case .anyOf(let kinds): return kinds.lazy.compactMap(outOfRange).first
+        case .list(let element, _): return outOfRange(element).map { "[\($0)]" }
+        default: return nil
+        }
+    }
+
+    /// A value that is no member of the kind's members, as YAML, when it has members.
+    static func wrongMember(_ kind: ScenarioKey.Kind) -> String? {
+        switch kind {
+        case .choice(let members): return "\(members[0])x"
+        case .integerChoice(let members): return "\(members[0] + 1)"
+        case .anyOf(let kinds): return kinds.lazy.compactMap(wrongMember).first
+        case .list(let element, _): return wrongMember(element).map { "[\($0)]" }
+        default: return nil
+        }
+    }
+
+    /// Every (object, key) of the table but the actor's.
+    static var keyCases: [(object: String, key: String)] {
+        ScenarioKeys.objects.filter { $0.name != "actor" }.flatMap { o in o.keys.map { (o.name, $0.name) } }
+    }
+
+    @Test("The scenario that holds every object passes the loader and the schema")
+    func baseIsValid() {
+        let (loader, schema) = Self.verdicts(Self.base)
+        #expect(loader == "ok")
+        #expect(schema.isEmpty, "\(schema)")
+        #expect(Set(Self.places.keys).union(["actor"]) == Set(ScenarioKeys.objects.map(\.name)))
+    }
+
+    @Test("For every key of the table, a mistyped key, an out-of-range value and a wrong member are refused by the loader and the schema")
+    func everyKeyRefusesMistakes() throws {
+        var checked = (misspelt: 0, outOfRange: 0, wrongMember: 0)
+        for (objectName, keyName) in Self.keyCases {
+            let place = try #require(Self.places[objectName])
+            let key = ScenarioKeys.object(objectName)[keyName]
+            var cases: [(String, String)] = [("mistyped key \(keyName)x", try Self.setting(place + [keyName + "x"], to: "1"))]
+            checked.misspelt += 1
+            if let bad = Self.outOfRange(key.kind) {
+                cases.append(("\(keyName): \(bad) (out of range)", try Self.setting(place + [keyName], to: bad)))
+                checked.outOfRange += 1
+            }
+            if let bad = Self.wrongMember(key.kind) {
+                cases.append(("\(keyName): \(bad) (no member)", try Self.setting(place + [keyName], to: bad)))
+                checked.wrongMember += 1
+            }
+            for (what, text) in cases {
+                let (loader, schema) = Self.verdicts(text)
+                #expect(loader != "ok", "\(objectName).\(what): the loader accepted it")
+                #expect(!schema.isEmpty, "\(objectName).\(what): the schema accepted it")
+            }
+        }
+        // The table's ranges and members are tested, not just its names.
+        #expect(checked.misspelt >= 100 && checked.outOfRange >= 30 && checked.wrongMember >= 30, "\(checked)")
+    }
+
+    @Test("An actor of an unknown kind is refused by the loader and the schema")
+    func unknownActorKind() {
+        for kind in ScenarioKeys.actor.keyNames {
+            let text = Self.base.replacingOccurrences(of: "- \(kind): {", with: "- \(kind)x: {")
+            let (loader, schema) = Self.verdicts(text)
+            #expect(loader.contains("unknown actor"), "\(kind): \(loader)")
+            #expect(!schema.isEmpty, "\(kind)")
+        }
+    }
+
+    @Test("Every shipped scenario passes the schema")
+    func shippedScenariosPass() throws {
+        let files = DocsTests.files(under: "Scenarios", suffix: ".yaml")
+        #expect(files.count >= 16)
+        for file in files {
+            let tree = try YAMLTree.parse(try DocsTests.text(file), file: file)
+            let errors = Self.validator.errors(SchemaValidator.Instance(tree))
+            #expect(errors.isEmpty, "\(file): \(errors)")
+        }
+    }
+
+    @Test("Docs/scenario.schema.json is what `ambar-bench schema` writes (make it again with `ambar-bench schema --out Docs/scenario.schema.json`)")
+    func committedSchemaIsCurrent() throws {
+        #expect(try DocsTests.text("Docs/scenario.schema.json") == ScenarioSchema.json())
+    }
+
+    @Test("Every key of the table is named in Docs/scenarios.md")
+    func docsNameEveryKey() throws {
+        let page = try DocsTests.text("Docs/scenarios.md")
+        // The words of the page's code spans: `fails: false` and `{metric, statistic, label, polarity}` name their keys.
+        let named = Set(page.matches(of: /`([^`\n]+)`/).flatMap { $0.output.1.split { !($0.isLetter || $0.isNumber) }.map(String.init) })
+        let missing = ScenarioKeys.objects.flatMap { o in o.keyNames.filter { !named.contains($0) }.map { "\(o.name).\($0)" } }
+        #expect(missing.isEmpty, "\(missing)")
+    }
+}
