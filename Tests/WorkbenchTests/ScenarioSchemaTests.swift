@@ -11,7 +11,8 @@ struct ScenarioSchemaTests {
     static let validator = SchemaValidator(ScenarioSchema.document())
 
     /// A scenario holding every object of the table once: each key's bad value is set into it where that object is.
-    /// `mode: real` loads no cost profile, which keeps the few hundred loads fast.
+    /// `mode: real` loads no cost profile, and only the migrator's keys load ``withMigrator`` (checking its next
+    /// version costs more than the rest of a load), which keeps the few hundred loads fast.
     static let base = """
         name: keys
         mode: real
@@ -35,9 +36,6 @@ struct ScenarioSchemaTests {
               - batch: {}
               - fetcher: {}
               - deleter: { objects: 5 }
-          - name: migrate
-            actors:
-              - migrator: {}
           - name: verify
         thresholds:
           - { metric: hangs, max: 0, fails: false }
@@ -46,6 +44,9 @@ struct ScenarioSchemaTests {
         matrix:
           stack.connectionPool: [2, 4]
         """
+
+    /// ``base`` with a migrator, alone in the last phase before verify.
+    static let withMigrator = base.replacingOccurrences(of: "  - name: verify", with: "  - name: migrate\n    actors:\n      - migrator: {}\n  - name: verify")
 
     /// Where each object of the table is in ``base``, as a key path `YAMLTree.setting` follows (the actor, a
     /// mapping of one key, is checked by its own test).
@@ -67,9 +68,9 @@ struct ScenarioSchemaTests {
         return (loader, schema)
     }
 
-    /// ``base`` with `value` (YAML) set at `path`.
+    /// ``base`` (``withMigrator`` for a migrator's key) with `value` (YAML) set at `path`.
     static func setting(_ path: [String], to value: String) throws -> String {
-        let tree = try YAMLTree.parse(base, file: "keys.yaml")
+        let tree = try YAMLTree.parse(path.contains("migrator") ? withMigrator : base, file: "keys.yaml")
         let parsed = try YAMLTree.parse("v: \(value)", file: "value").value(at: "v")!
         return try #require(tree.setting(path, to: parsed)).yaml() + "\n"
     }
@@ -99,49 +100,46 @@ struct ScenarioSchemaTests {
         }
     }
 
-    /// Every (object, key) of the table but the actor's.
-    static var keyCases: [(object: String, key: String)] {
-        ScenarioKeys.objects.filter { $0.name != "actor" }.flatMap { o in o.keys.map { (o.name, $0.name) } }
-    }
+    /// The objects of the table but the actor (a mapping of one key, checked by ``unknownActorKind()``).
+    static let objectNames = ScenarioKeys.objects.map(\.name).filter { $0 != "actor" }
 
     @Test("The scenario that holds every object passes the loader and the schema")
     func baseIsValid() {
-        let (loader, schema) = Self.verdicts(Self.base)
-        #expect(loader == "ok")
-        #expect(schema.isEmpty, "\(schema)")
+        for text in [Self.base, Self.withMigrator] {
+            let (loader, schema) = Self.verdicts(text)
+            #expect(loader == "ok")
+            #expect(schema.isEmpty, "\(schema)")
+        }
         #expect(Set(Self.places.keys).union(["actor"]) == Set(ScenarioKeys.objects.map(\.name)))
     }
 
-    @Test("For every key of the table, a mistyped key, an out-of-range value and a wrong member are refused by the loader and the schema")
-    func everyKeyRefusesMistakes() throws {
-        var checked = (misspelt: 0, outOfRange: 0, wrongMember: 0)
-        for (objectName, keyName) in Self.keyCases {
-            let place = try #require(Self.places[objectName])
-            let key = ScenarioKeys.object(objectName)[keyName]
-            var cases: [(String, String)] = [("mistyped key \(keyName)x", try Self.setting(place + [keyName + "x"], to: "1"))]
-            checked.misspelt += 1
-            if let bad = Self.outOfRange(key.kind) {
-                cases.append(("\(keyName): \(bad) (out of range)", try Self.setting(place + [keyName], to: bad)))
-                checked.outOfRange += 1
-            }
-            if let bad = Self.wrongMember(key.kind) {
-                cases.append(("\(keyName): \(bad) (no member)", try Self.setting(place + [keyName], to: bad)))
-                checked.wrongMember += 1
-            }
+    @Test("For every key of the table, a mistyped key, an out-of-range value and a wrong member are refused by the loader and the schema",
+          arguments: objectNames)
+    func everyKeyRefusesMistakes(_ objectName: String) throws {
+        let place = try #require(Self.places[objectName])
+        for key in ScenarioKeys.object(objectName).keys {
+            var cases: [(String, String)] = [("mistyped key \(key.name)x", try Self.setting(place + [key.name + "x"], to: "1"))]
+            if let bad = Self.outOfRange(key.kind) { cases.append(("\(key.name): \(bad) (out of range)", try Self.setting(place + [key.name], to: bad))) }
+            if let bad = Self.wrongMember(key.kind) { cases.append(("\(key.name): \(bad) (no member)", try Self.setting(place + [key.name], to: bad))) }
             for (what, text) in cases {
                 let (loader, schema) = Self.verdicts(text)
                 #expect(loader != "ok", "\(objectName).\(what): the loader accepted it")
                 #expect(!schema.isEmpty, "\(objectName).\(what): the schema accepted it")
             }
         }
-        // The table's ranges and members are tested, not just its names.
-        #expect(checked.misspelt >= 100 && checked.outOfRange >= 30 && checked.wrongMember >= 30, "\(checked)")
+    }
+
+    @Test("The table's ranges and members are tested, not only its names")
+    func tableHasRangesAndMembers() {
+        let keys = ScenarioKeys.objects.flatMap(\.keys)
+        let ranged = keys.filter { Self.outOfRange($0.kind) != nil }.count, listed = keys.filter { Self.wrongMember($0.kind) != nil }.count
+        #expect(keys.count >= 100 && ranged >= 30 && listed >= 30, "\(keys.count) keys, \(ranged) with a range, \(listed) with members")
     }
 
     @Test("An actor of an unknown kind is refused by the loader and the schema")
     func unknownActorKind() {
         for kind in ScenarioKeys.actor.keyNames {
-            let text = Self.base.replacingOccurrences(of: "- \(kind): {", with: "- \(kind)x: {")
+            let text = Self.withMigrator.replacingOccurrences(of: "- \(kind): {", with: "- \(kind)x: {")
             let (loader, schema) = Self.verdicts(text)
             #expect(loader.contains("unknown actor"), "\(kind): \(loader)")
             #expect(!schema.isEmpty, "\(kind)")

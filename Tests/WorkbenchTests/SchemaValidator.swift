@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 @testable import Workbench
 
 /// A JSON Schema validator for the subset `ambar-bench schema` writes (Docs/scenarios.md "Editor support"): type,
@@ -24,10 +25,26 @@ struct SchemaValidator {
                 if ["", "~", "null", "Null", "NULL"].contains(s) { self = .null }
                 else if ["true", "True", "TRUE"].contains(s) { self = .bool(true) }
                 else if ["false", "False", "FALSE"].contains(s) { self = .bool(false) }
-                else if s.wholeMatch(of: /[-+]?[0-9]+/) != nil, let d = Double(s) { self = .number(d, integral: true) }
-                else if s.wholeMatch(of: /[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?/) != nil, let d = Double(s) { self = .number(d, integral: d == d.rounded()) }
+                else if let d = Instance.number(s) { self = .number(d, integral: d == d.rounded()) }
                 else { self = .string(s) }
             }
+        }
+
+        /// The number a plain scalar is in YAML 1.2's core schema: `[-+]?(.d+|d+(.d*)?)([eE][-+]?d+)?`.
+        static func number(_ s: String) -> Double? {
+            var rest = Substring(s)
+            if rest.first == "-" || rest.first == "+" { rest = rest.dropFirst() }
+            let mantissa = rest.prefix { $0 != "e" && $0 != "E" }
+            var exponent = rest.dropFirst(mantissa.count)
+            let parts = mantissa.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+            let digits = { (t: Substring) in t.allSatisfy { $0.isASCII && $0.isNumber } }
+            guard !mantissa.isEmpty, parts.allSatisfy(digits), parts.contains(where: { !$0.isEmpty }), parts[0].isEmpty ? parts.count == 2 : true else { return nil }
+            if !exponent.isEmpty {
+                exponent = exponent.dropFirst()
+                if exponent.first == "-" || exponent.first == "+" { exponent = exponent.dropFirst() }
+                guard !exponent.isEmpty, digits(exponent) else { return nil }
+            }
+            return Double(s)
         }
 
         var typeName: String {
@@ -77,6 +94,19 @@ struct SchemaValidator {
         return Self.object(found)
     }
 
+    /// Compiled patterns (the schema uses three).
+    static let expressions = Mutex<[String: NSRegularExpression]>([:])
+
+    static func matches(_ s: String, _ pattern: String) -> Bool {
+        let expression = expressions.withLock { cache in
+            if let found = cache[pattern] { return found }
+            let made = try! NSRegularExpression(pattern: pattern)
+            cache[pattern] = made
+            return made
+        }
+        return expression.firstMatch(in: s, range: NSRange(s.startIndex..., in: s)) != nil
+    }
+
     static func matches(_ instance: Instance, type: String) -> Bool {
         switch (type, instance) {
         case ("number", .number), ("integer", .number(_, true)), ("string", .string), ("boolean", .bool), ("null", .null),
@@ -122,7 +152,7 @@ struct SchemaValidator {
                 if !ok { fail("\(n) fails \(keyword) \(limit)") }
             case "pattern":
                 guard case .string(let s) = instance, case .string(let pattern) = value else { continue }
-                if s.range(of: pattern, options: .regularExpression) == nil { fail("'\(s)' does not match \(pattern)") }
+                if !Self.matches(s, pattern) { fail("'\(s)' does not match \(pattern)") }
             case "properties", "required", "additionalProperties", "minProperties", "maxProperties", "propertyNames":
                 guard case .object(let pairs) = instance else { continue }
                 let properties = Self.value(schema, "properties").map(Self.object) ?? []
