@@ -162,6 +162,18 @@ struct ScenarioSchemaTests {
         #expect(try DocsTests.text("Docs/scenario.schema.json") == ScenarioSchema.json())
     }
 
+    @Test("`ambar-bench schema` prints the schema, `--out FILE` writes it, and a file it cannot write is bad input (exit 2)")
+    func schemaCommand() throws {
+        let folder = try TemporaryDirectory()
+        let printed = try bench(["schema"], in: folder.url)
+        #expect(printed.status == 0 && printed.stdout == ScenarioSchema.json())
+        let written = try bench(["schema", "--out", "scenario.schema.json"], in: folder.url)
+        #expect(written.status == 0 && written.stdout.isEmpty)
+        #expect(try String(contentsOf: folder.file("scenario.schema.json"), encoding: .utf8) == ScenarioSchema.json())
+        let refused = try bench(["schema", "--out", "no-such-folder/x.json"], in: folder.url)
+        #expect(refused.status == 2 && refused.stderr.contains("cannot write no-such-folder/x.json"), "\(refused.stderr)")
+    }
+
     @Test("Every key of the table is named in Docs/scenarios.md")
     func docsNameEveryKey() throws {
         let page = try DocsTests.text("Docs/scenarios.md")
