@@ -13,6 +13,7 @@
 #   make ci         the regression gate against Scenarios/baselines/ci.json (exact on deterministic counters)
 #   make baseline   record a new CI baseline
 #   make report     rebuild Reports/index.html
+#   make schema     rewrite Docs/scenario.schema.json (editor completion for scenarios) from the loader's table of keys
 #   make build      debug build of every target
 #   make bench      ours vs raw SQLite vs GRDB, one table (Benchmarks/, its own package); make bench-quick: reduced sizes + package-benchmark thresholds
 #   make crash-test kill tests: TRIALS (default 100) import/edit children killed with SIGKILL, the store checked after each;
@@ -27,7 +28,7 @@ APT_PACKAGES := libsqlite3-dev libjemalloc-dev pkg-config sqlite3
 BENCH := .build/$(CONFIG)/ambar-bench
 DEFAULT_SCENARIOS := Scenarios/thousands-of-imports.yaml Scenarios/conflict-storm.yaml Scenarios/read-only-view.yaml
 
-.PHONY: run test scenarios compare guide capacity evidence fit published example ci baseline report build deps bench-tool clean bench bench-quick crash-test fuzz tsan
+.PHONY: run test scenarios compare guide capacity evidence fit published example ci baseline report build deps bench-tool clean bench bench-quick crash-test fuzz tsan schema
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -58,6 +59,9 @@ compare: bench-tool
 guide: bench-tool
 	$(BENCH) run Scenarios/policy-comparison.yaml --progress
 	$(BENCH) guide
+
+schema: bench-tool
+	$(BENCH) schema --out Docs/scenario.schema.json
 
 example: deps
 	cd Docs/examples/custom-policy && $(SWIFT) build && AMBAR_PROFILE_PATH=$(CURDIR)/Profiles $$($(SWIFT) build --show-bin-path)/custom-policy

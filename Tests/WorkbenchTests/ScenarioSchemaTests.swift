@@ -157,7 +157,7 @@ struct ScenarioSchemaTests {
         }
     }
 
-    @Test("Docs/scenario.schema.json is what `ambar-bench schema` writes (make it again with `ambar-bench schema --out Docs/scenario.schema.json`)")
+    @Test("Docs/scenario.schema.json is what `ambar-bench schema` writes (`make schema` writes it again)")
     func committedSchemaIsCurrent() throws {
         #expect(try DocsTests.text("Docs/scenario.schema.json") == ScenarioSchema.json())
     }

@@ -3,10 +3,10 @@ import Ambar
 /// One key of a scenario object: what it takes, its bounds, and what it means. The loader reads its keys, bounds,
 /// members and required keys from ``ScenarioKeys``; `ambar-bench schema` writes the same table as a JSON Schema
 /// (Docs/scenarios.md "Editor support").
-public struct ScenarioKey: Sendable {
+struct ScenarioKey: Sendable {
     /// What a key's value is. The schema names each form's pattern; reading it (`3s`, `10/s`, `size: all`) is the
     /// loader's.
-    public indirect enum Kind: Sendable {
+    indirect enum Kind: Sendable {
         /// An integer within `min...max`.
         case integer(min: Int?, max: Int?)
         /// An unsigned 64-bit integer (a seed).
@@ -41,12 +41,12 @@ public struct ScenarioKey: Sendable {
         case entities
     }
 
-    public var name: String
-    public var kind: Kind
-    public var required: Bool
-    public var description: String
+    var name: String
+    var kind: Kind
+    var required: Bool
+    var description: String
     /// Whether an empty value (`editor:` with nothing after it) stands for an empty mapping.
-    public var nullable: Bool
+    var nullable: Bool
 
     init(_ name: String, _ kind: Kind, required: Bool = false, nullable: Bool = false, _ description: String) {
         self.name = name
@@ -58,12 +58,12 @@ public struct ScenarioKey: Sendable {
 }
 
 /// A mapping of a scenario file (the document, the stack, a phase, an actor's settings…) and its keys.
-public struct ScenarioObject: Sendable {
-    public var name: String
-    public var description: String
-    public var keys: [ScenarioKey]
+struct ScenarioObject: Sendable {
+    var name: String
+    var description: String
+    var keys: [ScenarioKey]
     /// Whether the mapping holds exactly one of its keys (an actor: `- importer: {…}`).
-    public var exactlyOneKey: Bool
+    var exactlyOneKey: Bool
 
     init(_ name: String, _ description: String, exactlyOneKey: Bool = false, _ keys: [ScenarioKey]) {
         self.name = name
@@ -72,11 +72,11 @@ public struct ScenarioObject: Sendable {
         self.exactlyOneKey = exactlyOneKey
     }
 
-    public var keyNames: [String] { keys.map(\.name) }
-    public var requiredNames: [String] { keys.filter(\.required).map(\.name) }
+    var keyNames: [String] { keys.map(\.name) }
+    var requiredNames: [String] { keys.filter(\.required).map(\.name) }
 
     /// The key named `name`; asking for a key the table lacks is a programmer's mistake.
-    public subscript(_ name: String) -> ScenarioKey {
+    subscript(_ name: String) -> ScenarioKey {
         guard let key = keys.first(where: { $0.name == name }) else { preconditionFailure("\(self.name) has no key '\(name)' in ScenarioKeys") }
         return key
     }
@@ -84,7 +84,7 @@ public struct ScenarioObject: Sendable {
 
 /// Every key a scenario file may hold, object by object: the one table the loader validates with and
 /// `ambar-bench schema` writes (Docs/scenarios.md).
-public enum ScenarioKeys {
+enum ScenarioKeys {
     static func members<T: RawRepresentable & CaseIterable>(_ type: T.Type) -> ScenarioKey.Kind where T.RawValue == String {
         .choice(T.allCases.map(\.rawValue))
     }
@@ -96,7 +96,7 @@ public enum ScenarioKeys {
     static let manyRecords = ScenarioKey.Kind.integer(min: 1, max: 100_000_000)
     static let sortList = ScenarioKey.Kind.list(.string)
 
-    public static let root = ScenarioObject("scenario", "A scenario file: a workload replayed against a stack (Docs/scenarios.md).", [
+    static let root = ScenarioObject("scenario", "A scenario file: a workload replayed against a stack (Docs/scenarios.md).", [
         .init("name", .string, required: true, "The scenario's name: letters, digits, '-' and '_' (it names the report folder)."),
         .init("description", .string, "One line for the report."),
         .init("seed", .unsigned64, "The seed of every actor's choices and of the scheduler's tie-breaking (default 1)."),
@@ -112,7 +112,7 @@ public enum ScenarioKeys {
         .init("repeat", .integer(min: 1, max: 100), "Runs per variant (default 1)."),
     ])
 
-    public static let model = ScenarioObject("model", "The Core Data model: the shipped workload or inline entities.", [
+    static let model = ScenarioObject("model", "The Core Data model: the shipped workload or inline entities.", [
         .init("name", .choice(["workload"]), "workload, or a model a package registered."),
         .init("entities", .entities, "The model file's entities, inline (Docs/scenarios.md \"The model\")."),
         .init("entity", .string, "The entity the actors insert, read and change (default Record)."),
@@ -122,16 +122,16 @@ public enum ScenarioKeys {
         .init("values", .map(.anyOf([.object("stringValues"), .object("numberValues")])), "Per attribute: { length } for strings, { min, max } for numbers."),
     ])
 
-    public static let stringValues = ScenarioObject("stringValues", "Generated strings of a string attribute.", [
+    static let stringValues = ScenarioObject("stringValues", "Generated strings of a string attribute.", [
         .init("length", .integer(min: 0, max: 1_000_000), required: true, "The strings' length in characters."),
     ])
 
-    public static let numberValues = ScenarioObject("numberValues", "Generated numbers of a number attribute, from min to max.", [
+    static let numberValues = ScenarioObject("numberValues", "Generated numbers of a number attribute, from min to max.", [
         .init("min", .number(min: nil, max: nil), required: true, "The smallest value."),
         .init("max", .number(min: nil, max: nil), required: true, "The largest value."),
     ])
 
-    public static let stack = ScenarioObject("stack", "The Core Data stack the scenario runs against.", [
+    static let stack = ScenarioObject("stack", "The Core Data stack the scenario runs against.", [
         .init("topology", members(TopologyKind.self), required: true, "How the contexts and coordinators are arranged."),
         .init("mergePolicy", policy, "Every context's merge policy (default: the topology's policies)."),
         .init("policies", .object("policies"), "Merge policies by context role."),
@@ -145,17 +145,17 @@ public enum ScenarioKeys {
         .init("store", members(StoreKind.self), "sqlite (a file in WAL mode, the default) or inMemory."),
     ])
 
-    public static let policies = ScenarioObject("policies", "Merge policies by context role; all sets every role, a role beside it wins.",
+    static let policies = ScenarioObject("policies", "Merge policies by context role; all sets every role, a role beside it wins.",
         ["all", "view", "importer", "editor", "temporary", "writer", "batch"].map { ScenarioKey($0, policy, $0 == "all" ? "Every role's merge policy." : "The \($0) context's merge policy.") })
 
-    public static let phase = ScenarioObject("phase", "A phase: its actors run together until they end or its duration passes.", [
+    static let phase = ScenarioObject("phase", "A phase: its actors run together until they end or its duration passes.", [
         .init("name", .string, required: true, "The phase's name; seed, run and verify are also its kind."),
         .init("kind", .choice(["seed", "run", "verify"]), "seed (fills the store, out of the latency figures), run or verify."),
         .init("duration", .duration, "Caps the phase: 3s, 500ms, 2m, at most a day."),
         .init("actors", .list(.object("actor")), "The actors of the phase, each one of importer, viewer, editor, temporary, writer, batch, migrator, fetcher, deleter."),
     ])
 
-    public static let actor = ScenarioObject("actor", "One actor: its kind, then its settings.", exactlyOneKey: true, [
+    static let actor = ScenarioObject("actor", "One actor: its kind, then its settings.", exactlyOneKey: true, [
         .init("importer", .object("importer"), nullable: true, "Imports records in chunks on background contexts."),
         .init("viewer", .object("viewer"), nullable: true, "A fetched results controller on the view context, read every frame."),
         .init("editor", .object("editor"), nullable: true, "Edits on a child of the view context, saved."),
@@ -167,7 +167,7 @@ public enum ScenarioKeys {
         .init("deleter", .object("deleter"), nullable: true, "Deletes records as managed objects, in chunks."),
     ])
 
-    public static let importer = ScenarioObject("importer", "Imports records in chunks on background contexts.", [
+    static let importer = ScenarioObject("importer", "Imports records in chunks on background contexts.", [
         .init("objects", .integer(min: 0, max: 100_000_000), "Records to import (default 1000)."),
         .init("chunkSize", manyRecords, "Records per chunk (default 500)."),
         .init("updateFraction", .number(min: 0, max: 1), "Fraction of each chunk that updates existing records (default 0)."),
@@ -182,7 +182,7 @@ public enum ScenarioKeys {
         .init("saveParents", .boolean, "Whether a child context's save is pushed on to the store (default true)."),
     ])
 
-    public static let viewer = ScenarioObject("viewer", "A fetched results controller on the view context whose window every frame reads.", [
+    static let viewer = ScenarioObject("viewer", "A fetched results controller on the view context whose window every frame reads.", [
         .init("visibleObjects", .integer(min: 1, max: 100_000), "Objects on screen (default 20)."),
         .init("readOnly", .boolean, "A view context that never saves (default false)."),
         .init("frameRate", .integerChoice([60, 120]), "Frames per second (default 60)."),
@@ -201,32 +201,32 @@ public enum ScenarioKeys {
         .init("fetchBatchSize", .integer(min: 0, max: 100_000_000), "Rows fetched per batch (0: all at once)."),
     ]
 
-    public static let request = ScenarioObject("request", "A viewer's fetch request.",
+    static let request = ScenarioObject("request", "A viewer's fetch request.",
         Array(requestKeys.prefix(2)) + [ScenarioKey("sectionKey", .string, "The attribute that sections the results.")] + Array(requestKeys.dropFirst(2)))
 
-    public static let editor = ScenarioObject("editor", "Edits on a child of the view context, saved.", [
+    static let editor = ScenarioObject("editor", "Edits on a child of the view context, saved.", [
         .init("rate", .rate, "Saves per second (default 5/s)."),
         .init("edits", .integer(min: 1, max: 10_000), "Edits per save (default 1)."),
         .init("saveViewContext", .boolean, "Save the view context after the editor's save (default true)."),
     ])
 
-    public static let temporary = ScenarioObject("temporary", "Edits in a temporary context, discarded or saved.", [
+    static let temporary = ScenarioObject("temporary", "Edits in a temporary context, discarded or saved.", [
         .init("rate", .rate, "Edits per second (default 5/s)."),
         .init("edits", .integer(min: 1, max: 10_000), "Edits per context (default 1)."),
         .init("save", .boolean, "Save instead of discarding (default false)."),
     ])
 
-    public static let writer = ScenarioObject("writer", "A second writer on its own coordinator.", [
+    static let writer = ScenarioObject("writer", "A second writer on its own coordinator.", [
         .init("rate", .rate, "Saves per second (default 5/s)."),
         .init("edits", .integer(min: 1, max: 10_000), "Edits per save (default 1)."),
         .init("distribution", members(Distribution.self), "How edited ids are drawn (default hotspot)."),
     ])
 
-    public static let migrator = ScenarioObject("migrator", "Opens the store with the model's next version, migrated in place.", [
+    static let migrator = ScenarioObject("migrator", "Opens the store with the model's next version, migrated in place.", [
         .init("entities", .entities, "The next version's entities (default: the entity gains rating and note)."),
     ])
 
-    public static let fetcher = ScenarioObject("fetcher", "Fetch requests an app makes as it runs.", [
+    static let fetcher = ScenarioObject("fetcher", "Fetch requests an app makes as it runs.", [
         .init("requests", manyRecords, "Fetch requests to make (default 100)."),
         .init("by", members(ActorSpec.Fetcher.By.self), "key (one record by its idKey, the default) or predicate."),
         .init("distribution", members(Distribution.self), "How the ids of a fetch by key are drawn (default uniform)."),
@@ -234,7 +234,7 @@ public enum ScenarioKeys {
         .init("rate", .rate, "Requests per second (default 10/s)."),
     ] + requestKeys)
 
-    public static let deleter = ScenarioObject("deleter", "Deletes records as managed objects in chunks: objects or fraction, one of them.", [
+    static let deleter = ScenarioObject("deleter", "Deletes records as managed objects in chunks: objects or fraction, one of them.", [
         .init("objects", manyRecords, "Records to delete."),
         .init("fraction", .number(min: 0, max: 1, exclusiveMin: true), "Fraction of the records stored when it starts, more than 0 and at most 1."),
         .init("chunkSize", .integer(min: 1, max: 1_000_000), "Records per chunk (default 100)."),
@@ -243,7 +243,7 @@ public enum ScenarioKeys {
         .init("saveParents", .boolean, "Whether a child context's save is pushed on to the store (default true)."),
     ])
 
-    public static let batch = ScenarioObject("batch", "Batch insert, update or delete requests.", [
+    static let batch = ScenarioObject("batch", "Batch insert, update or delete requests.", [
         .init("kind", members(ActorSpec.Batch.Kind.self), "insert, update (the default) or delete."),
         .init("rate", .rate, "Requests per second (default 1/s)."),
         .init("size", .anyOf([.integer(min: 1, max: 1_000_000), .choice(["all"])]), "Records per request (default 100); all (with kind: delete) for every record."),
@@ -251,7 +251,7 @@ public enum ScenarioKeys {
         .init("requests", manyRecords, "Requests before the actor ends (default: it runs for the phase's duration)."),
     ])
 
-    public static let threshold = ScenarioObject("threshold", "A limit on a metric: max (lower is better) or min, one of them.", [
+    static let threshold = ScenarioObject("threshold", "A limit on a metric: max (lower is better) or min, one of them.", [
         .init("metric", metric, required: true, "The metric (Docs/workbench.md \"Metrics\")."),
         .init("statistic", statistic, "The statistic compared (default p99)."),
         .init("polarity", members(Threshold.Polarity.self), "Must fit max (lowerIsBetter) or min (higherIsBetter)."),
@@ -260,26 +260,26 @@ public enum ScenarioKeys {
         .init("fails", .boolean, "false: a sweep reports against the limit and the run does not fail (default true)."),
     ])
 
-    public static let objectiveCriterion = ScenarioObject("objectiveCriterion", "One criterion of the ranking.", [
+    static let objectiveCriterion = ScenarioObject("objectiveCriterion", "One criterion of the ranking.", [
         .init("metric", metric, required: true, "The metric compared."),
         .init("statistic", statistic, "The statistic compared (default: p99 where the metric has it)."),
         .init("label", .string, "The metric's label (such as promised)."),
         .init("polarity", members(Threshold.Polarity.self), "lowerIsBetter (the default) or higherIsBetter."),
     ])
 
-    public static let knee = ScenarioObject("knee", "Where a sweep's thresholds are first missed.", [
+    static let knee = ScenarioObject("knee", "Where a sweep's thresholds are first missed.", [
         .init("key", .string, required: true, "A matrix key whose values are numbers."),
         .init("says", .string, "The sentence's start."),
     ])
 
     /// Every object, the document first, in the order the schema lists them.
-    public static let objects: [ScenarioObject] = [
+    static let objects: [ScenarioObject] = [
         root, model, stringValues, numberValues, stack, policies, phase, actor, importer, viewer, request, editor, temporary,
         writer, migrator, fetcher, deleter, batch, threshold, objectiveCriterion, knee,
     ]
 
     /// The object named `name`.
-    public static func object(_ name: String) -> ScenarioObject {
+    static func object(_ name: String) -> ScenarioObject {
         guard let object = objects.first(where: { $0.name == name }) else { preconditionFailure("no object '\(name)' in ScenarioKeys") }
         return object
     }

@@ -6,7 +6,7 @@ import Foundation
 /// key, a fetch by key takes no predicate); what the schema says, the loader also refuses.
 public enum ScenarioSchema {
     /// A JSON value whose objects keep their keys in the order written, so the file is the same on every run.
-    public indirect enum Value: Equatable, Sendable {
+    indirect enum Value: Equatable, Sendable {
         case object([(String, Value)])
         case array([Value])
         case string(String)
@@ -15,10 +15,10 @@ public enum ScenarioSchema {
         case number(Double)
         case bool(Bool)
 
-        public static func == (a: Value, b: Value) -> Bool { a.text() == b.text() }
+        static func == (a: Value, b: Value) -> Bool { a.text() == b.text() }
 
         /// The value as indented JSON.
-        public func text(indent: String = "") -> String {
+        func text(indent: String = "") -> String {
             let inner = indent + "  "
             switch self {
             case .object(let pairs):
@@ -38,34 +38,22 @@ public enum ScenarioSchema {
             }
         }
 
-        static func quoted(_ s: String) -> String {
-            var out = "\""
-            for scalar in s.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\t": out += "\\t"
-                case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-                default: out.unicodeScalars.append(scalar)
-                }
-            }
-            return out + "\""
-        }
+        /// A JSON string: a YAML double-quoted scalar is one (quotes, backslashes and control characters escaped).
+        static func quoted(_ s: String) -> String { ProfileText.quoted(s) }
     }
 
     /// Regular expressions (ECMA-262, as JSON Schema reads them) of the forms the loader parses from strings.
-    public enum Pattern {
-        public static let duration = "^[0-9]+(\\.[0-9]+)?(ms|s|m)$"
-        public static let rate = "^[0-9]+(\\.[0-9]+)? */s$"
-        public static let matrixKey = "^[A-Za-z][A-Za-z0-9_]*([.][A-Za-z0-9_-]+|\\[[0-9]+\\])*$"
+    enum Pattern {
+        static let duration = "^[0-9]+(\\.[0-9]+)?(ms|s|m)$"
+        static let rate = "^[0-9]+(\\.[0-9]+)? */s$"
+        static let matrixKey = "^[A-Za-z][A-Za-z0-9_]*([.][A-Za-z0-9_-]+|\\[[0-9]+\\])*$"
     }
 
     /// The schema as JSON text, ending with a newline.
     public static func json() -> String { document().text() + "\n" }
 
     /// The schema document: the scenario inline, every other object under `$defs`.
-    public static func document() -> Value {
+    static func document() -> Value {
         var pairs: [(String, Value)] = [
             ("$schema", .string("https://json-schema.org/draft/2020-12/schema")),
             ("$id", .string("https://ambar.invalid/scenario.schema.json")),
