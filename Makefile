@@ -15,6 +15,7 @@
 #   make report     rebuild Reports/index.html
 #   make clean-reports  keep the last KEEP runs of each scenario in Reports/ (default 5, or $$AMBAR_KEEP_RUNS; KEEP=all keeps
 #                   every run); prints what it removed and the space freed. Runs made by make also keep KEEP (Docs/workbench.md)
+#   make schema     rewrite Docs/scenario.schema.json (editor completion for scenarios) from the loader's table of keys
 #   make build      debug build of every target
 #   make bench      ours vs raw SQLite vs GRDB, one table (Benchmarks/, its own package); make bench-quick: reduced sizes + package-benchmark thresholds
 #   make crash-test kill tests: TRIALS (default 100) import/edit children killed with SIGKILL, the store checked after each;
@@ -32,7 +33,7 @@ KEEP ?=
 KEEP_FLAG := $(if $(KEEP),--keep $(KEEP))
 DEFAULT_SCENARIOS := Scenarios/thousands-of-imports.yaml Scenarios/conflict-storm.yaml Scenarios/read-only-view.yaml
 
-.PHONY: run test scenarios compare guide capacity evidence fit published example ci baseline report clean-reports build deps bench-tool clean bench bench-quick crash-test fuzz tsan
+.PHONY: run test scenarios compare guide capacity evidence fit published example ci baseline report clean-reports schema build deps bench-tool clean bench bench-quick crash-test fuzz tsan
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -63,6 +64,9 @@ compare: bench-tool
 guide: bench-tool
 	$(BENCH) run Scenarios/policy-comparison.yaml --progress $(KEEP_FLAG)
 	$(BENCH) guide
+
+schema: bench-tool
+	$(BENCH) schema --out Docs/scenario.schema.json
 
 example: deps
 	cd Docs/examples/custom-policy && $(SWIFT) build && AMBAR_PROFILE_PATH=$(CURDIR)/Profiles $$($(SWIFT) build --show-bin-path)/custom-policy

@@ -16,7 +16,7 @@ struct AmbarBench: ParsableCommand {
 
             Documentation, in the repository: Docs/scenarios.md (the scenario format), Docs/workbench.md (metrics, reports, the command line, exit codes, and sweeps sharded over a CI matrix: Docs/examples/capacity-matrix.yml), Docs/what-the-workbench-counts.md (what each counter stands for in Core Data), Docs/simulation.md (simulated mode), Docs/calibration.md (operation traces and their replay), Docs/coredata-behaviour.md (the Core Data behaviour we reproduce, and how sure we are of it), Docs/choosing-a-merge-policy.md (the policies compared; `guide` writes its measured part).
             """,
-        subcommands: [Run.self, Replay.self, ReplayTrace.self, Calibrate.self, Fit.self, Evidence.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self, Guide.self, CleanReports.self],
+        subcommands: [Run.self, Replay.self, ReplayTrace.self, Calibrate.self, Fit.self, Evidence.self, Validate.self, Compare.self, Sweep.self, Check.self, RecordBaseline.self, Merge.self, List.self, Report.self, Guide.self, CleanReports.self, Schema.self],
         defaultSubcommand: Run.self)
 
     /// ArgumentParser's own main, except that a command-line mistake is bad input: exit code 2 (Docs/workbench.md),
@@ -312,6 +312,27 @@ struct Guide: ParsableCommand {
 
 /// `--keep`'s help, shared by the commands that write a run.
 let keepHelp: String = "After writing the run, keep the last N runs of each scenario under --out and remove the older ones (a run a baseline file names, the newest and unknown files stay), or `all` to keep every run. Default: $\(ReportRetention.environmentVariable) when set, else 5."
+
+struct Schema: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write the JSON Schema of scenario files (Docs/scenario.schema.json), for editor completion and errors.",
+        discussion: "A scenario whose first line is `# yaml-language-server: $schema=../Docs/scenario.schema.json` gets completion and errors in editors with a YAML language server (Docs/scenarios.md \"Editor support\").")
+    @Option(name: .long, help: "Write the schema to FILE instead of standard output.") var out: String?
+
+    func run() throws {
+        try guarded {
+            let json = ScenarioSchema.json()
+            guard let out else {
+                print(json, terminator: "")
+                return 0
+            }
+            do { try Data(json.utf8).write(to: URL(fileURLWithPath: out)) } catch {
+                throw WorkbenchError(.badInput, "cannot write \(out): \(error.localizedDescription)")
+            }
+            return 0
+        }
+    }
+}
 
 struct Merge: ParsableCommand {
     static let configuration = CommandConfiguration(

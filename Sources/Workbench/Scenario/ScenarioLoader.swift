@@ -160,6 +160,11 @@ struct Reader {
         return Node(tree: pair.value, path: node.path.isEmpty ? key : "\(node.path).\(key)")
     }
 
+    /// The node's keys, refusing any the table does not list for `object` and requiring its required ones.
+    func keys(_ node: Node, _ object: ScenarioObject) throws -> Set<String> {
+        try keys(node, allowed: object.keyNames, required: object.requiredNames)
+    }
+
     /// The node's keys, refusing any not in `allowed`.
     func keys(_ node: Node, allowed: [String], required: [String] = []) throws -> Set<String> {
         guard case .map(let pairs, _) = node.tree else { throw fail(node, "expected a mapping with keys \(allowed.joined(separator: ", "))") }
@@ -210,6 +215,31 @@ struct Reader {
         if let min, v < min { throw fail(node, "must be at least \(min), found \(v)") }
         if let max, v > max { throw fail(node, "must be at most \(max), found \(v)") }
         return v
+    }
+
+    /// An integer within the key's range (ScenarioKeys).
+    func int(_ node: Node, _ key: ScenarioKey) throws -> Int {
+        guard let (min, max) = key.kind.integerRange else { preconditionFailure("'\(key.name)' is not an integer key") }
+        return try int(node, min: min, max: max)
+    }
+
+    /// A number within the key's range (ScenarioKeys).
+    func double(_ node: Node, _ key: ScenarioKey) throws -> Double {
+        guard case .number(let min, let max, let exclusiveMin) = key.kind else { preconditionFailure("'\(key.name)' is not a number key") }
+        let v = try double(node, min: min, max: max)
+        if exclusiveMin, let min, v <= min { throw fail(node, "must be more than \(min), found \(v)") }
+        return v
+    }
+
+    /// One of the key's members (ScenarioKeys).
+    func member(_ node: Node, _ key: ScenarioKey) throws -> String {
+        guard case .choice(let members) = key.kind else { preconditionFailure("'\(key.name)' is not a choice") }
+        let s = try scalar(node, "one of \(members.joined(separator: ", "))")
+        guard members.contains(s) else {
+            let listed = members.count > 1 ? members.dropLast().joined(separator: ", ") + " or " + members.last! : members.joined()
+            throw fail(node, "expected \(listed), found '\(s)'\(Self.suggestion(s, members))")
+        }
+        return s
     }
 
     /// An unsigned 64-bit integer (a seed takes the whole range 0...18446744073709551615).
@@ -297,7 +327,7 @@ struct Reader {
 
     func repetitions(_ tree: YAMLTree) throws -> Int {
         guard let node = child(Node(tree: tree, path: ""), "repeat") else { return 1 }
-        return try int(node, min: 1, max: 100)
+        return try int(node, ScenarioKeys.root["repeat"])
     }
 
     func expandMatrix(_ tree: YAMLTree) throws -> [([String: String], YAMLTree)] {
@@ -335,7 +365,7 @@ struct Reader {
                                 message: "unknown key; published measurements live in Profiles/evidence/, one file each, run by `ambar-bench evidence` "
                                     + "(Profiles/README.md \"Evidence\"): move the source, figure and directions there and remove this block")
         }
-        _ = try keys(root, allowed: ["name", "description", "seed", "mode", "profile", "model", "stack", "phases", "thresholds", "objective", "knee", "matrix", "repeat"], required: ["name", "stack", "phases"])
+        _ = try keys(root, ScenarioKeys.root)
         let name = try string(child(root, "name")!)
         guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
             throw fail(child(root, "name")!, "a name uses letters, digits, '-' and '_' (it names the report folder)")
@@ -413,7 +443,7 @@ struct Reader {
             // A model a package registered under a name (issue 19 item 8): its first entity, the defaults below.
             try useRegisteredModel(s, at: node, in: &spec)
         } else {
-            _ = try keys(node, allowed: ["name", "entities", "entity", "idKey", "fields", "sortKey", "values"])
+            _ = try keys(node, ScenarioKeys.model)
             if let n = child(node, "name") {
                 let s = try string(n)
                 if s != "workload" { try useRegisteredModel(s, at: n, in: &spec) }
@@ -484,10 +514,10 @@ struct Reader {
                 var value = ValueSpec()
                 switch type {
                 case .string:
-                    _ = try keys(item, allowed: ["length"], required: ["length"])
-                    value.length = try int(child(item, "length")!, min: 0, max: 1_000_000)
+                    _ = try keys(item, ScenarioKeys.stringValues)
+                    value.length = try int(child(item, "length")!, ScenarioKeys.stringValues["length"])
                 case .double, .float, .decimal, .integer16, .integer32, .integer64:
-                    _ = try keys(item, allowed: ["min", "max"], required: ["min", "max"])
+                    _ = try keys(item, ScenarioKeys.numberValues)
                     let lo = try double(child(item, "min")!), hi = try double(child(item, "max")!)
                     guard lo.isFinite, hi.isFinite, lo <= hi else { throw fail(item, "expected finite min <= max, found \(lo)...\(hi)") }
                     let limit: Double? = type == .integer16 ? Double(Int16.max) : type == .integer32 ? Double(Int32.max) : type == .integer64 ? 9e15 : nil
@@ -520,8 +550,8 @@ struct Reader {
     /// A fetcher's settings: `requests`, `by: key` (with `distribution`) or `by: predicate` (with `predicate` and
     /// optional `sort`, `fetchLimit`, `fetchBatchSize`), `context` and `rate`.
     func fetcher(_ settings: Node, model: ModelSpec, needsID: (String) throws -> Void) throws -> ActorSpec.Fetcher {
-        let requestKeys = ["predicate", "sort", "fetchLimit", "fetchBatchSize"]
-        _ = try keys(settings, allowed: ["requests", "by", "distribution", "context", "rate"] + requestKeys)
+        let requestKeys = ScenarioKeys.requestKeys.map(\.name)
+        _ = try keys(settings, ScenarioKeys.fetcher)
         let by = try child(settings, "by").map { try choice($0, ActorSpec.Fetcher.By.self) } ?? .key
         var request = ViewerRequest()
         request.fetchBatchSize = 0  // an ordinary fetch: every row at once
@@ -539,14 +569,14 @@ struct Reader {
             request = try viewerRequest(settings, model: model, checksKeys: false)
             if child(settings, "fetchBatchSize") == nil { request.fetchBatchSize = 0 }
         }
-        return .init(requests: try child(settings, "requests").map { try int($0, min: 1, max: 100_000_000) } ?? 100, by: by,
+        return .init(requests: try child(settings, "requests").map { try int($0, ScenarioKeys.fetcher["requests"]) } ?? 100, by: by,
                      distribution: try child(settings, "distribution").map { try choice($0, Distribution.self) } ?? .uniform,
                      request: request, context: try child(settings, "context").map { try choice($0, ActorSpec.Fetcher.Context.self) } ?? .view,
                      rate: try child(settings, "rate").map(rate) ?? .perSecond(10))
     }
 
     func viewerRequest(_ node: Node, model: ModelSpec, checksKeys: Bool = true) throws -> ViewerRequest {
-        if checksKeys { _ = try keys(node, allowed: ["predicate", "sort", "sectionKey", "fetchLimit", "fetchBatchSize"]) }
+        if checksKeys { _ = try keys(node, ScenarioKeys.request) }
         let file = model.entities ?? ScenarioLoader.workloadModel
         let attributes = Set(file.allAttributes(of: model.entity).map(\.name))  // inherited ones too (issue 21 item 1)
         let properties = attributes.union(file.allRelationships(of: model.entity).map(\.name))
@@ -574,8 +604,8 @@ struct Reader {
             guard attributes.contains(key) else { throw fail(n, "'\(key)' is not an attribute of \(model.entity)") }
             request.sectionKey = key
         }
-        if let n = child(node, "fetchLimit") { request.fetchLimit = try int(n, min: 0, max: 100_000_000) }
-        if let n = child(node, "fetchBatchSize") { request.fetchBatchSize = try int(n, min: 0, max: 100_000_000) }
+        if let n = child(node, "fetchLimit") { request.fetchLimit = try int(n, ScenarioKeys.request["fetchLimit"]) }
+        if let n = child(node, "fetchBatchSize") { request.fetchBatchSize = try int(n, ScenarioKeys.request["fetchBatchSize"]) }
         return request
     }
 
@@ -596,23 +626,24 @@ struct Reader {
     }
 
     func stackSpec(_ node: Node) throws -> StackSpec {
-        _ = try keys(node, allowed: ["topology", "mergePolicy", "policies", "singleCoordinator", "viewStaleness", "objectTrumpDeletedElsewhere", "connectionPool", "mergeRelease", "merge", "pinViewGeneration", "store"], required: ["topology"])
+        let keys = ScenarioKeys.stack
+        _ = try self.keys(node, keys)
         var spec = StackSpec(topology: try choice(child(node, "topology")!, TopologyKind.self), mergePolicy: nil, policies: [:],
                              singleCoordinator: false, viewStaleness: nil, objectTrumpDeletedElsewhere: "delete",
                              connectionPool: PersistentStoreCoordinator.defaultConnectionPoolSize)
         if let n = child(node, "mergePolicy") { spec.mergePolicy = try policy(n) }
         if let n = child(node, "policies") {
-            let present = try keys(n, allowed: ["all", "view", "importer", "editor", "temporary", "writer", "batch"])
+            let present = try self.keys(n, ScenarioKeys.policies)
             // `all` sets every role; a role named beside it wins.
             if present.contains("all") {
                 let every = try policy(child(n, "all")!)
-                for role in ["view", "importer", "editor", "temporary", "writer", "batch"] { spec.policies[role] = every }
+                for role in ScenarioKeys.policies.keyNames where role != "all" { spec.policies[role] = every }
             }
             for key in present.sorted() where key != "all" { spec.policies[key] = try policy(child(n, key)!) }
         }
         if let n = child(node, "singleCoordinator") { spec.singleCoordinator = try bool(n) }
         if let n = child(node, "viewStaleness") { spec.viewStaleness = try double(n) }
-        if let n = child(node, "connectionPool") { spec.connectionPool = try int(n, min: 1, max: 64) }
+        if let n = child(node, "connectionPool") { spec.connectionPool = try int(n, keys["connectionPool"]) }
         if let n = child(node, "merge") {
             spec.merge = try choice(n, MergeMode.self)
             // Pushes from children are not merges: nothing to skip in stacks whose background saves are pushes.
@@ -620,11 +651,7 @@ struct Reader {
                 throw fail(n, "the `\(spec.topology.rawValue)` topology has no merge to change (its background saves are pushes, or nothing is shown): remove merge or choose another topology")
             }
         }
-        if let n = child(node, "objectTrumpDeletedElsewhere") {
-            let s = try string(n)
-            guard ["delete", "resurrect"].contains(s) else { throw fail(n, "expected delete or resurrect, found '\(s)'") }
-            spec.objectTrumpDeletedElsewhere = s
-        }
+        if let n = child(node, "objectTrumpDeletedElsewhere") { spec.objectTrumpDeletedElsewhere = try member(n, keys["objectTrumpDeletedElsewhere"]) }
         if let n = child(node, "mergeRelease") { spec.mergeRelease = try choice(n, AmbarMergeRelease.self) }
         if let n = child(node, "pinViewGeneration") {
             spec.pinViewGeneration = try bool(n)
@@ -723,27 +750,24 @@ struct Reader {
     func phase(_ node: Node, model: ModelSpec) throws -> Phase {
         // Issue 20 item 3: `-p phases.run.viewr.visibleObjects` names an actor of the phase: suggest the phase's
         // actors, not its own keys.
-        if case .map(let pairs, _) = node.tree, let unknown = pairs.first(where: { !["name", "kind", "duration", "actors"].contains($0.key) }) {
+        let phaseKeys = ScenarioKeys.phase.keyNames
+        if case .map(let pairs, _) = node.tree, let unknown = pairs.first(where: { !phaseKeys.contains($0.key) }) {
             let actorKinds = (try? child(node, "actors").map(list))??.compactMap { item -> String? in
                 guard case .map(let p, _) = item.tree, p.count == 1 else { return nil }
                 return p[0].key
             } ?? []
             if !actorKinds.isEmpty {
-                let candidates = actorKinds + ["name", "kind", "duration", "actors"]
+                let candidates = actorKinds + phaseKeys
                 let nearest = candidates.min { Self.distance($0, unknown.key) < Self.distance($1, unknown.key) }.map { " (did you mean '\($0)'?)" } ?? ""
                 throw ScenarioError(file: file, line: unknown.position?.line, column: unknown.position?.column,
                                     field: node.path.isEmpty ? unknown.key : "\(node.path).\(unknown.key)",
                                     message: "unknown key; a phase has name, kind, duration and actors, and this one's actors are \(actorKinds.joined(separator: ", "))\(nearest)")
             }
         }
-        _ = try keys(node, allowed: ["name", "kind", "duration", "actors"], required: ["name"])
+        _ = try keys(node, ScenarioKeys.phase)
         let name = try string(child(node, "name")!)
         var kind = Phase.Kind(rawValue: name) ?? .run
-        if let k = child(node, "kind") {
-            let s = try string(k)
-            guard let v = Phase.Kind(rawValue: s) else { throw fail(k, "expected seed, run or verify, found '\(s)'") }
-            kind = v
-        }
+        if let k = child(node, "kind") { kind = Phase.Kind(rawValue: try member(k, ScenarioKeys.phase["kind"]))! }
         let path = Node(tree: node.tree, path: "phases.\(name)")
         let duration = try child(path, "duration").map(duration)
         var actors: [ActorSpec] = []
@@ -789,7 +813,7 @@ struct Reader {
 
     func actor(_ node: Node, phasePath: String, model: ModelSpec) throws -> ActorSpec {
         guard case .map(let pairs, _) = node.tree, pairs.count == 1 else {
-            throw fail(node, "an actor is one of importer, viewer, editor, temporary, writer, batch, migrator, fetcher, deleter, with its settings")
+            throw fail(node, "an actor is one of \(ScenarioKeys.actor.keyNames.joined(separator: ", ")), with its settings")
         }
         let kind = pairs[0].key
         let body = Node(tree: pairs[0].value, path: "\(phasePath).\(kind)")
@@ -798,6 +822,11 @@ struct Reader {
         func opt<T>(_ key: String, _ read: (Node) throws -> T, _ fallback: T) throws -> T {
             try child(settings, key).map(read) ?? fallback
         }
+        // The kind's keys, bounds and members are the table's (ScenarioKeys).
+        func table() -> ScenarioObject { ScenarioKeys.object(kind) }
+        func checkKeys() throws { _ = try keys(settings, table()) }
+        func integer(_ key: String) -> (Node) throws -> Int { { try int($0, table()[key]) } }
+        func number(_ key: String) -> (Node) throws -> Double { { try double($0, table()[key]) } }
         // Issue 19 item 4: actors that pick records by number need the entity's integer id.
         func needsID(_ what: String) throws {
             guard model.idKey == nil else { return }
@@ -805,8 +834,8 @@ struct Reader {
         }
         switch kind {
         case "importer":
-            _ = try keys(settings, allowed: ["objects", "chunkSize", "updateFraction", "deleteFraction", "distribution", "parallel", "rate", "reset", "saveEvery", "groups", "groupParents", "saveParents"])
-            let groups = try opt("groups", { try int($0, min: 0, max: 1_000_000) }, 0)
+            try checkKeys()
+            let groups = try opt("groups", integer("groups"), 0)
             if groups > 0 {
                 let file = model.entities ?? ScenarioLoader.workloadModel
                 let entity = file.entities.first { $0.name == model.entity }
@@ -814,9 +843,9 @@ struct Reader {
                     throw fail(child(settings, "groups")!, "\(model.entity) has no to-one relationship to link records to groups through")
                 }
             }
-            let objects = try opt("objects", { try int($0, min: 0, max: 100_000_000) }, 1000)
-            let chunkSize = try opt("chunkSize", { try int($0, min: 1, max: 100_000_000) }, 500)
-            let saveEvery = try opt("saveEvery", { try int($0, min: 1, max: 100_000_000) }, 1)
+            let objects = try opt("objects", integer("objects"), 1000)
+            let chunkSize = try opt("chunkSize", integer("chunkSize"), 500)
+            let saveEvery = try opt("saveEvery", integer("saveEvery"), 1)
             // One save holds its objects in memory until it is done: bound what one save carries by this machine's
             // memory (about 2 KB an object, registry, snapshot and row cache together), not by a fixed number.
             let perSave = min(objects, chunkSize.multipliedReportingOverflow(by: saveEvery).overflow ? Int.max : chunkSize * saveEvery)
@@ -829,12 +858,12 @@ struct Reader {
             var importer = ActorSpec.Importer(
                 objects: objects,
                 chunkSize: chunkSize,
-                updateFraction: try opt("updateFraction", { try double($0, min: 0, max: 1) }, 0),
+                updateFraction: try opt("updateFraction", number("updateFraction"), 0),
                 distribution: try opt("distribution", { try choice($0, Distribution.self) }, .uniform),
-                parallel: try opt("parallel", { try int($0, min: 1, max: 16) }, 1),
+                parallel: try opt("parallel", integer("parallel"), 1),
                 rate: try opt("rate", rate, .unlimited))
             if importer.updateFraction > 0 { try needsID("an importer with updateFraction") }
-            importer.deleteFraction = try opt("deleteFraction", { try double($0, min: 0, max: 1) }, 0)
+            importer.deleteFraction = try opt("deleteFraction", number("deleteFraction"), 0)
             if importer.deleteFraction > 0 {
                 try needsID("an importer with deleteFraction")
                 // Each chunk's objects are updates, deletes or inserts: the two fractions share the chunk.
@@ -845,7 +874,7 @@ struct Reader {
             importer.reset = try opt("reset", { try choice($0, ImportReset.self) }, .afterChunk)
             importer.saveEvery = saveEvery
             importer.groups = groups
-            importer.groupParents = try opt("groupParents", { try int($0, min: 0, max: 1_000_000) }, 0)
+            importer.groupParents = try opt("groupParents", integer("groupParents"), 0)
             importer.saveParents = try opt("saveParents", bool, true)
             if importer.groupParents > 0 {
                 let file = model.entities ?? ScenarioLoader.workloadModel
@@ -858,15 +887,18 @@ struct Reader {
             }
             return .importer(importer)
         case "viewer":
-            _ = try keys(settings, allowed: ["visibleObjects", "readOnly", "frameRate", "window", "frc", "request", "scroll", "frames", "tracksChanges"])
+            try checkKeys()
             let frameRate = try opt("frameRate", { try int($0) }, 60)
-            guard frameRate == 60 || frameRate == 120 else { throw fail(child(settings, "frameRate")!, "expected 60 or 120, found \(frameRate)") }
-            let visible = try opt("visibleObjects", { try int($0, min: 1, max: 100_000) }, 20)
+            guard case .integerChoice(let rates) = table()["frameRate"].kind else { preconditionFailure("frameRate is a choice of integers") }
+            guard rates.contains(frameRate) else {
+                throw fail(child(settings, "frameRate")!, "expected \(rates.map(String.init).joined(separator: " or ")), found \(frameRate)")
+            }
+            let visible = try opt("visibleObjects", integer("visibleObjects"), 20)
             var viewer = ActorSpec.Viewer(
                 visibleObjects: visible,
                 readOnly: try opt("readOnly", bool, false), frameRate: frameRate,
                 request: try child(settings, "request").map { try viewerRequest($0, model: model) } ?? ViewerRequest(),
-                window: try opt("window", { try int($0, min: 1, max: 100_000) }, visible),
+                window: try opt("window", integer("window"), visible),
                 frc: try opt("frc", { try choice($0, ControllerEvaluation.self) }, .coreData))
             viewer.scroll = try opt("scroll", scrollRate, 0)
             viewer.frames = try opt("frames", { try choice($0, ViewerFrames.self) }, .window)
@@ -882,43 +914,43 @@ struct Reader {
             }
             return .viewer(viewer)
         case "editor":
-            _ = try keys(settings, allowed: ["rate", "edits", "saveViewContext"])
-            return .editor(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", { try int($0, min: 1, max: 10_000) }, 1),
+            try checkKeys()
+            return .editor(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", integer("edits"), 1),
                                  saveViewContext: try opt("saveViewContext", bool, true)))
         case "temporary":
-            _ = try keys(settings, allowed: ["rate", "edits", "save"])
+            try checkKeys()
             try needsID("a temporary context")
-            return .temporary(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", { try int($0, min: 1, max: 10_000) }, 1),
+            return .temporary(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", integer("edits"), 1),
                                     save: try opt("save", bool, false)))
         case "writer":
-            _ = try keys(settings, allowed: ["rate", "edits", "distribution"])
+            try checkKeys()
             try needsID("a writer")
-            return .writer(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", { try int($0, min: 1, max: 10_000) }, 1),
+            return .writer(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", integer("edits"), 1),
                                  distribution: try opt("distribution", { try choice($0, Distribution.self) }, .hotspot)))
         case "migrator":
             // Issue 21 item 8: the store opened with the model's next version, migrated in place.
-            _ = try keys(settings, allowed: ["entities"])
+            try checkKeys()
             return .migrator(.init(to: try nextVersion(child(settings, "entities"), model: model, at: body)))
         case "fetcher":
             return .fetcher(try fetcher(settings, model: model, needsID: needsID))
         case "deleter":
-            _ = try keys(settings, allowed: ["objects", "fraction", "chunkSize", "rate", "select", "saveParents"])
+            try checkKeys()
             let select = try opt("select", { try choice($0, ActorSpec.Deleter.Select.self) }, .keys)
             // `select: all` fetches whatever the entity holds: it needs no id to pick by.
             if select == .keys { try needsID("a deleter") }
-            let objects = try child(settings, "objects").map { try int($0, min: 1, max: 100_000_000) }
+            let objects = try child(settings, "objects").map(integer("objects"))
             let fraction = try child(settings, "fraction").map { n in
-                let f = try double(n, max: 1)
+                let f = try double(n, max: table()["fraction"].kind.numberRange?.max)
                 guard f > 0 else { throw fail(n, "a fraction of the records stored, more than 0 and at most 1, found \(f)") }
                 return f
             }
             guard (objects == nil) != (fraction == nil) else {
                 throw fail(child(settings, "fraction") ?? settings, objects == nil ? "a deleter needs 'objects' (how many records) or 'fraction' (of the records stored when it starts)" : "give 'objects' or 'fraction', not both")
             }
-            return .deleter(.init(objects: objects, fraction: fraction, chunkSize: try opt("chunkSize", { try int($0, min: 1, max: 1_000_000) }, 100),
+            return .deleter(.init(objects: objects, fraction: fraction, chunkSize: try opt("chunkSize", integer("chunkSize"), 100),
                                   rate: try opt("rate", rate, .unlimited), select: select, saveParents: try opt("saveParents", bool, true)))
         case "batch":
-            _ = try keys(settings, allowed: ["kind", "rate", "size", "mergeBy", "requests"])
+            try checkKeys()
             let kind = try opt("kind", { try choice($0, ActorSpec.Batch.Kind.self) }, .update)
             var size = 100, allRecords = false
             if let node = child(settings, "size") {
@@ -930,7 +962,7 @@ struct Reader {
                 } else if case .scalar(let s, _) = node.tree, !ScenarioLoader.isIntegerLiteral(s.replacingOccurrences(of: "_", with: "")) {
                     throw fail(node, "expected a number of records or all, found '\(s)'")
                 } else {
-                    size = try int(node, min: 1, max: 1_000_000)
+                    size = try int(node, table()["size"])
                 }
             }
             // A delete of every record names none by its id.
@@ -938,10 +970,10 @@ struct Reader {
             var batch = ActorSpec.Batch(kind: kind, rate: try opt("rate", rate, .perSecond(1)), size: size,
                                         mergeBy: try opt("mergeBy", { try choice($0, ActorSpec.Batch.MergeBy.self) }, .ids))
             batch.allRecords = allRecords
-            batch.requests = try child(settings, "requests").map { try int($0, min: 1, max: 100_000_000) }
+            batch.requests = try child(settings, "requests").map(integer("requests"))
             return .batch(batch)
         default:
-            let allowed = ["importer", "viewer", "editor", "temporary", "writer", "batch", "migrator", "fetcher", "deleter"]
+            let allowed = ScenarioKeys.actor.keyNames
             let suggestion = allowed.min { Self.distance($0, kind) < Self.distance($1, kind) }!
             throw ScenarioError(file: file, line: pairs[0].position?.line, column: pairs[0].position?.column, field: "\(phasePath).\(kind)",
                                 message: "unknown actor; expected one of \(allowed.joined(separator: ", ")) (did you mean '\(suggestion)'?)")
@@ -1011,7 +1043,7 @@ struct Reader {
 
     /// `knee: { key, says }`: the thresholds say where the sweep's edge is, so a knee needs at least one.
     func knee(_ node: Node, thresholds: [Threshold]) throws -> Knee {
-        _ = try keys(node, allowed: ["key", "says"], required: ["key"])
+        _ = try keys(node, ScenarioKeys.knee)
         guard !thresholds.isEmpty else { throw fail(node, "a knee is where the thresholds are first missed: add a threshold") }
         let key = try string(child(node, "key")!)
         return Knee(key: key, says: try child(node, "says").map(string) ?? Knee.defaultSays)
@@ -1045,7 +1077,7 @@ struct Reader {
             return metric
         }
         if case .scalar = node.tree { return ObjectiveCriterion(try metricName(node)) }
-        _ = try keys(node, allowed: ["metric", "statistic", "label", "polarity"], required: ["metric"])
+        _ = try keys(node, ScenarioKeys.objectiveCriterion)
         var criterion = ObjectiveCriterion(try metricName(child(node, "metric")!))
         if let n = child(node, "statistic") {
             let statistic = try string(n)
@@ -1060,7 +1092,7 @@ struct Reader {
     }
 
     func threshold(_ node: Node) throws -> Threshold {
-        _ = try keys(node, allowed: ["metric", "statistic", "polarity", "max", "min", "fails"], required: ["metric"])
+        _ = try keys(node, ScenarioKeys.threshold)
         let metric = try string(child(node, "metric")!)
         guard MetricCatalog.names.contains(metric) else {
             throw fail(child(node, "metric")!, "unknown metric '\(metric)'; expected one of \(MetricCatalog.names.sorted().joined(separator: ", "))")
