@@ -23,18 +23,13 @@ struct InterruptTests {
 
     /// `ambar-bench` started in `directory`, its stderr read as it comes.
     final class Running: @unchecked Sendable {  // `process` is used by the test's thread only
-        let process = Process()
+        let process: Process
         /// stderr and stdout as read so far.
         private let texts = Mutex(["", ""])
 
         init(_ arguments: [String], in directory: URL) throws {
-            process.executableURL = try benchExecutable()
-            process.arguments = arguments
-            process.currentDirectoryURL = directory
-            let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            try process.run()
+            let (process, out, err) = try startBench(arguments, in: directory)
+            self.process = process
             for (n, pipe) in [err, out].enumerated() {
                 Thread { [self] in
                     while true {
