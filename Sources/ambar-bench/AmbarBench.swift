@@ -12,7 +12,7 @@ struct AmbarBench: ParsableCommand {
         commandName: "ambar-bench",
         abstract: "Replays Core Data stack workloads against the Ambar stack and other topologies, and reports what happened.",
         discussion: """
-            Exit codes: 0 ok, 1 a threshold, baseline or oracle check failed, 2 bad input (nothing ran), 3 an internal or I/O failure after work began, 130 interrupted (the report keeps every finished variant).
+            Exit codes: 0 ok, 1 a threshold, baseline or oracle check failed, 2 bad input (nothing ran), 3 an internal or I/O failure after work began, 130 interrupted (the report keeps every variant that ran, a stopped one marked partial).
 
             Documentation, in the repository: Docs/scenarios.md (the scenario format), Docs/workbench.md (metrics, reports, the command line, exit codes, and sweeps sharded over a CI matrix: Docs/examples/capacity-matrix.yml), Docs/what-the-workbench-counts.md (what each counter stands for in Core Data), Docs/simulation.md (simulated mode), Docs/calibration.md (operation traces and their replay), Docs/coredata-behaviour.md (the Core Data behaviour we reproduce, and how sure we are of it), Docs/choosing-a-merge-policy.md (the policies compared; `guide` writes its measured part).
             """,
@@ -35,7 +35,7 @@ struct AmbarBench: ParsableCommand {
     }
 }
 
-func stderr(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+func stderr(_ text: String) { progressOutput.line(text) }
 
 var isTerminal: Bool { isatty(2) == 1 }
 
@@ -103,20 +103,12 @@ struct CommonOptions: ParsableArguments {
             }
             o.shard = (parts[0], parts[1])
         }
-        if isTerminal || progress { o.progress = { stderr($0) } }
-        installStopHandlers()
-        return o
-    }
-}
-
-/// Ctrl-C or SIGTERM during a run: finish the variant in progress, write the report of what finished (marked
-/// interrupted) and exit 130 (issue 20 item 6). A second signal ends the process at once.
-func installStopHandlers() {
-    for sig in [SIGINT, SIGTERM] {
-        signal(sig) { received in
-            Suite.stopRequested.store(true, ordering: .relaxed)
-            signal(received, SIG_DFL)
+        if isTerminal || progress {
+            o.progress = { stderr($0) }
+            o.phaseProgress = { progressOutput.phase($0) }
         }
+        StopSignals.install()
+        return o
     }
 }
 
@@ -143,7 +135,7 @@ func report(_ outcomes: [Suite.Outcome], reportsRoot: URL? = nil) -> Int32 {
         print("index: \(reportsRoot.appendingPathComponent("index.html").path)")
     }
     if outcomes.contains(where: \.interrupted) {
-        stderr("interrupted: the report holds the variants that finished")
+        stderr("interrupted: the report holds the variants that ran, a stopped one marked partial")
         return 130
     }
     return failed ? 1 : 0

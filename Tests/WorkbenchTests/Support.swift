@@ -104,8 +104,8 @@ struct Invocation {
     var stderr: String
 }
 
-/// Runs `ambar-bench` with `arguments` in `directory` (stderr is not a terminal: no progress).
-func bench(_ arguments: [String], in directory: URL) throws -> Invocation {
+/// Starts `ambar-bench` with `arguments` in `directory`, its stdout and stderr piped.
+func startBench(_ arguments: [String], in directory: URL) throws -> (Process, out: Pipe, err: Pipe) {
     let process = Process()
     process.executableURL = try benchExecutable()
     process.arguments = arguments
@@ -114,6 +114,12 @@ func bench(_ arguments: [String], in directory: URL) throws -> Invocation {
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    return (process, out, err)
+}
+
+/// Runs `ambar-bench` with `arguments` in `directory` (stderr is not a terminal: no progress).
+func bench(_ arguments: [String], in directory: URL) throws -> Invocation {
+    let (process, out, err) = try startBench(arguments, in: directory)
     // Read both pipes while the process runs so neither fills up.
     let errData = Mutex(Data())
     let reader = Thread { errData.withLock { $0 = err.fileHandleForReading.readDataToEndOfFile() } }

@@ -70,6 +70,8 @@ enum CSVOutput {
         ("rowsInserted", { String($0.counters["rowsInserted"] ?? 0) }),
         ("rowsUpdated", { String($0.counters["rowsUpdated"] ?? 0) }),
         ("wallSeconds", { String(format: "%.2f", $0.wallSeconds) }),
+        // `partial`: stopped before its end (Ctrl-C); its figures cover the part that ran.
+        ("status", { $0.partial == nil ? "complete" : "partial" }),
     ]
 
     private static func v(_ r: VariantResult, _ metric: String, _ statistic: String, _ label: String = "") -> String {

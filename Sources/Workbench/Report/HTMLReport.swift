@@ -30,7 +30,7 @@ enum HTMLReport {
         body{font:14px/1.45 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:24px auto;max-width:1180px;color:#1d2430;padding:0 16px}
         h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #dde3ea;padding-bottom:4px}
         .sub{color:#5a6676}.verdict{display:inline-block;padding:4px 12px;border-radius:14px;font-weight:600;color:#fff}
-        .pass{background:#2e8b57}.fail{background:#c0392b}.unknown{background:#8a8f98}
+        .pass{background:#2e8b57}.fail{background:#c0392b}.unknown{background:#8a8f98}.interrupted{background:#b9770e}
         table{border-collapse:collapse;width:100%;margin:6px 0 10px;font-size:13px}th,td{border-bottom:1px solid #e6eaef;padding:4px 8px;text-align:right;white-space:nowrap}
         th{background:#f4f6f9;font-weight:600;vertical-align:bottom}td:first-child,th:first-child,td.l,th.l{text-align:left}
         .ok{color:#2e8b57;font-weight:600}.bad{color:#c0392b;font-weight:600}.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:14px}
@@ -40,13 +40,16 @@ enum HTMLReport {
         svg text{font-size:11px;fill:#4a5565}.scroll{overflow-x:auto}th.w{white-space:normal;vertical-align:bottom;min-width:40px}
         </style></head><body>
         """
-        let overall = overallVerdict(results)
+        let overall = overallVerdict(results, interrupted: manifest.interrupted != nil)
         let failedThresholds = results.flatMap(\.thresholds).filter { !$0.passed && $0.fails }
         html += "<h1>\(escape(title))</h1>\n<p class=\"sub\">\(escape(manifest.description))</p>\n"
         html += "<p><span class=\"verdict \(overall)\">\(overall.uppercased())</span> &nbsp; \(results.count) variant run(s), seed \(manifest.seed), \(escape(manifest.generatedAt))</p>\n"
 
         if let interrupted = manifest.interrupted {
-            html += "<p class=\"bad\">Not every variant ran: \(escape(interrupted)). This report holds the \(results.count) variant run(s) that finished.</p>\n"
+            html += "<p class=\"bad\">Not every variant ran: \(escape(interrupted)). This report holds the \(results.count) variant run(s) that ran.</p>\n"
+        }
+        for r in results {
+            if let partial = r.partial { html += "<p class=\"bad\">\(escape(label(r))) #\(r.repetition) is partial (\(escape(partial))): its figures cover the part that ran.</p>\n" }
         }
         for sentence in manifest.kneeSentences(results) { html += "<p class=\"knee\"><strong>\(escape(sentence))</strong></p>\n" }
         html += rankingSection(manifest.ranking(results))
@@ -305,7 +308,10 @@ enum HTMLReport {
         return html
     }
 
-    static func overallVerdict(_ results: [VariantResult]) -> String {
+    /// `interrupted` when the run was cut short or a variant is partial (what ran is no whole run, whatever its
+    /// figures), else `fail`, `unknown` or `pass`.
+    static func overallVerdict(_ results: [VariantResult], interrupted: Bool) -> String {
+        if interrupted || results.contains(where: { $0.partial != nil }) { return "interrupted" }
         if results.contains(where: { $0.oracle.verdict == .fail || $0.thresholds.contains { !$0.passed && $0.fails } }) { return "fail" }
         if results.contains(where: { $0.oracle.verdict == .unknown }) { return "unknown" }
         return "pass"

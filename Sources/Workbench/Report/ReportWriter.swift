@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// manifest.json: what makes a run reproducible.
 public struct Manifest: Sendable, Codable, Equatable {
@@ -141,7 +142,7 @@ public enum ReportWriter {
 
     /// A run folder written as the run goes (issue 20 item 6): a hidden staging folder that always holds a whole
     /// report of the variants finished so far, moved into place when the run ends (or is interrupted).
-    public final class RunFolder {
+    public final class RunFolder: @unchecked Sendable {  // the staging folder's files are touched under `lock` only
         public let final: URL
         let staging: URL
         let reportsRoot: URL
@@ -153,6 +154,8 @@ public enum ReportWriter {
         public var baselines: URL? = URL(fileURLWithPath: "Scenarios/baselines", isDirectory: true)
         /// The older runs `finish()` removed.
         public private(set) var removed: [ReportRetention.Removal] = []
+        /// Held while the staging folder is written or moved; true once it was moved (or let go).
+        private let lock = Mutex(false)
 
         public init(manifest: Manifest, reportsRoot: URL) throws {
             let fm = FileManager.default
@@ -181,6 +184,13 @@ public enum ReportWriter {
         public func write(results: [VariantResult], manifest: Manifest, events: [String: [WriteEvent]]) throws {
             var manifest = manifest
             manifest.runID = runID
+            try lock.withLock { closed in
+                guard !closed else { return }
+                try writeFiles(results: results, manifest: manifest, events: events)
+            }
+        }
+
+        private func writeFiles(results: [VariantResult], manifest: Manifest, events: [String: [WriteEvent]]) throws {
             do {
                 for (name, data) in try ReportWriter.files(results: results, manifest: manifest, events: events) {
                     try data.write(to: staging.appendingPathComponent(name), options: .atomic)
@@ -193,12 +203,10 @@ public enum ReportWriter {
         /// Moves the report into place, removes the runs beyond `keep` (never this one) and rebuilds the index, so
         /// it links no removed run; returns the run folder.
         public func finish() throws -> URL {
-            let fm = FileManager.default
-            do {
-                try? fm.removeItem(at: staging.appendingPathComponent(".owner"))
-                try fm.moveItem(at: staging, to: final)
-            } catch {
-                throw WorkbenchError(.internalFailure, "cannot move the report to \(final.path): \(error.localizedDescription) (it is in \(staging.path))")
+            try lock.withLock { closed in
+                guard !closed else { return }
+                try moveIntoPlace()
+                closed = true
             }
             removed = ReportRetention.prune(reportsRoot: reportsRoot, keep: keep, scenario: final.deletingLastPathComponent().lastPathComponent,
                                             keeping: [final], baselines: baselines)
@@ -206,8 +214,48 @@ public enum ReportWriter {
             return final
         }
 
+        private func moveIntoPlace() throws {
+            let fm = FileManager.default
+            do {
+                try? fm.removeItem(at: staging.appendingPathComponent(".owner"))
+                try fm.moveItem(at: staging, to: final)
+            } catch {
+                throw WorkbenchError(.internalFailure, "cannot move the report to \(final.path): \(error.localizedDescription) (it is in \(staging.path))")
+            }
+        }
+
+        /// The process is about to exit (a second Ctrl-C): the report of the variants finished so far, already
+        /// whole in the staging folder, is marked interrupted and moved into place, and the index updated. Nothing
+        /// finished: the staging folder is removed. Returns the run folder, if one was kept.
+        public func finishNow() -> URL? {
+            let kept: Bool = lock.withLock { closed in
+                guard !closed else { return false }
+                closed = true
+                let decoder = JSONDecoder()
+                guard let data = try? Data(contentsOf: staging.appendingPathComponent("results.json")),
+                      let results = try? decoder.decode([VariantResult].self, from: data), !results.isEmpty,
+                      var manifest = try? decoder.decode(Manifest.self, from: Data(contentsOf: staging.appendingPathComponent("manifest.json"))) else {
+                    try? FileManager.default.removeItem(at: staging)
+                    return false
+                }
+                manifest.interrupted = "interrupted (a second signal) after \(results.count) finished variant run(s)"
+                let report = HTMLReport.render(title: "\(manifest.scenario) — \(manifest.runID)", results: results, manifest: manifest, resolvedYAML: manifest.resolvedScenario)
+                try? encoder().encode(manifest).write(to: staging.appendingPathComponent("manifest.json"), options: .atomic)
+                try? Data(report.utf8).write(to: staging.appendingPathComponent("report.html"), options: .atomic)
+                return (try? moveIntoPlace()) != nil
+            }
+            guard kept else { return nil }
+            try? ReportWriter.writeIndex(reportsRoot: reportsRoot)
+            return final
+        }
+
         /// Removes the staging folder (nothing was written that is worth keeping).
-        public func discard() { try? FileManager.default.removeItem(at: staging) }
+        public func discard() {
+            lock.withLock { closed in
+                closed = true
+                try? FileManager.default.removeItem(at: staging)
+            }
+        }
     }
 
     /// `Reports/index.html`: every run, newest first.
@@ -219,7 +267,8 @@ public enum ReportWriter {
             for run in (try? fm.contentsOfDirectory(atPath: dir.path)) ?? [] where !run.hasPrefix(".") {
                 let resultsFile = dir.appendingPathComponent(run).appendingPathComponent("results.json")
                 guard let data = try? Data(contentsOf: resultsFile), let results = try? JSONDecoder().decode([VariantResult].self, from: data) else { continue }
-                runs.append((scenario, run, HTMLReport.overallVerdict(results), results.count))
+                let manifest = try? JSONDecoder().decode(Manifest.self, from: Data(contentsOf: dir.appendingPathComponent(run).appendingPathComponent("manifest.json")))
+                runs.append((scenario, run, HTMLReport.overallVerdict(results, interrupted: manifest?.interrupted != nil), results.count))
             }
         }
         runs.sort { ($0.run, $0.scenario) > ($1.run, $1.scenario) }
@@ -227,7 +276,7 @@ public enum ReportWriter {
         <!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Ambar workbench reports</title>
         <style>body{font:14px -apple-system,Helvetica,Arial,sans-serif;max-width:900px;margin:24px auto;color:#1d2430}
         table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #e6eaef;padding:5px 8px;text-align:left}
-        .pass{color:#2e8b57}.fail{color:#c0392b}.unknown{color:#8a8f98}</style></head><body>
+        .pass{color:#2e8b57}.fail{color:#c0392b}.unknown{color:#8a8f98}.interrupted{color:#b9770e}</style></head><body>
         <h1>Ambar workbench reports</h1><table><tr><th>run</th><th>scenario</th><th>variants</th><th>verdict</th></tr>
 
         """

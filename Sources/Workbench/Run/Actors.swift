@@ -15,6 +15,8 @@ protocol WorkloadActor: AnyObject, Sendable {
 struct Schedule {
     let rate: Rate
     let start: UInt64
+    /// True stops the actor before its next operation (Ctrl-C: the variant ends partial).
+    var isStopping: @Sendable () -> Bool = { false }
     /// Operations to run: all of them for bounded actors; `rate × duration` for rate actors with a duration.
     func intended(_ k: Int) -> UInt64 {
         switch rate {
@@ -33,7 +35,7 @@ struct Schedule {
     func forEach(duration: Double?, keepGoing: () -> Bool, _ operation: (Int, UInt64) -> Bool) {
         let total = Self.count(rate, duration)
         var k = 0
-        while total.map({ k < $0 }) ?? keepGoing() {
+        while !isStopping(), total.map({ k < $0 }) ?? keepGoing() {
             let intended = self.intended(k)
             if total == nil {
                 // In a phase that ends when its importers are done, the wait for the next operation is cut in slices
@@ -42,7 +44,7 @@ struct Schedule {
                 var now = Clock.now()
                 while now < intended {
                     Clock.sleep(until: min(intended, now + Self.waitSlice))
-                    if !keepGoing() { return }
+                    if !keepGoing() || isStopping() { return }
                     now = Clock.now()
                 }
             } else {
@@ -70,10 +72,11 @@ struct Schedule {
 
     /// Runs a bounded actor's `count` operations at their intended times (open loop at a rate, back to back when
     /// unlimited): none starts after the phase's duration, and none after one says it is ``Outcome/finished``.
-    /// Returns false when the phase's duration stopped it.
+    /// Returns false when the phase's duration stopped it (not when ``isStopping`` did: the variant is partial).
     func forEach(_ count: Int, duration: Double?, keepGoing: () -> Bool, _ operation: (Int, UInt64) -> Outcome) -> Bool {
         let deadline = duration.map { start + UInt64($0 * 1e9) }
         for k in 0..<count {
+            if isStopping() { return true }
             let intended = self.intended(k)
             if duration != nil, !keepGoing() { return false }
             if let deadline, intended > deadline { return false }
@@ -145,7 +148,13 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
         // Deletes since the last save: the ids picked (freed again if the save fails) and the primary keys deleted.
         var pendingDeleteIDs: [Int64] = [], pendingDeletedKeys: [Int64] = []
         var pendingBegan: UInt64 = 0
+        w.progress.objectsTotal.add(spec.objects, ordering: .relaxed)
         for k in 0..<chunks {
+            // Ctrl-C: no new chunk; the chunks of a save not begun are let go (nothing of them was recorded).
+            if w.progress.isStopping() {
+                if !pendingDeleteIDs.isEmpty { w.undelete(pendingDeleteIDs) }
+                break
+            }
             // Issue 20 item 5: a phase's duration caps it: no new chunk starts after it (a save begun is finished).
             if duration != nil, pending.isEmpty, pendingObjects == 0, !keepGoing() {
                 w.recorder.add("importerStoppedByDuration")
@@ -238,6 +247,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                 }
             }
             w.recorder.add("operations")
+            w.progress.objectsDone.add(n, ordering: .relaxed)
             guard saves else { continue }
             // Objects of this save that reached the store (with `saveParents: false`, the parent it was meant to
             // stay in): importThroughput counts no refused work.
@@ -358,7 +368,7 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
         var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
         let w = workload
-        Schedule(rate: spec.rate, start: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
+        Schedule(rate: spec.rate, start: start, isStopping: w.progress.isStopping).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let visible = w.visibleIDs
             guard !visible.isEmpty else { return false }
@@ -450,7 +460,7 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
         var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
         let w = workload
-        Schedule(rate: rate, start: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
+        Schedule(rate: rate, start: start, isStopping: w.progress.isStopping).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let keys = w.pickKeys(edits, distribution, hot: Int64(w.viewerCount), rng: &rng)
             guard !keys.isEmpty else { return false }
@@ -605,7 +615,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             }
             return acted
         }
-        let schedule = Schedule(rate: spec.rate, start: start)
+        let schedule = Schedule(rate: spec.rate, start: start, isStopping: w.progress.isStopping)
         if let requests = spec.requests {
             _ = schedule.forEach(requests, duration: duration, keepGoing: keepGoing) { k, intended in request(k, intended) ? .acted : .idle }
         } else {

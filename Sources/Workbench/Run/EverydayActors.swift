@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import Synchronization
 
 /// The `fetcher` (Docs/scenarios.md): fetch requests an app makes as it runs, by key (a detail screen's record,
 /// `idKey == n`) or by predicate (a search), on the view context (main-queue time, `mainBusy` kind `fetch`) or on a
@@ -35,7 +36,7 @@ final class FetcherActor: WorkloadActor, @unchecked Sendable {  // state used on
         let onView = spec.context == .view
         let context = onView ? w.stack.viewContext : w.stack.makeTemporary()
         let latency = w.recorder.labelledFetchLatency("fetcher:\(spec.context.rawValue)")
-        let finished = Schedule(rate: spec.rate, start: start).forEach(spec.requests, duration: duration, keepGoing: keepGoing) { k, intended in
+        let finished = Schedule(rate: spec.rate, start: start, isStopping: w.progress.isStopping).forEach(spec.requests, duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let request: FetchRequest
             if let byPredicate {
@@ -92,7 +93,8 @@ final class DeleterActor: WorkloadActor, @unchecked Sendable {  // state used on
         // `fraction`: of the records stored when the deleter starts (those deleted by any means before excluded).
         let total = spec.objects ?? Int((Double(w.liveKeys(of: w.existingKeys)) * (spec.fraction ?? 0)).rounded())
         let chunks = (total + spec.chunkSize - 1) / spec.chunkSize
-        let finished = Schedule(rate: spec.rate, start: start).forEach(chunks, duration: duration, keepGoing: keepGoing) { k, intended in
+        w.progress.objectsTotal.add(total, ordering: .relaxed)
+        let finished = Schedule(rate: spec.rate, start: start, isStopping: w.progress.isStopping).forEach(chunks, duration: duration, keepGoing: keepGoing) { k, intended in
             let size = min(spec.chunkSize, total - k * spec.chunkSize)
             // The ids marked deleted (freed again if the save fails) and the primary keys of the rows deleted.
             var marked = spec.select == .keys ? w.pickKeysToDelete(size, rng: &rng) : []
@@ -127,6 +129,7 @@ final class DeleterActor: WorkloadActor, @unchecked Sendable {  // state used on
                 return .finished
             }
             w.recorder.add("operations")
+            w.progress.objectsDone.add(size, ordering: .relaxed)
             if saved {
                 if spec.saveParents {
                     do {

@@ -41,9 +41,12 @@ public struct VariantResult: Sendable, Codable {
     /// Real mode with ``VariantRunner/countsMainQueueOperations``: each main-queue block's operation counts (by
     /// ``CostedOperation`` raw value) and wall nanoseconds. Not written to any file.
     public var mainBlockSamples: [([Int], UInt64)] = []
+    /// Set when the variant was stopped before its end (Ctrl-C): where it stopped. Its figures cover the part
+    /// that ran; nil for a whole variant (and absent from its results.json).
+    public var partial: String?
 
     enum CodingKeys: String, CodingKey {
-        case scenario, variant, parameters, repetition, topology, policies, seed, mode, profile, metrics, host, counters, timeseries, mergeCurve, oracle, thresholds, notes, wallSeconds, costRules, eventHistory
+        case scenario, variant, parameters, repetition, topology, policies, seed, mode, profile, metrics, host, counters, timeseries, mergeCurve, oracle, thresholds, notes, wallSeconds, costRules, eventHistory, partial
     }
 
     /// The value of a metric statistic, if recorded.
@@ -129,6 +132,10 @@ public struct VariantRunner {
     /// The cost profile of a simulated run, in place of the scenario's `profile` (the evidence fit prices one
     /// variant under profiles it builds, Profiles/README.md "How the fit works").
     public var costProfile: CostProfile?
+    /// True stops the variant at the next chunk or operation of each actor; its result is marked ``VariantResult/partial``.
+    public var shouldStop: @Sendable () -> Bool = { false }
+    /// Told of the phase in progress about four times a second (Docs/workbench.md "Progress").
+    public var phaseProgress: (@Sendable (PhaseProgress) -> Void)?
 
     public init(scenario: Scenario, workDirectory: URL, progress: (@Sendable (String) -> Void)? = nil, tracer: (@Sendable (TraceRecord) -> Void)? = nil) {
         self.scenario = scenario
@@ -312,7 +319,12 @@ public struct VariantRunner {
         defer { main.endFrames() }
         let storeURL = directory.appendingPathComponent("store.sqlite")
         let stack = try TopologyBuilder(scenario: scenario, model: model, storeURL: storeURL, main: main, recorder: recorder).build()
-        let workload = Workload(scenario: scenario, stack: stack, recorder: recorder, main: main, model: model)
+        let control = VariantProgress(isStopping: shouldStop)
+        let workload = Workload(scenario: scenario, stack: stack, recorder: recorder, main: main, model: model, progress: control)
+        let ticker = phaseProgress.map { ProgressTicker(variant: "\(scenario.name) \(scenario.variantName)", phases: scenario.phases.count, counters: control, report: $0) }
+        defer { ticker?.stop() }
+        // Where a stop (Ctrl-C) ended the variant.
+        var stoppedIn: String?
         // Issue 19 item 2: a stack without a view context queues nothing on the main queue; the harness does not either.
         func drainMain() { if stack.topology.hasViewContext { main.drain() } }
         let samples = Mutex<[TimeSample]>([])
@@ -333,7 +345,9 @@ public struct VariantRunner {
         @Sendable func sample() {
             sampleWAL()
             let reading = MemoryProbe.reading()
-            let s = TimeSample(seconds: Double(Clock.now() - runStart) / 1e9, phase: currentPhase.withLock { $0 }, allocated: reading.allocated,
+            let reached = Clock.now() - runStart
+            control.reachedNanos.store(reached, ordering: .relaxed)
+            let s = TimeSample(seconds: Double(reached) / 1e9, phase: currentPhase.withLock { $0 }, allocated: reading.allocated,
                                resident: reading.resident, mainQueueDepth: main.depth, viewRegisteredObjects: nil)
             samples.withLock { $0.append(s) }
         }
@@ -359,6 +373,8 @@ public struct VariantRunner {
             currentPhase.withLock { $0 = phase.name }
             progress?("phase \(index + 1)/\(scenario.phases.count) \(phase.name)")
             if phase.kind == .verify { break }
+            control.beginPhase()
+            ticker?.begin(phase: phase.name, index: index + 1, duration: phase.duration, startNanos: Clock.now() - runStart)
             // A seed phase's merges, saves and fetches stay out of the latency distributions. Each phase's main-queue
             // work is done before the next begins (drained below), so a block counts in the phase that queued it.
             recorder.measuredPhase.set(phase.kind != .seed)
@@ -401,6 +417,7 @@ public struct VariantRunner {
             let boundedRunning = Atomic<Int>(actors.filter(\.isBounded).count)
             let deadline = phase.duration.map { start + UInt64($0 * 1e9) }
             let keepGoing: @Sendable () -> Bool = {
+                if control.isStopping() { return false }
                 if let deadline { return Clock.now() < deadline }
                 return !boundedDone.load(ordering: .relaxed) && hasBounded
             }
@@ -452,7 +469,8 @@ public struct VariantRunner {
                 group.wait()
             }
             boundedDone.store(true, ordering: .relaxed)
-            if let deadline { Clock.sleep(until: deadline) }
+            // A stopped phase ends with its actors, not at its duration.
+            if let deadline, !control.isStopping() { Clock.sleep(until: deadline) }
             for g in unbounded { g.wait() }
             frameThread.map { _ in while running.load(ordering: .relaxed) > 0 { usleep(1000) } }
             // Let the frame clock see the end, then let queued merges finish.
@@ -478,7 +496,14 @@ public struct VariantRunner {
             }
             sample()
             if let a = MemoryProbe.reading().allocated { peakAllocated = max(peakAllocated, a) }
+            if control.isStopping() {
+                let done = control.objectsDone.load(ordering: .relaxed), total = control.objectsTotal.load(ordering: .relaxed)
+                let objects = total > 0 ? ", \(PhaseProgress.grouped(done)) of \(PhaseProgress.grouped(total)) objects" : ""
+                stoppedIn = "interrupted in phase \(index + 1)/\(scenario.phases.count) \(phase.name) at \(PhaseProgress.seconds(Double(Clock.now() - runStart) / 1e9)) on the run's clock\(objects)"
+                break
+            }
         }
+        ticker?.stop()
         currentPhase.withLock { $0 = "verify" }
         main.endFrames()
         drainMain()
@@ -770,6 +795,7 @@ public struct VariantRunner {
             timeseries: readings, mergeCurve: recorder.mergeLatency.curve().map { [$0.0, $0.1] }, oracle: oracle, thresholds: [],
             notes: notes, wallSeconds: simulation == nil ? runSeconds : wallSeconds, events: keptEvents)
         result.eventHistory = eventHistory
+        result.partial = stoppedIn
         result.mainBlockSamples = main.stats.blockSamples.withLock { $0 }
         result.costRules = CostRule.applying(to: scenario)
         result.thresholds = scenario.thresholds.map { t in

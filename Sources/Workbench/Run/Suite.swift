@@ -21,6 +21,11 @@ public struct Suite {
         public var operationTrace: URL?
         /// Asked before each variant: true stops the run there, keeping what finished (default: a signal came).
         public var shouldStop: @Sendable () -> Bool = { Suite.stopRequested.load(ordering: .relaxed) }
+        /// Asked by the variant in progress between its chunks and operations: true stops it there, and its result
+        /// is kept marked partial (default: a signal came).
+        public var stopsVariant: @Sendable () -> Bool = { Suite.stopRequested.load(ordering: .relaxed) }
+        /// Told of the phase in progress about four times a second (objects done, the clock, time left).
+        public var phaseProgress: (@Sendable (PhaseProgress) -> Void)?
         /// Each variant's memory is measured once the previous variant's objects are freed (up to 0.5 s): for a
         /// process that runs nothing else meanwhile, as `ambar-bench` does.
         public var waitsForPreviousVariant = false
@@ -42,9 +47,29 @@ public struct Suite {
         public var knee: [String] = []
     }
 
-    /// Set by SIGINT / SIGTERM (`ambar-bench` installs the handler): the run stops after the variant in progress and
-    /// writes what finished, marked interrupted.
+    /// Set by SIGINT / SIGTERM (`ambar-bench` installs the handler): the variant in progress stops at its next
+    /// chunk, and the run writes what ran, the stopped variant marked partial and the run interrupted.
     public static let stopRequested = Atomic<Bool>(false)
+
+    /// The variant in progress (`scenario variant #repetition`), for the message a signal prints.
+    public static var variantInProgress: String? { inProgress.withLock { $0.variant } }
+
+    private struct InProgress {
+        var variant: String?
+        var folder: ReportWriter.RunFolder?
+    }
+    private static let inProgress = Mutex(InProgress())
+
+    /// A second signal: moves the report of the variants finished so far into place (marked interrupted) and
+    /// updates the index, so that exiting at once loses nothing that finished. Returns the run folder, if any.
+    @discardableResult
+    public static func keepFinishedNow() -> URL? {
+        guard let folder = inProgress.withLock({ state -> ReportWriter.RunFolder? in
+            defer { state.folder = nil }
+            return state.folder
+        }) else { return nil }
+        return folder.finishNow()
+    }
 
     /// Validates every file first (nothing runs on bad input), then runs each file's variants.
     public static func run(files: [String], options: Options) throws -> [Outcome] {
@@ -87,12 +112,15 @@ public struct Suite {
             // keeps every finished variant.
             let runFolder = try ReportWriter.RunFolder(manifest: manifest([]), reportsRoot: options.reportsRoot)
             runFolder.keep = options.keep
+            Self.inProgress.withLock { $0.folder = runFolder }
+            defer { Self.inProgress.withLock { $0 = InProgress() } }
             var stoppedBy: String?
             for (n, variant) in variants.enumerated() {
                 if options.shouldStop() {
                     stoppedBy = "interrupted (a signal) after \(n) of \(variants.count) variant run(s)"
                     break
                 }
+                Self.inProgress.withLock { $0.variant = "\(variant.name) \(variant.variantName) #\(variant.repetition)" }
                 let elapsed = Date().timeIntervalSince(started)
                 let eta = n == 0 ? "" : String(format: ", ETA %.0fs", elapsed / Double(n) * Double(variants.count - n))
                 options.progress?("\(variant.name): variant \(n + 1)/\(variants.count) \(variant.variantName) #\(variant.repetition) (elapsed \(Int(elapsed))s\(eta))")
@@ -102,6 +130,8 @@ public struct Suite {
                 let progress = options.progress
                 var runner = VariantRunner(scenario: variant, workDirectory: work, progress: { line in progress?("  \(line)") }, tracer: tracer)
                 runner.waitsForPreviousVariant = options.waitsForPreviousVariant
+                runner.shouldStop = options.stopsVariant
+                runner.phaseProgress = options.phaseProgress
                 var traceFile: OperationTraceFileWriter?
                 if let target = options.operationTrace {
                     let file = try OperationTraceFiles.file(for: variant, target: target)
@@ -128,6 +158,10 @@ public struct Suite {
                     if let error = error as? WorkbenchError, error.kind == .badInput { throw error }
                     throw WorkbenchError(.internalFailure, "\(variant.name) \(variant.variantName): \(error)\(results.isEmpty ? "" : " (\(results.count) finished variant(s) kept in \(runFolder.final.path))")")
                 }
+                if let partial = results.last?.partial {
+                    stoppedBy = "interrupted (a signal) in variant \(n + 1) of \(variants.count), kept partial: \(partial)"
+                    break
+                }
                 if n + 1 < variants.count { try runFolder.write(results: results, manifest: manifest(results, interrupted: "in progress: \(n + 1) of \(variants.count) variant run(s)"), events: events(results)) }
             }
             let final = manifest(results, interrupted: stoppedBy)
@@ -135,7 +169,7 @@ public struct Suite {
             let folder = try runFolder.finish()
             if !runFolder.removed.isEmpty { options.progress?("\(first.name): \(ReportRetention.summary(runFolder.removed, keep: options.keep))") }
             var outcomeFailures = failures(results)
-            if let stoppedBy { outcomeFailures.append("\(first.name): \(stoppedBy); the report holds the variants that finished") }
+            if let stoppedBy { outcomeFailures.append("\(first.name): \(stoppedBy); the report holds the variants that ran") }
             outcomes.append(Outcome(folder: folder, results: results, failures: outcomeFailures, interrupted: stoppedBy != nil,
                                     ranking: final.ranking(results), knee: final.kneeSentences(results)))
             if stoppedBy != nil { break }
@@ -146,7 +180,8 @@ public struct Suite {
 
     static func failures(_ results: [VariantResult]) -> [String] {
         var failures: [String] = []
-        for r in results {
+        // A partial variant's figures cover part of its run: the run is interrupted, not failed by them.
+        for r in results where r.partial == nil {
             for t in r.thresholds where !t.passed && t.fails {
                 failures.append("\(r.scenario) \(r.variant) #\(r.repetition): threshold \(t.metric).\(t.statistic) = \(t.value.map { String($0) } ?? "missing") (limit \(t.limit))")
             }

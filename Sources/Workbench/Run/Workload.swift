@@ -121,8 +121,12 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
     private let windows = Mutex<[[ManagedObjectID]]>([])
     private let pushes = Mutex(PushLedger())
     let viewerCount: Int
+    /// What the actors have done, for the progress line, and whether they are asked to stop.
+    let progress: VariantProgress
 
-    init(scenario: Scenario, stack: WorkbenchStack, recorder: RunRecorder, main: SimulatedMainThread, model: ManagedObjectModel) {
+    init(scenario: Scenario, stack: WorkbenchStack, recorder: RunRecorder, main: SimulatedMainThread, model: ManagedObjectModel,
+         progress: VariantProgress = VariantProgress(isStopping: { false })) {
+        self.progress = progress
         self.scenario = scenario
         self.stack = stack
         self.recorder = recorder
