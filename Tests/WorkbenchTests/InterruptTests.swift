@@ -142,4 +142,19 @@ struct InterruptTests {
         p.objectsDone = 0
         #expect(p.line == "s v: phase 2/3 run: 0/10 objects (0%), clock 12.3 s (phase 2.10 s), estimating time left")
     }
+
+    @Test("A partial variant is not ranked, and a run stopped by a failure reads fail, not interrupted")
+    func partialIsNotRankedAndFailureIsFail() {
+        var results = ReportGoldenTests.results
+        results[0].partial = "phase load, 500 of 2,000,000 objects"
+        let ranking = ReportGoldenTests.manifest.ranking(results)
+        #expect(ranking.entries.map(\.variant) == [results[1].variant])
+        #expect(HTMLReport.overallVerdict(results, interrupted: false) == "interrupted")
+        #expect(HTMLReport.overallVerdict(ReportGoldenTests.results, interrupted: false, failed: true) == "fail")
+        #expect(HTMLReport.overallVerdict(ReportGoldenTests.results, interrupted: true) == "interrupted")
+        var failed = ReportGoldenTests.manifest
+        failed.failed = "failed at variant 2 of 2: disk full"
+        let html = HTMLReport.render(title: "t", results: [ReportGoldenTests.results[0]], manifest: failed, resolvedYAML: "")
+        #expect(html.contains("FAIL</span>") && html.contains("Not every variant ran: failed at variant 2 of 2: disk full"))
+    }
 }

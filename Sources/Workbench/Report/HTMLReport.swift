@@ -40,16 +40,16 @@ enum HTMLReport {
         svg text{font-size:11px;fill:#4a5565}.scroll{overflow-x:auto}th.w{white-space:normal;vertical-align:bottom;min-width:40px}
         </style></head><body>
         """
-        let overall = overallVerdict(results, interrupted: manifest.interrupted != nil)
+        let overall = overallVerdict(results, interrupted: manifest.interrupted != nil, failed: manifest.failed != nil)
         let failedThresholds = results.flatMap(\.thresholds).filter { !$0.passed && $0.fails }
         html += "<h1>\(escape(title))</h1>\n<p class=\"sub\">\(escape(manifest.description))</p>\n"
         html += "<p><span class=\"verdict \(overall)\">\(overall.uppercased())</span> &nbsp; \(results.count) variant run(s), seed \(manifest.seed), \(escape(manifest.generatedAt))</p>\n"
 
-        if let interrupted = manifest.interrupted {
-            html += "<p class=\"bad\">Not every variant ran: \(escape(interrupted)). This report holds the \(results.count) variant run(s) that ran.</p>\n"
+        if let stopped = manifest.failed ?? manifest.interrupted {
+            html += "<p class=\"bad\">Not every variant ran: \(escape(stopped)). This report holds the \(results.count) variant run(s) that ran.</p>\n"
         }
         for r in results {
-            if let partial = r.partial { html += "<p class=\"bad\">\(escape(label(r))) #\(r.repetition) is partial (\(escape(partial))): its figures cover the part that ran.</p>\n" }
+            if let partial = r.partial { html += "<p class=\"bad\">\(escape(label(r))) #\(r.repetition) is partial (\(escape(partial))): its figures cover the part that ran, and it is not ranked.</p>\n" }
         }
         for sentence in manifest.kneeSentences(results) { html += "<p class=\"knee\"><strong>\(escape(sentence))</strong></p>\n" }
         html += rankingSection(manifest.ranking(results))
@@ -308,9 +308,10 @@ enum HTMLReport {
         return html
     }
 
-    /// `interrupted` when the run was cut short or a variant is partial (what ran is no whole run, whatever its
-    /// figures), else `fail`, `unknown` or `pass`.
-    static func overallVerdict(_ results: [VariantResult], interrupted: Bool) -> String {
+    /// `fail` when the run stopped on a failure; `interrupted` when a signal cut it short or a variant is partial
+    /// (what ran is no whole run, whatever its figures); else `fail`, `unknown` or `pass` from the figures.
+    static func overallVerdict(_ results: [VariantResult], interrupted: Bool, failed: Bool = false) -> String {
+        if failed { return "fail" }
         if interrupted || results.contains(where: { $0.partial != nil }) { return "interrupted" }
         if results.contains(where: { $0.oracle.verdict == .fail || $0.thresholds.contains { !$0.passed && $0.fails } }) { return "fail" }
         if results.contains(where: { $0.oracle.verdict == .unknown }) { return "unknown" }

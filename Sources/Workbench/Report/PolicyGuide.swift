@@ -195,8 +195,8 @@ extension PolicyGuide {
               let manifest = try? JSONDecoder().decode(Manifest.self, from: Data(contentsOf: runFolder.appendingPathComponent("manifest.json"))) else {
             throw WorkbenchError(.badInput, "\(runFolder.path) is not a run folder (results.json and manifest.json)")
         }
-        if let interrupted = manifest.interrupted {
-            throw WorkbenchError(.badInput, "\(runFolder.path) is not a whole run (\(interrupted)): run the scenario to the end first")
+        if let stopped = manifest.failed ?? manifest.interrupted ?? results.first(where: { $0.partial != nil }).map({ "\($0.variant) is partial" }) {
+            throw WorkbenchError(.badInput, "\(runFolder.path) is not a whole run (\(stopped)): run the scenario to the end first")
         }
         guard let text = try? String(contentsOf: page, encoding: .utf8) else {
             throw WorkbenchError(.badInput, "\(page.path): cannot read the page")

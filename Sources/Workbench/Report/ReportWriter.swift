@@ -14,8 +14,10 @@ public struct Manifest: Sendable, Codable, Equatable {
     public var environment: [String: String]
     /// The cost profile of a simulated run (nil in real mode).
     public var profile: ProfileSummary? = nil
-    /// Stopped before every variant ran (Ctrl-C, SIGTERM, or a failure): the report holds the variants finished.
+    /// Stopped by a signal (Ctrl-C, SIGTERM) before every variant ran: the report holds the variants that ran.
     public var interrupted: String? = nil
+    /// Stopped by a failure after work began: the report holds the variants that finished.
+    public var failed: String? = nil
     /// The scenario's objective (nil in folders written before it existed: the default applies).
     public var objective: [ObjectiveCriterion]? = nil
     /// The scenario's `knee:` (nil when it declares none).
@@ -25,8 +27,9 @@ public struct Manifest: Sendable, Codable, Equatable {
     public func kneeSentences(_ results: [VariantResult]) -> [String] { knee?.sentences(results) ?? [] }
 
     /// The variants ranked by the scenario's objective (issue 20 item 8).
+    /// A partial variant (stopped by a signal) is not ranked: its figures cover part of its run.
     public func ranking(_ results: [VariantResult]) -> Ranking {
-        Ranking.make(results, objective: objective ?? ObjectiveCriterion.defaultObjective)
+        Ranking.make(results.filter { $0.partial == nil }, objective: objective ?? ObjectiveCriterion.defaultObjective)
     }
 }
 
@@ -268,7 +271,7 @@ public enum ReportWriter {
                 let resultsFile = dir.appendingPathComponent(run).appendingPathComponent("results.json")
                 guard let data = try? Data(contentsOf: resultsFile), let results = try? JSONDecoder().decode([VariantResult].self, from: data) else { continue }
                 let manifest = try? JSONDecoder().decode(Manifest.self, from: Data(contentsOf: dir.appendingPathComponent(run).appendingPathComponent("manifest.json")))
-                runs.append((scenario, run, HTMLReport.overallVerdict(results, interrupted: manifest?.interrupted != nil), results.count))
+                runs.append((scenario, run, HTMLReport.overallVerdict(results, interrupted: manifest?.interrupted != nil, failed: manifest?.failed != nil), results.count))
             }
         }
         runs.sort { ($0.run, $0.scenario) > ($1.run, $1.scenario) }

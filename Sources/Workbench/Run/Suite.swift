@@ -94,13 +94,13 @@ public struct Suite {
             var results: [VariantResult] = []
             let started = Date()
             let first = variants[0]
-            func manifest(_ results: [VariantResult], interrupted: String? = nil) -> Manifest {
+            func manifest(_ results: [VariantResult], interrupted: String? = nil, failed: String? = nil) -> Manifest {
                 Manifest(
                     scenario: first.name, description: first.description, seed: first.seed, runID: runID,
                     generatedAt: ISO8601DateFormatter().string(from: Date()), resolvedScenario: file.resolvedYAML, overrides: options.overrides,
                     variants: results.count, environment: ReportWriter.environment(),
                     profile: first.mode == .simulated ? (try? CostProfile.load(first.profile)).map(ProfileSummary.init) : nil,
-                    interrupted: interrupted,
+                    interrupted: interrupted, failed: failed,
                     objective: first.objective, knee: first.knee)
             }
             func events(_ results: [VariantResult]) -> [String: [WriteEvent]] {
@@ -150,7 +150,7 @@ public struct Suite {
                 } catch {
                     // Keep what finished, then report the failure (after work began: not the input's fault).
                     if !results.isEmpty {
-                        try? runFolder.write(results: results, manifest: manifest(results, interrupted: "failed at variant \(n + 1) of \(variants.count): \(error)"), events: events(results))
+                        try? runFolder.write(results: results, manifest: manifest(results, failed: "failed at variant \(n + 1) of \(variants.count): \(error)"), events: events(results))
                         _ = try? runFolder.finish()
                     } else {
                         runFolder.discard()
