@@ -116,6 +116,56 @@ struct DocsTests {
         #expect(recipe.contains { $0.contains(" run ") }, "make run's recipe does not run ambar-bench run: \(recipe)")
     }
 
+    /// The fields of one line of a CSV file written by CSVOutput (quoted fields may hold commas and doubled quotes).
+    static func csvFields(_ line: Substring) -> [String] {
+        let chars = Array(line)
+        var fields: [String] = [], field = "", quoted = false, i = 0
+        while i < chars.count {
+            let c = chars[i]
+            if quoted, c == "\"" {
+                if i + 1 < chars.count, chars[i + 1] == "\"" { field.append(c); i += 1 } else { quoted = false }
+            } else if quoted {
+                field.append(c)
+            } else if c == "\"" {
+                quoted = true
+            } else if c == "," {
+                fields.append(field)
+                field = ""
+            } else {
+                field.append(c)
+            }
+            i += 1
+        }
+        return fields + [field]
+    }
+
+    /// The README's claims about the default run (`make run`) are held against the golden ranking of
+    /// `thousands-of-imports` (Fixtures/default-run/, copied from a `make run` report), not by running it here: its
+    /// variants are the scenario's matrix, its columns the default objective's, and the README quotes its first line,
+    /// names its last variant and counts its variants.
+    @Test("the README's claims about the default run (its variants, the ranking's first and last lines) match the golden report")
+    func readmeClaimsMatchTheDefaultRunGolden() throws {
+        let readme = try Self.text("README.md")
+        let lines = try Fixtures.text("default-run/thousands-of-imports.ranking.csv").split(separator: "\n")
+        let header = try #require(lines.first).split(separator: ",").map(String.init)
+        let rows = lines.dropFirst().map(Self.csvFields)
+        // The golden holds what the default objective ranks, over the scenario's own variants.
+        #expect(header == ["place", "tied", "variant"] + ObjectiveCriterion.defaultObjective.map(\.name) + ["sentence"],
+                "the default objective changed: re-record the golden from `make run` (Fixtures/README.txt)")
+        let loaded = try ScenarioLoader.load(file: Self.root.appendingPathComponent("Scenarios/thousands-of-imports.yaml").path)
+        #expect(Set(rows.map { $0[2] }) == Set(loaded.variants.map(\.variantName)), "the golden's variants are not the scenario's")
+        // The README's claims.
+        let count = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"][rows.count - 1]
+        #expect(readme.contains("opens with its \(count) variants ranked"), "README does not say the run ranks \(count) variants")
+        #expect(readme.contains("ranking of its \(count) variants"), "the screenshot's description does not count \(count) variants")
+        let first = try #require(rows.first), last = try #require(rows.last)
+        #expect(readme.contains("```\n\(first[0]). \(first.last!)\n```"), "README does not quote the ranking's first line: \(first[0]). \(first.last!)")
+        let lastLabel = String(last.last!.prefix { $0 != ":" })
+        #expect(readme.contains("the last is `\(lastLabel)`"), "README does not name the last variant, \(lastLabel)")
+        // The README's first scenario of `make run` is the one the golden comes from.
+        #expect(readme.contains("runs `thousands-of-imports`,"))
+    }
+
     @Test("Issue 20 item 14: the README's example scenario is Scenarios/thousands-of-imports.yaml, byte for byte")
     func readmeExampleIsTheShippedFile() throws {
         let readme = try Self.text("README.md")
