@@ -113,6 +113,18 @@ struct DocsTests {
         #expect(citedAnywhere.isSuperset(of: ["1", "14", "21.2", "23", "32"]))
     }
 
+    // A "§N.N" citation can be followed only if one heading of Docs/coredata-behaviour.md has that number.
+    @Test("Each numbered section of Docs/coredata-behaviour.md has one heading")
+    func behaviourSectionsAreUnique() throws {
+        var seen: [String: Int] = [:]
+        for line in try Self.text("Docs/coredata-behaviour.md").split(separator: "\n") {
+            guard let match = line.wholeMatch(of: /#{2,4} ([0-9]+(?:\.[0-9]+)?)\.? .+/) else { continue }
+            seen[String(match.output.1), default: 0] += 1
+        }
+        #expect(seen.count > 50)
+        #expect(seen.filter { $0.value > 1 }.keys.sorted() == [], "numbers with more than one heading")
+    }
+
     @Test("Issue 20 item 14: the README and Docs link nothing outside the repository's own files (no ../shared)")
     func noLinksOutsideTheRepository() throws {
         for file in Self.files(under: "Docs", suffix: ".md") + ["README.md"] {
