@@ -153,7 +153,7 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
     ///   - storeURL: the store file, or a directory for `<name>.sqlite`; default ``defaultDirectoryURL()``.
     ///   - storeOptions: merged over the defaults (WAL, `synchronous=NORMAL`).
     ///   - options: coordinator count, merge filter, strict read-only.
-    ///   - storeDescription: Core Data's way of saying all of the store's settings at once (issue 21 item 9): when
+    ///   - storeDescription: Core Data's way of saying all of the store's settings at once: when
     ///     given, its type, URL, options and migration flags replace `storeType`, `storeURL` and `storeOptions`,
     ///     and both coordinators add the store with it (synchronously: the container is usable when `init` returns).
     /// - Throws: ``AmbarError`` when the model cannot be found, or the store's ``ObjectGraphError``.
@@ -301,7 +301,7 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
             }
             switch place {
             case .mergingQueue:
-                // Issue 18 rule 30: Core Data drops the merge's sets on the queue that merged them.
+                // Rule 30: Core Data drops the merge's sets on the queue that merged them.
                 box.changes = nil
                 self?.state.withLock { $0.counters.mergeSetsReleasedOnMergingQueue += 1 }
             case .background:

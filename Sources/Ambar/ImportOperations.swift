@@ -120,9 +120,9 @@ where Value.ManagedObjectKind: ManagedObjectType {
             // looked up again per ID. (An ID held by several rows keeps the last one fetched, as that table did.)
             let end = start + ids.count
             // The chunk's objects by position, lent without a retain: a reference read from an array is retained
-            // and released around every call that is not inlined (0.16k instructions per object and walk while
-            // registered objects had side tables; two atomic operations now). `existing` holds the objects found until the chunk
-            // is done (the `withExtendedLifetime` at its end), `inserted` the ones made here until their batch is saved.
+            // and released around every call that is not inlined (two atomic operations per object and walk).
+            // `existing` holds the objects found until the chunk is done (the `withExtendedLifetime` at its end),
+            // `inserted` the ones made here until their batch is saved.
             var found = [Unmanaged<Object>?](repeating: nil, count: ids.count)
             for i in existing.indices {
                 let object = Unmanaged.passUnretained(existing[i])

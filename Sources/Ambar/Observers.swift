@@ -93,7 +93,7 @@ public final class CountObserver<T: ManagedObjectType>: @unchecked Sendable {  /
         if change.invalidatedAll { return true }
         let entity = T.entityName
         func matches(_ o: ManagedObject) -> Bool { predicate.map { (try? $0.evaluate(with: o)) ?? true } ?? true }
-        // Issue 21 item 1: the count's fetch includes sub-entities, so their objects' changes count too.
+        // The count's fetch includes sub-entities, so their objects' changes count too.
         for o in change.inserted.union(change.deleted).union(change.invalidated) where o.entity.isKindOf(entityNamed: entity) {
             if predicate == nil || matches(o) { return true }
         }

@@ -49,9 +49,9 @@ public struct ObjectGraphError: Error, CustomStringConvertible, @unchecked Senda
         public static let persistentStoreSave = Code(rawValue: 134030)
         /// `NSPersistentStoreSaveConflictsError`. Defined for code that matches on it, and never raised: nothing
         /// recorded shows where Core Data raises it; optimistic-locking conflicts a policy does not resolve are
-        /// ``merge`` (133020), as Core Data reports them (issue 18, rule 18).
+        /// ``merge`` (133020), as Core Data reports them.
         public static let persistentStoreSaveConflicts = Code(rawValue: 134050)
-        /// `NSPersistentHistoryTokenExpiredError`: history after the token was purged (issue 18, rule 17).
+        /// `NSPersistentHistoryTokenExpiredError`: history after the token was purged.
         public static let persistentHistoryTokenExpired = Code(rawValue: 134301)
         /// `NSPersistentStoreOperationError`.
         public static let persistentStoreOperation = Code(rawValue: 134070)

@@ -116,7 +116,7 @@ public final class CoreDataReplayBackend: ReplayBackend {
             case "name": context.name = value.isEmpty ? nil : value
             case "transactionAuthor": context.transactionAuthor = value.isEmpty ? nil : value
             case "queryGeneration":
-                // Issue 21 item 4 (never compiled here, like the rest of this file): `.current` or nil.
+                // Never compiled here, like the rest of this file: `.current` or nil.
                 guard value != "token" else { throw ReplayError("a query generation token of another context cannot be replayed") }
                 try context.setQueryGenerationFrom(value == "current" ? NSQueryGenerationToken.current : nil)
             default: throw ReplayError("unknown context setting \(key)")

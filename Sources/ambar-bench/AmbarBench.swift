@@ -113,7 +113,7 @@ struct CommonOptions: ParsableArguments {
 }
 
 /// Prints where each run's report is, one line per variant and the failures; then, when `reportsRoot` is
-/// given, where `index.html` (every run) is (issue 20 item 14: `make run` says where to look).
+/// given, where `index.html` (every run) is, so that `make run` says where to look.
 func report(_ outcomes: [Suite.Outcome], reportsRoot: URL? = nil) -> Int32 {
     var failed = false
     for outcome in outcomes {

@@ -5,7 +5,7 @@ import ObjectGraph
 /// The kill-test harness: starts the child, kills it with SIGKILL at a seeded moment, then checks the store with
 /// the `sqlite3` CLI (an independent reader) and with the container, and continues the workload from it.
 ///
-/// Issue 20 item 17: a trial's cost must not grow with the trials before it. Each check reads the whole store and
+/// A trial's cost must not grow with the trials before it. Each check reads the whole store and
 /// the whole journal (every acknowledged save, verified after every kill), so one store kept for the whole run made
 /// the n-th trial cost O(n) and the run O(n²). The run is cut into generations instead: a store and its journal
 /// live until a trial ends with at least `generationItems` items in the store, then the next trial starts a fresh

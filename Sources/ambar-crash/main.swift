@@ -1,11 +1,11 @@
-// The kill tests of issue 8: `ambar-crash harness` runs trials of `ambar-crash child`, which imports and edits
+// The kill tests: `ambar-crash harness` runs trials of `ambar-crash child`, which imports and edits
 // through AmbarContainer and journals every acknowledged save, killed with SIGKILL at a seeded moment.
 //
 //   ambar-crash harness [--trials N] [--seed S] [--max-delay-ms M] [--work-directory DIR] [--generation-items I]
 //                       [--progress-every P]
 //     Progress goes to stderr: on a terminal one line rewritten after every trial, otherwise a line every P
 //     trials (default 10; 0 for none). A fresh store starts once one holds I items (default 5000), so each trial's
-//     check reads a bounded store (issue 20 item 17).
+//     check reads a bounded store.
 //   ambar-crash child --directory DIR --journal FILE --seed S
 //   ambar-crash probe --directory DIR [--uid UID]   open and save once (as UID when root); 0 saved, 2 refused
 //   ambar-crash migrate-harness [--trials N] [--rows R] [--seed S] [--max-delay-ms M]   (Migration.swift: M is

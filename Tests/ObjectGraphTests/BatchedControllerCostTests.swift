@@ -37,7 +37,7 @@ import Testing
             try frc.performFetch()
         }
         // The did-save notification (with objects) holds its save's rows in the row cache until merged
-        // (core-data-rules.md "Rule 23 (row cache)"): what the shared coordinator's merge reads.
+        // (core-data-rules.md "Rule 32"): what the shared coordinator's merge reads.
         let note = try FetchedResultsControllerTests.saveItems(stack, 11...310, posting: ManagedObjectContext.didSaveNotification) {
             $0 % 50 == 0 ? 5 : 1000 + Double($0)
         }

@@ -60,6 +60,71 @@ struct DocsTests {
         #expect(citedAnywhere.isSuperset(of: ["1.1", "1.4", "2.1", "3.1", "4", "5", "10"]))
     }
 
+    /// The rules cited as `Rule N`, `rule N`, `Rule 21.2` or `Rule 12a` in `text` (`rules 1–5` cites 1), each with
+    /// where it is (a UTF-16 offset). A rule an issue number qualifies ("issue 18, rule 17") is left to
+    /// HistoryFreeTextTests, which reports the issue number.
+    static func citedRules(_ text: String) throws -> [(rule: String, at: Int)] {
+        let expression = try NSRegularExpression(pattern: "(issue [0-9]+,? )?\\brules? ([0-9]+(?:\\.[0-9]+)?[a-z]?)\\b",
+                                                 options: [.caseInsensitive])
+        let source = text as NSString
+        return expression.matches(in: text, range: NSRange(location: 0, length: source.length))
+            .filter { $0.range(at: 1).location == NSNotFound }
+            .map { (source.substring(with: $0.range(at: 2)), $0.range.location) }
+    }
+
+    /// How many headings of Docs/core-data-rules.md name each rule: `### Rule 12a: …` names "12a", `### Rule 21.2: …`
+    /// "21.2", `### Rules 3–5: …` 3, 4 and 5.
+    static func ruleHeadings() throws -> [String: Int] {
+        var headings: [String: Int] = [:]
+        for line in try text("Docs/core-data-rules.md").split(separator: "\n") {
+            guard let match = line.prefixMatch(of: /#{2,4} Rules? ([0-9]+(?:\.[0-9]+)?[a-z]?)(?:–([0-9]+))?[ :]/) else { continue }
+            var names = [String(match.output.1)]
+            if let last = match.output.2, let first = Int(match.output.1), let end = Int(last), first < end {
+                names = (first...end).map(String.init)
+            }
+            for name in names { headings[name, default: 0] += 1 }
+        }
+        return headings
+    }
+
+    // A comment cites a rule of Docs/core-data-rules.md by its number, so the number must name exactly one heading
+    // there, or the citation cannot be followed.
+    @Test("Every Rule N cited in Sources/, Tests/ and Docs/ names exactly one heading of Docs/core-data-rules.md")
+    func everyCitedRuleIsOneHeadingOfTheRulesPage() throws {
+        let headings = try Self.ruleHeadings()
+        #expect(headings["1"] != nil && headings["21.2"] != nil && headings["4"] != nil, "the page's rules: \(headings.keys.sorted())")
+        for (rule, count) in headings.sorted(by: { $0.key < $1.key }) where count > 1 {
+            Issue.record("Docs/core-data-rules.md has \(count) headings for Rule \(rule)")
+        }
+        let files = Self.files(under: "Sources", suffix: ".swift") + Self.files(under: "Tests", suffix: ".swift")
+            + Self.files(under: "Docs", suffix: ".md") + ["README.md"]
+        var citedAnywhere: Set<String> = []
+        for file in files {
+            let text = try Self.text(file)
+            for (rule, at) in try Self.citedRules(text) {
+                citedAnywhere.insert(rule)
+                if headings[rule] == nil {
+                    let line = (text as NSString).substring(to: at).split(separator: "\n", omittingEmptySubsequences: false).count
+                    Issue.record("\(file):\(line) cites Rule \(rule), which Docs/core-data-rules.md has no heading for")
+                }
+            }
+        }
+        // The comments do cite rules (the check is not vacuous).
+        #expect(citedAnywhere.isSuperset(of: ["1", "14", "21.2", "23", "32"]))
+    }
+
+    // A "§N.N" citation can be followed only if one heading of Docs/coredata-behaviour.md has that number.
+    @Test("Each numbered section of Docs/coredata-behaviour.md has one heading")
+    func behaviourSectionsAreUnique() throws {
+        var seen: [String: Int] = [:]
+        for line in try Self.text("Docs/coredata-behaviour.md").split(separator: "\n") {
+            guard let match = line.wholeMatch(of: /#{2,4} ([0-9]+(?:\.[0-9]+)?)\.? .+/) else { continue }
+            seen[String(match.output.1), default: 0] += 1
+        }
+        #expect(seen.count > 50)
+        #expect(seen.filter { $0.value > 1 }.keys.sorted() == [], "numbers with more than one heading")
+    }
+
     @Test("Issue 20 item 14: the README and Docs link nothing outside the repository's own files (no ../shared)")
     func noLinksOutsideTheRepository() throws {
         for file in Self.files(under: "Docs", suffix: ".md") + ["README.md"] {

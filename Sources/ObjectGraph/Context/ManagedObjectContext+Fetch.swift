@@ -63,7 +63,7 @@ extension ManagedObjectContext {
         return result
     }
 
-    /// Core Data's `fetch(_:)`, whose elements follow `request.resultType` (issue 21 item 10): managed objects,
+    /// Core Data's `fetch(_:)`, whose elements follow `request.resultType`: managed objects,
     /// object IDs, dictionaries, or for `.count` a one-element array holding the number of matches, as
     /// `NSCountResultType` returns it.
     public func fetchResults(_ request: FetchRequest) throws -> [Any] {
@@ -136,8 +136,8 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Whether an unsaved change touches objects a fetch of `entity` may return (those of its sub-entities too,
-    /// issue 21 item 1: a fetch that excludes them only overlays fewer).
+    /// Whether an unsaved change touches objects a fetch of `entity` may return (those of its sub-entities too:
+    /// a fetch that excludes them only overlays fewer).
     func hasPendingChanges(for entity: EntityDescription) -> Bool {
         insertedSet.contains { entity.fetchIncludes($0.entity, subentities: true) } || updatedSet.contains { entity.fetchIncludes($0.entity, subentities: true) }
             || deletedSet.contains { entity.fetchIncludes($0.entity, subentities: true) }
@@ -196,7 +196,7 @@ extension ManagedObjectContext {
         // Pending matches the store did not return, in a fixed order (permanent IDs by key, then temporary IDs
         // in the order they were made, i.e. inserted): never the order of a set.
         var pending: [ManagedObject] = []
-        // Issue 21 item 1: objects of sub-entities too, unless the request excludes them (`includesSubentities`).
+        // Objects of sub-entities too, unless the request excludes them (`includesSubentities`).
         let subentities = request.includesSubentities
         for object in insertedSet.union(updatedSet) where entity.fetchIncludes(object.entity, subentities: subentities) && !seen.contains(object.objectID) {
             if try !matches(object) { continue }
@@ -209,7 +209,7 @@ extension ManagedObjectContext {
         for object in pending {
             kept.append(FetchEntry(id: object.objectID, row: RowSnapshot(values: object.values, version: object.snapshotVersion), retained: false))
         }
-        // Issue 18 rule 14: Core Data appends an object-ID fetch's pending matches after the store's rows unsorted.
+        // Rule 14: Core Data appends an object-ID fetch's pending matches after the store's rows unsorted.
         if !request.sortDescriptors.isEmpty && !(coreData && objectIDResults) {
             // A loaded object sorts by its current values; a row the store returned for an object not loaded here
             // sorts by the row's attribute values, as Core Data sorts the merged results it already holds (§4:
@@ -224,7 +224,7 @@ extension ManagedObjectContext {
             }
             kept = keyed.sorted { SortOrdering.precedes($0.1, $1.1, request.sortDescriptors) }.map(\.0)
         }
-        // Issue 18 rule 14: with Core Data's overlay the offset was applied by the store (once); the limit is
+        // Rule 14: with Core Data's overlay the offset was applied by the store (once); the limit is
         // applied again to the overlaid window.
         if !coreData, request.fetchOffset > 0 {
             dropped.append(contentsOf: kept.prefix(request.fetchOffset))
@@ -269,7 +269,7 @@ extension ManagedObjectContext {
         var releases: [ManagedObjectID] = []
         var result: [ManagedObject] = []
         var refetched: [ManagedObject] = []
-        // Issue 21 item 6 (semantics §2.3): Apple's shouldRefreshRefetchedObjects leaves loaded objects as they
+        // Rule 21.6 (semantics §2.3): Apple's shouldRefreshRefetchedObjects leaves loaded objects as they
         // are (FB7419788, the default `.coreData`); only the documented way refreshes them.
         let refreshes = request.shouldRefreshRefetchedObjects && request.refetchedObjectsRefresh == .documented
         result.reserveCapacity(entries.count)
@@ -284,7 +284,7 @@ extension ManagedObjectContext {
                    entries[i].row.map({ $0.version != existing.snapshotVersion }) ?? true {
                     refetched.append(existing)
                 }
-                // Issue 18 rule 11 (semantics §4): returnsObjectsAsFaults = false materializes what it returns,
+                // Rule 11 (semantics §4): returnsObjectsAsFaults = false materializes what it returns,
                 // registered faults included, from the row it read; loaded objects stay as they are.
                 if existing.isFaultFlag, !request.returnsObjectsAsFaults, let row = entries[i].row {
                     existing.faultBatch = nil
@@ -318,7 +318,7 @@ extension ManagedObjectContext {
         return result
     }
 
-    /// `shouldRefreshRefetchedObjects` as documented (issue 21 item 6): each loaded object whose row changed
+    /// `shouldRefreshRefetchedObjects` as documented (Rule 21.6): each loaded object whose row changed
     /// takes the row the fetch just put in the row cache (never older than the one the object has), keeping its
     /// unsaved changes and transient values, as `refresh(_:mergeChanges: true)` does (semantics §3.2); one
     /// objects-did-change lists them as refreshed.

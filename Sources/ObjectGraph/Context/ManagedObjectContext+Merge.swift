@@ -42,7 +42,7 @@ extension ManagedObjectContext {
         var reloaded: [PersistentStoreCoordinator] = []
         for context in contexts {
             context.performAndWait {
-                // Semantics §3.4, §6 and issue 18 rule 15: only this call goes past an older row cache entry; a
+                // Semantics §3.4, §6 and Rule 15: only this call goes past an older row cache entry; a
                 // did-save merge (history's object-ID notification included) keeps the cached row (§2.3, §2.4).
                 if !changes.updated.isEmpty, let coordinator = context.persistentStoreCoordinator,
                    !reloaded.contains(where: { $0 === coordinator }) {
@@ -83,7 +83,7 @@ extension ManagedObjectContext {
         Execution.trace("merge", "\(name ?? "context"): \(changes.inserted.count) inserted, \(changes.updated.count) updated, \(changes.deleted.count) deleted")
         // Semantics §3.7: a merge moves a pinned context to a new generation (taken at its next read).
         advanceQueryGeneration()
-        // Issue 21 item 3: merged changes are not undoable (inferred).
+        // Rule 21.3: merged changes are not undoable (inferred).
         undoCaptureSuppressed += 1
         mergeAndAnnounce(changes)
         undoCaptureSuppressed -= 1
@@ -166,7 +166,7 @@ extension ManagedObjectContext {
         // Core Data's automatic merge observes the did-save notification with the objects
         // (`_automaticallyMergeChangesFromContextDidSaveNotification:`) and merges it later on this context's
         // queue, which keeps the notification, hence the saved rows in the row cache, until the merge is done
-        // (issue 18 rule 23; semantics §2.3, §3.1).
+        // (Rule 32; semantics §2.3, §3.1).
         automaticMergeObserver = NotificationCenter.default.addObserver(
             forName: Self.didSaveNotification, object: nil, queue: nil
         ) { [weak self] notification in Execution.libraryWork {

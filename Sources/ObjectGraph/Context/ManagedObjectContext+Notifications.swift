@@ -45,7 +45,7 @@ extension ManagedObjectContext {
         if !deleted.isEmpty { info[NotificationKey.deletedObjects.rawValue] = deleted }
         if !refreshed.isEmpty { info[NotificationKey.refreshedObjects.rawValue] = refreshed }
         if !invalidated.isEmpty { info[NotificationKey.invalidatedObjects.rawValue] = invalidated }
-        // Issue 18, rule 7 (recorded on Apple): the value is the invalidated objects' IDs, not a flag.
+        // Recorded on Apple: the value is the invalidated objects' IDs, not a flag.
         if let invalidatedAll { info[NotificationKey.invalidatedAllObjects.rawValue] = invalidatedAll }
         counters.objectsDidChangeNotifications += 1
         Execution.count(.notificationPosted)

@@ -20,7 +20,7 @@ extension ManagedObjectContext {
             processPendingChanges()
             dropFaultedInserts()
             guard hasChanges else {
-                // Issue 18, rule 6 (recorded on Apple): a save with nothing to save still posts will-save and did-save,
+                // Recorded on Apple: a save with nothing to save still posts will-save and did-save,
                 // with empty sets; it calls no object's willSave or didSave and reaches no store.
                 Execution.count(.notificationPosted)
                 Execution.callout { NotificationCenter.default.post(name: Self.willSaveNotification, object: self) }
@@ -38,7 +38,7 @@ extension ManagedObjectContext {
             updated.forEachUnretained { $0.willSave() }
             deleted.forEachUnretained { $0.willSave() }
             processPendingChanges()
-            // Issue 21 item 3: the event's changes (willSave's included) are registered; what the save does next
+            // Rule 21.3: the event's changes (willSave's included) are registered; what the save does next
             // (conflict resolution, snapshots) is not undoable.
             undoCaptureSuppressed += 1
             defer { undoCaptureSuppressed -= 1 }
@@ -51,7 +51,7 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Issue 18 rule 12: an insert turned into a fault by refresh(_:mergeChanges: false) has no values left to
+    /// Rule 12: an insert turned into a fault by refresh(_:mergeChanges: false) has no values left to
     /// write (and fires as an inaccessible fault, reading as deleted): the save drops it, as a rollback would,
     /// and writes nothing for it (Docs/core-data-rules.md).
     private func dropFaultedInserts() {
@@ -173,8 +173,8 @@ extension ManagedObjectContext {
         // (the store enforces it at every save), so objects whose constrained values are all as committed
         // cannot collide with one another: a group without a new value has nothing to check (an import that
         // updates existing objects found by unique ID, which never changes that ID).
-        // Groups are hierarchies (issue 21 item 1: a constraint a parent declares holds across its sub-entities):
-        // without inheritance each entity is its own root, as before.
+        // Groups are hierarchies (a constraint a parent declares holds across its sub-entities):
+        // without inheritance each entity is its own root.
         var fresh: [ObjectIdentifier] = []
         func noteFresh(_ entity: EntityDescription) {
             let id = ObjectIdentifier(entity.rootEntity)
@@ -234,7 +234,7 @@ extension ManagedObjectContext {
     }
 
     /// The constraints to check among the objects of one hierarchy: each constraint once, on its declaring
-    /// entity, with the objects of that entity and of those below it (issue 21 item 1; semantics §1.6: an
+    /// entity, with the objects of that entity and of those below it (semantics §1.6: an
     /// inherited constraint's violations make one report). Without inheritance: the entity's constraints over
     /// the whole group.
     private static func constraintGroups(_ objects: [ManagedObject]) -> [(entity: EntityDescription, index: Int, objects: [ManagedObject])] {
@@ -324,14 +324,14 @@ extension ManagedObjectContext {
         // Rows are written in (entity, store, primary key) order, not in the order the set hashes its objects
         // (their addresses): the statements, and the history changes that record them, are the same on every
         // run; and the table's B-tree is walked once front to back instead of at random, which keeps a large
-        // save's pages in SQLite's page cache and the CPU's (issue 22 item 5, Benchmarks/README.md, seventh
-        // round). The order is sorted as plain words with the object unretained: sorting the requests
-        // themselves moved their values' reference counts (a retain and a release per move).
+        // save's pages in SQLite's page cache and the CPU's (Benchmarks/README.md).
+        // The order is sorted as plain words with the object unretained: sorting the requests
+        // themselves would move their values' reference counts (a retain and a release per move).
         var order: UpdateOrder = []
         order.reserveCapacity(updatedSet.count)
         updatedSet.forEachUnretained { object in
             addJoinChanges(object)
-            // Issue 18 rule 3: an object updated by a transient change alone has nothing to write.
+            // Rule 3: an object updated by a transient change alone has nothing to write.
             guard !object.isDeletedFlag && !object.isInsertedFlag && object.hasPersistentChanges else { return }
             let id = object.objectID
             order.append((id.entity.entityNumber, id.storeNumber, id.key, Unmanaged.passUnretained(object)))
@@ -374,9 +374,8 @@ extension ManagedObjectContext {
 
     /// Sorts `order` by entity, store and key (``keyOrder(_:_:)``). The usual large save updates rows of one entity
     /// in one store whose keys are dense (a range at most four times their number): each is then placed in a
-    /// table by its key and read back in key order, in time linear in the save's size; a comparison sort grew as
-    /// n log n and, past the caches, missed them on most moves (issue 22 item 5: 68M instructions and 0.18M LL
-    /// misses in a save of 100k, against 5.1M and 2.5k for 10k). The order is the same either way (a key is
+    /// table by its key and read back in key order, in time linear in the save's size; a comparison sort grows as
+    /// n log n and, past the caches, misses them on most moves. The order is the same either way (a key is
     /// unique within its entity and store; a repeated one falls back to the sort).
     static func sortInKeyOrder(_ order: inout UpdateOrder) {
         guard order.count > 1 else { return }
@@ -435,8 +434,8 @@ extension ManagedObjectContext {
         // Semantics §2.2: the descendants re-key their objects for these rows too; queued before the did-save
         // below, so that their automatic merges of it find the permanent IDs.
         propagatePermanentIDs(newIDs)
-        // One walk of the updated objects does what four did (issue 22 item 5: in a large save each walk missed the
-        // caches once per object): which of them the notification names, their new snapshots, their leaving the
+        // One walk of the updated objects does four jobs (in a large save each walk misses the caches once per
+        // object): which of them the notification names, their new snapshots, their leaving the
         // updated set, and their IDs for the notification's ID sets.
         let changed = updatedSet  // walked as it is now, its members kept alive
         var updatedIDs: [ManagedObjectID] = []
@@ -450,7 +449,7 @@ extension ManagedObjectContext {
             }
             updatedIDs.append(object.objectID)
             object.transientsChanged = false
-            // A transient change alone wrote no row: the version stays (issue 18 rule 3).
+            // A transient change alone wrote no row: the version stays (Rule 3).
             guard object.hasPersistentChanges else { return }
             object.original = RowSnapshot(values: object.values, version: object.snapshotVersion + 1)
             object.changedSlots = []
@@ -530,7 +529,7 @@ extension ManagedObjectContext {
             Key.updatedObjects.rawValue: updated,
             Key.deletedObjects.rawValue: deleted,
         ]
-        // Issue 18 rule 23 (semantics §2.3, §3.1): the notification keeps the saved rows cached until every
+        // Rule 32 (semantics §2.3, §3.1): the notification keeps the saved rows cached until every
         // observer has let go of it, as the saved objects in Core Data's notification keep their snapshots.
         if let rowCache, !ids.inserted.isEmpty || !ids.updated.isEmpty {
             info[SavedRows.userInfoKey] = SavedRows(ids, cache: rowCache, taken: savedRows)
@@ -600,7 +599,7 @@ extension ManagedObjectContext {
         let updateChanges = updated.map(change)
         let deleteIDs = deleted.map(\.objectID)
         try parent.performAndWait {
-            // Issue 21 item 3: a child's save is not an undoable change of the parent (inferred).
+            // Rule 21.3: a child's save is not an undoable change of the parent (inferred).
             parent.undoCaptureSuppressed += 1
             defer { parent.undoCaptureSuppressed -= 1 }
             // Semantics §2.2: from now on the parent keeps the ID changes its saves make, for its children.
@@ -623,7 +622,7 @@ extension ManagedObjectContext {
                 object.values = c.values
                 object.changedSlots = SlotSet(c.values.indices.filter { !c.values[$0].isNull })
                 object.transients = c.transients
-                object.transientLinks = c.transientLinks  // issue 21 item 2: transient relationships go up too
+                object.transientLinks = c.transientLinks  // Rule 21.2: transient relationships go up too
                 for (i, ids) in c.toMany.enumerated() { if let ids { object.toMany[i] = .init(current: ids, original: []) } }
             }
             for c in updateChanges {
@@ -641,7 +640,7 @@ extension ManagedObjectContext {
                     if object.toMany[i] == nil { try parent.fulfillToMany(object, index: i) }
                     object.setToManyIDs(i, ids)
                 }
-                // Semantics §2.2 (issue 18 rule 4): transient values go up too; a transient change alone updates
+                // Semantics §2.2 (Rule 4): transient values go up too; a transient change alone updates
                 // the parent's object as it did the child's.
                 object.transients = c.transients
                 object.transientLinks = c.transientLinks
@@ -652,7 +651,7 @@ extension ManagedObjectContext {
                 let object = parent.object(with: id)
                 parent.markDeleted(object)
             }
-            // Issue 18 rule 1: the parent's copies hold their related objects as the child's did (those the parent
+            // Rule 1: the parent's copies hold their related objects as the child's did (those the parent
             // has: a child save copies its object graph, semantics §2.2), so a cycle pushed up outlives the
             // parent's own save as it would have the child's.
             for c in [insertChanges, updateChanges].joined() {

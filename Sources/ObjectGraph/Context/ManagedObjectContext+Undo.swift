@@ -1,6 +1,6 @@
 import Foundation
 
-// Issue 21 item 3: undo and redo of a context's changes (Docs/coredata-behaviour.md §4, "Undo").
+// Rule 21.3: undo and redo of a context's changes (Docs/coredata-behaviour.md §4, "Undo").
 //
 // How it works. While an undo manager is set, the first change of each object in an event (an attribute, a
 // transient, a relationship on either side, an insert, a delete) records the object's state just before it.

@@ -99,7 +99,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// main-queue accounting).
     package var childReadHook: (@Sendable () -> Void)?
     package var automaticMergeHook: (@Sendable (_ announcedAt: UInt64, _ finishedAt: UInt64, _ changes: ContextObjectIDChanges) -> Void)?
-    /// The query generation this context reads (issue 21 item 4): nil when unpinned (``queryGenerationToken``).
+    /// The query generation this context reads: nil when unpinned (``queryGenerationToken``).
     let pinnedGeneration = Mutex<QueryGenerationToken?>(nil)
     /// The author recorded in persistent history for this context's saves.
     public var transactionAuthor: String? {
@@ -170,17 +170,17 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     @exclusivity(unchecked) var pendingUpdated: Set<ManagedObject> = []
     @exclusivity(unchecked) var pendingDeleted: Set<ManagedObject> = []
     @exclusivity(unchecked) var isSaving = false
-    /// Whether an insert was turned into a fault since the last save (issue 18 rule 12): the save drops those.
+    /// Whether an insert was turned into a fault since the last save (Rule 12): the save drops those.
     @exclusivity(unchecked) var hasFaultedInserts = false
     @exclusivity(unchecked) var lockedObjects: Set<ManagedObject> = []
     /// The change set a merge is announcing, while its objects-did-change is posted (a fetched results controller
-    /// folds the updates it must look up into the same change cycle, issue 18 rule 10).
+    /// folds the updates it must look up into the same change cycle, Rule 10).
     @exclusivity(unchecked) package var changesBeingMerged: ContextObjectIDChanges?
     var automaticMergeObserver: (any NSObjectProtocol)?
     /// The context's undo manager; see ``undoManager``.
     @exclusivity(unchecked) var storedUndoManager: UndoManager?
     /// The state each object had before its first change of the current event, while an undo manager is set
-    /// (issue 21 item 3): registered as one undo action by ``processPendingChanges()``.
+    /// (Rule 21.3): registered as one undo action by ``processPendingChanges()``.
     @exclusivity(unchecked) var undoRecords: UndoRecords?
     /// Above 0 while the context changes objects for its own bookkeeping (refresh, merges, a save's conflict
     /// resolution): those changes are not undoable.
@@ -206,14 +206,14 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     deinit {
         Execution.recordFree(self)
         if let automaticMergeObserver { NotificationCenter.default.removeObserver(automaticMergeObserver) }
-        // Issue 18 rule 1: a context that goes turns its objects into faults as reset() does. That breaks the
+        // Rule 1: a context that goes turns its objects into faults as reset() does. That breaks the
         // cycles of objects holding one another, so a dropped context frees its objects, and its objects stop
         // pointing at it (they hold it unowned, see ManagedObject.managedObjectContext).
         orphanAll(registry.liveObjects())
     }
 
     /// Whether an object this context dropped at ``reset()`` (or when it was deinitialized) fails when touched,
-    /// instead of fulfilling its fault from the store without a context as Core Data does (issue 18 rule 2).
+    /// instead of fulfilling its fault from the store without a context as Core Data does (Rule 2).
     /// Default false.
     public var orphanedFaultsFailToFire = false
 
@@ -405,7 +405,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public func insert(_ object: ManagedObject) {
         assertOnQueue()
         precondition(object.managedObjectContext == nil || object.managedObjectContext === self, "the object is in another context")
-        // Issue 21 item 1: Core Data raises (NSInternalInconsistencyException) for an instance of an abstract
+        // Core Data raises (NSInternalInconsistencyException) for an instance of an abstract
         // entity; like the other programmer errors here, it traps with a message.
         precondition(!object.entity.isAbstract, "cannot insert an object of \(object.entity.name), which is abstract: insert one of its sub-entities")
         if object.isInsertedFlag, object.managedObjectContext === self { return }
@@ -426,7 +426,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             guard let entity = model.entity(named: name) else {
                 throw ObjectGraphError(.validation, "no entity named \(name)", entity: name)
             }
-            // Issue 21 item 1: by name, an abstract entity is refused as an unknown one is (Core Data raises for both).
+            // By name, an abstract entity is refused as an unknown one is (Core Data raises for both).
             guard !entity.isAbstract else {
                 throw ObjectGraphError(.validation, "cannot insert an object of \(name), which is abstract: insert one of its sub-entities", entity: name)
             }
@@ -535,7 +535,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public func processPendingChanges() {
         return Execution.recording(.contextCall(self, "processPendingChanges")) {
             propagateDeletes()
-            // Issue 21 item 3: the event's changes become one undo action (CDPG: processPendingChanges "causes
+            // Rule 21.3: the event's changes become one undo action (CDPG: processPendingChanges "causes
             // changes to registered managed objects to be recorded with the undo manager").
             if undoRecords != nil { registerUndoEvent() }
             defer { storedUndoManager?.endEventGroup() }
@@ -579,7 +579,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                     break
                 }
             }
-            // Issue 21 item 2: the objects a transient relationship names forget the deleted object (nullify).
+            // Rule 21.2: the objects a transient relationship names forget the deleted object (nullify).
             let transientRelationships = object.entity.transientRelationships
             if !transientRelationships.isEmpty {
                 for index in transientRelationships.indices {
@@ -603,7 +603,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         guard object.isFaultFlag else { return }
         if let batch = object.faultBatch, !batch.isLoaded, let coordinator = persistentStoreCoordinator, parent == nil {
             batch.isLoaded = true
-            // A pinned context reads each fault in its generation (issue 21 item 4): nothing to batch into the cache.
+            // A pinned context reads each fault in its generation: nothing to batch into the cache.
             if pinnedGeneration.withLock({ $0 }) == nil { _ = try coordinator.rows(for: batch.ids) }
         }
         object.faultBatch = nil
@@ -618,7 +618,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                 return .null
             }, version: 0))
             object.isDeletedFlag = true
-            // Issue 18 rule 27 (semantics §4 shouldDeleteInaccessibleFaults): the object is deleted here, in
+            // Rule 27 (semantics §4 shouldDeleteInaccessibleFaults): the object is deleted here, in
             // deletedObjects, and the next objects-did-change reports it; no delete rules run for a row that is gone.
             object.deletePropagated = true
             unmarkUpdated(object)
@@ -707,12 +707,12 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         return Execution.recording(.refresh(object, mergeChanges: mergeChanges)) {
             assertOnQueue()
             guard object.managedObjectContext === self else { return }
-            // Issue 21 item 3: a refresh (and the merges built on it) is not an undoable change (inferred).
+            // Rule 21.3: a refresh (and the merges built on it) is not an undoable change (inferred).
             undoCaptureSuppressed += 1
             defer { undoCaptureSuppressed -= 1 }
             if !mergeChanges || !object.hasPersistentChanges || object.isFaultFlag {
                 if object.isInsertedFlag {
-                    // Issue 18 rule 12: refresh(_:mergeChanges: false) turns an inserted object into a fault too. It
+                    // Rule 12: refresh(_:mergeChanges: false) turns an inserted object into a fault too. It
                     // stays registered and inserted (Docs/core-data-rules.md); having no row, it fires as an
                     // inaccessible fault, and the save drops it.
                     guard !mergeChanges, !object.isFaultFlag else { return }
@@ -723,7 +723,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                     return
                 }
                 if mergeChanges, object.isFaultFlag { return }
-                // Semantics §3.2: with merging, transient values are put back after the reload (issue 18 rule 5), and
+                // Semantics §3.2: with merging, transient values are put back after the reload (Rule 5), and
                 // the object keeps the related objects it holds (a merge does not trim the graph); without, both go.
                 let kept = mergeChanges ? (transients: object.transients, links: object.transientLinks, changed: object.transientsChanged, held: object.heldObjects) : nil
                 object.willTurnIntoFault()
@@ -769,13 +769,13 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     public func refreshAllObjects() {
         return Execution.recording(.contextCall(self, "refreshAllObjects")) {
             assertOnQueue()
-            // Issue 18 rule 9 (semantics §3.1, §4): every materialized registered object is reported as refreshed
+            // Rule 9 (semantics §3.1, §4): every materialized registered object is reported as refreshed
             // (faults stay quiet; an insert is not refreshed), once: observers and fetched results controllers see one
             // change cycle of updates or moves.
             var refreshed = Set<ManagedObject>()
             for object in liveRegistered() {
                 if !object.isFaultFlag, !object.isInsertedFlag { refreshed.insert(object) }
-                // Issue 18 rule 5 (CoreDataPlus, semantics §3.2): transient values go back to their defaults, also in
+                // Rule 5 (CoreDataPlus, semantics §3.2): transient values go back to their defaults, also in
                 // objects that keep their persistent changes (an insert has nothing to reload: it keeps them).
                 if !object.isInsertedFlag, !object.entity.transientAttributes.isEmpty || !object.transientLinks.isEmpty {
                     object.resetTransients()
@@ -858,9 +858,9 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         }
     }
 
-    /// Turns the objects into faults without a context (reset, deinitialization; semantics §4): issue 18 rule 2,
+    /// Turns the objects into faults without a context (reset, deinitialization; semantics §4): Rule 2,
     /// an object the app still holds is a fault whose context is nil and whose transient values are gone, and it
-    /// fulfils itself from the store when touched; rule 1, the related objects it held go, which breaks cycles.
+    /// fulfils itself from the store when touched; Rule 1, the related objects it held go, which breaks cycles.
     /// The caller's array keeps every object alive until all are done (letting go of held objects frees others).
     func orphanAll(_ objects: [ManagedObject]) {
         let source = orphanedFaultsFailToFire ? ManagedObject.OrphanSource(coordinator: nil, stalenessInterval: -1)

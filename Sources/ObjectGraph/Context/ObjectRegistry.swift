@@ -4,15 +4,15 @@ import CObjectRuntime
 /// registered object without changes lives only as long as the app holds it; the change sets hold the others).
 ///
 /// Entries are unowned references, not Swift `weak` ones. A weak reference gives its object a side table, and
-/// from then on every retain and release of the object, anywhere in the program, takes the runtime's slow path:
-/// in an update of existing objects that was 9 % of all instructions (callgrind, issue 7, fifth round), and a
-/// side table is allocated and freed per object. An unowned reference is a second count in the object's inline
-/// reference-count word: the object is deinitialized when its last strong reference goes, as before, but its
-/// memory stays allocated until the entry goes too, so the entry can always be asked whether its object still
-/// lives. A lookup retains the object only if it is not being deinitialized (`swift_tryRetain`, one
-/// compare-and-swap, what a weak load does too), which is safe even when the app releases its last reference on
-/// another thread at the same moment. The cost is memory: a freed object's bytes (not its arrays, which its
-/// deinit frees) stay until a sweep drops its entry, at most ``ObjectRegistry/minimumSweepThreshold`` entries.
+/// from then on every retain and release of the object, anywhere in the program, takes the runtime's slow path
+/// (in an update of existing objects, about a tenth of all instructions), and a side table is allocated and freed
+/// per object. An unowned reference is a second count in the object's inline reference-count word: the object is
+/// deinitialized when its last strong reference goes, as with a weak one, but its memory stays allocated until the
+/// entry goes too, so the entry can always be asked whether its object still lives. A lookup retains the object
+/// only if it is not being deinitialized (`swift_tryRetain`, one compare-and-swap, what a weak load does too),
+/// which is safe even when the app releases its last reference on another thread at the same moment. The cost is
+/// memory: a freed object's bytes (not its arrays, which its deinit frees) stay until a sweep drops its entry, at
+/// most ``ObjectRegistry/minimumSweepThreshold`` entries.
 ///
 /// The registry is confined to its context's queue, like the rest of the context's state.
 final class ObjectRegistry {

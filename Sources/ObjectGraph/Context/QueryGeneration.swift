@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// A generation of the store a context reads (`NSQueryGenerationToken`, issue 21 item 4; semantics §3.7).
+/// A generation of the store a context reads (`NSQueryGenerationToken`, semantics §3.7).
 ///
 /// A context pinned to a generation sees the store as it was when the generation was taken, whatever other
 /// contexts, coordinators or processes commit meanwhile, until the generation advances (its own save, a merge,
@@ -126,7 +126,7 @@ extension ManagedObjectContext {
     /// - Throws: 134070 for a child context (it reads its parent's generation), a context without a coordinator, or
     ///   a token of another coordinator's store.
     public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws {
-        // The operation trace (issue 23) replays `.current` and nil; a token of another context is recorded as such.
+        // The operation trace replays `.current` and nil; a token of another context is recorded as such.
         let traced = token == nil ? "none" : (token === QueryGenerationToken.current ? "current" : "token")
         try Execution.recording(.setting(self, "queryGeneration", traced)) { try pin(token) }
     }

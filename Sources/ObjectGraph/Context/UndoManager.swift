@@ -2,7 +2,7 @@ import Foundation
 
 /// Records undoable changes in groups and plays them back (Foundation's `NSUndoManager`, which
 /// swift-corelibs-foundation does not offer on Linux). A context records its changes here when its
-/// ``ManagedObjectContext/undoManager`` is set (issue 21 item 3; Docs/coredata-behaviour.md §4).
+/// ``ManagedObjectContext/undoManager`` is set (Rule 21.3; Docs/coredata-behaviour.md §4).
 ///
 /// Grouping. Core Data's undo manager groups by event: AppKit and UIKit open a group when an event starts and
 /// close it when the run loop turns. There is no run loop event here, so an *event* is what a context processes

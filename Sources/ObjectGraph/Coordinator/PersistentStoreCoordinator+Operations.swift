@@ -246,7 +246,7 @@ extension PersistentStoreCoordinator {
                 }
             }
             // Each saved row also gains the reference of the did-save notification that will announce it
-            // (core-data-rules.md Rule 23, row cache), in the same lookup as its install: ``SavedRows`` adopts them.
+            // (core-data-rules.md Rule 32), in the same lookup as its install: ``SavedRows`` adopts them.
             var updatedIDs: [ManagedObjectID] = [], insertedIDs: [ManagedObjectID] = []
             if !request.updates.isEmpty {
                 // Straight from the request, without an array of the new rows first.

@@ -114,7 +114,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
         return true
     }
 
-    /// The rows a lightweight migration copied when the store was added (nil: no migration ran), issue 21 item 8.
+    /// The rows a lightweight migration copied when the store was added (nil: no migration ran).
     public var migratedRowCount: Int? { queue.sync { (store as? SQLiteStore)?.migratedRows } }
 
     /// The open store's identifier (a UUID kept in its metadata), nil before a store is added.
@@ -136,7 +136,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// Brings this coordinator's cached rows for `updated` and `deleted` up to date from `other`'s row cache (two
     /// coordinators on one file): the snapshot transfer a did-save merge from another coordinator needs so that
     /// refreshed objects show the saved values instead of this cache's stale rows (semantics §2.4). Only rows
-    /// this coordinator already caches are touched; rows `other` no longer caches are invalidated here.
+    /// this coordinator already caches are touched; rows `other` does not cache are invalidated here.
     public func adoptSnapshots(updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>, from other: PersistentStoreCoordinator) {
         return Execution.recording(.adoptSnapshots(self, updated: updated, deleted: deleted, from: other)) {
             guard other !== self else { return }
@@ -159,7 +159,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// the file.
     func postRemoteChange(token: PersistentHistoryToken?) {
         guard let path = remoteChanges.withLock({ $0.path }) else { return }
-        // Semantics §3.5 and issue 18 rule 8: the store posts it "for every write to the store", so the saving
+        // Semantics §3.5 and Rule 8: the store posts it "for every write to the store", so the saving
         // coordinator hears its own writes too (a history consumer filters them by author, §3.6).
         for other in CoordinatorRegistry.coordinators(path: path) where other.remoteChanges.withLock({ $0.enabled }) {
             var info: [AnyHashable: Any] = ["storeURL": URL(fileURLWithPath: path)]
@@ -171,7 +171,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
 
     func count(_ update: (inout CoordinatorCounters) -> Void) { counterState.withLock { update(&$0) } }
 
-    /// The connection pool's size (semantics §8 "Connection pool"; issue 18 rule 28, issue 22 item 8): the store
+    /// The connection pool's size (semantics §8 "Connection pool"): the store
     /// option ``StoreOptions/connectionPoolMaxSize`` sets it when the store is added.
     ///
     /// Since iOS 10 / macOS 10.12 Core Data's SQLite store keeps a small pool of connections: contexts that are not
@@ -200,8 +200,8 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// The pool size new coordinators model (inferred: Apple says only "greater than one").
     public static let defaultConnectionPoolSize = 4
 
-    /// Runs a read with the store: on one of its read connections, overlapping a write in progress (semantics §8,
-    /// issue 22 item 8), or on the coordinator's queue (a pool of 1, a store without readers, a read made on the
+    /// Runs a read with the store: on one of its read connections, overlapping a write in progress (semantics §8),
+    /// or on the coordinator's queue (a pool of 1, a store without readers, a read made on the
     /// queue itself). A read whose rows go into the row cache runs inside ``RowCache/reading(_:)``.
     func readStore<T>(_ body: (any PersistentStore) throws -> T) throws -> T {
         let pool = connectionPoolSize

@@ -1,8 +1,8 @@
 import Foundation
 
-/// How to open a store (`NSPersistentStoreDescription`, issue 21 item 9), with Core Data's defaults: added
+/// How to open a store (`NSPersistentStoreDescription`), with Core Data's defaults: added
 /// synchronously on the calling thread, read-write, and a store made with one of the model's previous versions
-/// migrated automatically with an inferred mapping (issue 21 item 8).
+/// migrated automatically with an inferred mapping.
 ///
 /// ```swift
 /// var description = PersistentStoreDescription(url: storeURL)

@@ -25,7 +25,7 @@ final class RowCache: Sendable {
     }
 
     private let entries = Mutex<[ManagedObjectID: Entry]>([:])
-    /// Counts the authoritative changes (issue 22 item 8). A read takes the value before its first statement
+    /// Counts the authoritative changes. A read takes the value before its first statement
     /// (``reading(_:)``) and installs its rows with it: every change counted after that value may be newer than what
     /// the read saw, so its row does not replace the entry such a change wrote, even at the same or a higher version
     /// (a delete keeps no version to compare with).
@@ -42,7 +42,7 @@ final class RowCache: Sendable {
     private let activeReads = Atomic<Int>(0)
 
     /// Runs a read of rows that `body` installs with the snapshot it is given (``install(_:retain:snapshot:)``):
-    /// the generation before the read's first statement (issue 22 item 8: readers of the pool and the writer at once).
+    /// the generation before the read's first statement (readers of the pool and the writer run at once).
     func reading<T>(_ body: (UInt64) throws -> T) rethrows -> T {
         // Sequentially consistent on both sides: either this read sees a change's generation, or the change sees this
         // read under way and keeps its generation for it (``departed``).
@@ -136,7 +136,7 @@ final class RowCache: Sendable {
 
     /// The most rows one hold of the table's lock goes through: a save of 100k rows installs, checks or releases
     /// them in holds of this many, so that a fetch or a fault of another context, which reads on a read connection
-    /// beside the save (issue 22 item 8), waits for one hold at most, not for the whole save's.
+    /// beside the save, waits for one hold at most, not for the whole save's.
     static let lockBatch = 1024
 
     /// Runs `body` for each element under the table's lock, released and taken again every ``lockBatch`` elements;
@@ -170,7 +170,7 @@ final class RowCache: Sendable {
     /// Runs a hold of the table's lock: at once when the lock is free, else announced in ``waiting`` so that a long
     /// run of holds (a large save's install) lets it in at its next pause instead of taking the lock again first. A
     /// lock taken again by the thread that just released it wins against a waiter that still has to wake up, so
-    /// without this a fetch beside a 100k-row save waited for many holds, not one (issue 22 item 8). Every hold
+    /// without this a fetch beside a 100k-row save waited for many holds, not one. Every hold
     /// first applies the references given back meanwhile.
     private func withTable<R>(_ body: (inout [ManagedObjectID: Entry]) -> R) -> R {
         if let result = entries.withLockIfAvailable({ table in
@@ -288,7 +288,7 @@ final class RowCache: Sendable {
                 // One hash lookup per row: the entry is created or updated in place.
                 Self.store(row, now: now, in: &table[id, default: Entry()], references: references, stamp: stamp, id: id)
             } else if holding {
-                // One hash lookup per row for the install and the notification's reference (issue 22 item 5).
+                // One hash lookup per row for the install and the notification's reference.
                 self.storeReferenced(row, now: now, in: &table[id, default: Entry()], stamp: stamp, id: id)
             } else if let i = table.index(forKey: id), table.values[i].references > 0 {
                 Self.store(row, now: now, in: &table.values[i], references: 0, stamp: stamp, id: id)
@@ -354,7 +354,7 @@ final class RowCache: Sendable {
         entry.references += references
         switch stamp {
         case .read(let snapshot, let departed):
-            // Issue 22 item 8: a read that began before the writer installed this entry (or changed the row while it
+            // A read that began before the writer installed this entry (or changed the row while it
             // had no entry) read the file as it was before that save; its row, whatever its version, must not replace
             // the save's (a deleted entry included: a delete keeps no version to compare with).
             if snapshot < entry.writtenAt { return }
@@ -416,7 +416,7 @@ final class RowCache: Sendable {
 }
 
 /// The rows a save wrote to the store, kept in the saving coordinator's row cache for as long as the did-save
-/// notification that announces them lives (issue 18 rule 23; semantics §2.3 and §3.1).
+/// notification that announces them lives (Rule 32; semantics §2.3 and §3.1).
 ///
 /// Core Data's did-save notification carries the saved managed objects themselves, held strongly by its
 /// `userInfo` until the last observer lets go of it (an automatic merge, or a block that merges it later on
@@ -461,7 +461,7 @@ final class SavedRows: Sendable {
 }
 
 /// The references a coordinator's save took on the rows it wrote and cached, one per inserted and updated row, in
-/// the same hash lookup as their install (issue 22 item 5): the did-save notification's ``SavedRows`` adopts them
+/// the same hash lookup as their install: the did-save notification's ``SavedRows`` adopts them
 /// instead of looking every row up once more. Given back when this goes, unless adopted.
 package final class SaveReferences: Sendable {
     fileprivate let cache: RowCache

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A fetch that runs later on its context's queue and hands its result to a completion block
-/// (`NSAsynchronousFetchRequest`, issue 21 item 7; Docs/core-data-rules.md Rule 21.7).
+/// (`NSAsynchronousFetchRequest`, Docs/core-data-rules.md Rule 21.7).
 ///
 /// ```swift
 /// let request = AsynchronousFetchRequest(fetchRequest: FetchRequest(entityName: "Item")) { result in
@@ -90,7 +90,7 @@ public final class AsynchronousFetchResult: @unchecked Sendable {  // results ar
     /// Runs on the context's queue.
     func run(in context: ManagedObjectContext) {
         if isCancelled {
-            // Issue 21 item 7: cancelled before it ran: an empty result and no error.
+            // Rule 21.7: cancelled before it ran: an empty result and no error.
             finish(result: [], error: nil)
             return
         }

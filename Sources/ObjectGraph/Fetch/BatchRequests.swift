@@ -52,7 +52,7 @@ public struct BatchInsertRequest: @unchecked Sendable {  // rows are plain value
     /// A request whose rows come from a handler that fills a managed object, called until it returns true
     /// (`init(entity:managedObjectHandler:)`). Each call gets a new object of the entity's class that belongs to
     /// no context (so no context sees it and nothing is validated); its stored attribute values become the row,
-    /// defaults included, and relationships are not stored, as with dictionaries (issue 21 item 10; a new object
+    /// defaults included, and relationships are not stored, as with dictionaries (a new object
     /// per call is inferred, Apple does not say).
     public init(entity: EntityDescription, managedObjectHandler: (ManagedObject) -> Bool) {
         self.entityName = entity.name
@@ -71,7 +71,7 @@ public struct BatchInsertRequest: @unchecked Sendable {  // rows are plain value
     }
 }
 
-/// Which kind of request a request is (`NSPersistentStoreRequestType`, issue 21 item 10), with Core Data's raw values.
+/// Which kind of request a request is (`NSPersistentStoreRequestType`), with Core Data's raw values.
 public enum PersistentStoreRequestType: Int, Sendable {
     case fetchRequestType = 1
     case saveRequestType = 2
@@ -150,7 +150,7 @@ extension ManagedObjectContext {
             guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
                 throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
             }
-            // Issue 21 item 1: an abstract entity has no rows of its own (an insert of one is refused, as for objects).
+            // An abstract entity has no rows of its own (an insert of one is refused, as for objects).
             guard !entity.isAbstract else {
                 throw ObjectGraphError(.invalidFetchRequest, "a batch insert into \(entity.name), which is abstract: insert into one of its sub-entities", entity: entity.name)
             }

@@ -26,7 +26,7 @@ public enum FetchResultType: Sendable, Hashable {
     case count
 }
 
-/// How a fetch that includes pending changes combines them with the store's results (issue 18 rule 14, in
+/// How a fetch that includes pending changes combines them with the store's results (Rule 14, in
 /// Docs/core-data-rules.md; both halves recorded second-hand).
 public enum PendingChangesOverlay: Sendable, Hashable {
     /// Core Data's way (the default). A managed-object fetch applies `fetchOffset` and `fetchLimit` in the store,
@@ -41,8 +41,8 @@ public enum PendingChangesOverlay: Sendable, Hashable {
     case wholeResult
 }
 
-/// What ``FetchRequest/shouldRefreshRefetchedObjects`` does to objects the context has loaded already (issue 21
-/// item 6; Docs/core-data-rules.md Rule 21.6).
+/// What ``FetchRequest/shouldRefreshRefetchedObjects`` does to objects the context has loaded already
+/// (Docs/core-data-rules.md Rule 21.6).
 public enum RefetchedObjectsRefresh: Sendable, Hashable {
     /// Apple's observed behaviour (the default; FB7419788, second-hand from CoreDataPlus): a loaded object the
     /// fetch returns keeps the values it had, though the store has newer ones. The fetch's rows reach the row
@@ -73,7 +73,7 @@ public struct FetchRequest: Sendable, Hashable {
         set { sortDescriptorsIfSet = newValue }
     }
     /// The sort descriptors as set: nil when none were (`NSFetchRequest.sortDescriptors` is nil then), which a
-    /// fetched results controller refuses, while an empty list is accepted (issue 18 rule 16, semantics §5).
+    /// fetched results controller refuses, while an empty list is accepted (Rule 16, semantics §5).
     public var sortDescriptorsIfSet: [ObjectSortDescriptor]?
     /// At most this many results (0 = no limit).
     public var fetchLimit: Int = 0
@@ -88,7 +88,7 @@ public struct FetchRequest: Sendable, Hashable {
     /// Whether unsaved inserts, updates and deletes are laid over the store's results (default true).
     public var includesPendingChanges = true
     /// Whether objects of the entity's sub-entities match too (default true, as `NSFetchRequest`'s), in the
-    /// store and among pending changes (issue 21 item 1, Docs/coredata-behaviour.md §11).
+    /// store and among pending changes (Docs/coredata-behaviour.md §11).
     public var includesSubentities = true
     /// How pending changes meet `fetchOffset`, `fetchLimit` and the order of object-ID results (default
     /// Core Data's, ``PendingChangesOverlay/coreData``).
@@ -117,7 +117,7 @@ public struct FetchRequest: Sendable, Hashable {
 extension FetchRequest {
     /// Whether objects of `entity` are among what this request fetches: its entity or, with
     /// ``includesSubentities``, one below it (`isKindOfEntity:`). A controller's and an observer's filter of
-    /// changed objects by entity (issue 21 item 1).
+    /// changed objects by entity.
     public func includes(_ entity: EntityDescription) -> Bool {
         entity.name == entityName || (includesSubentities && entity.superentity != nil && entity.isKindOf(entityNamed: entityName))
     }

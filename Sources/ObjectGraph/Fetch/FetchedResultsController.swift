@@ -485,7 +485,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         // The results are changed in place (semantics §5, "What placing a change costs"); the controller lets go
         // of them for the pass, so that their arrays are not copied.
         self.results = nil
-        // What no longer belongs goes first, one at a time from the end. The objects that stay are then placed
+        // What leaves the results goes first, one at a time from the end. The objects that stay are then placed
         // one at a time, in ID order: each moves from its index, and until it has, the searches do not see it
         // (its new key would not fit where it is); the others' keys are the ones they were sorted by.
         let staying = Set(placed.map { ObjectIdentifier($0.object) })

@@ -174,7 +174,7 @@ extension PropertyValue {
         case let v as ManagedObject: self = .objectID(v.objectID)
         case let v as NSNumber: self = .double(v.doubleValue)
         case let v as NSNull: _ = v; self = .null
-        // A history token compares by its transaction number (`token > %@` in a history fetch, issue 21 item 5);
+        // A history token compares by its transaction number (`token > %@` in a history fetch);
         // last, so that no common value pays for this cast.
         case let v as PersistentHistoryToken: self = .integer(v.transactionNumber)
         // An entity compares by its name (`changedEntity == %@` in a history fetch, Docs/coredata-behaviour.md §3.6).

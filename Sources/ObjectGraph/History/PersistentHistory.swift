@@ -77,7 +77,7 @@ public enum PersistentHistoryResultType: Int, Sendable {
     case transactionsAndChanges = 5
 }
 
-/// A fetch over the history's own entities (`fetchHistory(withFetch:)`, issue 21 item 5): a predicate on the
+/// A fetch over the history's own entities (`fetchHistory(withFetch:)`): a predicate on the
 /// Transaction entity (`author`, `contextName`, `timestamp`, `transactionNumber`, `token`, `storeID`, `bundleID`,
 /// `processID`) or on the Change entity (`changeID`, `changeType`, `changedObjectID`, `changedEntity` (the entity
 /// name), `updatedProperties`, and `transaction.<key>`). Sort descriptors are refused, as Core Data raises on them
@@ -267,7 +267,7 @@ extension PersistentStoreCoordinator {
         return transactions
     }
 
-    /// Runs a history request and returns what its result type asks for (issue 21 item 5).
+    /// Runs a history request and returns what its result type asks for.
     public func execute(_ request: PersistentHistoryRequest) throws -> PersistentHistoryResult {
         var all = request
         all.transactionsOnly = false

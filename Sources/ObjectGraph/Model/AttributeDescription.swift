@@ -112,7 +112,7 @@ public struct RelationshipDescription: Sendable, Hashable {
     public var maxCount: Int
     /// The relationship's name in the previous model version when it was renamed (`renamingIdentifier`).
     public var renamingIdentifier: String?
-    /// Whether the relationship is transient (issue 21 item 2): held by the objects, never stored; its inverse
+    /// Whether the relationship is transient (Rule 21.2): held by the objects, never stored; its inverse
     /// must be transient too.
     public var isTransient: Bool
 

@@ -15,7 +15,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// Every persistent relationship, in declaration order (transient ones are in ``transientRelationships``),
     /// inherited ones first.
     @exclusivity(unchecked) public private(set) var relationships: [RelationshipDescription]
-    /// The transient relationships, in declaration order (issue 21 item 2): kept in the objects only, never
+    /// The transient relationships, in declaration order (Rule 21.2): kept in the objects only, never
     /// stored, with the rules of transient attributes. Inherited ones first.
     @exclusivity(unchecked) public private(set) var transientRelationships: [RelationshipDescription]
     /// Sets of attribute names whose combined values must be unique across the entity (semantics §1.6); a
@@ -31,7 +31,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// properties. Not part of the model's version hash, as in Core Data (Docs/coredata-behaviour.md §4.1).
     public let fetchIndexes: [FetchIndexDescription]
 
-    // MARK: Inheritance (issue 21 item 1, Docs/coredata-behaviour.md §11)
+    // MARK: Inheritance (Docs/coredata-behaviour.md §11)
     /// The name of the parent entity, nil for an entity at the root of its hierarchy.
     public let parentName: String?
     /// Whether the entity is abstract (`isAbstract`): it has no instances of its own, only its sub-entities do.
@@ -123,8 +123,8 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     ///
     /// `@Managed` accessors and key-value coding look a property up by name on every access. Most names are
     /// short strings, which Swift keeps in the string's own two words, so the key given is compared with each
-    /// name word for word first (a property name is found in ~20 instructions where `==` took ~120 per name,
-    /// callgrind, issue 7, fifth round); only when no name has the key's words (a long name, another spelling
+    /// name word for word first (a property name is found in ~20 instructions where `==` takes ~120 per
+    /// name); only when no name has the key's words (a long name, another spelling
     /// of the same characters, or no such property) are the names compared as strings.
     @inline(__always)
     package func propertyRef(_ key: String) -> PropertyRef? {
@@ -187,7 +187,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         case toOne(slot: Int)
         case toMany(index: Int)
         case transient(index: Int)
-        /// A transient relationship, by its index in ``transientRelationships`` (issue 21 item 2).
+        /// A transient relationship, by its index in ``transientRelationships`` (Rule 21.2).
         case transientRelationship(index: Int)
     }
 
@@ -198,7 +198,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     ///   - attributes: its attributes.
     ///   - relationships: its relationships; each needs an inverse on the destination.
     ///   - uniquenessConstraints: sets of attribute names that must be unique together.
-    ///   - parent: the name of the parent entity (issue 21 item 1): this entity inherits its attributes,
+    ///   - parent: the name of the parent entity: this entity inherits its attributes,
     ///     relationships and uniqueness constraints, and its rows live in the table of the hierarchy's root.
     ///   - isAbstract: whether the entity is abstract (no object of it can be inserted, only of its sub-entities).
     ///   - fetchIndexes: the indexes the store keeps on the entity's rows.
@@ -212,7 +212,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.fetchIndexes = fetchIndexes
         self.managedObjectClass = managedObjectClass
         self.attributes = attributes
-        // Issue 21 item 2: transient relationships are held apart, so that nothing that lays out or writes the
+        // Rule 21.2: transient relationships are held apart, so that nothing that lays out or writes the
         // store (columns, join tables, batch requests, delete rules on rows) ever meets one.
         self.relationships = relationships.filter { !$0.isTransient }
         self.transientRelationships = relationships.filter(\.isTransient)
@@ -447,7 +447,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             guard let destination = model.entitiesByName[relationship.destinationEntityName] else {
                 throw ModelError(entity: name, property: relationship.name, "destination entity '\(relationship.destinationEntityName)' does not exist")
             }
-            // Issue 21 item 2 (inferred): the inverse of a transient relationship is transient too; a stored
+            // Rule 21.2 (inferred): the inverse of a transient relationship is transient too; a stored
             // inverse would write half of a link that the other half never stores.
             guard let inverseIndex = destination.transientRelationships.firstIndex(where: { $0.name == relationship.inverseName }) else {
                 throw ModelError(entity: name, property: relationship.name, "inverse '\(relationship.inverseName)' is not a transient relationship of '\(destination.name)' (a transient relationship needs a transient inverse)")
@@ -472,7 +472,7 @@ extension EntityDescription {
     /// order, parents first, siblings by name). Inherited slots keep the parent's columns; an own slot takes
     /// `Z<NAME>`, or `Z<NAME>1`, `Z<NAME>2`… when an entity named earlier already took that column (two siblings
     /// with an attribute of the same name: inferred from Core Data's SQL logs). A root keeps the names sealing
-    /// gave it, so a model without inheritance is laid out as before.
+    /// gave it, so a model without inheritance is laid out by sealing alone.
     func assignColumns(used: inout Set<String>) {
         guard let parent = superentity else {
             used.formUnion(columnNames)

@@ -21,7 +21,7 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
     /// This version's name in a versioned model (nil for a model without versions).
     public let versionName: String?
     /// The earlier versions of this model, oldest first: a store made with one of them is migrated to this one
-    /// when the store's options ask for automatic migration (issue 21 item 8).
+    /// when the store's options ask for automatic migration.
     public let previousVersions: [ManagedObjectModel]
 
     /// Checks and seals `entities`.
@@ -48,7 +48,7 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
         }
         self.entities = entities
         self.entitiesByName = byName
-        // Issue 21 item 1: parents resolved, cycles refused, each naming the entity at fault.
+        // Parents resolved, cycles refused, each naming the entity at fault.
         for entity in entities {
             guard let parentName = entity.parentName else { continue }
             guard let parent = byName[parentName] else {
@@ -68,7 +68,7 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
         }
         // Z_ENT numbers: roots in the names' order, each followed by the entities below it (depth first,
         // siblings by name), so the same model always gets the same numbers and a hierarchy's numbers are
-        // contiguous. Without inheritance this is the names' order, as before.
+        // contiguous. Without inheritance this is the names' order.
         var ordered: [EntityDescription] = []
         func visit(_ entity: EntityDescription) {
             ordered.append(entity)
@@ -192,7 +192,7 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
         var text = ""
         for entity in entities.sorted(by: { $0.name < $1.name }) {
             text += "E:\(entity.name);"
-            // Issue 21 item 1: the parent and abstractness shape the store as Core Data's entity hash says they
+            // The parent and abstractness shape the store as Core Data's entity hash says they
             // do; written only when present, so a model without inheritance keeps its hash.
             if let parent = entity.parentName { text += "P:\(parent);" }
             if entity.isAbstract { text += "X;" }

@@ -10,11 +10,11 @@ import Foundation
 ///   "uniquenessConstraints": [["id"]]}]}
 /// ```
 ///
-/// An entity may name a `"parent"` entity and be `"abstract": true` (issue 21 item 1); an unknown parent or a
+/// An entity may name a `"parent"` entity and be `"abstract": true`; an unknown parent or a
 /// cycle of parents is refused, naming the entity.
 ///
 /// A relationship with `"transient": true` is kept by the objects and never stored; its inverse must be transient
-/// too (issue 21 item 2). An attribute takes `"transient": true` the same way.
+/// too (Rule 21.2). An attribute takes `"transient": true` the same way.
 ///
 /// An attribute with `"indexed": true` gets an index on its column; an entity's `"fetchIndexes"` lists compound
 /// indexes, each a name and elements, an element a property name (ascending) or `{"property": …, "ascending": false}`:
@@ -22,7 +22,7 @@ import Foundation
 public struct ModelFile: Codable, Sendable, Equatable {
     /// The entities (of a model without versions).
     public var entities: [Entity]
-    /// A versioned model (issue 21 item 8): each version's entities; renamed entities and properties carry the
+    /// A versioned model: each version's entities; renamed entities and properties carry the
     /// previous version's name as `renamingIdentifier`.
     public var versions: [Version]?
     /// The name of the version in use (default: the last).
@@ -47,7 +47,7 @@ public struct ModelFile: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey { case entities, versions, current }
 
-    /// The entity named `name` and those above it, the entity first (issue 21 item 1); a parent that is missing
+    /// The entity named `name` and those above it, the entity first; a parent that is missing
     /// or a cycle ends the chain (the model refuses both).
     public func lineage(of name: String) -> [Entity] {
         var chain: [Entity] = []
@@ -84,7 +84,7 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var uniquenessConstraints: [[String]]?
         /// The entity's name in the previous version, when renamed.
         public var renamingIdentifier: String?
-        /// The parent entity's name (issue 21 item 1): the entity inherits its properties and constraints.
+        /// The parent entity's name: the entity inherits its properties and constraints.
         public var parent: String?
         /// Whether the entity is abstract (only its sub-entities have objects).
         public var abstract: Bool?
@@ -214,7 +214,7 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var maxCount: Int?
         /// The relationship's name in the previous version, when renamed.
         public var renamingIdentifier: String?
-        /// Whether the relationship is transient (issue 21 item 2).
+        /// Whether the relationship is transient (Rule 21.2).
         public var transient: Bool?
 
         public init(name: String, destination: String, inverse: String, toMany: Bool? = nil, deleteRule: DeleteRule? = nil, transient: Bool? = nil) {

@@ -3,7 +3,7 @@ import Foundation
 extension ManagedObject {
     // MARK: Reading
 
-    /// Fires the fault if the object is one. Throws when its row no longer exists and the context's
+    /// Fires the fault if the object is one. Throws when its row has been deleted and the context's
     /// `shouldDeleteInaccessibleFaults` is false (semantics §4).
     public func materialize() throws {
         return try Execution.recording(.readValue(self, key: "", how: "materialize")) {
@@ -16,7 +16,7 @@ extension ManagedObject {
         }
     }
 
-    /// Issue 18 rule 2 (recorded on Apple): an object its context dropped at reset() is a fault without a
+    /// Rule 2 (recorded on Apple): an object its context dropped at reset() is a fault without a
     /// context; touching it reads its row from the store (the row cache when fresh), and it stays without a
     /// context. With ``ManagedObjectContext/orphanedFaultsFailToFire`` it fails instead.
     private func fulfillOrphan(_ source: OrphanSource) throws {
@@ -104,7 +104,7 @@ extension ManagedObject {
 
     /// What ``Managed`` reads for a key without boxing: an attribute's stored value with its type, or a to-one's
     /// object; `other` sends the caller to ``value(forKey:)`` (to-manys, transients, nil to-ones, unknown keys,
-    /// faults that cannot be fulfilled), which behaves, and traps, as before.
+    /// faults that cannot be fulfilled), which behaves, and traps, as documented there.
     @usableFromInline enum _ManagedRead {
         case attribute(PropertyValue, AttributeType)
         case toOne(ManagedObject)
@@ -242,7 +242,7 @@ extension ManagedObject {
         }
     }
 
-    // MARK: Transient relationships (issue 21 item 2)
+    // MARK: Transient relationships (Rule 21.2)
 
     /// The IDs a transient relationship holds.
     package func transientLink(_ index: Int) -> Set<ManagedObjectID> {
@@ -250,7 +250,7 @@ extension ManagedObject {
     }
 
     /// A transient relationship's value: its object (to-one) or set of objects (to-many), held strongly as a
-    /// stored relationship's are (issue 18 rule 1).
+    /// stored relationship's are (Rule 1).
     private func transientRelationshipValue(_ index: Int) -> Any? {
         let isToMany = entity.transientRelationships[index].isToMany
         let ids = transientLink(index)
@@ -261,7 +261,7 @@ extension ManagedObject {
     }
 
     /// Sets a transient relationship with inverse maintenance, as a stored one: a change to it is a change of the
-    /// object (issue 18 rule 3), and writes nothing.
+    /// object (Rule 3), and writes nothing.
     private func setTransientRelationship(_ index: Int, key: String, targets: [ManagedObject]) throws {
         for t in targets { try checkSameContext(t, key) }
         let newIDs = Set(targets.map(\.objectID))
@@ -331,7 +331,7 @@ extension ManagedObject {
         }
     }
 
-    /// Stores a transient value; a change makes the object updated (issue 18 rule 3), and writes nothing.
+    /// Stores a transient value; a change makes the object updated (Rule 3), and writes nothing.
     private func setTransient(_ index: Int, _ value: PropertyValue) {
         guard transients[index] != value else { return }
         withContext { $0.noteWillChange(self) }
@@ -428,7 +428,7 @@ extension ManagedObject {
         if oldID == target?.objectID { return }
         guard let inverse = entity.slotInverses[slot], let context = managedObjectContext else {
             setSlot(slot, target.map { .objectID($0.objectID) } ?? .null)
-            // Issue 18 rule 1: a relationship holds its target strongly, as Core Data's objects do.
+            // Rule 1: a relationship holds its target strongly, as Core Data's objects do.
             if let target { hold(one: target, at: slot) }
             return
         }
@@ -464,7 +464,7 @@ extension ManagedObject {
         for t in added { try checkSameContext(t, key) }
         guard let (_, inverse) = entity.relationshipTargets[key] else { return }
         setToManyIDs(index, targetIDs)
-        // Issue 18 rule 1: the relationship holds the objects added to it.
+        // Rule 1: the relationship holds the objects added to it.
         if !added.isEmpty {
             if heldObjects == nil { heldObjects = HeldObjects() }
             for a in added { heldObjects!.add(a, toMany: Self.heldToManyOffset + index) }
@@ -485,7 +485,7 @@ extension ManagedObject {
     }
 
     package func setToManyIDs(_ index: Int, _ ids: Set<ManagedObjectID>) {
-        // The objects still in the relationship stay held (issue 18 rule 1); the others go.
+        // The objects still in the relationship stay held (Rule 1); the others go.
         if heldObjects != nil { heldObjects!.prune(toMany: Self.heldToManyOffset + index) { ids.contains($0) } }
         if var state = toMany[index] {
             guard state.current != ids else { return }
@@ -515,7 +515,7 @@ extension ManagedObject {
     }
 
     /// Adds `id` on the inverse side `inverse` of this object (no further inverse maintenance); `object`, the
-    /// object of `id` when the caller has it, is then held by the relationship (issue 18 rule 1).
+    /// object of `id` when the caller has it, is then held by the relationship (Rule 1).
     package func inverseAdd(_ inverse: EntityDescription.PropertyRef, _ id: ManagedObjectID, object: ManagedObject? = nil) throws {
         switch inverse {
         case .toOne(let slot):
@@ -563,7 +563,7 @@ extension ManagedObject {
         let changed = change(&state.current)
         toMany[index] = state
         if changed {
-            // The held objects follow the change in place (issue 18 rule 1), not dropped and listed again.
+            // The held objects follow the change in place (Rule 1), not dropped and listed again.
             if heldObjects == nil { heldObjects = HeldObjects() }
             held(&heldObjects!)
             withContext { $0.noteChange(self) }

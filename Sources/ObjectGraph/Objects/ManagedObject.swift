@@ -66,13 +66,13 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// To-many relationships: nil while a relationship fault.
     @exclusivity(unchecked) var toMany: [ToManyState?] = []
     @exclusivity(unchecked) var transients: [PropertyValue] = []
-    /// Whether a transient attribute changed since the object was loaded, inserted or saved (issue 18 rule 3: a
+    /// Whether a transient attribute changed since the object was loaded, inserted or saved (Rule 3: a
     /// transient change alone makes the object updated, though it writes nothing).
     @exclusivity(unchecked) var transientsChanged = false
-    /// The IDs each transient relationship holds, by index in the entity's `transientRelationships` (issue 21
-    /// item 2); empty (no array) while every one is empty, so entities without them pay nothing.
+    /// The IDs each transient relationship holds, by index in the entity's `transientRelationships` (Rule
+    /// 21.2); empty (no array) while every one is empty, so entities without them pay nothing.
     @exclusivity(unchecked) var transientLinks: [Set<ManagedObjectID>] = []
-    /// Where an object dropped by its context's reset (or deinitialization) fulfils its fault: issue 18 rule 2,
+    /// Where an object dropped by its context's reset (or deinitialization) fulfils its fault: Rule 2,
     /// an orphaned fault reads its row from the store without a context, as Core Data's does.
     @exclusivity(unchecked) var orphanSource: OrphanSource?
 
@@ -94,9 +94,9 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     @exclusivity(unchecked) var heldObjects: HeldObjects?
 
     /// The related objects an object holds: a few (its to-ones and to-manys that were read), so a short list
-    /// searched by key, with a to-one's object held directly. A fetch that reads each object's to-one allocated a
-    /// dictionary (and hashed a seed for it) and a one-element array per object: 880 instructions per object,
-    /// against ~150 now (callgrind, issue 7, fifth round).
+    /// searched by key, with a to-one's object held directly. A dictionary and a one-element array per object would
+    /// cost a fetch that reads each object's to-one about six times the instructions (an allocation and a seeded
+    /// hash each).
     struct HeldObjects {
         private struct Entry {
             let key: Int
@@ -147,7 +147,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
             if entries[i].many.contains(where: { !keep($0.objectID) }) { entries[i].many.removeAll { !keep($0.objectID) } }
         }
 
-        /// Lets go of the to-one objects that `values` no longer name (a fault filled with a newer row).
+        /// Lets go of the to-one objects that `values` do not name (a fault filled with a newer row).
         mutating func pruneToOnes(_ values: [PropertyValue]) {
             entries.removeAll { entry in
                 guard entry.key < ManagedObject.heldToManyOffset else { return false }
@@ -274,10 +274,10 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     }
 
     /// Puts the transient attributes back to their defaults (semantics §3.2: refresh without merging and
-    /// reset clear them; issue 18 rule 5).
+    /// reset clear them; Rule 5).
     package func resetTransients() {
         transientsChanged = false
-        // Issue 21 item 2: transient relationships are cleared with the transient attributes.
+        // Rule 21.2: transient relationships are cleared with the transient attributes.
         if !transientLinks.isEmpty {
             transientLinks = []
             heldObjects?.removeTransientRelationships()
@@ -296,7 +296,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     }
 
     /// Fills a fault from a row. Objects the fault already held (a to-many read while it was a fault) stay held:
-    /// filling must not forget relationship targets (issue 18 rule 1); only to-ones the row no longer names go.
+    /// filling must not forget relationship targets (Rule 1); only to-ones the new row does not name go.
     package func fill(from row: RowSnapshot) {
         if heldObjects != nil {
             heldObjects!.pruneToOnes(row.values)
@@ -319,7 +319,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// Whether the object will be deleted at the next save.
     public var isDeleted: Bool { isDeletedFlag }
     /// Whether the object has unsaved changes to its persistent properties (and is neither inserted nor deleted).
-    /// A change to a transient attribute alone counts (issue 18 rule 3), though a save writes nothing for it.
+    /// A change to a transient attribute alone counts (Rule 3), though a save writes nothing for it.
     public var isUpdated: Bool { !isInsertedFlag && !isDeletedFlag && (transientsChanged || hasPersistentChanges) }
     /// Whether the object is inserted, deleted or updated.
     public var hasChanges: Bool { isInsertedFlag || isDeletedFlag || transientsChanged || hasPersistentChanges }

@@ -76,11 +76,11 @@ public struct ManagedObjectID: Hashable, Sendable {
     // IDs are hashed on every registry lookup, set insert and row-cache access: one word through a short mixer
     // (``wordHash(_:seed:)``) instead of a `Hasher` run.
     //
-    // Tried and taken back (issue 22 item 4): hashing the key's block of 16 into one group of 16 buckets, so that
-    // keys walked in order stay near each other in a table. A 1M-object fetch got 25 % faster, but linear probing
-    // then forms clusters 16 times as long: deleting keys in order (a chunk's objects going, a save's references
-    // given back) cost 6 times as much in a table of 20k IDs and 2.4 times in one of 3M, and the 10k import ran
-    // 11 % more instructions (Benchmarks/README.md, ninth round).
+    // Why each key is hashed on its own: hashing the key's block of 16 into one group of 16 buckets keeps keys
+    // walked in order near each other in a table (a 1M-object fetch is 25 % faster), but linear probing then
+    // forms clusters 16 times as long: deleting keys in order (a chunk's objects going, a save's references given
+    // back) costs 6 times as much in a table of 20k IDs and 2.4 times in one of 3M, and the 10k import runs 11 %
+    // more instructions (Benchmarks/README.md).
     public func _rawHashValue(seed: Int) -> Int {
         wordHash(hashWord, seed: seed)
     }

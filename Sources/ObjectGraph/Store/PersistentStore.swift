@@ -54,7 +54,7 @@ package struct StoreFetch {
     var limit: Int
     var offset: Int
     var idsOnly: Bool
-    /// Whether rows of the entity's sub-entities are included (`includesSubentities`, issue 21 item 1).
+    /// Whether rows of the entity's sub-entities are included (`includesSubentities`).
     var includesSubentities = true
 }
 
@@ -94,7 +94,7 @@ package struct SaveRequest {
     var locked: [(id: ManagedObjectID, version: Int64)] = []
     var author: String?
     var contextName: String?
-    /// Only compare versions (layer 1 and 2); write nothing. Used to find optimistic-locking conflicts before
+    /// Only compare versions (layer 1 and 2); write nothing. This finds optimistic-locking conflicts before
     /// uniqueness conflicts are resolved (semantics §1.3).
     var checkVersionsOnly = false
 
@@ -144,7 +144,7 @@ package protocol PersistentStore: AnyObject {
     /// Whether the store filters, sorts and limits `fetch` itself; otherwise the coordinator does it in memory.
     func canEvaluate(_ fetch: StoreFetch) -> Bool
     /// The rows of a fetch, each under the ID of its own entity (a sub-entity's rows when the fetch includes
-    /// them, issue 21 item 1).
+    /// them).
     func identifiedRows(_ fetch: StoreFetch) throws -> [(id: ManagedObjectID, row: RowSnapshot?)]
     /// `fetch` when the store can evaluate it (``canEvaluate(_:)``), else nil, as the entries a context's fetch
     /// takes (object IDs of this store, an entry with a row marked as holding the row-cache reference the

@@ -4,7 +4,7 @@
 /// The standard library hashes an `Int` with SipHash-1-3 (about 30 instructions and a call per hash), which
 /// protects tables keyed by untrusted input from collision flooding. Object IDs and object addresses are not
 /// untrusted input (primary keys are assigned by the store, addresses by the allocator), and an update of one
-/// object hashes an ID or an object about fifty times (callgrind, issue 7, fifth round). This is MurmurHash3's
+/// object hashes an ID or an object about fifty times. This is MurmurHash3's
 /// 64-bit finalizer over the word mixed with the table's seed: every bit of the input reaches the low bits that a
 /// `Set` or `Dictionary` uses as its bucket, so sequential keys and 16-byte-aligned addresses spread as well as
 /// with SipHash. The per-table seed is kept, so tables of different sizes still order their elements

@@ -379,7 +379,7 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
         case "name": context.name = value.isEmpty ? nil : value
         case "transactionAuthor": context.transactionAuthor = value.isEmpty ? nil : value
         case "queryGeneration":
-            // Issue 21 item 4: `.current` and nil replay; another context's token has no name in the trace.
+            // `.current` and nil replay; another context's token has no name in the trace.
             guard value != "token" else { throw ReplayError("a query generation token of another context cannot be replayed") }
             try context.setQueryGenerationFrom(value == "current" ? .current : nil)
         default: throw ReplayError("unknown context setting \(key)")

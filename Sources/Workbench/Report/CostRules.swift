@@ -1,4 +1,4 @@
-/// The Core Data behaviours a report's figures rest on, each with how sure we are of it (issue 18 rule 23; the
+/// The Core Data behaviours a report's figures rest on, each with how sure we are of it (the
 /// list and its sources: Docs/what-the-workbench-counts.md).
 public struct CostRule: Sendable, Equatable {
     /// How well a rule is known to match Apple's Core Data.
@@ -60,7 +60,7 @@ public struct CostRule: Sendable, Equatable {
 
     /// The rules a variant's figures rest on, in catalog order.
     static func applying(to scenario: Scenario) -> [String] {
-        // A frames-only viewer has no controller (issue 19 item 3).
+        // A frames-only viewer has no controller.
         let viewers = scenario.phases.flatMap(\.actors).compactMap { if case .viewer(let v) = $0, v.frames == .window { return v } else { return nil } }
         let children = [.nested, .viewChildren].contains(scenario.stack.topology) || scenario.phases.flatMap(\.actors).contains { if case .editor = $0 { return true } else { return false } }
         // A controller that tracks no change (no delegate, Docs/coredata-behaviour.md §5) evaluates none.

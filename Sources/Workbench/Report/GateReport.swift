@@ -1,6 +1,6 @@
 import Foundation
 
-/// What the CI gate (`ambar-bench check`, `make ci`) writes for a CI system (issue 20 item 19): a JUnit XML file,
+/// What the CI gate (`ambar-bench check`, `make ci`) writes for a CI system: a JUnit XML file,
 /// one test case per baseline variant, and a Markdown summary of what regressed, by how much, against which
 /// baseline and commit.
 public enum GateReport {

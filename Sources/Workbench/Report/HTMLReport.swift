@@ -74,7 +74,7 @@ enum HTMLReport {
         html += "</table>\n"
         if !failedThresholds.isEmpty { html += "<p class=\"bad\">\(failedThresholds.count) threshold(s) missed.</p>\n" }
 
-        // Issue 20 item 10: a figure a row and a variant a column, six variants a table, so that every column fits
+        // A figure a row and a variant a column, six variants a table, so that every column fits
         // the page (no scrolling, nothing hidden).
         html += "<h2>Variants side by side</h2>\n"
         let columns = CSVOutput.summaryColumns.filter { !["scenario", "repetition", "variant"].contains($0.0) }
@@ -225,7 +225,7 @@ enum HTMLReport {
         return html + "</table></div>\n"
     }
 
-    /// The Core Data behaviours the figures rest on, with their confidence (issue 18 rule 23).
+    /// The Core Data behaviours the figures rest on, with their confidence (Docs/what-the-workbench-counts.md).
     static func costRulesSection(_ results: [VariantResult]) -> String {
         let used = CostRule.catalog.filter { rule in results.contains { $0.costRules.contains(rule.id) } }
         guard !used.isEmpty else { return "" }
@@ -289,7 +289,7 @@ enum HTMLReport {
         return out
     }
 
-    /// Issue 20 item 8: the report opens with the variants ranked by the scenario's objective, a sentence each,
+    /// The report opens with the variants ranked by the scenario's objective, a sentence each,
     /// and flags every variant that lost acknowledged writes, promised or not.
     static func rankingSection(_ ranking: Ranking) -> String {
         guard !ranking.entries.isEmpty else { return "" }
@@ -351,7 +351,7 @@ enum HTMLReport {
     /// Percentile (x, as -log10(1 - p/100) so the tail spreads out) against milliseconds.
     static func curveChart(_ results: [VariantResult]) -> String {
         let w = 760.0, h = 240.0, left = 62.0, bottom = 24.0
-        // Issue 20 item 10: a percentile needs enough samples: p is drawn only where (1 - p/100) × n ≥ 1.
+        // A percentile needs enough samples: p is drawn only where (1 - p/100) × n ≥ 1.
         let curves = results.map { r in
             let n = r.value("mergeLatency", "count") ?? 0
             return r.mergeCurve.filter { $0.count == 2 && (1 - $0[0] / 100) * n >= 1 - 1e-9 }

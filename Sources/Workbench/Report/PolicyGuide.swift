@@ -1,6 +1,6 @@
 import Foundation
 
-/// The measured part of `Docs/choosing-a-merge-policy.md` (issue 20 item 13), generated from a run of
+/// The measured part of `Docs/choosing-a-merge-policy.md`, generated from a run of
 /// `Scenarios/policy-comparison.yaml` so that the page says what the shipped scenario and seed produce: a table of
 /// medians and ranges over the repetitions, the ranking by the scenario's objective (a place only where it holds in
 /// every repetition), and statements computed from the same figures. Everything between the two markers is this

@@ -1,6 +1,6 @@
 import Foundation
 
-/// One criterion of a scenario's `objective:` (issue 20 item 8): a metric statistic, lower (or higher) better.
+/// One criterion of a scenario's `objective:`: a metric statistic, lower (or higher) better.
 /// Criteria are compared in order: the second only breaks ties of the first, and so on.
 public struct ObjectiveCriterion: Sendable, Codable, Equatable {
     public var metric: String
@@ -66,7 +66,7 @@ public struct ObjectiveCriterion: Sendable, Codable, Equatable {
     }
 }
 
-/// The variants of one run ordered by the scenario's objective (issue 20 item 8). With repetitions, one variant
+/// The variants of one run ordered by the scenario's objective. With repetitions, one variant
 /// ranks above another only when it is ahead in every repetition (the same seeds, paired); otherwise the two share
 /// a place: a ranking only where it is stable.
 public struct Ranking: Sendable, Equatable {

@@ -26,7 +26,7 @@ public struct Manifest: Sendable, Codable, Equatable {
     /// Where the sweep's thresholds are first missed (Docs/scenarios.md "knee"), a sentence per edge.
     public func kneeSentences(_ results: [VariantResult]) -> [String] { knee?.sentences(results) ?? [] }
 
-    /// The variants ranked by the scenario's objective (issue 20 item 8).
+    /// The variants ranked by the scenario's objective.
     /// A partial variant (stopped by a signal) is not ranked: its figures cover part of its run.
     public func ranking(_ results: [VariantResult]) -> Ranking {
         Ranking.make(results.filter { $0.partial == nil }, objective: objective ?? ObjectiveCriterion.defaultObjective)
@@ -143,7 +143,7 @@ public enum ReportWriter {
         }
     }
 
-    /// A run folder written as the run goes (issue 20 item 6): a hidden staging folder that always holds a whole
+    /// A run folder written as the run goes: a hidden staging folder that always holds a whole
     /// report of the variants finished so far, moved into place when the run ends (or is interrupted).
     public final class RunFolder: @unchecked Sendable {  // the staging folder's files are touched under `lock` only
         public let final: URL
@@ -176,7 +176,7 @@ public enum ReportWriter {
             staging = folder.appendingPathComponent(".\(runID).partial", isDirectory: true)
             do {
                 try fm.createDirectory(at: staging, withIntermediateDirectories: true)
-                // Whose staging folder this is: a later run removes it once this process is gone (issue 20 item 7).
+                // Whose staging folder this is: a later run removes it once this process is gone.
                 try Data("\(getpid())\n".utf8).write(to: staging.appendingPathComponent(".owner"))
             } catch {
                 throw WorkbenchError(.badInput, "cannot write the report to \(final.path): \(error.localizedDescription)")

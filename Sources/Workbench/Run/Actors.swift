@@ -137,8 +137,8 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
         let chunks = (spec.objects + spec.chunkSize - 1) / spec.chunkSize
         let schedule = Schedule(rate: spec.rate, start: start)
         let deadline = duration.map { start + UInt64($0 * 1e9) }
-        // `reset: never`: one context for the whole import, saved and never reset (issue 19 item 5; issue 18 rule
-        // 1: what records and groups hold stays registered, and memory grows as in a Core Data import that never
+        // `reset: never`: one context for the whole import, saved and never reset (Rule 1:
+        // what records and groups hold stays registered, and memory grows as in a Core Data import that never
         // resets). `afterChunk`: a fresh context for each save, reset after it.
         var context: ManagedObjectContext? = nil
         let groups = spec.groups > 0 ? ImportGroups(count: spec.groups, parents: spec.groupParents, actor: name, entity: w.entity) : nil
@@ -155,14 +155,14 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                 if !pendingDeleteIDs.isEmpty { w.undelete(pendingDeleteIDs) }
                 break
             }
-            // Issue 20 item 5: a phase's duration caps it: no new chunk starts after it (a save begun is finished).
+            // A phase's duration caps it: no new chunk starts after it (a save begun is finished).
             if duration != nil, pending.isEmpty, pendingObjects == 0, !keepGoing() {
                 w.recorder.add("importerStoppedByDuration")
                 break
             }
             let intended = schedule.intended(k)
             if let deadline, intended > deadline {
-                // A chunk due after the phase's end does not start (issue 20 item 5), and the chunks of a save begun
+                // A chunk due after the phase's end does not start, and the chunks of a save begun
                 // (`saveEvery`) follow at once instead of at their rate, so the save is finished without holding
                 // the phase open (found by the scenario fuzz: a 0.001/s importer saving every 2 chunks kept a 1 s
                 // phase going for 1,000 s).
@@ -287,7 +287,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
     }
 }
 
-/// An importer's groups (issue 19 item 6): `count` objects of the destination of the entity's first to-one
+/// An importer's groups: `count` objects of the destination of the entity's first to-one
 /// relationship, named after the actor, that new records are linked to by key (`key % count`); with `parents`,
 /// the groups hang in turn under that many objects of the group entity's own to-one destination (the classic
 /// 1 → 1,000 → 1,000,000 graph). A context that lives for the whole import keeps them (and, through their to-many
@@ -416,7 +416,7 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
                         w.main.mark(.save)
                         let objects = intendedByID.sorted(by: { ($0.key.primaryKey ?? 0) < ($1.key.primaryKey ?? 0) })
                             .compactMap { id, intended in view.registeredObject(for: id).map { ($0, intended) } }
-                        // The view's changes are what its save writes (issue 20 item 12): the editor's push
+                        // The view's changes are what its save writes: the editor's push
                         // changed nothing in it where the view already held the value.
                         let viewChanged = w.stack.committedContext == nil ? w.changedFields(objects.map(\.0)) : [:]
                         try w.saveCounting(view, role: "view")
@@ -601,10 +601,10 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             }
             let committed = Clock.now()
             w.recorder.saveLatency("batch").record(nanoseconds: committed - intended)
-            // Issue 19 item 2: without a view context (headless) nothing merges.
+            // Without a view context (headless) nothing merges.
             guard spec.mergeBy == .ids, !changes.isEmpty, w.stack.topology.hasViewContext else { return acted }
             // Semantics §6: batch results reach contexts only by merging their IDs, with the call Apple recommends
-            // for them, which refreshes updated objects past the row cache (§3.4, issue 18 rule 15).
+            // for them, which refreshes updated objects past the row cache (§3.4, Rule 15).
             let view = w.stack.viewContext
             let main = w.main, recorder = w.recorder
             let merged = changes
@@ -647,7 +647,7 @@ extension RunRecorder {
     }
 }
 
-/// Opens the store with the model's next version, which migrates it in place (issue 21 item 8): the time it takes
+/// Opens the store with the model's next version, which migrates it in place: the time it takes
 /// (virtual in simulated mode: `rowMigrated` per row copied) and the rows it copied.
 final class MigratorActor: WorkloadActor, @unchecked Sendable {  // state used on its own thread
     let name: String

@@ -1,7 +1,7 @@
 import CSQLite
 import Foundation
 
-/// Issue 20 item 11: a variant's write events, kept on disk rather than in memory. Events are buffered a few
+/// A variant's write events, kept on disk rather than in memory. Events are buffered a few
 /// thousand at a time and appended to a SQLite table in the variant's temporary folder (removed with it); the
 /// oracle reads them back in key order, one key's history at a time, and events.jsonl gets a bounded part of
 /// them (``kept(findingKeys:limit:)``). Without a folder (tests that build a recorder by hand) the events stay

@@ -16,7 +16,7 @@ public enum MetricCatalog {
         "rowCacheMisses", "operations",
         // Simulated mode (Docs/simulation.md).
         "mainBlocked", "mainStall", "mainBlocks", "framesMissed", "runTime", "costedOperations", "costedTime", "frames", "wallSeconds", "frcObjects", "importerRegisteredObjects", "refetches", "importerStoppedByDuration", "migrationTime", "rowsMigrated",
-        // Issue 21 item 4: the store's write-ahead log, which a pinned query generation keeps from being checkpointed.
+        // The store's write-ahead log, which a pinned query generation keeps from being checkpointed.
         "walSize",
         // Everyday workloads (Docs/scenarios.md): the fetcher's fetches and the objects they returned, by context;
         // each controller's changes when a phase has several viewers; actors a phase's duration stopped.

@@ -47,7 +47,7 @@ enum Oracle {
         return checker.finish(viewValues: viewValues, viewRows: finalRows.filter { viewValues[$0.key] != nil }, duplicates: duplicates, readOnlySaves: readOnlySaves)
     }
 
-    /// Issue 20 item 11: the oracle as one pass over the keys in ascending order, each key's events with its final
+    /// The oracle as one pass over the keys in ascending order, each key's events with its final
     /// row, keeping counts and the capped findings only, so that a run's whole history and store never need to be
     /// in memory at once.
     struct Checker {
@@ -55,7 +55,7 @@ enum Oracle {
         let batchTouched: Set<Int64>
         private var findings: [OracleReport.Finding] = []
         private var lost = 0, promised = 0, mismatches = 0, unknown = 0
-        // Issue 20 item 9: why a record could not be checked.
+        // Why a record could not be checked.
         private var unknownBatch = 0, unknownNewer = 0
         // Each policy's promises, decided once per name (a registered policy is made by its package's closure).
         private var promises: [String: (losses: Bool, overwrites: Bool)] = [:]
@@ -122,7 +122,7 @@ enum Oracle {
             }
             // At one version, writes come before observations: a save whose own changes the policy dropped
             // still records the row it saw, which another save wrote at that same version.
-            // Issue 20 item 12: a write is a field its save changed (``WriteEvent/isWrite``), decided when the save
+            // A write is a field its save changed (``WriteEvent/isWrite``), decided when the save
             // was made, never by comparing values: a field set to the value already there is an observation.
             let ordered = keyEvents.filter { $0.version >= 0 }.sorted {
                 ($0.version, $0.isWrite ? 0 : 1, $0.time) < ($1.version, $1.isWrite ? 0 : 1, $1.time)
@@ -156,7 +156,7 @@ enum Oracle {
                             add(.init(kind: "promisedLoss", key: key, field: field, detail: "\(e.actor) wrote \(intended); \(winner.actor)'s later write \(e.committed) replaced it in the same save"))
                         } else if e.committed != intended, Self.replacedAfterHeld(e, intended: intended, in: ordered) {
                             // The row held this value before the save committed, and another actor's later save
-                            // changed it: no longer a change of this save, its policy took the newer value
+                            // changed it: not a change of this save, its policy took the newer value
                             // (Docs/coredata-behaviour.md §1.5). A write replaced by a later one, not lost.
                         } else if e.committed != intended {
                             // The save committed, yet its own write is not what it committed: its policy chose

@@ -26,7 +26,7 @@ public final class RunRecorder: Sendable {
     /// Contexts whose save met the store and failed, keeping their changes (``saveCountingFailure(_:role:)``):
     /// what they still hold at the end never reached the store.
     private let refusedKeepers = Mutex<[ObjectIdentifier: ManagedObjectContext]>([:])
-    /// Issue 20 item 11: the write events, on disk in `eventDirectory` (in memory without one).
+    /// The write events, on disk in `eventDirectory` (in memory without one).
     let events: EventLog
 
     init(eventDirectory: URL? = nil) {
@@ -119,7 +119,7 @@ public struct WriteEvent: Sendable, Codable, Equatable {
     public var time: UInt64
     /// The scheduler's step when the save returned (simulated mode): `ambar-bench replay --until` it.
     public var step: Int? = nil
-    /// Issue 20 item 12: false when the actor set this field to the value its context already held, so that its
+    /// False when the actor set this field to the value its context already held, so that its
     /// save did not change it (an observation, not a write); nil otherwise (and in events recorded before).
     public var changed: Bool? = nil
     /// True for a delete: the actor's committed save deleted the record (`field` is "", `committed` is
@@ -129,7 +129,7 @@ public struct WriteEvent: Sendable, Codable, Equatable {
     /// What a delete event commits.
     public static let deletedValue = "<deleted>"
 
-    /// Whether this event is a write of the field by its save (issue 20 item 12: decided by the save's changes,
+    /// Whether this event is a write of the field by its save (decided by the save's changes,
     /// not by comparing values).
     public var isWrite: Bool { intended != nil && changed != false && deleted != true }
 }

@@ -33,9 +33,9 @@ public struct VariantResult: Sendable, Codable {
     /// The Core Data behaviours (``CostRule`` ids) this variant's figures rest on.
     public var costRules: [String] = []
     /// The operation history events.jsonl keeps (not written to results.json): at most ``EventHistory/limit``
-    /// events (issue 20 item 11).
+    /// events.
     public var events: [WriteEvent] = []
-    /// Issue 20 item 11: how many events the run recorded and how many events.jsonl keeps (nil in results
+    /// How many events the run recorded and how many events.jsonl keeps (nil in results
     /// written before).
     public var eventHistory: EventHistory?
     /// Real mode with ``VariantRunner/countsMainQueueOperations``: each main-queue block's operation counts (by
@@ -56,7 +56,7 @@ public struct VariantResult: Sendable, Codable {
     }
 }
 
-/// Issue 20 item 11: what events.jsonl holds of a variant's write events. The oracle checks every event it
+/// What events.jsonl holds of a variant's write events. The oracle checks every event it
 /// recorded (kept on disk while it runs); the file keeps every event of the records with findings, then the
 /// others in record-key order, `limit` in all, so that its size does not grow with the run.
 public struct EventHistory: Sendable, Codable, Equatable {
@@ -122,7 +122,7 @@ public struct VariantRunner {
     let tracer: (@Sendable (TraceRecord) -> Void)?
     /// Real mode: count each main-queue block's operations (``VariantResult/mainBlockSamples``), for calibration.
     public var countsMainQueueOperations = false
-    /// Issue 20 item 11: the most events of a variant events.jsonl keeps (the oracle checks every one).
+    /// The most events of a variant events.jsonl keeps (the oracle checks every one).
     public var eventsKept = EventHistory.defaultLimit
     /// Told of the variant's operation trace when one is asked for (simulated mode; Docs/calibration.md).
     public var operationTrace: (@Sendable (TraceHeader, [OperationRecord]) -> Void)?
@@ -325,13 +325,13 @@ public struct VariantRunner {
         defer { ticker?.stop() }
         // Where a stop (Ctrl-C) ended the variant.
         var stoppedIn: String?
-        // Issue 19 item 2: a stack without a view context queues nothing on the main queue; the harness does not either.
+        // A stack without a view context queues nothing on the main queue; the harness does not either.
         func drainMain() { if stack.topology.hasViewContext { main.drain() } }
         let samples = Mutex<[TimeSample]>([])
         let currentPhase = Mutex("setup")
         let stopSampling = Atomic<Bool>(false)
         let view = stack.viewContext
-        // Issue 21 item 4: the -wal file's largest size, sampled with memory (a pinned query generation keeps
+        // The -wal file's largest size, sampled with memory (a pinned query generation keeps
         // SQLite from checkpointing the log past it, so it grows with every commit made meanwhile).
         // An in-memory store has no file and no log: no sampling, and no walSize row (absent, not zero).
         let inMemory = scenario.stack.store == .inMemory
@@ -512,7 +512,7 @@ public struct VariantRunner {
         stopSampling.store(true, ordering: .relaxed)
         (threadAllocated, threadFreed) = threadTotals.withLock { $0 }
 
-        // After a migration the store is the next version's (issue 21 item 8).
+        // After a migration the store is the next version's.
         let verifyModel = migrators.compactMap { $0.migrated.withLock { $0 } }.last ?? model
         var viewValues: [Int64: [String: String]] = [:]
         var viewRegistered = 0, viewKeptIDChanges = 0
@@ -551,8 +551,8 @@ public struct VariantRunner {
         let recorderState = recorder.state.withLock { $0 }
         let readOnlySaves = (stack.ambar?.counters.readOnlySavesReachedStore ?? 0) + (recorderState.counters["readOnlySavesReachedStore"] ?? 0)
         // The oracle's reads are the harness's, not the app's: in a simulation they run on a thread of their own,
-        // outside it, so that no figure of the run counts them (issue 20 item 11: their shape no longer matches one
-        // fetch of every row).
+        // outside it, so that no figure of the run counts them (they stream the keys, so their
+        // shape is not one fetch of every row).
         // The oracle's coordinator and context may be let go on a dispatch thread after it returns: the next
         // variant's memory baseline waits for them too.
         let oracleObjects = Mutex<[WatchedObject]>([])
@@ -566,7 +566,7 @@ public struct VariantRunner {
             }
         }
         let (oracle, keptEvents): (OracleReport, [WriteEvent]) = try Self.outsideSimulation {
-            // Final state for the oracle (issue 20 item 11: streamed, never every row or event at once): the keys with
+            // Final state for the oracle (streamed, never every row or event at once): the keys with
             // events in ascending order, a thousand at a time, each with its row read through a fresh coordinator;
             // duplicates and batch-touched rows by queries of the store; what the view shows from the view context.
             if !inMemory { try verifier.addPersistentStore(type: .sqlite, at: storeURL) }
@@ -615,7 +615,7 @@ public struct VariantRunner {
             } else if let idKey = workload.idKey, let slot = workload.entity.slotIndex(of: idKey) {
                 let store = try SQLiteFile(path: storeURL.path, readOnly: true)
                 let table = workload.entity.tableName, column = workload.entity.columnName(forSlot: slot)
-                // Issue 21 item 1: a sub-entity's table is its hierarchy's; only the workload entity's rows count.
+                // A sub-entity's table is its hierarchy's; only the workload entity's rows count.
                 let rows = workload.entity.entityCondition(alias: table, includesSubentities: true).map { " AND \($0)" } ?? ""
                 try store.query("SELECT \(column) FROM \(table) WHERE \(column) IS NOT NULL\(rows) GROUP BY \(column) HAVING COUNT(*) > 1 ORDER BY \(column)") { row in
                     if let id = row.int(0) { duplicates.append(id) }
@@ -640,7 +640,7 @@ public struct VariantRunner {
             }
             try checkPending()
             let report = checker.finish(viewValues: viewValues, viewRows: try rows(viewValues.keys.sorted()), duplicates: duplicates, readOnlySaves: readOnlySaves)
-            // Issue 20 item 11: events.jsonl keeps a bounded part of the history, and says which.
+            // events.jsonl keeps a bounded part of the history, and says which.
             return (report, try recorder.events.kept(findingKeys: report.findings.map(\.key), limit: eventsKept))
         }
         let eventHistory = EventHistory(recorded: recorder.events.count, kept: keptEvents.count, limit: eventsKept)
@@ -648,7 +648,7 @@ public struct VariantRunner {
         if let failure = recorder.events.failure { notes.append("the event log failed, the oracle may have missed events: \(failure)") }
         let viewCounters = view.performAndWait { view.counters }
         let coordinatorCounters = stack.coordinators.map { ($0.0, $0.1.counters) }
-        // The controller's size (issue 18 rule 23): what it holds, not what a frame reads.
+        // The controller's size (Rule 23): what it holds, not what a frame reads.
         // A frames-only viewer has no controller, so no size.
         // Each controller's size, changes and largest size; the unlabelled figures are their sums (one viewer: its own).
         let controllerSizes = viewers.compactMap { v in v.controller.map { c in view.performAndWait { (c.objectCount, v.peakObjects, v.changes) } } }
@@ -676,7 +676,7 @@ public struct VariantRunner {
         if recorderState.importNanos > 0 {
             rows.append(MetricRow("importThroughput", "value", (Double(recorderState.objectsImported) / (Double(recorderState.importNanos) / 1e9)).rounded(), "objects/s"))
         }
-        // Issue 21 item 8: the migration's time (virtual in simulated mode); `rowsMigrated` is a counter.
+        // The migration's time (virtual in simulated mode); `rowsMigrated` is a counter.
         if let nanos = recorderState.counters["migrationNanos"] {
             rows.append(MetricRow("migrationTime", "value", Double(nanos) / 1e6, "ms"))
         }
@@ -755,7 +755,7 @@ public struct VariantRunner {
             rows.append(MetricRow("runTime", "value", runSeconds, "s"))
         } else {
             // Real mode: the main queue's wall time over every block, to set beside a simulated run, and its
-            // longest block of any kind (issue 19 item 9).
+            // longest block of any kind.
             rows.append(MetricRow("mainBusy", "total", Double(mainState.busyNanos) / 1e6, "ms"))
             if let longest = main.stats.blocks.rows("mainStall").first(where: { $0.statistic == "max" }) { rows.append(longest) }
             for kind in MainBlockKind.allCases {
@@ -812,9 +812,9 @@ public struct VariantRunner {
     }
 }
 
-/// The viewer (workbench.md `viewer`; issue 18 rule 23): a fetched results controller on the view context over
+/// The viewer (workbench.md `viewer`; Rule 23): a fetched results controller on the view context over
 /// `viewer.request` (by default every object of the entity, in batches of 20, as an app's list), whose window of
-/// `window` objects every frame reads. The window starts at the top and, with `scroll` (issue 19 item 3), moves
+/// `window` objects every frame reads. The window starts at the top and, with `scroll`, moves
 /// down the results at that many rows per second of the run's clock (virtual in simulated mode), wrapping to the
 /// top after the last row, as a list scrolled over and over. With `frames: only` there is no controller: the
 /// frames run on the main queue and read nothing. With `tracksChanges: false` the controller has no delegate: it
@@ -845,7 +845,7 @@ final class ViewerState: FetchedResultsControllerDelegate, @unchecked Sendable {
 
     static func start(_ spec: ActorSpec.Viewer, index: Int, workload: Workload) throws -> ViewerState {
         let state = ViewerState(spec: spec, index: index, workload: workload)
-        // Issue 19 item 3: frames only, nothing fetched and nothing on screen.
+        // Frames only, nothing fetched and nothing on screen.
         guard spec.frames == .window else {
             workload.setWindow(index, [])
             return state

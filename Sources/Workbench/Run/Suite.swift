@@ -108,7 +108,7 @@ public struct Suite {
                 for r in results { events["\(r.variant)#\(r.repetition)"] = r.events }
                 return events
             }
-            // Issue 20 item 6: the run folder is written as each variant finishes, so a failure or an interruption
+            // The run folder is written as each variant finishes, so a failure or an interruption
             // keeps every finished variant.
             let runFolder = try ReportWriter.RunFolder(manifest: manifest([]), reportsRoot: options.reportsRoot)
             runFolder.keep = options.keep
@@ -199,7 +199,7 @@ public struct Suite {
         return id
     }
 
-    /// Issue 20 item 7: what a killed run left behind: its temporary store folders (`ambar-bench-<pid>-…`) and its
+    /// What a killed run left behind: its temporary store folders (`ambar-bench-<pid>-…`) and its
     /// report's staging folder (`.<run>.partial`, owned by the pid in its `.owner` file), once that process is gone.
     /// Returns how many folders it removed.
     @discardableResult
@@ -253,7 +253,7 @@ public struct Suite {
             if let existing = manifest, existing.scenario != m.scenario {
                 throw WorkbenchError(.badInput, "\(folder.path) is a run of \(m.scenario), not \(existing.scenario)")
             }
-            // Issue 20 item 4: shards of one run only: the same scenario text, overrides and seed, each variant once.
+            // Shards of one run only: the same scenario text, overrides and seed, each variant once.
             if let existing = manifest, existing.resolvedScenario != m.resolvedScenario || existing.overrides != m.overrides || existing.seed != m.seed {
                 throw WorkbenchError(.badInput, "\(folder.path) ran \(m.scenario) with another scenario file, overrides or seed (seed \(m.seed), not \(existing.seed)): shards to merge come from one command")
             }

@@ -34,7 +34,7 @@ public final class WorkbenchStack: @unchecked Sendable {  // closures are called
     /// context whose save takes them to the store (the private writer, the view context, the root). Conflicts
     /// are settled by that policy, not the pushing context's, so the oracle holds the pushed writes to it.
     var committingPolicy: PolicyName?
-    /// Issue 20 item 12: whether the save that meets the store is observed (nested: the private writer's), so
+    /// Whether the save that meets the store is observed (nested: the private writer's), so
     /// that each change it carries is attributed to the actor whose push made it.
     var observesRootSave = false
     /// Set by the workload when `observesRootSave`: saves the root (the closure given) and records its events.
@@ -82,7 +82,7 @@ public struct TopologyBuilder {
         if let view = scenario.stack.mergePolicy { names["view"] = view }
         names.merge(scenario.stack.policies) { _, new in new }
         let rule: MergePolicy.DeletedElsewhereRule = scenario.stack.objectTrumpDeletedElsewhere == "resurrect" ? .resurrect : .delete
-        // A built-in policy, or one a package registered (issue 19 item 8); the loader checked the name.
+        // A built-in policy, or one a package registered; the loader checked the name.
         return Registry.policy(named: names[role] ?? "error", deletedElsewhere: rule) ?? MergePolicy(type: .error, deletedElsewhere: rule)
     }
 
@@ -252,7 +252,7 @@ public struct TopologyBuilder {
             }
             readOnlyThroughCommittingContext(writer, of: stack)
         case .viewChildren:
-            // Issue 19 item 1: Apple's container (the view context on the one coordinator) with every background
+            // Apple's container (the view context on the one coordinator) with every background
             // context a child of the view context. Semantics §2.2: a child's save is pushed into the view context
             // on the main queue, and only the view context's own save, also on the main queue, reaches the store.
             let coordinator = try self.coordinator("viewChildren")
@@ -289,7 +289,7 @@ public struct TopologyBuilder {
             }
             readOnlyThroughCommittingContext(view, of: stack)
         case .privateRoot:
-            // Issue 19 item 1: the hybrid of CoreStore and DATAStack: a private root saving context on the
+            // The hybrid of CoreStore and DATAStack: a private root saving context on the
             // coordinator, the main-queue view context its child, and background contexts its other children.
             // Their saves push into the root on the root's queue; the root saves to the store there. Semantics
             // §3.3: a child context with automaticallyMergesChangesFromParent merges its parent's saves on its own
@@ -323,7 +323,7 @@ public struct TopologyBuilder {
             }
             readOnlyThroughCommittingContext(root, of: stack)
         case .headless:
-            // Issue 19 item 2: a command-line import: no view context, nothing merges on a main queue. The stack's
+            // A command-line import: no view context, nothing merges on a main queue. The stack's
             // `viewContext` is a private-queue context on the coordinator that nothing merges into and nothing is
             // a child of (the loader refuses viewers and editors), so the harness's own reads (the oracle's) stay
             // off the main queue.
@@ -353,7 +353,7 @@ public struct TopologyBuilder {
             let viewPolicy = policy("view")
             stack.setViewReadOnly = { readOnly in view.performAndWait { view.mergePolicy = readOnly ? .rollback : viewPolicy } }
         }
-        // Issue 18 rule 24: a child's save pushed into the view context is main-queue work of its own kind.
+        // A child's save pushed into the view context is main-queue work of its own kind.
         let main = self.main
         if kind.hasViewContext { stack.viewContext.performAndWait {
             stack.viewContext.childPushHook = { _ in main.mark(.push) }
@@ -361,7 +361,7 @@ public struct TopologyBuilder {
             stack.viewContext.childReadHook = { main.mark(.fetch) }
         } }
         for (_, coordinator) in stack.coordinators { coordinator.connectionPoolSize = scenario.stack.connectionPool }
-        // Issue 19 item 7: the view context learns of background saves only when the scenario says so.
+        // The view context learns of background saves only when the scenario says so.
         if scenario.stack.merge != .didSave {
             if let ambar = stack.ambar {
                 ambar.shouldMergeIncomingSavedObjects = false
@@ -374,7 +374,7 @@ public struct TopologyBuilder {
         if let external { stack.makeWriter = { self.context(external, role: "writer") } }
         stack.policies = resolvedPolicies
         if scenario.stack.pinViewGeneration {
-            // Issue 21 item 4: the view context reads one generation of the store until a merge, save or reset.
+            // The view context reads one generation of the store until a merge, save or reset.
             let view = stack.viewContext
             do { try view.performAndWait { try view.setQueryGenerationFrom(.current) } } catch {
                 throw WorkbenchError(.badInput, "stack.pinViewGeneration: \(error)")

@@ -330,7 +330,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         }
     }
 
-    /// Issue 20 item 12: the fields of each object that its context will write when it saves, read before the
+    /// The fields of each object that its context will write when it saves, read before the
     /// save. A field set to the value the context already held is no change (semantics §1.1: a save writes changed
     /// properties only), and an object with none writes no row version: what its actor "wrote" was already there.
     func changedFields(_ objects: [ManagedObject]) -> [ManagedObjectID: Set<String>] {
@@ -344,7 +344,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
 
     /// Write events for objects after a committed save: committed values are the saved snapshot.
     /// - Parameter changed: the fields each object's save changed (``changedFields(_:)``, read before the save).
-    ///   Issue 20 item 12: writes are decided by which save produced which row version, not by values: an object
+    ///   Writes are decided by which save produced which row version, not by values: an object
     ///   whose save changed nothing records nothing (its version is another save's), and a field its actor set to
     ///   the value already there is recorded with `changed: false`, an observation rather than a write.
     func events(_ objects: [(ManagedObject, [String: String])], actor: String, role: String, policy: String? = nil,
@@ -400,7 +400,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         }
     }
 
-    // MARK: Issue 20 item 12: changes pushed through a stack of parents, attributed at the save that meets the store
+    // MARK: Changes pushed through a stack of parents, attributed at the save that meets the store
 
     /// One actor's change of one field, pushed into a parent and not yet in a save that met the store.
     struct PushedChange {

@@ -1,8 +1,8 @@
 import ObjectGraph
 import Synchronization
 
-/// Merge policies and models a package using the workbench as a library registers under names its scenarios use
-/// (issue 19 item 8): `stack.mergePolicy: lastWriterWins`, `model: shop`.
+/// Merge policies and models a package using the workbench as a library registers under names its scenarios use:
+/// `stack.mergePolicy: lastWriterWins`, `model: shop`.
 ///
 /// ```swift
 /// import Workbench

@@ -15,7 +15,7 @@ public struct Scenario: Sendable, Codable, Equatable {
     public var stack: StackSpec
     public var phases: [Phase]
     public var thresholds: [Threshold]
-    /// What "best" means for this scenario's report: criteria compared in order (`objective:`, issue 20 item 8).
+    /// What "best" means for this scenario's report: criteria compared in order (`objective:`).
     public var objective: [ObjectiveCriterion] = ObjectiveCriterion.defaultObjective
     /// Where a sweep's thresholds are first missed, said in a sentence (`knee:`); nil: the report says nothing.
     public var knee: Knee? = nil
@@ -46,7 +46,7 @@ public struct ModelSpec: Sendable, Codable, Equatable {
     public var fields: [String]
     /// Attribute the viewer sorts by.
     public var sortKey: String
-    /// How the importer generates values, by attribute (issue 19 item 4): string lengths, number ranges. Attributes
+    /// How the importer generates values, by attribute: string lengths, number ranges. Attributes
     /// named here are set on every new record, beside `fields`.
     public var values: [String: ValueSpec] = [:]
 }
@@ -93,12 +93,12 @@ extension Scenario {
 /// The stack topologies (workbench.md): each a small type behind ``Topology``.
 public enum TopologyKind: String, Sendable, Codable, CaseIterable {
     case ambar, ambar8, ambar7, container, nested, history
-    /// Issue 19 item 1: Apple's container with background contexts as children of the view context.
+    /// Apple's container with background contexts as children of the view context.
     case viewChildren
-    /// Issue 19 item 1: a private root saving context, the view context and background contexts its children
+    /// A private root saving context, the view context and background contexts its children
     /// (CoreStore's and DATAStack's shape).
     case privateRoot
-    /// Issue 19 item 2: no view context at all (a command-line import).
+    /// No view context at all (a command-line import).
     case headless
 
     /// Whether the stack has a main-queue view context (a viewer or an editor needs one).
@@ -127,9 +127,9 @@ public struct StackSpec: Sendable, Codable, Equatable {
     public var connectionPool: Int = PersistentStoreCoordinator.defaultConnectionPoolSize
     /// Ambar topologies: where each smart merge's ID sets are freed (nil: Core Data's place, the merging queue).
     public var mergeRelease: AmbarMergeRelease? = nil
-    /// How the view context learns of background saves (issue 19 item 7).
+    /// How the view context learns of background saves.
     public var merge: MergeMode = .didSave
-    /// Pins the view context to a query generation (issue 21 item 4, semantics §3.7): `setQueryGenerationFrom(.current)`
+    /// Pins the view context to a query generation (semantics §3.7): `setQueryGenerationFrom(.current)`
     /// before the first phase. Its reads keep one snapshot until a merge, save or reset advances it, and SQLite
     /// cannot checkpoint the WAL past it meanwhile (`walSize.peak` shows the cost).
     public var pinViewGeneration: Bool = false
@@ -246,7 +246,7 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         public var saveParents = true
     }
 
-    /// Opens the store with the model's next version, which migrates it (issue 21 item 8): alone in the last
+    /// Opens the store with the model's next version, which migrates it: alone in the last
     /// phase before `verify`.
     public struct Migrator: Sendable, Codable, Equatable {
         /// The next version's entities (renamed ones carry `renamingIdentifier`).
@@ -264,7 +264,7 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         public var parallel: Int
         /// Chunks per second, or unlimited.
         public var rate: Rate
-        /// The importing context's lifetime (issue 19 item 5).
+        /// The importing context's lifetime.
         public var reset: ImportReset = .afterChunk
         /// Chunks per save: the context saves after every `saveEvery` chunks and after the last.
         public var saveEvery: Int = 1
@@ -286,14 +286,14 @@ public enum ActorSpec: Sendable, Codable, Equatable {
         public var visibleObjects: Int
         public var readOnly: Bool
         public var frameRate: Int
-        /// What the viewer's fetched results controller holds (issue 18 rule 23).
+        /// What the viewer's fetched results controller holds (Rule 23).
         public var request: ViewerRequest
         /// Rows a frame reads: the first `window` objects of the controller.
         public var window: Int
         /// How the controller evaluates the changes merged into its context.
         public var frc: ControllerEvaluation
         /// Rows per second the window moves through the controller's results, wrapping to the top at the end;
-        /// 0 for a still window (issue 19 item 3).
+        /// 0 for a still window.
         public var scroll: Double = 0
         /// What a frame does: read the window, or nothing at all (a main queue that only draws frames).
         public var frames: ViewerFrames = .window
@@ -340,7 +340,7 @@ public struct Threshold: Sendable, Codable, Equatable {
     /// Absolute limit (ms for latencies, counts, ratios).
     public var limit: Double
     /// False for a limit a sweep reports against (where a capacity sweep's knee is): missing it is a finding,
-    /// not a failure (issue 20 item 15).
+    /// not a failure.
     public var fails: Bool = true
 }
 
@@ -360,7 +360,7 @@ public struct ViewerRequest: Sendable, Codable, Equatable {
     public init() {}
 }
 
-/// What a viewer's frames do (workbench `viewer.frames`, issue 19 item 3).
+/// What a viewer's frames do (workbench `viewer.frames`).
 public enum ViewerFrames: String, Sendable, Codable, CaseIterable {
     /// Each frame reads every field of the window's objects from the viewer's controller.
     case window

@@ -18,7 +18,7 @@ public enum ScenarioLoader {
         try load(text: try readScenarioText(file), file: file, overrides: overrides)
     }
 
-    /// The largest scenario file read (issue 20 item 3): scenarios are small; a bigger file is refused unread.
+    /// The largest scenario file read: scenarios are small; a bigger file is refused unread.
     public static let maximumFileBytes = 1 << 20
 
     /// A scenario file's text (or, as `what` says, another YAML file's: an evidence entry, the evidence plan), or
@@ -400,7 +400,7 @@ struct Reader {
         try refuseViewActors(phaseNodes, topology: stack.topology)
         try refuseSQLiteOnlyActors(phaseNodes, store: stack.store)
         try refuseUnsavedParents(phaseNodes, topology: stack.topology)
-        // Issue 21 item 8: a migrator changes the model under every context: it runs alone, in the last phase.
+        // A migrator changes the model under every context: it runs alone, in the last phase.
         for (i, p) in phases.enumerated() where p.actors.contains(where: { if case .migrator = $0 { return true } else { return false } }) {
             let later = phases[(i + 1)...].contains { $0.kind != .verify && !$0.actors.isEmpty }
             if p.actors.count > 1 || later {
@@ -424,7 +424,7 @@ struct Reader {
         return scenario
     }
 
-    /// A model a package registered under `name` (issue 19 item 8): its first entity, fields from its attributes.
+    /// A model a package registered under `name`: its first entity, fields from its attributes.
     func useRegisteredModel(_ name: String, at node: Node, in spec: inout ModelSpec) throws {
         guard let registered = Registry.model(named: name), let first = registered.entities.first else {
             throw fail(node, "expected a model name (\(Registry.modelNames.joined(separator: ", "))) or a mapping with entities, found '\(name)'")
@@ -440,7 +440,7 @@ struct Reader {
         guard let node else { return spec }
         if case .scalar(let s, _) = node.tree {
             if s == "workload" { return spec }
-            // A model a package registered under a name (issue 19 item 8): its first entity, the defaults below.
+            // A model a package registered under a name: its first entity, the defaults below.
             try useRegisteredModel(s, at: node, in: &spec)
         } else {
             _ = try keys(node, ScenarioKeys.model)
@@ -469,7 +469,7 @@ struct Reader {
         guard let entity = file.entities.first(where: { $0.name == spec.entity }) else {
             throw fail(child(node, "entity") ?? node, "no entity named '\(spec.entity)' in the model")
         }
-        // Issue 21 item 1: the workload inserts objects of the entity, so it cannot be abstract; its attributes
+        // The workload inserts objects of the entity, so it cannot be abstract; its attributes
         // include those it inherits (the model checked that the parents exist and form no cycle).
         if entity.abstract == true {
             throw fail(child(node, "entity") ?? node, "'\(spec.entity)' is abstract: the workload inserts its objects; name one of its sub-entities")
@@ -477,7 +477,7 @@ struct Reader {
         let entityAttributes = file.allAttributes(of: spec.entity)
         let attributes = Dictionary(entityAttributes.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
         let integers: Set<AttributeType> = [.integer16, .integer32, .integer64]
-        // Issue 19 item 4: an entity need not have an integer id. Without `idKey`, `id` is used when it is an
+        // An entity need not have an integer id. Without `idKey`, `id` is used when it is an
         // integer attribute; otherwise the records have no number.
         if let n = child(node, "idKey") {
             let key = try string(n)
@@ -578,7 +578,7 @@ struct Reader {
     func viewerRequest(_ node: Node, model: ModelSpec, checksKeys: Bool = true) throws -> ViewerRequest {
         if checksKeys { _ = try keys(node, ScenarioKeys.request) }
         let file = model.entities ?? ScenarioLoader.workloadModel
-        let attributes = Set(file.allAttributes(of: model.entity).map(\.name))  // inherited ones too (issue 21 item 1)
+        let attributes = Set(file.allAttributes(of: model.entity).map(\.name))  // inherited ones too
         let properties = attributes.union(file.allRelationships(of: model.entity).map(\.name))
         var request = ViewerRequest()
         if let n = child(node, "predicate") {
@@ -748,7 +748,7 @@ struct Reader {
     }
 
     func phase(_ node: Node, model: ModelSpec) throws -> Phase {
-        // Issue 20 item 3: `-p phases.run.viewr.visibleObjects` names an actor of the phase: suggest the phase's
+        // `-p phases.run.viewr.visibleObjects` names an actor of the phase: suggest the phase's
         // actors, not its own keys.
         let phaseKeys = ScenarioKeys.phase.keyNames
         if case .map(let pairs, _) = node.tree, let unknown = pairs.first(where: { !phaseKeys.contains($0.key) }) {
@@ -827,7 +827,7 @@ struct Reader {
         func checkKeys() throws { _ = try keys(settings, table()) }
         func integer(_ key: String) -> (Node) throws -> Int { { try int($0, table()[key]) } }
         func number(_ key: String) -> (Node) throws -> Double { { try double($0, table()[key]) } }
-        // Issue 19 item 4: actors that pick records by number need the entity's integer id.
+        // Actors that pick records by number need the entity's integer id.
         func needsID(_ what: String) throws {
             guard model.idKey == nil else { return }
             throw fail(body, "\(what) picks records by their integer id, and \(model.entity) has none (give the model an idKey)")
@@ -903,7 +903,7 @@ struct Reader {
             viewer.scroll = try opt("scroll", scrollRate, 0)
             viewer.frames = try opt("frames", { try choice($0, ViewerFrames.self) }, .window)
             viewer.tracksChanges = try opt("tracksChanges", bool, true)
-            // Issue 19 item 3: a frames-only viewer has no controller and reads nothing; a key about its data is a
+            // A frames-only viewer has no controller and reads nothing; a key about its data is a
             // mistake, not something to ignore.
             if viewer.frames == .only, let key = ["window", "scroll", "request", "frc", "tracksChanges"].first(where: { child(settings, $0) != nil }) {
                 throw fail(child(settings, key)!, "a viewer with 'frames: only' draws frames and reads no data: remove '\(key)' or set 'frames: window'")
@@ -928,7 +928,7 @@ struct Reader {
             return .writer(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", integer("edits"), 1),
                                  distribution: try opt("distribution", { try choice($0, Distribution.self) }, .hotspot)))
         case "migrator":
-            // Issue 21 item 8: the store opened with the model's next version, migrated in place.
+            // The store opened with the model's next version, migrated in place.
             try checkKeys()
             return .migrator(.init(to: try nextVersion(child(settings, "entities"), model: model, at: body)))
         case "fetcher":
@@ -1067,7 +1067,7 @@ struct Reader {
         }
     }
 
-    /// One `objective:` item: a metric name, or `{metric, statistic, label, polarity}` (issue 20 item 8).
+    /// One `objective:` item: a metric name, or `{metric, statistic, label, polarity}`.
     func objectiveCriterion(_ node: Node) throws -> ObjectiveCriterion {
         func metricName(_ n: Node) throws -> String {
             let metric = try string(n)
@@ -1138,7 +1138,7 @@ enum ModelFileDecodingDescription {
         switch error {
         case .keyNotFound(let key, let ctx): return "missing key '\(key.stringValue)' at \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
         case .dataCorrupted(let ctx) where ctx.codingPath.last?.stringValue == "type":
-            // Issue 20 item 3: name the valid attribute types.
+            // Name the valid attribute types.
             let types = AttributeType.allCases.map(\.rawValue).joined(separator: ", ")
             return "\(ctx.debugDescription) at \(ctx.codingPath.map(\.stringValue).joined(separator: ".")); an attribute's type is one of \(types)"
         case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx), .dataCorrupted(let ctx):

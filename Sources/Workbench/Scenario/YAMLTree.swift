@@ -29,7 +29,7 @@ indirect enum YAMLTree: Equatable {
     }
 
     static func parse(_ text: String, file: String) throws -> YAMLTree {
-        // Issue 20 item 2: aliases are not supported, and composing nested ones expands them exponentially (a
+        // Aliases are not supported, and composing nested ones expands them exponentially (a
         // 650-byte file grew past 5 GB): refuse them before YAML is composed.
         if let place = firstAlias(in: text) {
             throw ScenarioError(file: file, line: place.line, column: place.column, field: "", message: "YAML aliases (*name) are not supported in scenarios: write the value out")

@@ -8,7 +8,7 @@ public struct CostProfile: Sendable, Equatable {
     /// The profile's name (its file name without `.yaml`).
     public var name: String
     public var description: String
-    /// The published figure the profile was fitted to (so it is not also used to judge the profile).
+    /// The published figure the profile was fitted to (so that it does not also judge the profile).
     public var fittedTo: String
     /// Nanoseconds by ``CostedOperation`` raw value.
     public var nanos: [UInt64]

@@ -3,7 +3,7 @@ import Foundation
 import ObjectGraph
 import Synchronization
 
-/// What a main-queue block did, for `mainBusy` by kind (issue 18 rule 24): the first mark a block makes names it.
+/// What a main-queue block did, for `mainBusy` by kind: the first mark a block makes names it.
 public enum MainBlockKind: String, CaseIterable, Sendable {
     /// A merge of another context's save (did-save, remote change, history, batch IDs).
     case merge
@@ -167,7 +167,7 @@ public final class SimulatedMainThread: Sendable {
         return thread
     }
 
-    /// One display-link tick, the same in both modes (issue 19 item 10). Ticks coalesce as a display link's do: a
+    /// One display-link tick, the same in both modes. Ticks coalesce as a display link's do: a
     /// tick whose previous frame block has not started yet is a *missed frame* and queues nothing, so a block of
     /// T ms delays the one frame behind it, which then carries the lateness once (not once per queued frame).
     func displayTick(intended: UInt64, rate: Int, mayQueue: Bool = true, work: @escaping @Sendable () -> Void) {
@@ -197,8 +197,8 @@ public final class SimulatedMainThread: Sendable {
         }
     }
 
-    /// A frame's hitch time in ms on a display refreshing every `refresh` ns, as Apple's hitch-time ratio counts it
-    /// (issue 19 item 10): a frame begun at its tick `intended` is due on screen at the next refresh
+    /// A frame's hitch time in ms on a display refreshing every `refresh` ns, as Apple's hitch-time ratio counts it:
+    /// a frame begun at its tick `intended` is due on screen at the next refresh
     /// (`intended + refresh`, its deadline); one that ends later shows at the first refresh at or after its end,
     /// and the refreshes between its deadline and that one are its hitch time. Ticks stay on the refresh grid, so
     /// that is `ceil((end − deadline) / refresh)` refreshes. The ratio is the total over the run's seconds.

@@ -213,7 +213,7 @@ struct SQLiteQueryBuilder {
                     for v in values where !v.isNull {
                         parts.append("og_match(\(Self.operatorCode(.equalTo)), \(c.options.rawValue), \(column.sql), \(try bind(v, for: column)))")
                     }
-                    // Issue 18, rule 19: nil in the list matches a nil value whatever the modifiers, as in memory.
+                    // A nil in the list matches a nil value whatever the modifiers, as in memory.
                     if values.contains(where: \.isNull) { parts.append("\(column.sql) IS NULL") }
                     return parts.isEmpty ? "0" : "(" + parts.joined(separator: " OR ") + ")"
                 }
@@ -240,7 +240,7 @@ struct SQLiteQueryBuilder {
         case .constant(let value):
             if stringOp {
                 guard case .string = value, column.attributeType == .string else {
-                    // Issue 18, rule 19: a comparison with nil ignores [c] and [d], as in memory: == nil is IS NULL,
+                    // A comparison with nil ignores [c] and [d], as in memory: == nil is IS NULL,
                     // != nil is IS NOT NULL, and every other operator is false.
                     if value.isNull {
                         switch c.op {

@@ -1,7 +1,7 @@
 import CSQLite
 import Foundation
 
-/// The read connections of an SQLite store beside its one writer (issue 22 item 8; semantics §8 "Connection pool").
+/// The read connections of an SQLite store beside its one writer (semantics §8 "Connection pool").
 ///
 /// Since iOS 10 / macOS 10.12 Core Data's SQLite store keeps a small pool of connections in WAL mode: contexts that
 /// are not nested fetch and fault at the same time as each other and as one writer. Each reader here is a
@@ -75,7 +75,7 @@ final class SQLiteReaderPool: @unchecked Sendable {  // every field is guarded b
         condition.unlock()
     }
 
-    /// A reader taken out of the pool for a query generation (issue 21 item 4): an idle one, else a new one. It does
+    /// A reader taken out of the pool for a query generation: an idle one, else a new one. It does
     /// not count against the pool's capacity while the generation holds it (a pinned context must not starve the
     /// other readers, nor wait for them); ``adopt(_:capacity:)`` gives it back.
     func detach() throws -> SQLiteStore {

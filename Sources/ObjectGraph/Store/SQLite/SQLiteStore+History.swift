@@ -110,7 +110,7 @@ extension SQLiteStore {
         }
     }
 
-    /// The newest transaction's token. Issue 18, rule 17 (recorded on Apple): a brand-new store has one too (number
+    /// The newest transaction's token. Recorded on Apple: a brand-new store has one too (number
     /// 0, before any transaction), and a store whose history was all purged keeps the number of the last one.
     func currentHistoryToken() throws -> PersistentHistoryToken? {
         guard historyTracking else { return nil }
@@ -125,7 +125,7 @@ extension SQLiteStore {
         return rows.first?[0].int64 ?? 0
     }
 
-    /// Issue 18, rule 17: a token whose transaction was purged has expired (134301). Purges delete the oldest
+    /// A token whose transaction was purged has expired (134301). Purges delete the oldest
     /// transactions, so once anything was purged, a token older than the oldest survivor has expired; with none
     /// surviving, every token but the newest (the current token keeps working).
     func checkNotExpired(after number: Int64) throws {

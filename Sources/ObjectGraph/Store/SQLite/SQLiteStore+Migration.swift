@@ -2,7 +2,7 @@ import CSQLite
 import Foundation
 import Synchronization
 
-/// Lightweight migration (issue 21 item 8): a store made with one of the model's previous versions is brought to
+/// Lightweight migration: a store made with one of the model's previous versions is brought to
 /// the current version in place, with a mapping inferred from names and `renamingIdentifier`s, as Core Data's
 /// SQLite store does it: new tables, rows copied with `INSERT … SELECT`, old tables dropped, all in one SQLite
 /// transaction, so a failure or a kill leaves the old store whole.
@@ -43,7 +43,7 @@ extension SQLiteStore {
             if let old, !claimed.insert(old.name).inserted {
                 throw refuse(entity.name, nil, "two entities map to \(old.name) of the previous version")
             }
-            // Issue 21 item 1: an entity keeps its place in its hierarchy. Moving one into or out of a hierarchy
+            // An entity keeps its place in its hierarchy. Moving one into or out of a hierarchy
             // (a parent added, removed or changed) is refused: we have no evidence of what Core Data infers there.
             if let old {
                 let parent = entity.superentity.map { $0.renamingIdentifier ?? $0.name }
@@ -108,7 +108,7 @@ extension SQLiteStore {
         return plans
     }
 
-    /// The `Z_ENT` column of a to-one into a hierarchy (issue 21 item 1), as copied: the previous version's
+    /// The `Z_ENT` column of a to-one into a hierarchy, as copied: the previous version's
     /// column with its numbers mapped to this version's, or, where the destination had no sub-entities then,
     /// the destination's number.
     static func referenceEntityExpression(_ entity: EntityDescription, slot: Int, old: EntityDescription,
@@ -179,7 +179,7 @@ extension SQLiteStore {
                 try db.execute(statement)
             }
             try step("tablesCreated")
-            // Issue 21 item 1: Z_ENT numbers of the previous version → this one's, for rows and references.
+            // Z_ENT numbers of the previous version → this one's, for rows and references.
             let numbers = plans.compactMap { plan in plan.source.map { ($0.entityNumber, plan.destination.entityNumber) } }
             for plan in plans {
                 guard let old = plan.source else { continue }
@@ -265,7 +265,7 @@ extension SQLiteStore {
 
 extension ManagedObjectModel {
     /// Throws 134140, naming the entity and property, when a store made with `source` cannot be migrated to this
-    /// model with an inferred mapping (issue 21 item 8); the workbench checks a scenario's migration with it.
+    /// model with an inferred mapping; the workbench checks a scenario's migration with it.
     public func checkInferredMapping(from source: ManagedObjectModel) throws {
         _ = try SQLiteStore.inferMapping(from: source, to: self, path: "")
     }

@@ -9,7 +9,7 @@ extension SQLiteStore {
     /// used (gaps in `Z_PK`, as with `obtainPermanentIDs`).
     func save(_ request: SaveRequest) throws -> StoreSaveOutcome {
         if request.checkVersionsOnly { return try checkVersions(request) }
-        // Issue 18 rule 29: Core Data's SQL log shows the Z_PRIMARYKEY update committed in a transaction before
+        // Rule 29: Core Data's SQL log shows the Z_PRIMARYKEY update committed in a transaction before
         // the rows' one (semantics §2.1 step 4 then step 6). One writer per file, whichever coordinator (§2.4,
         // §8): a simulation makes the others wait, for each transaction.
         let keys = try Execution.exclusive(writerResource) { try allocateInsertKeys(request) }
@@ -163,7 +163,7 @@ extension SQLiteStore {
                 cached.resetKeepingBindings()  // every parameter is bound again below
                 statement = cached
             } else {
-                // A to-one into a hierarchy writes its destination's Z_ENT beside its key (issue 21 item 1).
+                // A to-one into a hierarchy writes its destination's Z_ENT beside its key.
                 let columns = update.changedSlots.map { slot in
                     "\(entity.columnName(forSlot: slot)) = ?" + (entity.entityColumns[slot].map { ", \($0) = ?" } ?? "")
                 }
@@ -279,8 +279,8 @@ extension SQLiteStore {
         return conflicts.isEmpty ? .committed(newIDs: [:], insertIDs: []) : .versionConflicts(conflicts)
     }
 
-    /// Takes `count` primary keys of `entity` in the open write transaction and returns the first. Issue 21 item 1:
-    /// a hierarchy shares its root's key sequence (one `Z_PK` space per table).
+    /// Takes `count` primary keys of `entity` in the open write transaction and returns the first.
+    /// A hierarchy shares its root's key sequence (one `Z_PK` space per table).
     private func reserveKeys(_ entity: EntityDescription, count: Int64) throws -> Int64 {
         let keyEntity = entity.rootEntity
         let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
@@ -325,7 +325,7 @@ extension SQLiteStore {
                 let constraintValues = slots.map { values[$0] }
                 if constraintValues.contains(where: \.isNull) { continue }
                 var condition = slots.map { "t0.\(entity.columnName(forSlot: $0)) = ?" }.joined(separator: " AND ")
-                // Issue 21 item 1: a constraint holds over the rows of the entity that declares it and those below.
+                // A constraint holds over the rows of the entity that declares it and those below.
                 let declarer = entity.constraintDeclarers[n]
                 if let rows = declarer.entityCondition(alias: "t0", includesSubentities: true) { condition += " AND \(rows)" }
                 let select = selectColumnsForViolation(entity) + (entity.isInHierarchy ? ", t0.Z_ENT" : "")

@@ -62,7 +62,7 @@ enum SQLiteSchema {
             : (destination, relationship.inverseName, entity, relationship.name)
         let ownerColumn = "Z_\(owner.entityNumber)\(otherRel.uppercased())"
         var destinationColumn = "Z_\(other.entityNumber)\(ownerRel.uppercased())"
-        // Issue 18 rule 20: only a self-inverse relationship makes the two names equal.
+        // Rule 20: only a self-inverse relationship makes the two names equal.
         if destinationColumn == ownerColumn { destinationColumn += "1" }
         return JoinTable(
             name: "Z_\(owner.entityNumber)\(ownerRel.uppercased())",

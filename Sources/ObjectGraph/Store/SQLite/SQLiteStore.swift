@@ -2,8 +2,8 @@ import CSQLite
 import Foundation
 
 /// The SQLite store: Core Data's layout, WAL, `BEGIN IMMEDIATE` saves, every UPDATE and DELETE guarded by
-/// `Z_OPT` (semantics §1.1). Used only on its coordinator's queue; in WAL mode its ``readerPool`` reads beside it
-/// (issue 22 item 8), each reader a store of its own on a read-only connection, used by one thread at a time.
+/// `Z_OPT` (semantics §1.1). Used only on its coordinator's queue; in WAL mode its ``readerPool`` reads beside it,
+/// each reader a store of its own on a read-only connection, used by one thread at a time.
 final class SQLiteStore: PersistentStore {
     let url: URL?
     let identifier: String
@@ -74,11 +74,11 @@ final class SQLiteStore: PersistentStore {
             }
             // Reading the schema first tells a non-SQLite file apart before any pragma writes to it, and a file we
             // refuse (another database, another model) is refused before a pragma (journal_mode=WAL) changes it
-            // (issue 18, rule 21: a refused file stays byte for byte as it was).
+            // (a refused file stays byte for byte as it was).
             _ = try connection.query("SELECT count(*) FROM sqlite_master")
             var (metadata, migrateFrom) = try Self.refuseBeforeChanging(connection, model: model, options: options, path: url.path)
             // What SQLite says the pragmas left (the mode each one answers with), not what they asked for: the read
-            // connections need WAL and a lock other connections can share (issue 22 item 8, semantics §3.7, §8).
+            // connections need WAL and a lock other connections can share (semantics §3.7, §8).
             var journalMode: String?
             var lockingMode = "normal"
             var perConnection: [(name: String, value: String)] = []
@@ -106,7 +106,7 @@ final class SQLiteStore: PersistentStore {
             sharesReads = journalMode == "wal" && lockingMode != "exclusive"
             connectionPragmas = perConnection
             if let source = migrateFrom, let found = metadata {
-                // Issue 21 item 8: lightweight migration, in one transaction (a kill leaves the old store whole).
+                // Lightweight migration, in one transaction (a kill leaves the old store whole).
                 migratedRows = try Self.migrate(connection, from: source, to: model, inferMapping: options.inferMappingModel, path: url.path)
                 metadata = (found.uuid, model.versionHash)
             }
@@ -338,7 +338,7 @@ final class SQLiteStore: PersistentStore {
         return values
     }
 
-    /// Issue 21 item 1: a to-one into a hierarchy names its destination's concrete entity, kept in its `Z_ENT`
+    /// A to-one into a hierarchy names its destination's concrete entity, kept in its `Z_ENT`
     /// column (the k-th of `columns` for `slots[k]`).
     private func concreteReferences(_ values: inout [PropertyValue], _ statement: SQLiteStatement, _ slots: [Int], columns: some Sequence<Int>) {
         for (slot, column) in zip(slots, columns) {
@@ -348,7 +348,7 @@ final class SQLiteStore: PersistentStore {
         }
     }
 
-    /// Issue 21 item 1: the columns a fetch of an entity with its sub-entities reads (`Z_PK`, `Z_OPT`, `Z_ENT`,
+    /// The columns a fetch of an entity with its sub-entities reads (`Z_PK`, `Z_OPT`, `Z_ENT`,
     /// then every column of every entity it covers, once), and where each entity's slots are among them: each
     /// row is decoded as the entity its `Z_ENT` names.
     struct HierarchySelect {
@@ -406,7 +406,7 @@ final class SQLiteStore: PersistentStore {
         return values
     }
 
-    /// `whereSQL` limited to the rows of the entities the fetch covers (issue 21 item 1); unchanged without
+    /// `whereSQL` limited to the rows of the entities the fetch covers; unchanged without
     /// inheritance.
     static func restricted(_ whereSQL: String, to fetch: StoreFetch) -> String {
         guard let rows = fetch.entity.entityCondition(alias: "t0", includesSubentities: fetch.includesSubentities) else { return whereSQL }
@@ -523,7 +523,7 @@ final class SQLiteStore: PersistentStore {
 
     func rows(of entity: EntityDescription, keys: [Int64]) throws -> [Int64: RowSnapshot] {
         var result: [Int64: RowSnapshot] = [:]
-        // Issue 21 item 1: an object ID names its row's own entity; in a shared table the row must be of it (a
+        // An object ID names its row's own entity; in a shared table the row must be of it (a
         // sibling's or a parent's ID with the same key names no object, as in the in-memory store). Nothing is
         // added outside a hierarchy.
         func kind() -> String { entity.entityCondition(alias: "t0", includesSubentities: false).map { " AND \($0)" } ?? "" }
@@ -563,7 +563,7 @@ final class SQLiteStore: PersistentStore {
         let entity = source.entity
         guard let destination = entity.destinationEntity(ofRelationship: relationship.name) else { return [] }
         var sql: String
-        // Issue 21 item 1: a destination with sub-entities names each member's entity from its row's Z_ENT.
+        // A destination with sub-entities names each member's entity from its row's Z_ENT.
         let concrete = !destination.subentities.isEmpty
         if SQLiteSchema.isManyToMany(entity, relationship) {
             let join = SQLiteSchema.joinTable(entity, relationship)
@@ -636,7 +636,7 @@ final class SQLiteStore: PersistentStore {
 extension SQLiteStore {
     var isInTransaction: Bool { connection.isInTransaction }
 
-    /// Issue 18 rule 26: the section names and sizes of a fetch, in the fetch's order, in one
+    /// Rule 26: the section names and sizes of a fetch, in the fetch's order, in one
     /// `SELECT key, count(*) … GROUP BY key` (a fetched results controller with `fetchBatchSize` learns its sections
     /// so, as Core Data's does, instead of loading every row). Nil when the key path or the predicate is not written
     /// in SQL, or the key is not a string, number or boolean attribute (the caller reads the objects then).
