@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Behaviour kept by the hot-path changes of issue 7 (Benchmarks/README.md): statements reused within a save,
+/// Behaviour kept by the hot-path changes of issue 7 (Benchmarks/LOG.md): statements reused within a save,
 /// inverse to-many maintenance in place, and a fetched results controller that evaluates merged faults in one
 /// query. Deterministic counters only.
 @Suite struct HotPathTests {

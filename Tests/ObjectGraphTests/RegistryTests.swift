@@ -3,7 +3,7 @@ import Testing
 @testable import ObjectGraph
 
 /// The context's registry (semantics §2.1): one object per ID, held without keeping it alive, through unowned
-/// references instead of Swift `weak` ones (Benchmarks/README.md, fifth round).
+/// references instead of Swift `weak` ones (Benchmarks/LOG.md, fifth round).
 @Suite struct RegistryTests {
     /// Whether Swift's runtime gave `object` a side table (what a weak reference does): the inline reference-count
     /// word then holds the side table's address with its two top bits set (64-bit layout of swift/RefCount.h).

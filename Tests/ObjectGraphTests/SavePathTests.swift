@@ -24,7 +24,7 @@ func spModel() throws -> ManagedObjectModel {
     ])
 }
 
-/// Behaviour kept by the fifth round's fixes to the update path's bookkeeping (Benchmarks/README.md, "Fifth
+/// Behaviour kept by the fifth round's fixes to the update path's bookkeeping (Benchmarks/LOG.md, "Fifth
 /// round"): the typed fetch's cast, the uniqueness check's early exit, the changed slots handed to the store as
 /// they are kept.
 @Suite struct SavePathTests {
@@ -354,7 +354,7 @@ func spModel() throws -> ManagedObjectModel {
     // writes its updated and deleted rows in primary-key order, not in the order its change sets hash their
     // objects (addresses). The history changes of the transaction, which record the rows in the order they
     // were written, come out in key order on every run. Issue 22 item 5: key order also walks the table's
-    // B-tree once, front to back, instead of at random (Benchmarks/README.md, seventh round).
+    // B-tree once, front to back, instead of at random (Benchmarks/LOG.md, seventh round).
     @Test func updatesAndDeletesAreWrittenInKeyOrder_3_6() throws {
         let stack = try TestStack(model: PersistentHistoryTests.historyModel(), options: PersistentHistoryTests.tracked())
         let ctx = stack.context()

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Behaviour kept by the third round of import fixes (Benchmarks/README.md, fixes 12–21): the registry's strong
+/// Behaviour kept by the third round of import fixes (Benchmarks/LOG.md, fixes 12–21): the registry's strong
 /// then weak hold, the object's unowned pointer to its context, the flags that stand in for set membership, and
 /// the bit set of changed slots.
 @Suite struct ThirdRoundTests {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Behaviour kept by the fixes to the update path (Benchmarks/README.md, fourth round): the typed read, the stored
+/// Behaviour kept by the fixes to the update path (Benchmarks/LOG.md, fourth round): the typed read, the stored
 /// form of a typed value, the uniqueness check that skips groups with no new constrained value, the registry
 /// sweep in one pass and the store deciding and running a fetch in one step.
 @Suite struct UpdatePathTests {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Code, tests and docs say what is and why, never how it came to be: the story and its figures belong in the
-/// commit message and the benchmark log (Benchmarks/README.md), where they stay true of the commit they describe.
+/// commit message and the benchmark log (Benchmarks/LOG.md), where they stay true of the commit they describe.
 ///
 /// Each `.swift`, `.md`, `.yaml`, `.yml` and `.txt` file under the folder (or the file) given is read line by line,
 /// and a line is reported, as `path:line: text`, when it matches one of these, ignoring case:

@@ -324,7 +324,7 @@ extension ManagedObjectContext {
         // Rows are written in (entity, store, primary key) order, not in the order the set hashes its objects
         // (their addresses): the statements, and the history changes that record them, are the same on every
         // run; and the table's B-tree is walked once front to back instead of at random, which keeps a large
-        // save's pages in SQLite's page cache and the CPU's (Benchmarks/README.md).
+        // save's pages in SQLite's page cache and the CPU's (Benchmarks/LOG.md).
         // The order is sorted as plain words with the object unretained: sorting the requests
         // themselves would move their values' reference counts (a retain and a release per move).
         var order: UpdateOrder = []

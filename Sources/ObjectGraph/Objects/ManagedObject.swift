@@ -27,7 +27,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     }
     // Run-time exclusivity checks (`swift_beginAccess`) are off for the object's state: it is confined to its
     // context's queue (checked by `assertOnQueue`), and every access to it is a short read or write that never
-    // overlaps another; the checks were 8 % of an import's instructions (Benchmarks/README.md, fix 12).
+    // overlaps another; the checks were 8 % of an import's instructions (Benchmarks/LOG.md, fix 12).
     @exclusivity(unchecked) private var storedObjectID: ManagedObjectID
     // Not a weak reference: a weak reference gives the context a side table, and every retain of the context
     // (each setter reads it) then takes the slow path. An object points at its context only while registered

@@ -80,7 +80,7 @@ public struct ManagedObjectID: Hashable, Sendable {
     // walked in order near each other in a table (a 1M-object fetch is 25 % faster), but linear probing then
     // forms clusters 16 times as long: deleting keys in order (a chunk's objects going, a save's references given
     // back) costs 6 times as much in a table of 20k IDs and 2.4 times in one of 3M, and the 10k import runs 11 %
-    // more instructions (Benchmarks/README.md).
+    // more instructions (Benchmarks/LOG.md).
     public func _rawHashValue(seed: Int) -> Int {
         wordHash(hashWord, seed: seed)
     }
