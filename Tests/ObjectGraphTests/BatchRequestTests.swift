@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 4 item 4: batch insert, update and delete (semantics §6) — SQL only, no context, no row cache,
+/// Batch insert, update and delete (semantics §6) — SQL only, no context, no row cache,
 /// no did-save; upserts, `Z_OPT`, delete rules; errors naming the place.
 @Suite struct BatchRequestTests {
     static func optimisticVersion(_ stack: TestStack, id: Int64) throws -> Int64? {

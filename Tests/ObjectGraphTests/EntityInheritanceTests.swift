@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 21 item 1: entity inheritance. The rules are those of Docs/coredata-behaviour.md §11 (the team's semantics
+/// Entity inheritance. The rules are those of Docs/coredata-behaviour.md §11 (the team's semantics
 /// doc says only, in §1.6, that an inherited constraint's violations make one report); the layout follows
 /// Docs/design-entity-inheritance.md.
 ///

@@ -88,11 +88,10 @@ import Testing
         }
     }
 
-    // Semantics §4 (includesPendingChanges) and issue 18 rule 14: with a limit the unsaved changes are laid over
+    // Semantics §4 (includesPendingChanges): with a limit the unsaved changes are laid over
     // the store's window and the limit applies again; with an offset, Core Data's store skips rows but a pending
-    // insert that sorts first still shows (before issue 18 this test asserted the whole-result window, [2, 3],
-    // now the `.wholeResult` option).
-    @Test("Issue 18 rule 14: limit and offset with pending changes, Core Data's window and ours (§4)")
+    // insert that sorts first still shows (the whole-result window, [2, 3], is the `.wholeResult` option).
+    @Test("Limit and offset with pending changes, Core Data's window and ours (§4)")
     func fetchLimitWithPendingChanges_4() throws {
         let stack = try TestStack()
         try stack.seed(5)
@@ -113,10 +112,10 @@ import Testing
         }
     }
 
-    // Issue 18 rule 14 (second-hand, Docs/core-data-rules.md): a managed-object fetch with offset and limit
+    // Second-hand, Docs/core-data-rules.md: a managed-object fetch with offset and limit
     // applies the window in the store (rows 3, 4, 5 by price), overlays pending changes (4 deleted, a cheap insert
     // added), sorts, and applies the limit again: a pending delete is not backfilled from beyond the window.
-    @Test("Issue 18 rule 14: a fetch with offset and limit windows in the store, overlays pending changes, then limits again (§4)")
+    @Test("A fetch with offset and limit windows in the store, overlays pending changes, then limits again (§4)")
     func fetchWindowThenOverlayThenLimit_4() throws {
         let stack = try TestStack()
         try stack.seed(10)
@@ -143,10 +142,10 @@ import Testing
         }
     }
 
-    // Issue 18 rule 14 (second-hand, Docs/core-data-rules.md): an object-ID fetch that includes pending changes
+    // Second-hand, Docs/core-data-rules.md: an object-ID fetch that includes pending changes
     // returns the store's rows in the store's order (a pending delete dropped, a pending update left where the
     // store sorted it) and appends the unsaved inserts' IDs after them without sorting, in insertion order.
-    @Test("Issue 18 rule 14: an object-ID fetch appends unsaved inserts after the store's rows, unsorted (§4)")
+    @Test("An object-ID fetch appends unsaved inserts after the store's rows, unsorted (§4)")
     func objectIDFetchAppendsInsertsUnsorted_4() throws {
         let stack = try TestStack()
         let ids = try stack.seed(3)
@@ -241,7 +240,7 @@ import Testing
         try ctx.performAndWait {
             let items = try fetchItems(ctx)
             items[0].price = 50  // 10 → 50: now matches
-            items[1].price = 5  // 20 → 5: no longer matches
+            items[1].price = 5  // 20 → 5: leaves the predicate
             ctx.delete(items[2])  // 30: matches in the store, deleted here
             let inserted = Item(context: ctx)
             inserted.id = 100
@@ -324,7 +323,7 @@ import Testing
     }
 }
 
-/// Counters (issue rule): the cost of faulting, batching and prefetching in SQL statements (semantics §2.3, §4).
+/// Counters: the cost of faulting, batching and prefetching in SQL statements (semantics §2.3, §4).
 @Suite struct FetchCounterTests {
 
     // Semantics §2.3 / §4: fetching fills the row cache; firing 1,000 faults afterwards runs no SQL.
@@ -470,12 +469,12 @@ import Testing
     }
 }
 
-/// Issue 18, rule 11: `returnsObjectsAsFaults = false` (semantics §4).
+/// Rule 11: `returnsObjectsAsFaults = false` (semantics §4).
 @Suite struct MaterializingFetchTests {
-    // Issue 18 rule 11 (semantics §4 returnsObjectsAsFaults): a fetch with returnsObjectsAsFaults = false returns
+    // Semantics §4 returnsObjectsAsFaults: a fetch with returnsObjectsAsFaults = false returns
     // its instances materialized, including ones already registered as faults, from the rows it read (no SQL per
     // object); objects already loaded or changed are returned as they are.
-    @Test("Issue 18 rule 11: returnsObjectsAsFaults = false materializes registered faults too (§4)")
+    @Test("returnsObjectsAsFaults = false materializes registered faults too (§4)")
     func materializesRegisteredFaults_rule11() throws {
         let stack = try TestStack()
         let ids = try stack.seed(3)

@@ -69,7 +69,7 @@ import Testing
         }
     }
 
-    // Semantics §5 / issue 18 rule 23: with the `batched` option (not Core Data's default), inserts merged from
+    // Semantics §5: with the `batched` option (not Core Data's default), inserts merged from
     // another context arrive as faults and, when each would be a store trip (the view context has a coordinator of
     // its own), the controller evaluates its predicate for all of them in one query, so only the matching ones
     // are filled (Core Data's controller fires all 40).
@@ -105,7 +105,7 @@ import Testing
         }
     }
 
-    // Semantics §5 / issue 18 rule 23, `batched` option, with a fetch limit and no predicate: of the merged
+    // Semantics §5, `batched` option, with a fetch limit and no predicate: of the merged
     // inserts only the first `fetchLimit` in sort order can be shown, so one query per chunk finds them and only
     // they are filled; the others stay faults (Core Data's controller fires all 300, one SELECT each).
     @Test func mergedInsertsBeyondTheFetchLimitStayFaults_5() throws {

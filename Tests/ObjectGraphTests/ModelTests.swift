@@ -74,7 +74,7 @@ func mdAllTypesModel(extra: [AttributeDescription] = []) throws -> ManagedObject
         }
     }
 
-    // Issue item 2 (a model decoded from a file): a JSON model file gives the same entities, options and
+    // A model decoded from a file: a JSON model file gives the same entities, options and
     // version hash as the same model built in Swift.
     @Test func modelFileDecodesToTheSameModel_0() throws {
         let json = """
@@ -174,7 +174,7 @@ func mdAllTypesModel(extra: [AttributeDescription] = []) throws -> ManagedObject
         },
     ]
 
-    // Issue item 2 and "Bad input": a malformed model is a clear error naming the entity and the property.
+    // "Bad input": a malformed model is a clear error naming the entity and the property.
     @Test(arguments: malformed)
     func malformedModelNamesEntityAndProperty_0(_ c: Malformed) {
         let error = #expect(throws: ModelError.self) { _ = try c.build() }
@@ -186,7 +186,7 @@ func mdAllTypesModel(extra: [AttributeDescription] = []) throws -> ManagedObject
         }
     }
 
-    // Issue item 2 / item 4 (a store refuses another model): the version hash is the same for the same shape,
+    // A store refuses another model: the version hash is the same for the same shape,
     // changes with anything that shapes the tables (attribute, type, relationship, constraint), and ignores
     // what does not (transient attributes, validation limits, defaults).
     @Test func versionHashFollowsTheStoreShape_0() throws {

@@ -24,7 +24,7 @@ func lcModel() throws -> ManagedObjectModel {
 
 @Suite struct ObjectLifecycleTests {
 
-    // Issue item 3: a permanent ID's URI (`x-coredata://<store UUID>/<Entity>/p<Z_PK>`) turns back into an equal
+    // A permanent ID's URI (`x-coredata://<store UUID>/<Entity>/p<Z_PK>`) turns back into an equal
     // ID, on the same coordinator and on another coordinator of the same file; a temporary ID has its own form;
     // a URI of another store or entity gives nil.
     @Test func uriRepresentationRoundTrips_4() throws {
@@ -80,7 +80,7 @@ func lcModel() throws -> ManagedObjectModel {
             reader.delete(note)
             reader.processPendingChanges()
             #expect(note.calls["prepareForDeletion"] == 1)
-            // Issue 18, rule 13: deleting it again calls prepareForDeletion again, and changes nothing else.
+            // Deleting it again calls prepareForDeletion again, and changes nothing else.
             reader.delete(note)
             #expect(note.calls["prepareForDeletion"] == 2)
             #expect(reader.deletedObjects.count == 1)
@@ -90,7 +90,7 @@ func lcModel() throws -> ManagedObjectModel {
         }
     }
 
-    // Issue item 3: isInserted / isUpdated / isDeleted / hasChanges, changedValues() and
+    // isInserted / isUpdated / isDeleted / hasChanges, changedValues() and
     // committedValues(forKeys:) through an object's life.
     @Test func changeTrackingThroughLife_4() throws {
         let stack = try TestStack()
@@ -177,7 +177,7 @@ func lcModel() throws -> ManagedObjectModel {
         }
     }
 
-    // Issue 18, rule 18: 134050 (persistent store save conflicts) is defined and never raised; an unresolved
+    // 134050 (persistent store save conflicts) is defined and never raised; an unresolved
     // optimistic-locking conflict is 133020 (semantics §1.4, §10 item 6).
     @Test func saveConflictsCodeIsDefinedButNotRaised_18() throws {
         #expect(ObjectGraphError.Code.persistentStoreSaveConflicts.rawValue == 134050)
@@ -199,7 +199,7 @@ func lcModel() throws -> ManagedObjectModel {
     }
 }
 
-/// Issue 18, rule 6 (semantics §2.1, the save flow): saving a context with no changes still posts will-save and
+/// Semantics §2.1, the save flow: saving a context with no changes still posts will-save and
 /// did-save, with empty sets.
 @Suite struct EmptySaveNotificationTests {
     @Test func emptySavePostsWillAndDidSave_6() throws {

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 21 item 4: query generations (semantics §3.7 "Query generations"; Apple, "Accessing data when the store
+/// Query generations (semantics §3.7 "Query generations"; Apple, "Accessing data when the store
 /// changes"). A pinned context reads one snapshot of the store, an SQLite read transaction held open on a read
-/// connection of the pool (issue 22 item 8), until its generation advances.
+/// connection of the pool, until its generation advances.
 @Suite struct QueryGenerationTests {
     /// Raises every item's price by `by` in a context of its own (on `coordinator`, the stack's by default) and saves.
     static func raisePrices(_ stack: TestStack, by: Double, coordinator: PersistentStoreCoordinator? = nil) throws {

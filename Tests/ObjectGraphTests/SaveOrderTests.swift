@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-// Issue 22 item 5 (semantics §3.6 for the determinism rule): a save writes its updated rows in (entity, store,
+// Semantics §3.6 for the determinism rule: a save writes its updated rows in (entity, store,
 // primary key) order. A large save of one entity's dense keys is ordered by placing each row by its key; every
 // other save by a comparison sort. Both give the same order.
 @Suite struct SaveOrderTests {
@@ -37,7 +37,7 @@ import Testing
         withExtendedLifetime(objects) {}
     }
 
-    @Test("Issue 22 item 5: the save's key order is the comparison sort's, for dense keys, sparse keys, several entities or stores, and small saves (§3.6)")
+    @Test("The save's key order is the comparison sort's, for dense keys, sparse keys, several entities or stores, and small saves (§3.6)")
     func keyOrderIsTheComparisonSortsWhateverTheKeys_3_6() throws {
         // 1...300 in a fixed order of no pattern (7919 is prime to 300): the same entries on every run.
         let dense = (0..<300).map { Int64($0 * 7919 % 300 + 1) }
@@ -54,7 +54,7 @@ import Testing
         try Self.expectPlacementIsTheSort(cases)
     }
 
-    @Test("Issue 22 item 5 (review): negative keys, keys at Int64.max, a repeated key and one far key among dense ones keep the comparison sort's order; the far key is not placed (a table of 10^12 slots would not fit) (§3.6)")
+    @Test("Negative keys, keys at Int64.max, a repeated key and one far key among dense ones keep the comparison sort's order; the far key is not placed (a table of 10^12 slots would not fit) (§3.6)")
     func keyOrderAtTheEdgesOfTheKeyRange_3_6() throws {
         let dense = (0..<300).map { Int64($0 * 7919 % 300 + 1) }
         let cases: [[(entity: Int, store: UInt32, key: Int64)]] = [

@@ -353,8 +353,8 @@ func spModel() throws -> ManagedObjectModel {
     // House rule (nothing that feeds work or output depends on set order or addresses), semantics §3.6: a save
     // writes its updated and deleted rows in primary-key order, not in the order its change sets hash their
     // objects (addresses). The history changes of the transaction, which record the rows in the order they
-    // were written, come out in key order on every run. Issue 22 item 5: key order also walks the table's
-    // B-tree once, front to back, instead of at random (Benchmarks/README.md, seventh round).
+    // were written, come out in key order on every run. Key order also walks the table's
+    // B-tree once, front to back, instead of at random (Benchmarks/README.md).
     @Test func updatesAndDeletesAreWrittenInKeyOrder_3_6() throws {
         let stack = try TestStack(model: PersistentHistoryTests.historyModel(), options: PersistentHistoryTests.tracked())
         let ctx = stack.context()

@@ -2,12 +2,12 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 21 item 10: the smaller gaps — a batch insert filled through managed objects, the count result type as
+/// The smaller gaps — a batch insert filled through managed objects, the count result type as
 /// Core Data's `fetch(_:)` returns it, and `requestType` on every request.
 @Suite struct SmallGapsTests {
     // Semantics §6 (batch requests bypass the object graph): a managed-object handler fills one new object per
     // row, which belongs to no context; its attributes (defaults included) become the row; true stops the request.
-    @Test("Issue 21 item 10: a batch insert's managed-object handler fills unregistered objects, one row each")
+    @Test("A batch insert's managed-object handler fills unregistered objects, one row each")
     func batchInsertManagedObjectHandler() throws {
         let stack = try TestStack()
         let ctx = stack.context()
@@ -39,7 +39,7 @@ import Testing
 
     // NSCountResultType: `fetch(_:)` returns one element, the number of matches, pending changes included
     // (as `count(for:)`); the other result types return what their own fetch methods return.
-    @Test("Issue 21 item 10: fetchResults follows resultType; .count is a one-element array")
+    @Test("fetchResults follows resultType; .count is a one-element array")
     func countResultTypeIsOneElementArray() throws {
         let stack = try TestStack()
         let ctx = stack.context()

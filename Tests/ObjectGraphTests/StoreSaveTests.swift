@@ -76,12 +76,12 @@ import Testing
         #expect(cache.count == 0)
     }
 
-    // Issue 18 rule 29 (semantics §2.1 steps 4 and 6; Core Data's SQL log): a save that inserts rows allocates
+    // Semantics §2.1 steps 4 and 6; Core Data's SQL log: a save that inserts rows allocates
     // their keys from Z_PRIMARYKEY in a transaction of its own, committed before the rows' transaction begins,
     // and both are counted; a save without inserts is one transaction. Since the keys' transaction commits on
     // its own, a save whose rows then fail (a uniqueness conflict under the error policy) leaves Z_MAX advanced
     // and writes no row.
-    @Test("Issue 18 rule 29: an inserting save allocates keys in a transaction of its own before the rows' one (§2.1)")
+    @Test("An inserting save allocates keys in a transaction of its own before the rows' one (§2.1)")
     func insertingSaveAllocatesKeysInItsOwnTransaction_2_1() throws {
         let stack = try TestStack()
         let ctx = stack.context()
