@@ -207,4 +207,27 @@ func mdAllTypesModel(extra: [AttributeDescription] = []) throws -> ManagedObject
         #expect(unconstrained != constrained)
         #expect(try mdAllTypesModel().isConfiguration(compatibleWithVersionHash: base))
     }
+
+    // A property is found by its name as `==` compares strings: the comparison of representations that comes
+    // first only finds a key sooner. Keys built at run time (a long name, not a literal), and a name written with
+    // another Unicode form (decomposed é), find the same property; an unknown key finds none.
+    @Test func propertiesAreFoundByEqualNamesWhateverTheirRepresentation() throws {
+        let long = "aVeryLongAttributeNameBeyondSmallStrings"
+        let entity = EntityDescription(
+            name: "Thing", managedObjectClass: ManagedObject.self,
+            attributes: [
+                AttributeDescription(name: "id", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+                AttributeDescription(name: "caf\u{E9}", type: .string),
+                AttributeDescription(name: long, type: .string),
+            ])
+        _ = try ManagedObjectModel(entities: [entity])
+        let built = ["aVeryLong", "AttributeName", "BeyondSmallStrings"].joined()
+        #expect(entity.propertyRef(built) == entity.propertyRef(long))
+        #expect(entity.propertyRef(built) != nil)
+        #expect(entity.propertyRef("cafe\u{301}") == entity.propertyRef("caf\u{E9}"))
+        #expect(entity.propertyRef("cafe\u{301}") != nil)
+        #expect(entity.propertyRef(String("xid".dropFirst())) == entity.propertyRef("id"))
+        #expect(entity.propertyRef("cafe") == nil)
+        #expect(entity.propertyRef("Id") == nil)
+    }
 }

@@ -176,6 +176,46 @@ import Testing
             }
         }
     }
+
+    // Semantics §2.1 step 8: an unsaved insert stays registered although nothing else holds it; once saved and
+    // dropped by the app it is freed and leaves the registry.
+    @Test func unsavedInsertIsHeldThenReleasedAfterSave_2_1() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            var id: ManagedObjectID?
+            do {
+                let item = Item(context: ctx)
+                item.id = 1
+                id = item.objectID
+            }
+            #expect(ctx.registeredObject(for: id!) != nil)
+            #expect(ctx.insertedObjects.count == 1)
+            try ctx.save()
+            #expect(ctx.registeredObjectCount == 0)
+        }
+    }
+
+    // Semantics §2.1 (uniquing): the sweep of freed registry entries keeps every live object, so asking for its ID
+    // again gives the same instance; freed entries leave.
+    @Test func registrySweepKeepsLiveObjects_2_1() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(ObjectRegistry.minimumSweepThreshold + 500)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            var kept: [ManagedObject] = []
+            do {
+                let all = try ctx.fetch(FetchRequest(entityName: "Item"))
+                kept = stride(from: 0, to: all.count, by: 97).map { all[$0] }
+            }
+            // The fetch registered more than the threshold: most entries are freed now, and the next
+            // registrations sweep them.
+            #expect(ctx.registeredObjectCount == kept.count)
+            for object in kept { #expect(ctx.object(with: object.objectID) === object) }
+            for id in ids.prefix(10) { _ = ctx.object(with: id) }
+            for object in kept { #expect(ctx.registeredObject(for: object.objectID) === object) }
+        }
+    }
 }
 
 /// An object that reports, from its deinit, what its context's registry answers for it then.
@@ -449,5 +489,21 @@ final class RuntimeProbe: ManagedObject {
             #expect(throws: ObjectGraphError.self) { try item.materialize() }
             #expect(item.isFault)
         }
+    }
+
+    // Semantics §4: an object that outlives its context does not point at it (the pointer is unowned and the
+    // context clears it when it goes away).
+    @Test func objectOutlivingItsContextHasNoContext_4() throws {
+        let stack = try TestStack()
+        var ctx: ManagedObjectContext? = stack.context()
+        let item: Item = try ctx!.performAndWait {
+            let item = Item(context: ctx!)
+            item.id = 7
+            try ctx!.save()
+            return item
+        }
+        #expect(item.managedObjectContext === ctx)
+        ctx = nil
+        #expect(item.managedObjectContext == nil)
     }
 }

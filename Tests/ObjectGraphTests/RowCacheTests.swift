@@ -172,4 +172,33 @@ import Testing
         saves = nil
         #expect(stack.coordinator.counters.rowCacheEntries == baseline)
     }
+
+    // Semantics §1.5, §2.3: the first change to a fetched object copies the values it shares with its snapshot and
+    // the row cache; the snapshot (committed values), the cached row (what another context's fault reads) and
+    // the change set stay exact, and later changes write in place.
+    @Test func firstChangeLeavesSnapshotAndRowCacheAlone_1_5_2_3() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        let ctx = stack.context()
+        let other = stack.context()
+        try ctx.performAndWait {
+            var request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("id")])
+            request.returnsObjectsAsFaults = false
+            let item = try ctx.fetch(request, as: Item.self)[0]
+            item.name = "changed"
+            item.price = 11
+            item.price = 12
+            #expect(item.committedValues(forKeys: ["name", "price"])["name"] as? String == "item 1")
+            #expect(item.committedValues(forKeys: ["name", "price"])["price"] as? Double == 10)
+            #expect(Set(item.changedValues().keys) == ["name", "price"])
+            #expect(item.name == "changed" && item.price == 12)
+            let seen = other.performAndWait { () -> (String?, Double) in
+                let twin = other.object(with: item.objectID) as! Item
+                return (twin.name, twin.price)
+            }
+            #expect(seen.0 == "item 1" && seen.1 == 10)
+            item.price = 10  // back to the snapshot: only the name is changed
+            #expect(Set(item.changedValues().keys) == ["name"])
+        }
+    }
 }

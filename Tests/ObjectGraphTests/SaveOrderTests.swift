@@ -67,4 +67,38 @@ import Testing
         ]
         try Self.expectPlacementIsTheSort(cases)
     }
+
+    // House rule (nothing that feeds work or output depends on set order or addresses), semantics §3.6: a save
+    // writes its updated and deleted rows in primary-key order, not in the order its change sets hash their
+    // objects (addresses). The history changes of the transaction, which record the rows in the order they
+    // were written, come out in key order on every run. Key order also walks the table's
+    // B-tree once, front to back, instead of at random (Benchmarks/README.md).
+    @Test func updatesAndDeletesAreWrittenInKeyOrder_3_6() throws {
+        let stack = try TestStack(model: PersistentHistoryTests.historyModel(), options: PersistentHistoryTests.tracked())
+        let ctx = stack.context()
+        let keys: [Int64] = try ctx.performAndWait {
+            for i in 0..<200 {
+                let item = Item(context: ctx)
+                item.id = Int64(i)
+            }
+            try ctx.save()
+            ctx.reset()
+            let items = try fetchItems(ctx)
+            // Changed in an order of their own (descending ids), so neither the fetch's order nor the order of
+            // the changes decides.
+            for item in items.reversed() { item.price = 1 }
+            try ctx.save()
+            for item in items where item.id % 3 == 0 { ctx.delete(item) }
+            try ctx.save()
+            return items.map { $0.objectID.primaryKey! }
+        }
+        let history = try stack.coordinator.fetchHistory(.fetchHistory(after: nil as PersistentHistoryToken?))
+        #expect(history.count == 3)
+        let updated = history[1].changes!.map { $0.changedObjectID.primaryKey! }
+        #expect(updated.count == 200)
+        #expect(updated == keys.sorted())
+        let deleted = history[2].changes!.map { $0.changedObjectID.primaryKey! }
+        #expect(deleted.count == 67)
+        #expect(deleted == deleted.sorted())
+    }
 }
