@@ -6,7 +6,7 @@ import Testing
 /// In simulated mode: reads on a coordinator's read connections, and a view
 /// context pinned to a query generation (`stack.pinViewGeneration`), stay deterministic.
 @Suite("Read connections and query generations in the workbench")
-struct ReadConnectionTests {
+struct SimulatedReadConnectionTests {
     static func load(_ text: String) throws -> Scenario {
         try #require(try ScenarioLoader.load(text: text, file: "pin.yaml").variants.first)
     }
