@@ -22,7 +22,7 @@
 #                   linear in TRIALS (a fresh store past 5000 items), progress every 10 trials (Docs/reliability.md)
 #   make fuzz       hostile input, RUNS (default 10000) per target, a fresh seed each run (printed; FUZZ_SEED=N replays it);
 #                   generated scenarios that validate are run, scaled down (Docs/reliability.md)
-#   make tsan       the concurrency-heavy suites under ThreadSanitizer (scratch path .build-tsan); fails on any report
+#   make tsan       the concurrency-heavy suites (Tests/tsan-suites.txt) under ThreadSanitizer (scratch path .build-tsan); fails on any report
 
 SWIFT ?= swift
 CONFIG ?= release
@@ -108,7 +108,10 @@ bench-quick: deps
 
 TRIALS ?= 100
 RUNS ?= 10000
-TSAN_SUITES := ConcurrencyStressTests|RegistryTests|LeakTests|AmbarContainerTests|ToolkitObserverTests|ToolkitImportTests|MergeChangesTests|TwoCoordinatorTests|SimulationTests|AsynchronousFetchTests|StoreDescriptionTests|UndoManagerTests|ConnectionPoolTests|QueryGenerationTests|PoolGenerationReviewTests|RowCacheVersionTests|RowCacheDeferredReleaseTests|ReadConnectionTests
+# The suites of Tests/tsan-suites.txt as one anchored filter: ^(Target\.Suite|…)[./] matches a suite's tests and
+# its nested suites, never a suite whose name merely contains a listed one.
+TSAN_SUITES = $(shell sed -e 's/\#.*//' -e 's/[[:space:]]//g' -e '/^$$/d' -e 's/\./\\./g' Tests/tsan-suites.txt | paste -sd'|' -)
+TSAN_FILTER = ^($(TSAN_SUITES))[./]
 
 crash-test: deps
 	$(SWIFT) build --product ambar-crash
@@ -121,7 +124,7 @@ fuzz: deps
 	FUZZ_RUNS=$(RUNS) FUZZ_SEED=$(FUZZ_SEED) $(SWIFT) test --filter ReliabilityTests.FuzzTests
 
 tsan: deps
-	AMBAR_WITHOUT_JEMALLOC=1 TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter '$(TSAN_SUITES)'
+	AMBAR_WITHOUT_JEMALLOC=1 TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter '$(TSAN_FILTER)'
 
 clean:
 	rm -rf .build

@@ -3,7 +3,7 @@ import Testing
 @testable import Ambar
 @testable import ObjectGraph
 
-/// Issue 5 item 1: where `AmbarContainer` puts its store, how it finds a model (a model, a model file, a model
+/// Where `AmbarContainer` puts its store, how it finds a model (a model, a model file, a model
 /// name in the documented search path), and store options merged over the defaults (semantics §7, seeds 000
 /// and 002: "supply the name (no extension) of the specific model … if you don't, library will create a model by
 /// merging all models it finds").
@@ -34,7 +34,7 @@ import Testing
         try JSONEncoder().encode(file).write(to: url)
     }
 
-    // Issue 5 item 1: a model name is resolved in the search path, first directory that has the file wins;
+    // A model name is resolved in the search path, first directory that has the file wins;
     // without a name every model of the first directory with model files is merged.
     @Test func modelByNameInTheSearchPath() throws {
         let root = try Self.temporaryDirectory()
@@ -60,7 +60,7 @@ import Testing
         #expect { try AmbarContainer.loadModel(named: "Broken", searchPath: path) } throws: { ($0 as? AmbarError)?.code == .modelNotFound }
     }
 
-    // Issue 5 item 1: the documented search path — $AMBAR_MODEL_PATH entries first, then ./Models, then the
+    // The documented search path — $AMBAR_MODEL_PATH entries first, then ./Models, then the
     // default directory's Models — and the default store directory under $XDG_DATA_HOME or ~/.local/share.
     @Test func searchPathAndDefaultDirectoryAreTheDocumentedOnes() throws {
         let path = AmbarContainer.modelSearchPath
@@ -82,7 +82,7 @@ import Testing
         }
     }
 
-    // Issue 5 item 1: a model file by URL; the store is named after the model in a directory store URL.
+    // A model file by URL; the store is named after the model in a directory store URL.
     @Test func modelFileAndStoreNaming() throws {
         let root = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: root) }
@@ -104,7 +104,7 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: stores.appendingPathComponent("Ambar.sqlite").path))
     }
 
-    // Issue 5 item 1: store options are merged over the defaults (WAL stays on) and reach both coordinators.
+    // Store options are merged over the defaults (WAL stays on) and reach both coordinators.
     @Test func storeOptionsAreMergedOverTheDefaults() throws {
         let root = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: root) }
@@ -133,9 +133,9 @@ import Testing
         #expect(try container.writerCoordinator.currentPersistentHistoryToken() == history.last?.token)
     }
 
-    // Issue 21 item 9: a store description sets the container's store: its URL, type and options reach both
+    // A store description sets the container's store: its URL, type and options reach both
     // coordinators, as with the separate parameters.
-    @Test("Issue 21 item 9: AmbarContainer accepts a store description for both coordinators")
+    @Test("AmbarContainer accepts a store description for both coordinators")
     func storeDescriptionReachesBothCoordinators() throws {
         let root = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: root) }

@@ -163,7 +163,7 @@ import Testing
         #expect(strict.container.counters.readOnlySavesReachedStore == 0)
     }
 
-    // Issue 5 item 3: the read-only counter is per container. Did-save notifications reach every observer in
+    // The read-only counter is per container. Did-save notifications reach every observer in
     // the process, so a temporary context's save in one container must not count in another (found by a
     // parallel test run where the strict container counted a neighbour's save).
     @Test func readOnlySavesAreCountedByTheirOwnContainerOnly() throws {
@@ -215,10 +215,10 @@ import Testing
         #expect(throws: AmbarError.self) { try AmbarContainer.loadModel(named: "no-such-model-\(UUID().uuidString)") }
     }
 
-    // Issue 18 rule 30 (Docs/core-data-rules.md): each smart merge's ID sets are freed where Core Data frees
+    // Docs/core-data-rules.md: each smart merge's ID sets are freed where Core Data frees
     // them, on the merging (main) queue as the merge finishes, by default; `mergeRelease = .background` (ours)
     // hands them to the background release queue instead.
-    @Test("Issue 18 rule 30: a smart merge frees its ID sets on the merging queue by default, in the background as an option",
+    @Test("A smart merge frees its ID sets on the merging queue by default, in the background as an option",
           arguments: AmbarMergeRelease.allCases)
     func mergeSetsAreFreedWhereTheOptionSays(place: AmbarMergeRelease) throws {
         var options = AmbarContainer.Options()

@@ -3,7 +3,7 @@ import Testing
 @testable import Ambar
 @testable import ObjectGraph
 
-/// Issue 5 "Behaviours to prove": the editor context (seed 000 "editorContext … will override whatever you have
+/// The editor context (seed 000 "editorContext … will override whatever you have
 /// in the main MOC and further along, all the way to the disk") against conflicting background changes.
 /// Rules: semantics §2.2 (a child save has no conflict detection), §3.1 (a merge keeps local changes),
 /// §1.4/§1.5 (the view context's StoreTrump on an optimistic-locking conflict).

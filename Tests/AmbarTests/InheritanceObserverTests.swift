@@ -6,7 +6,7 @@ import Testing
 final class IOShape: ManagedObject, ManagedObjectType {}
 final class IOCircle: ManagedObject, ManagedObjectType {}
 
-/// Issue 21 item 1 (Docs/coredata-behaviour.md §11.5): a count observer of a parent entity recounts when an object
+/// Docs/coredata-behaviour.md §11.5: a count observer of a parent entity recounts when an object
 /// of a sub-entity changes, as the fetch it counts with includes sub-entities.
 @Suite struct InheritanceObserverTests {
     @Test("§11.5: CountObserver of a parent counts and notices its sub-entities' objects")

@@ -18,7 +18,7 @@ struct ProductRecord: ManagedObjectUpdatable, UniqueIdentifiable, Sendable {
     }
 }
 
-/// Issue 5 item 6: the README's Ambar snippets, compiled and run; the last test checks the README still shows
+/// The README's Ambar snippets, compiled and run; the last test checks the README still shows
 /// exactly these snippets.
 @Suite(.serialized) struct ReadmeExamplesTests {
     // Each snippet is kept between `// snippet` markers, verbatim as in the README.
@@ -101,7 +101,7 @@ struct ProductRecord: ManagedObjectUpdatable, UniqueIdentifiable, Sendable {
         }
         #expect(snippets.count == 5)
         for snippet in snippets {
-            #expect(readme.contains("```swift\n" + snippet + "\n```"), "README.md no longer shows:\n\(snippet)")
+            #expect(readme.contains("```swift\n" + snippet + "\n```"), "README.md does not show:\n\(snippet)")
         }
     }
 }

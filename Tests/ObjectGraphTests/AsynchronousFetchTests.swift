@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 @testable import ObjectGraph
 
-/// Issue 21 item 7: asynchronous fetch requests (`NSAsynchronousFetchRequest`): a completion block on the
+/// Asynchronous fetch requests (`NSAsynchronousFetchRequest`): a completion block on the
 /// context's queue, progress, cancellation (cancelled before it runs: an empty result and no error); semantics §4.
 @Suite struct AsynchronousFetchTests {
     /// Runs `start` on the context's queue and waits for the completion block.
@@ -31,7 +31,7 @@ import Testing
         }
     }
 
-    @Test("Issue 21 item 7: an asynchronous fetch returns at once and completes on the context's queue with results and progress")
+    @Test("An asynchronous fetch returns at once and completes on the context's queue with results and progress")
     func completes() async throws {
         let stack = try TestStack()
         try stack.seed(3)
@@ -53,7 +53,7 @@ import Testing
         }
     }
 
-    @Test("Issue 21 item 7: an asynchronous fetch follows the result type (object IDs, count)")
+    @Test("An asynchronous fetch follows the result type (object IDs, count)")
     func resultTypes() async throws {
         let stack = try TestStack()
         let ids = try stack.seed(2)
@@ -69,7 +69,7 @@ import Testing
         }
     }
 
-    @Test("Issue 21 item 7: cancelled before it runs, an asynchronous fetch completes with an empty result and no error")
+    @Test("Cancelled before it runs, an asynchronous fetch completes with an empty result and no error")
     func cancelledBeforeItRuns() async throws {
         let stack = try TestStack()
         try stack.seed(3)
@@ -95,7 +95,7 @@ import Testing
         }
     }
 
-    @Test("Issue 21 item 7: a failing asynchronous fetch reports operationError and no result; cancel after it ran changes nothing")
+    @Test("A failing asynchronous fetch reports operationError and no result; cancel after it ran changes nothing")
     func failsAndLateCancel() async throws {
         let stack = try TestStack()
         try stack.seed(1)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 4 item 4: batch insert, update and delete (semantics §6) — SQL only, no context, no row cache,
+/// Batch insert, update and delete (semantics §6) — SQL only, no context, no row cache,
 /// no did-save; upserts, `Z_OPT`, delete rules; errors naming the place.
 @Suite struct BatchRequestTests {
     static func optimisticVersion(_ stack: TestStack, id: Int64) throws -> Int64? {
@@ -264,5 +264,37 @@ import Testing
         }
         #expect(try stack.sql("SELECT ZNAME FROM ZTAG").map { $0[0].string } == ["red"])
         #expect(try stack.sql("SELECT count(*) FROM ZITEM").first?[0].int64 == 2)
+    }
+
+    // Semantics §6 (batch requests bypass the object graph): a managed-object handler fills one new object per
+    // row, which belongs to no context; its attributes (defaults included) become the row; true stops the request.
+    @Test("A batch insert's managed-object handler fills unregistered objects, one row each")
+    func batchInsertManagedObjectHandler() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        var seen: [ManagedObject] = []  // held, so that no two can share an address
+        try ctx.performAndWait {
+            let entity = try #require(stack.model.entity(named: "Item"))
+            var n = 0
+            var request = BatchInsertRequest(entity: entity) { object in
+                n += 1
+                guard n <= 3 else { return true }
+                #expect(object.managedObjectContext == nil)
+                #expect(object is Item)
+                seen.append(object)
+                try? object.setValue(Int64(100 + n), forKey: "id")
+                if n != 2 { try? object.setValue("row \(n)", forKey: "name") }
+                return false
+            }
+            request.resultType = .count
+            #expect(request.requestType == .batchInsertRequestType)
+            #expect(try ctx.execute(request).count == 3)
+            #expect(ctx.registeredObjectCount == 0 && !ctx.hasChanges)
+        }
+        #expect(Set(seen.map(ObjectIdentifier.init)).count == 3)  // a new object per call
+        let rows = try stack.sql("SELECT ZID, ZNAME, ZPRICE FROM ZITEM ORDER BY ZID")
+        #expect(rows.map { $0[0].int64 } == [101, 102, 103])
+        #expect(rows.map { $0[1] == .null } == [false, true, false])
+        #expect(rows.map { $0[2] } == [.real(0), .real(0), .real(0)])  // the model's default price
     }
 }

@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 @testable import ObjectGraph
 
-/// Issue 22 item 8: a coordinator's SQLite store reads on a pool of read connections beside its writer (semantics
+/// A coordinator's SQLite store reads on a pool of read connections beside its writer (semantics
 /// §8 "Connection pool"): a fetch does not wait for a save of another context on the same coordinator, and a pool
 /// of one keeps the serialized coordinator. Each test orders its events with semaphores and an event log, not
 /// with clocks: the save's transaction is held open (inside it, before its `COMMIT`) until the test lets it go.
@@ -50,7 +50,7 @@ import Testing
         }
     }
 
-    @Test("Issue 22 item 8, §8 Connection pool: a fetch on the same coordinator completes while a background save's transaction is open, and reads the last committed rows")
+    @Test("§8 Connection pool: a fetch on the same coordinator completes while a background save's transaction is open, and reads the last committed rows")
     func fetchDoesNotWaitForTheWriter() throws {
         let stack = try TestStack()
         try stack.seed(3)
@@ -76,7 +76,7 @@ import Testing
         #expect(try view.performAndWait { try fetchItems(view).map(\.id) } == [1, 2, 3, 100, 101])
     }
 
-    @Test("Issue 22 item 8, §8 Connection pool: a fault of another context fires on a read connection while a save's transaction is open")
+    @Test("§8 Connection pool: a fault of another context fires on a read connection while a save's transaction is open")
     func faultDoesNotWaitForTheWriter() throws {
         let stack = try TestStack()
         let ids = try stack.seed(2)
@@ -96,7 +96,7 @@ import Testing
         #expect(log.all == ["faulted", "commit", "saved"])
     }
 
-    @Test("Issue 22 item 8, §8 Connection pool: connectionPoolMaxSize 1 keeps the serialized coordinator: a fetch during an open save waits for its commit and sees its rows")
+    @Test("§8 Connection pool: connectionPoolMaxSize 1 keeps the serialized coordinator: a fetch during an open save waits for its commit and sees its rows")
     func poolOfOneSerializes() throws {
         var options = StoreOptions()
         options.connectionPoolMaxSize = 1
@@ -130,7 +130,7 @@ import Testing
         #expect(stack.coordinator.openReadConnections == 0, "a pool of one opens no read connection")
     }
 
-    @Test("§8, issue 22 item 8: connectionPoolMaxSize comes from NSPersistentStoreConnectionPoolMaxSizeKey; 0 is refused naming the option")
+    @Test("§8: connectionPoolMaxSize comes from NSPersistentStoreConnectionPoolMaxSizeKey; 0 is refused naming the option")
     func poolSizeOption() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("og-pool-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -149,7 +149,7 @@ import Testing
         #expect(error?.message.contains("NSPersistentStoreConnectionPoolMaxSizeKey") == true)
     }
 
-    @Test("§8, issue 22 item 8: a store in another journal mode has no read connections (a reader would wait for the writer's lock); reads go through the coordinator")
+    @Test("§8: a store in another journal mode has no read connections (a reader would wait for the writer's lock); reads go through the coordinator")
     func poolNeedsWAL() throws {
         var options = StoreOptions()
         options.pragmas["journal_mode"] = "DELETE"
@@ -162,7 +162,7 @@ import Testing
 
     // MARK: The row cache with readers and the writer at once
 
-    @Test("Issue 22 item 8, §2.3: a reader's row older than the writer's install leaves the writer's row, even at the same version; a later reader's row is taken")
+    @Test("§2.3: a reader's row older than the writer's install leaves the writer's row, even at the same version; a later reader's row is taken")
     func readerSnapshotOlderThanWriterInstallIsRefused() throws {
         let stack = try TestStack()
         let id = try #require(try stack.seed(1).first)
@@ -181,7 +181,7 @@ import Testing
         #expect(cache.version(of: id)?.version == 3, "a read begun after the writer's install is taken")
     }
 
-    @Test("Issue 22 item 8, §2.3: a row a save changed while no object held it is not cached from a read begun before the save")
+    @Test("§2.3: a row a save changed while no object held it is not cached from a read begun before the save")
     func readerSnapshotOlderThanUnheldWriteIsRefused() throws {
         let stack = try TestStack()
         let id = try #require(try stack.seed(1).first)
@@ -203,7 +203,7 @@ import Testing
         cache.release(id)
     }
 
-    @Test("Issue 22 item 8, §2.3: a reader's row read before a delete does not bring the deleted row back into the cache")
+    @Test("§2.3: a reader's row read before a delete does not bring the deleted row back into the cache")
     func readerSnapshotOlderThanDeleteIsRefused() throws {
         let stack = try TestStack()
         let id = try #require(try stack.seed(1).first)
@@ -220,7 +220,7 @@ import Testing
         if case .deleted = cache.lookup(id, staleness: -1) {} else { Issue.record("a fault would see the deleted row again") }
     }
 
-    @Test("Issue 22 item 8, §1.1, §2.3: readers on the pool and saves on one coordinator at once: no lost update, every save's value read back (TSan suite)")
+    @Test("§1.1, §2.3: readers on the pool and saves on one coordinator at once: no lost update, every save's value read back (TSan suite)")
     func readersAndWriterAtOnce() throws {
         let stack = try TestStack()
         let ids = try stack.seed(20)
@@ -282,5 +282,98 @@ import Testing
         try check.performAndWait {
             for item in try fetchItems(check) { #expect(item.price == Double(Int(item.id) * 10 + rounds)) }
         }
+    }
+
+    @Test("§8: with locking_mode EXCLUSIVE (set through the pragmas) no other connection can read the file: reads stay on the writer's connection instead of failing with a busy timeout")
+    func exclusiveLockingModeHasNoReaders() throws {
+        var options = StoreOptions()
+        options.pragmas["locking_mode"] = "EXCLUSIVE"
+        options.busyTimeout = 0.2
+        let stack = try TestStack(options: options)
+        try stack.seed(2)
+        let view = stack.context(name: "view")
+        #expect(try QueryGenerationTests.prices(view) == [10, 20])
+        try QueryGenerationTests.raisePrices(stack, by: 1)
+        #expect(try QueryGenerationTests.prices(view) == [11, 21])
+        #expect(stack.coordinator.openReadConnections == 0)
+        #expect(!stack.coordinator.supportsQueryGenerations)
+    }
+
+    // MARK: Batch requests select their rows in the writer's turn
+
+    /// Saves item 2's price as 25 in a background context while `batch` runs on another thread. The save's
+    /// transaction stays open until the batch has read rows (the coordinator counts them) or, when the batch waits
+    /// for the save as it must, for half a second; the outcome does not depend on that wait.
+    static func saveBeside(_ stack: TestStack, batch: @escaping @Sendable (ManagedObjectContext) throws -> Void) throws {
+        let coordinator = stack.coordinator
+        let errors = ConnectionPoolTests.EventLog()
+        let inTransaction = DispatchSemaphore(value: 0)
+        coordinator.setBeforeCommit {
+            let before = coordinator.counters.rowsRead
+            inTransaction.signal()
+            let deadline = DispatchTime.now() + .milliseconds(500)
+            while coordinator.counters.rowsRead == before, DispatchTime.now() < deadline { usleep(1000) }
+        }
+        let saved = DispatchSemaphore(value: 0), batched = DispatchSemaphore(value: 0)
+        let background = stack.context(name: "background")
+        let batcher = stack.context(name: "batcher")
+        Thread {
+            do {
+                try background.performAndWait {
+                    let item = try #require(try fetchItems(background, .compare("id", .equalTo, 2)).first)
+                    item.price = 25
+                    try background.save()
+                }
+            } catch { errors.add("save: \(error)") }
+            saved.signal()
+        }.start()
+        // The batch starts once the save is inside its transaction (it reads no rows before then).
+        Thread {
+            inTransaction.wait()
+            do { try batcher.performAndWait { try batch(batcher) } } catch { errors.add("batch: \(error)") }
+            batched.signal()
+        }.start()
+        saved.wait()
+        batched.wait()
+        coordinator.setBeforeCommit(nil)
+        #expect(errors.all == [])
+    }
+
+    @Test("§8 (one writer per coordinator: a batch request is serialized with the coordinator's saves), §6: a batch delete selects its rows in the writer's turn: a row a concurrent save moved out of its predicate is not deleted")
+    func batchDeleteSelectsInTheWritersTurn() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        try Self.saveBeside(stack) { context in
+            _ = try context.execute(BatchDeleteRequest(fetchRequest: FetchRequest(entityName: "Item", predicate: .compare("price", .equalTo, 20))))
+        }
+        let view = stack.context()
+        #expect(try QueryGenerationTests.prices(view) == [10, 25, 30], "the saved row had left the predicate when the batch ran")
+    }
+
+    @Test("§8, §6: a batch update selects its rows in the writer's turn: a row a concurrent save moved out of its predicate is not updated")
+    func batchUpdateSelectsInTheWritersTurn() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        try Self.saveBeside(stack) { context in
+            _ = try context.execute(BatchUpdateRequest(entityName: "Item", predicate: .compare("price", .equalTo, 20), propertiesToUpdate: ["name": "batched"]))
+        }
+        let view = stack.context()
+        let names = try view.performAndWait { try fetchItems(view).map { "\($0.name ?? "-") \($0.price)" } }
+        #expect(names == ["item 1 10.0", "item 2 25.0", "item 3 30.0"])
+    }
+
+    @Test("§3.7, §8: a generation's connection handed back still inside its read transaction (its COMMIT failed) is closed, not reused: later reads see later commits")
+    func readerStillInTransactionIsNotReused() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        let pool = try #require(stack.coordinator.readerPool)
+        let reader = try pool.detach()
+        try reader.connection.execute("BEGIN DEFERRED")
+        _ = try reader.connection.query("SELECT count(*) FROM Z_METADATA")
+        pool.adopt(reader, capacity: 3)
+        #expect(pool.openReaders == 0)
+        try QueryGenerationTests.raisePrices(stack, by: 1)
+        #expect(try QueryGenerationTests.prices(stack.context()) == [11, 21])
+        try reader.connection.execute("ROLLBACK")
     }
 }

@@ -123,7 +123,7 @@ import Testing
         #expect(reportedRefreshed.isEmpty)
     }
 
-    // Semantics §2.2 / §10 item 7: a child save writes nothing to the store; an independent context on the
+    // Semantics §2.2 / §10 (item 7): a child save writes nothing to the store; an independent context on the
     // same coordinator sees nothing until the parent (root) saves.
     @Test func independentContextSeesNothingUntilParentSaves_2_2() throws {
         let stack = try TestStack()
@@ -162,7 +162,7 @@ import Testing
         }
     }
 
-    // Semantics §2.2 / §10 item 7: "A child save … does no I/O". Here the child saves inserts and updates of
+    // Semantics §2.2 / §10 (item 7): "A child save … does no I/O". Here the child saves inserts and updates of
     // objects it has loaded (no deletes, whose propagation may legitimately need unloaded relationships).
     @Test func childSaveDoesNoStoreIO_2_2() throws {
         let stack = try TestStack()
@@ -360,7 +360,7 @@ import Testing
 
     // MARK: - Staleness (semantics §2.3)
 
-    // Semantics §2.3 / §2.4 / §10 item 9: with the default infinite staleness, refresh(mergeChanges: false)
+    // Semantics §2.3 / §2.4 / §10 (item 9): with the default infinite staleness, refresh(mergeChanges: false)
     // re-reads the coordinator's row cache and still shows the old value after another coordinator wrote the
     // row; with stalenessInterval = 0 it reads SQL and shows the new one.
     @Test func refreshUsesRowCacheUntilStalenessIsZero_2_3() throws {
@@ -477,10 +477,10 @@ import Testing
         }
     }
 
-    // Issue 18 rule 27 (semantics §4 shouldDeleteInaccessibleFaults): a fault whose row was deleted elsewhere
+    // Semantics §4 shouldDeleteInaccessibleFaults: a fault whose row was deleted elsewhere
     // joins deletedObjects and the next objects-did-change reports it; the cache miss reads no row (the store
     // returned none), so it counts no row read and no fault fulfilled from the store.
-    @Test("Issue 18 rule 27: an inaccessible fault joins deletedObjects and is reported; no row read is counted (§4)")
+    @Test("An inaccessible fault joins deletedObjects and is reported; no row read is counted (§4)")
     func rule27_inaccessibleFaultIsADeleteReported_4() throws {
         let stack = try TestStack()
         let ids = try stack.seed(2)
@@ -786,7 +786,7 @@ import Testing
             #expect(recorder.notes.count == before + 1)
             let payload = try #require(recorder.notes.last.flatMap(ObjectsDidChange.init))
             #expect(payload.invalidatedAll)
-            // Issue 18, rule 7: the invalidatedAll key carries the invalidated objects' IDs, not a Bool.
+            // The invalidatedAll key carries the invalidated objects' IDs, not a Bool.
             #expect(payload.invalidatedAllObjectIDs == registered)
             #expect(recorder.notes.last?.userInfo?["invalidatedAll"] is Set<ManagedObjectID>)
             #expect(ctx.registeredObjectCount == 0)
@@ -882,14 +882,14 @@ import Testing
     }
 }
 
-/// Issue 18, rule 12: refreshing an inserted, unsaved object (semantics §3.2; Docs/core-data-rules.md).
+/// Rule 12: refreshing an inserted, unsaved object (semantics §3.2; Docs/core-data-rules.md).
 @Suite struct RefreshInsertedObjectTests {
-    // Issue 18 rule 12 (semantics §3.2; the state it ends in is our reading, Docs/core-data-rules.md):
+    // Semantics §3.2 (the state it ends in is our reading, Docs/core-data-rules.md):
     // refresh(_:mergeChanges: false) turns an inserted, unsaved object into a fault: its values and transient
     // values are gone and it holds no related objects. It stays registered and inserted (the insert is the
     // context's change, not a value of the object); having no row, it fires as an inaccessible fault, and the save
     // drops it without writing anything.
-    @Test("Issue 18 rule 12: refresh(mergeChanges: false) turns an inserted object into a fault (§3.2)")
+    @Test("refresh(mergeChanges: false) turns an inserted object into a fault (§3.2)")
     func refreshingAnInsertTurnsItIntoAFault_rule12() throws {
         let stack = try TestStack()
         let ctx = stack.context()

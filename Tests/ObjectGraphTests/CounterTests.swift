@@ -26,8 +26,7 @@ import Testing
         #expect(c1.statements.insert - c0.statements.insert == 100)
         #expect(c1.statements.update - c0.statements.update == 1)  // Z_PRIMARYKEY.Z_MAX, once per entity
         #expect(c1.statements.select - c0.statements.select == 1)  // reading Z_MAX
-        // BEGIN IMMEDIATE and COMMIT twice: the keys' transaction, then the rows' (issue 18 rule 29; this said 2
-        // before issue 18).
+        // BEGIN IMMEDIATE and COMMIT twice: the keys' transaction, then the rows'.
         #expect(c1.statements.other - c0.statements.other == 4)
         try ctx.performAndWait {
             let items = try fetchItems(ctx)

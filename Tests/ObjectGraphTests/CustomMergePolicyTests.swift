@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 @testable import ObjectGraph
 
-// Custom merge policies (issue "Conflicts, merge policies and merging" item 3: policies users can subclass or
+// Custom merge policies (policies users can subclass or
 // compose through resolve(mergeConflicts:) / resolve(constraintConflicts:); semantics §1.3 order; "Bad input":
 // conflicts are never silent). Helpers are prefixed `cp`.
 
@@ -62,7 +62,7 @@ final class CPMaxPricePolicy: MergePolicy, @unchecked Sendable {
         #expect(try mgRows(stack, id: 2).map { $0.pk } == [ids[1].primaryKey!])
     }
 
-    // Issue item 3 (compose policies): an app rule runs before the built-in one. ctx1 raised the price to 50,
+    // Composed policies: an app rule runs before the built-in one. ctx1 raised the price to 50,
     // ctx2 set 30 and a name; the larger price and ctx2's name are saved.
     @Test func composedPolicyAppliesAnAppRule_1_4() throws {
         let stack = try TestStack()

@@ -97,7 +97,7 @@ import Testing
     }
 
     // Docs/coredata-behaviour.md §2.1: rollback() discards a delete; the marking (and its undo bookkeeping) was done.
-    @Test("A delete then a rollback still counts the delete, and the object is no longer deleted (§2.1)")
+    @Test("A delete then a rollback still counts the delete, and the object is not deleted after it (§2.1)")
     func rollbackKeepsTheDeleteCounted() throws {
         let stack = try TestStack()
         let ids = try stack.seed(2)

@@ -88,11 +88,10 @@ import Testing
         }
     }
 
-    // Semantics §4 (includesPendingChanges) and issue 18 rule 14: with a limit the unsaved changes are laid over
+    // Semantics §4 (includesPendingChanges): with a limit the unsaved changes are laid over
     // the store's window and the limit applies again; with an offset, Core Data's store skips rows but a pending
-    // insert that sorts first still shows (before issue 18 this test asserted the whole-result window, [2, 3],
-    // now the `.wholeResult` option).
-    @Test("Issue 18 rule 14: limit and offset with pending changes, Core Data's window and ours (§4)")
+    // insert that sorts first still shows (the whole-result window, [2, 3], is the `.wholeResult` option).
+    @Test("Limit and offset with pending changes, Core Data's window and ours (§4)")
     func fetchLimitWithPendingChanges_4() throws {
         let stack = try TestStack()
         try stack.seed(5)
@@ -113,10 +112,10 @@ import Testing
         }
     }
 
-    // Issue 18 rule 14 (second-hand, Docs/core-data-rules.md): a managed-object fetch with offset and limit
+    // Second-hand, Docs/core-data-rules.md: a managed-object fetch with offset and limit
     // applies the window in the store (rows 3, 4, 5 by price), overlays pending changes (4 deleted, a cheap insert
     // added), sorts, and applies the limit again: a pending delete is not backfilled from beyond the window.
-    @Test("Issue 18 rule 14: a fetch with offset and limit windows in the store, overlays pending changes, then limits again (§4)")
+    @Test("A fetch with offset and limit windows in the store, overlays pending changes, then limits again (§4)")
     func fetchWindowThenOverlayThenLimit_4() throws {
         let stack = try TestStack()
         try stack.seed(10)
@@ -143,10 +142,10 @@ import Testing
         }
     }
 
-    // Issue 18 rule 14 (second-hand, Docs/core-data-rules.md): an object-ID fetch that includes pending changes
+    // Second-hand, Docs/core-data-rules.md: an object-ID fetch that includes pending changes
     // returns the store's rows in the store's order (a pending delete dropped, a pending update left where the
     // store sorted it) and appends the unsaved inserts' IDs after them without sorting, in insertion order.
-    @Test("Issue 18 rule 14: an object-ID fetch appends unsaved inserts after the store's rows, unsorted (§4)")
+    @Test("An object-ID fetch appends unsaved inserts after the store's rows, unsorted (§4)")
     func objectIDFetchAppendsInsertsUnsorted_4() throws {
         let stack = try TestStack()
         let ids = try stack.seed(3)
@@ -241,7 +240,7 @@ import Testing
         try ctx.performAndWait {
             let items = try fetchItems(ctx)
             items[0].price = 50  // 10 → 50: now matches
-            items[1].price = 5  // 20 → 5: no longer matches
+            items[1].price = 5  // 20 → 5: leaves the predicate
             ctx.delete(items[2])  // 30: matches in the store, deleted here
             let inserted = Item(context: ctx)
             inserted.id = 100
@@ -322,9 +321,93 @@ import Testing
             #expect(dirty.committedValues(forKeys: ["price"])["price"] as? Double == 10)
         }
     }
+
+    // NSCountResultType: `fetch(_:)` returns one element, the number of matches, pending changes included
+    // (as `count(for:)`); the other result types return what their own fetch methods return.
+    @Test("fetchResults follows resultType; .count is a one-element array")
+    func countResultTypeIsOneElementArray() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            for i in 1...3 {
+                let item = Item(context: ctx)
+                item.id = Int64(i)
+                item.name = "n\(i)"
+            }
+            try ctx.save()
+            let pending = Item(context: ctx)
+            pending.id = 4
+            var request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("id")])
+            #expect(request.requestType == .fetchRequestType)
+            request.resultType = .count
+            let counted = try ctx.fetchResults(request)
+            #expect(counted.count == 1 && counted.first as? Int == 4)
+            request.resultType = .managedObjectID
+            #expect((try ctx.fetchResults(request)).count == 4)
+            request.resultType = .dictionary
+            request.propertiesToFetch = ["id"]
+            // Dictionaries never include pending changes (Core Data's rule, semantics §4).
+            #expect((try ctx.fetchResults(request)).compactMap { ($0 as? [String: Any])?["id"] as? Int64 } == [1, 2, 3])
+            request.resultType = .managedObject
+            #expect((try ctx.fetchResults(request)).compactMap { ($0 as? Item)?.id } == [1, 2, 3, 4])
+        }
+        #expect(BatchUpdateRequest(entityName: "Item", propertiesToUpdate: [:]).requestType == .batchUpdateRequestType)
+        #expect(BatchDeleteRequest(objectIDs: []).requestType == .batchDeleteRequestType)
+        #expect(PersistentStoreRequestType.saveRequestType.rawValue == 2)
+    }
+
+    // The store translates a predicate once to decide and run (`fetchEntriesIfEvaluable`, `countIfEvaluable`): nil exactly
+    // when it cannot evaluate the fetch, else the rows `fetch` gives; the coordinator then filters in memory, with
+    // the same result.
+    @Test func storeDecidesAndRunsAFetchInOneStep() throws {
+        let stack = try TestStack()
+        try stack.seed(4)
+        let item = try #require(stack.model.entity(named: "Item"))
+        var untranslated = 0
+        for format in ["id IN {2, 4}", "ANY tag.name == 'x' OR id < 3", "labels.@count == 0 AND id < 3", "name BEGINSWITH 'item'"] {
+            let p = try ObjectPredicate(format: format)
+            let fetch = StoreFetch(entity: item, predicate: p, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false)
+            let (evaluable, oneStep, plain) = try stack.coordinator.withStore { store in
+                (store.canEvaluate(fetch), try store.fetchEntriesIfEvaluable(fetch), store.canEvaluate(fetch) ? try store.fetch(fetch) : nil)
+            }
+            #expect((oneStep == nil) == !evaluable, "\(format)")
+            #expect(oneStep?.map { $0.id.primaryKey! } == plain?.map(\.key), "\(format)")
+            if !evaluable { untranslated += 1 }
+            let ctx = stack.context()
+            let viaContext = try ctx.performAndWait { Set(try fetchItems(ctx, p).map(\.id)) }
+            let inMemory = try ctx.performAndWait { Set(try fetchItems(ctx).filter { try p.evaluate(with: $0) }.map(\.id)) }
+            #expect(viaContext == inMemory, "\(format)")
+            // The count takes the same step: counted by SQL when translatable, else by the coordinator.
+            #expect(try ctx.performAndWait { try ctx.count(for: FetchRequest(entityName: "Item", predicate: p)) } == inMemory.count, "\(format)")
+        }
+        #expect(untranslated > 0)  // the fallback was exercised
+    }
+
+    // Semantics §2.3, §4: the store makes a fetch's entries as it reads the rows; they are the store's rows with
+    // this store's object IDs, a row-cache reference marked on each entry with a row, nil exactly when the store
+    // cannot evaluate the fetch, for the SQLite store (its own loop) and the in-memory one (the default mapping).
+    @Test func storeEntriesAreItsRowsWithIDs_2_3_4() throws {
+        for type in [PersistentStoreType.sqlite, .inMemory] {
+            let stack = try TestStack(type: type)
+            try stack.seed(5)
+            let item = try #require(stack.model.entity(named: "Item"))
+            for (format, idsOnly) in [("id >= 2", false), ("id IN {1, 4}", true), ("ANY tag.name == 'x' OR id < 3", false)] {
+                let fetch = StoreFetch(entity: item, predicate: try ObjectPredicate(format: format), sortDescriptors: [ObjectSortDescriptor("id")],
+                                       limit: 0, offset: 0, idsOnly: idsOnly)
+                let (pairs, entries, number) = try stack.coordinator.withStore { store in
+                    (store.canEvaluate(fetch) ? try store.fetch(fetch) : nil, try store.fetchEntriesIfEvaluable(fetch), store.storeNumber)
+                }
+                #expect((pairs == nil) == (entries == nil), "\(type) \(format)")
+                guard let pairs, let entries else { continue }
+                #expect(entries.map(\.id) == pairs.map { ManagedObjectID(entity: item, primaryKey: $0.key, storeNumber: number) }, "\(type) \(format)")
+                #expect(entries.map(\.row) == pairs.map(\.row), "\(type) \(format)")
+                #expect(entries.allSatisfy { $0.retained == ($0.row != nil) && $0.retained == !idsOnly }, "\(type) \(format)")
+            }
+        }
+    }
 }
 
-/// Counters (issue rule): the cost of faulting, batching and prefetching in SQL statements (semantics §2.3, §4).
+/// Counters: the cost of faulting, batching and prefetching in SQL statements (semantics §2.3, §4).
 @Suite struct FetchCounterTests {
 
     // Semantics §2.3 / §4: fetching fills the row cache; firing 1,000 faults afterwards runs no SQL.
@@ -470,12 +553,12 @@ import Testing
     }
 }
 
-/// Issue 18, rule 11: `returnsObjectsAsFaults = false` (semantics §4).
+/// Rule 11: `returnsObjectsAsFaults = false` (semantics §4).
 @Suite struct MaterializingFetchTests {
-    // Issue 18 rule 11 (semantics §4 returnsObjectsAsFaults): a fetch with returnsObjectsAsFaults = false returns
+    // Semantics §4 returnsObjectsAsFaults: a fetch with returnsObjectsAsFaults = false returns
     // its instances materialized, including ones already registered as faults, from the rows it read (no SQL per
     // object); objects already loaded or changed are returned as they are.
-    @Test("Issue 18 rule 11: returnsObjectsAsFaults = false materializes registered faults too (§4)")
+    @Test("returnsObjectsAsFaults = false materializes registered faults too (§4)")
     func materializesRegisteredFaults_rule11() throws {
         let stack = try TestStack()
         let ids = try stack.seed(3)

@@ -200,4 +200,84 @@ import Testing
             #expect(FetchedResultsControllerTests.layout(frc) == ["a:0,2,3", "c:4,5,100,6,7", "e:8,1,9,10,11", "g:12,13,14,15"])
         }
     }
+
+    // Semantics §5: with the `batched` option (not Core Data's default), inserts merged from
+    // another context arrive as faults and, when each would be a store trip (the view context has a coordinator of
+    // its own), the controller evaluates its predicate for all of them in one query, so only the matching ones
+    // are filled (Core Data's controller fires all 40).
+    @Test func mergedInsertsEvaluatedWithoutFiringFaults_5() throws {
+        let stack = try TestStack()
+        let view = stack.context(try stack.secondCoordinator(), name: "view")
+        let frc = FetchedResultsController(
+            fetchRequest: FetchRequest(entityName: "Item", predicate: .compare("price", .lessThan, 5), sortDescriptors: [ObjectSortDescriptor("price")]),
+            managedObjectContext: view, changeEvaluation: .batched)
+        let recorder = FRCRecorder()
+        try view.performAndWait {
+            frc.delegate = recorder
+            try frc.performFetch()
+        }
+        let background = stack.context()
+        let saves = NotificationRecorder(ManagedObjectContext.didSaveObjectIDsNotification, object: background)
+        try background.performAndWait {
+            for i in 1...40 {
+                let item = Item(context: background)
+                item.id = Int64(i)
+                item.price = i == 7 ? 1 : (i == 30 ? 2 : 100)
+            }
+            try background.save()
+        }
+        let note = try #require(saves.notes.first)
+        view.performAndWait {
+            let fired = view.counters.faultsFired
+            view.mergeChanges(fromContextDidSave: note)
+            #expect(recorder.take() == ["will", "section insert 0 ", "insert #7 - -> [0, 0]", "insert #30 - -> [0, 1]", "did"])
+            #expect((frc.fetchedObjects ?? []).compactMap { ($0 as? Item)?.id } == [7, 30])
+            #expect(view.counters.faultsFired - fired == 2)  // the two matches are filled; the 38 others stay faults
+            #expect(view.registeredObjects.filter { !$0.isFault }.count == 2)
+        }
+    }
+
+    // Semantics §5, `batched` option, with a fetch limit and no predicate: of the merged
+    // inserts only the first `fetchLimit` in sort order can be shown, so one query per chunk finds them and only
+    // they are filled; the others stay faults (Core Data's controller fires all 300, one SELECT each).
+    @Test func mergedInsertsBeyondTheFetchLimitStayFaults_5() throws {
+        let stack = try TestStack()
+        let seed = stack.context()
+        try seed.performAndWait {
+            for i in 1...10 {
+                let item = Item(context: seed)
+                item.id = Int64(i)
+                item.price = Double(i) * 10  // 10, 20, … 100
+            }
+            try seed.save()
+        }
+        let view = stack.context(name: "view")
+        var request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("price")])
+        request.fetchLimit = 5
+        let frc = FetchedResultsController(fetchRequest: request, managedObjectContext: view, changeEvaluation: .batched)
+        let recorder = FRCRecorder()
+        try view.performAndWait {
+            frc.delegate = recorder
+            try frc.performFetch()
+            #expect((frc.fetchedObjects ?? []).compactMap { ($0 as? Item)?.id } == [1, 2, 3, 4, 5])
+        }
+        let background = stack.context()
+        let saves = NotificationRecorder(ManagedObjectContext.didSaveObjectIDsNotification, object: background)
+        try background.performAndWait {
+            for i in 11...310 {
+                let item = Item(context: background)
+                item.id = Int64(i)
+                item.price = i == 200 ? 15 : (i == 300 ? 5 : 1000 + Double(i))  // two sort into the first five
+            }
+            try background.save()
+        }
+        let note = try #require(saves.notes.first)
+        view.performAndWait {
+            let fired = view.counters.faultsFired
+            view.mergeChanges(fromContextDidSave: note)
+            #expect((frc.fetchedObjects ?? []).compactMap { ($0 as? Item)?.id } == [300, 1, 200, 2, 3])
+            #expect(view.counters.faultsFired - fired <= 5)  // at most the first five of the one chunk of 300
+            #expect(view.registeredObjects.filter { !$0.isFault && ($0 as? Item).map { $0.id > 10 } == true }.count <= 5)
+        }
+    }
 }

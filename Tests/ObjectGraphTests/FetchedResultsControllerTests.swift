@@ -31,7 +31,7 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
     func controllerDidChangeContent(_ controller: FetchedResultsController) { otherCalls += 1 }
 }
 
-/// Issue 4 item 3: `FetchedResultsController` (semantics §5) — sections, change sequences for local edits,
+/// `FetchedResultsController` (semantics §5) — sections, change sequences for local edits,
 /// merges and child saves, reset, the snapshot callback, and the cost of an update.
 @Suite struct FetchedResultsControllerTests {
     /// Saves items (id, name, price) and returns nothing; names are the section keys.
@@ -358,7 +358,7 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
         }
     }
 
-    // Issue 4 performance: an update costs no SQL and is handled per changed object, not by refetching.
+    // Performance: an update costs no SQL and is handled per changed object, not by refetching.
     @Test func changesCostNoRefetch_5() throws {
         let stack = try TestStack()
         try stack.seed(1_000)
@@ -382,7 +382,7 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
         }
     }
 
-    // MARK: Issue 18
+    // MARK: Change cycles, batches and fault costs
 
     /// Saves `n` items (ids from `first`) with `price(id)` in a new context of `stack`, returning the
     /// did-save-object-IDs notification (or the one named `posting`).
@@ -402,10 +402,10 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
         return try #require(saves.notes.first)
     }
 
-    // Issue 18 rule 23 (semantics §5, "Cost of change tracking"): by default the controller decides each merged
+    // Semantics §5, "Cost of change tracking": by default the controller decides each merged
     // insert of its entity on the object, which fires its fault: one fulfilment per insert, read from the store
     // when the view context's coordinator has no row cached (a coordinator of its own, as in the Ambar stack).
-    @Test("Issue 18 rule 23: each merged insert is evaluated on its own, one fault fulfilment each (§5)")
+    @Test("Each merged insert is evaluated on its own, one fault fulfilment each (§5)")
     func rule23_mergedInsertsFireOneFaultEach_5() throws {
         let stack = try TestStack()
         let viewCoordinator = try stack.secondCoordinator()
@@ -431,9 +431,9 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
         }
     }
 
-    // Issue 18 rule 23 (semantics §5): Core Data's controller does not respect fetchLimit after changes, the
+    // Semantics §5: Core Data's controller does not respect fetchLimit after changes, the
     // results grow past it; the `batched` option evaluates merged faults in bulk and trims to the limit.
-    @Test("Issue 18 rule 23: fetchLimit is not respected after changes; the batched option trims and fires fewer faults (§5)")
+    @Test("fetchLimit is not respected after changes; the batched option trims and fires fewer faults (§5)")
     func rule23_fetchLimitGrowsAndBatchedOptionTrims_5() throws {
         var request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("price")])
         request.fetchLimit = 5
@@ -483,10 +483,10 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
         }
     }
 
-    // Issue 18 rule 26 (semantics §4 fetchBatchSize): performFetch reads the IDs (and, with sections, the
+    // Semantics §4 fetchBatchSize: performFetch reads the IDs (and, with sections, the
     // section sizes) and only the batches used: 100 rows with a batch size of 10 cost at most 3 SELECTs and one
     // batch's faults for the first rows of the first section, not 11 SELECTs and 100 faults.
-    @Test("Issue 18 rule 26: a controller with fetchBatchSize loads only the batches used (§4, §5)")
+    @Test("A controller with fetchBatchSize loads only the batches used (§4, §5)")
     func rule26_fetchBatchSizeLoadsOnlyUsedBatches_5() throws {
         let stack = try TestStack()
         try Self.seedSections(stack)
@@ -521,8 +521,8 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
         }
     }
 
-    // Issue 18 rule 26 without sections: the IDs in one SELECT, the first batch in a second.
-    @Test("Issue 18 rule 26: without sections a batched controller needs two SELECTs for its first rows (§4)")
+    // Without sections: the IDs in one SELECT, the first batch in a second.
+    @Test("Without sections a batched controller needs two SELECTs for its first rows (§4)")
     func rule26_withoutSectionsTwoSelects_4() throws {
         let stack = try TestStack()
         try Self.seedSections(stack)
@@ -542,8 +542,8 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
         }
     }
 
-    // Issue 18 rule 16 (recorded on Apple, semantics §5): an empty sort descriptor list is accepted, nil is not.
-    @Test("Issue 18 rule 16: an empty sort descriptor list is accepted, nil still fails (§5)")
+    // Recorded on Apple, semantics §5: an empty sort descriptor list is accepted, nil is not.
+    @Test("An empty sort descriptor list is accepted, nil still fails (§5)")
     func rule16_emptySortDescriptorsAccepted_5() throws {
         let stack = try TestStack()
         try Self.seed(stack, [(1, "a", 10), (2, "b", 20)])
@@ -562,9 +562,9 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
         }
     }
 
-    // Issue 18 rule 16 (recorded on Apple, semantics §5): the section info of a section that disappears reports
+    // Recorded on Apple, semantics §5: the section info of a section that disappears reports
     // 0 objects.
-    @Test("Issue 18 rule 16: a section that disappears reports 0 objects (§5)")
+    @Test("A section that disappears reports 0 objects (§5)")
     func rule16_deletedSectionReportsNoObjects_5() throws {
         final class SectionRecorder: FetchedResultsControllerDelegate {
             var deleted: [(String, Int)] = []
@@ -589,10 +589,10 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
         }
     }
 
-    // Issue 18 rule 9 (semantics §3.1, §4): refreshAllObjects() reports every materialized registered object as
+    // Semantics §3.1, §4: refreshAllObjects() reports every materialized registered object as
     // refreshed in one objects-did-change (faults stay quiet), so a controller sees one change cycle of updates
     // or moves, never inserts or deletes, and nothing more follows.
-    @Test("Issue 18 rule 9: refreshAllObjects() is one change cycle of refreshed objects (§3.1, §4)")
+    @Test("refreshAllObjects() is one change cycle of refreshed objects (§3.1, §4)")
     func rule9_refreshAllObjectsIsOneCycle_3_1() throws {
         let stack = try TestStack()
         try Self.seed(stack, [(1, "a", 10), (2, "a", 20), (3, "b", 30)])
@@ -623,10 +623,10 @@ final class FRCSnapshotRecorder: FetchedResultsControllerDelegate, FetchedResult
         }
     }
 
-    // Issue 18 rule 10 (semantics §3.1, §5): a background save merged into a context (automatically, as a
+    // Semantics §3.1, §5: a background save merged into a context (automatically, as a
     // view context does) arrives as one change cycle in its controller: inserts, refreshed updates, deletes and
     // the objects that came to match, and no second cycle of updates for the same objects.
-    @Test("Issue 18 rule 10: a merged background save is one change cycle in the controller (§3.1, §5)")
+    @Test("A merged background save is one change cycle in the controller (§3.1, §5)")
     func rule10_mergedSaveIsOneCycle_5() throws {
         let stack = try TestStack()
         try Self.seed(stack, [(1, "a", 10), (2, "a", 20), (3, "a", 30), (4, "a", 1)])

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 21 item 5: history fetch requests (`fetchHistory(withFetch:)`, semantics §3.6): predicates on the
+/// History fetch requests (`fetchHistory(withFetch:)`, semantics §3.6): predicates on the
 /// Transaction and Change entities, the result types, sort descriptors refused, an expired token in a predicate.
 @Suite struct HistoryFetchRequestTests {
     /// `threeSaves` by author "app", then one save by author "sync" (context "importer") inserting item 3.
@@ -20,7 +20,7 @@ import Testing
         return (stack, ids)
     }
 
-    @Test("Issue 21 item 5: a Transaction predicate filters by author, context name, number and token")
+    @Test("A Transaction predicate filters by author, context name, number and token")
     func transactionPredicates() throws {
         let (stack, _) = try Self.history()
         let all = try stack.coordinator.fetchHistory(.fetchHistory(after: nil as PersistentHistoryToken?))
@@ -54,7 +54,7 @@ import Testing
         #expect(try changes("changedEntity == %@", "Item").count == 5)
     }
 
-    @Test("Issue 21 item 5: every result type returns what it names")
+    @Test("Every result type returns what it names")
     func resultTypes() throws {
         let (stack, ids) = try Self.history()
         let fetch = PersistentHistoryFetchRequest(entity: .transaction, predicate: try ObjectPredicate(format: "author == %@", argumentArray: ["app"]))
@@ -75,7 +75,7 @@ import Testing
         #expect(try stack.coordinator.execute(changeCount).count == 3)
     }
 
-    @Test("Issue 21 item 5: sort descriptors and unknown keys are refused; an expired token in a predicate fails with 134301")
+    @Test("Sort descriptors and unknown keys are refused; an expired token in a predicate fails with 134301")
     func refusals() throws {
         let (stack, _) = try Self.history()
         var sorted = PersistentHistoryFetchRequest(entity: .transaction)

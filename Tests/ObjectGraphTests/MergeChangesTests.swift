@@ -427,12 +427,12 @@ enum MGSaveNote: String, CaseIterable, Sendable, CustomTestStringConvertible {
         #expect(recChild.refreshed == [ids[0]])
     }
 
-    // Semantics §3.4, §2.3, §6 and issue 18 rule 15: after a batch update (which leaves the row cache old), a
+    // Semantics §3.4, §2.3, §6: after a batch update (which leaves the row cache old), a
     // merge of a notification built from history keeps showing the cached row (verified on Apple: the history
     // topology shows it), while mergeChanges(fromRemoteContextSave:into:) with the updated IDs refreshes the
     // registered objects to the row in the store, with the default infinite staleness, keeping local changes.
     // The store read is one SELECT for the cached rows, and the row cache then holds the store's row.
-    @Test("Issue 18 rule 15: only mergeChanges(fromRemoteContextSave:into:) refreshes past an older row cache entry (§3.4, §2.3)")
+    @Test("Only mergeChanges(fromRemoteContextSave:into:) refreshes past an older row cache entry (§3.4, §2.3)")
     func remoteContextSaveRefreshesPastTheRowCache_3_4() throws {
         var options = StoreOptions()
         options.persistentHistoryTracking = true

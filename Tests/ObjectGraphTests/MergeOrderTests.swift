@@ -12,7 +12,7 @@ final class MergeOrderItem: ManagedObject {
 /// change set: a refresh in a child context fulfils the object from its parent at a scheduling point, where
 /// another thread of a simulation may change what the parent holds, so the order decides counts. In the set's
 /// order (its storage's address seeds the hash) one scenario and seed counted a fault fulfilled from the row
-/// cache in one run and from the parent's object in another (issue 23 item 0; semantics §3.1, §3.2: Core Data's
+/// cache in one run and from the parent's object in another (semantics §3.1, §3.2: Core Data's
 /// own order is not documented, ours is the save's key order, §2.1).
 @Suite(.serialized) struct MergeOrderTests {
     static func model() throws -> ManagedObjectModel {

@@ -1012,4 +1012,108 @@ import Testing
         #expect(try mgRows(stack, id: 1).map { $0.name } == ["changed"])
         #expect(try mgRows(stack, id: 2).count == 1)
     }
+
+    // Semantics §1.6: objects whose constrained values are all as committed cannot collide with one another, so
+    // a save that updates other attributes of many unique objects has nothing to check at context level...
+    @Test func updatesThatKeepTheirUniqueIDsSaveWithoutConflict_1_6() throws {
+        let stack = try TestStack()
+        try stack.seed(5)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            for item in items { item.name = "renamed \(item.id)" }
+            try ctx.save()
+        }
+        let rows = try stack.sql("SELECT ZNAME FROM ZITEM ORDER BY ZID")
+        #expect(rows.map { $0[0] } == (1...5).map { SQLiteValue.text("renamed \($0)") })
+    }
+
+    // ...while an update that moves one object onto another's unchanged value is still a conflict inside the save.
+    @Test func anUpdateOntoAnUnchangedUniqueIDIsStillAConflict_1_6() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        let ctx = stack.context()
+        let error: ObjectGraphError? = try ctx.performAndWait {
+            let items = try fetchItems(ctx).sorted { $0.id < $1.id }
+            items[0].name = "kept id"  // updated, id unchanged
+            items[1].id = 1  // moves onto the first one's id
+            do { try ctx.save(); return nil } catch let error as ObjectGraphError { return error }
+        }
+        #expect(error?.code == .constraintMerge)
+        let conflict = try #require(error?.constraintConflictList.first)
+        #expect(conflict.constraint == ["id"])
+        #expect(conflict.constraintValues["id"] as? Int64 == 1)
+        #expect(conflict.conflictingObjects.count == 2)
+        #expect(try stack.sql("SELECT ZID FROM ZITEM ORDER BY ZID").map { $0[0].int64 } == [1, 2])
+    }
+
+    // Semantics §1.6, context level: the check first looks for a group with something new (an insert, or an update
+    // of a constrained value) and only then collects the group's objects, every one of them: an insert that takes
+    // the unchanged ID of an object updated in the same save collides with it inside the save (no database object).
+    @Test func anInsertOntoAnUpdatedObjectsUnchangedIDCollidesInTheContext_1_6() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        let ctx = stack.context()
+        let error: ObjectGraphError? = try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            items[0].name = "kept id"  // updated, id 1 unchanged
+            let newcomer = Item(context: ctx)
+            newcomer.id = 1
+            do { try ctx.save(); return nil } catch let error as ObjectGraphError { return error }
+        }
+        #expect(error?.code == .constraintMerge)
+        let conflict = try #require(error?.constraintConflictList.first)
+        #expect(conflict.constraint == ["id"])
+        #expect(conflict.databaseObject == nil)
+        #expect(conflict.conflictingObjects.count == 2)
+        #expect(try stack.sql("SELECT ZID, ZNAME FROM ZITEM ORDER BY ZID").map { $0[1] } == [.text("item 1"), .text("item 2")])
+    }
+
+    // ...and a save whose only news are in another entity's group checks nothing in the unchanged group: updates
+    // that keep their IDs beside inserted tags save.
+    @Test func updatesKeepingTheirIDsBesideInsertsOfAnotherEntitySave_1_6() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            for item in try fetchItems(ctx) { item.price += 1 }
+            let tag = Tag(context: ctx)
+            tag.name = "new"
+            try ctx.save()
+        }
+        #expect(try stack.sql("SELECT ZPRICE FROM ZITEM ORDER BY ZID").map { $0[0] } == [.real(11), .real(21), .real(31)])
+    }
+
+    // Semantics §1.1 (layer 1): the coordinator checks every updated row of a save against the row cache under one
+    // lock; the rows another context saved meanwhile are the conflicts (new version 2, the cached row), the others
+    // pass, and nothing is written.
+    @Test func layerOneChecksEveryUpdatedRowOfASave_1_1() throws {
+        let stack = try TestStack()
+        try stack.seed(6)
+        let stale = stack.context()
+        let fresh = stack.context()
+        let staleItems = try stale.performAndWait {
+            let items = try fetchItems(stale)
+            for item in items { _ = item.name }  // loaded (faults fired) at version 1
+            return items
+        }
+        try fresh.performAndWait {
+            let items = try fetchItems(fresh)
+            items[1].price = 200
+            items[4].price = 500
+            try fresh.save()  // rows 2 and 5 are at version 2 in the cache now
+        }
+        let (error, conflicted): (ObjectGraphError?, Set<Int64>) = stale.performAndWait {
+            for item in staleItems { item.name = "stale \(item.id)" }
+            do { try stale.save(); return (nil, []) } catch let error as ObjectGraphError {
+                return (error, Set(error.conflictList.map { ($0.sourceObject as! Item).id }))
+            } catch { return (nil, []) }
+        }
+        #expect(error?.code == .merge)
+        let conflicts = error?.conflictList ?? []
+        #expect(conflicted == [2, 5])
+        #expect(conflicts.allSatisfy { $0.oldVersionNumber == 1 && $0.newVersionNumber == 2 })
+        #expect(conflicts.allSatisfy { $0.cachedSnapshot != nil && $0.persistedSnapshot == nil })
+        #expect(try stack.sql("SELECT ZNAME FROM ZITEM ORDER BY ZID").map { $0[0] } == (1...6).map { .text("item \($0)") })
+    }
 }

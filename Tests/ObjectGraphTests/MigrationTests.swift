@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 21 item 8: lightweight migration — versioned models, an inferred mapping (added, removed, renamed,
+/// Lightweight migration — versioned models, an inferred mapping (added, removed, renamed,
 /// optional ↔ required with a default), automatic migration when the options ask for it, a clear error otherwise,
 /// persistent history kept, and a store never left half-migrated (semantics §7, "Lightweight migration"; history §3.6).
 @Suite(.serialized) struct MigrationTests {
@@ -98,7 +98,7 @@ import Testing
         return stack
     }
 
-    @Test("Issue 21 item 8: a versioned model file gives its current version, the others as previous versions")
+    @Test("A versioned model file gives its current version, the others as previous versions")
     func versionedModelFile() throws {
         let json = """
         {"current": "v2", "versions": [
@@ -112,7 +112,7 @@ import Testing
         #expect(throws: ModelError.self) { try ManagedObjectModel(jsonData: Data(json.replacingOccurrences(of: "\"current\": \"v2\"", with: "\"current\": \"v9\"").utf8)) }
     }
 
-    @Test("Issue 21 item 8: a v1 store opened with v2 is migrated: rows, renames, defaults, relationships, keys and history kept")
+    @Test("A v1 store opened with v2 is migrated: rows, renames, defaults, relationships, keys and history kept")
     func migratesInPlace() throws {
         let stack = try Self.v1Store()
         let before = try stack.coordinator.fetchHistory(.fetchHistory(after: nil as PersistentHistoryToken?))
@@ -150,7 +150,7 @@ import Testing
         try again.addPersistentStore(type: .sqlite, at: stack.url, options: Self.migrating())
     }
 
-    @Test("Issue 21 item 8: without the option the store is refused (134100); without inference, 134140; nothing changes")
+    @Test("Without the option the store is refused (134100); without inference, 134140; nothing changes")
     func refusedWithoutOptions() throws {
         let stack = try Self.v1Store()
         let v2 = try Self.v2(previous: [try Self.v1()])
@@ -164,7 +164,7 @@ import Testing
         var noInference = Self.migrating()
         noInference.inferMappingModel = false
         #expect(code(noInference) == .migrationMissingMappingModel)
-        // A model that is not a version of this store's: 134100 as before (issue 21: it stays for incompatible models).
+        // A model that is not a version of this store's: 134100, the code for incompatible models.
         let unrelated = try ManagedObjectModel(entities: [EntityDescription(name: "Other", attributes: [AttributeDescription(name: "x", type: .string)])], previousVersions: [])
         do {
             try PersistentStoreCoordinator(managedObjectModel: unrelated, name: "u").addPersistentStore(type: .sqlite, at: stack.url, options: Self.migrating())
@@ -176,7 +176,7 @@ import Testing
         try PersistentStoreCoordinator(managedObjectModel: try Self.v1(), name: "v1").addPersistentStore(type: .sqlite, at: stack.url)
     }
 
-    @Test("Issue 21 item 8: a change the mapping cannot infer (a type change, a required attribute without default) fails with 134140")
+    @Test("A change the mapping cannot infer (a type change, a required attribute without default) fails with 134140")
     func notInferable() throws {
         let stack = try Self.v1Store()
         func model(_ attribute: AttributeDescription) throws -> ManagedObjectModel {
@@ -194,7 +194,7 @@ import Testing
         }
     }
 
-    @Test("Issue 21 item 8: a migration that fails at any step leaves the previous version's store whole; a later open migrates")
+    @Test("A migration that fails at any step leaves the previous version's store whole; a later open migrates")
     func failureRollsBack() throws {
         defer { MigrationHooks.step.withLock { $0 = nil } }
         for failing in ["tablesMovedAside", "tablesCreated", "rowsCopied", "oldTablesDropped", "beforeCommit"] {
@@ -218,7 +218,7 @@ import Testing
         }
     }
 
-    @Test("Issue 21 item 8: a version that only makes an attribute required has the same hash: the store opens as it is (our hash leaves optionality out)")
+    @Test("A version that only makes an attribute required has the same hash: the store opens as it is (our hash leaves optionality out)")
     func requiredWithoutDefault() throws {
         let stack = try Self.v1Store()
         let required = try Self.itemModel([Self.itemID, AttributeDescription(name: "name", type: .string), AttributeDescription(name: "price", type: .double),
@@ -228,7 +228,7 @@ import Testing
         try PersistentStoreCoordinator(managedObjectModel: required, name: "req").addPersistentStore(type: .sqlite, at: stack.url, options: Self.migrating())
     }
 
-    @Test("Issue 21 item 8: a store description migrates by default (Core Data's defaults), through the coordinator")
+    @Test("A store description migrates by default (Core Data's defaults), through the coordinator")
     func descriptionMigratesByDefault() throws {
         let stack = try Self.v1Store()
         let v2 = try Self.v2(previous: [try Self.v1()])
@@ -252,7 +252,7 @@ import Testing
         return context
     }
 
-    @Test("Issue 21 item 8: a transient to-one made stored migrates as a new relationship (no crash); a relationship that now points at another entity is refused (134140)")
+    @Test("A transient to-one made stored migrates as a new relationship (no crash); a relationship that now points at another entity is refused (134140)")
     func transientAndRetargetedRelationships() throws {
         func v1() throws -> ManagedObjectModel {
             try Self.pair([
@@ -305,7 +305,7 @@ import Testing
         }
     }
 
-    @Test("Issue 21 item 8: a required attribute gets its default for NULLs even when the version the hash picks already had it required; defaults are stored in the attribute's type")
+    @Test("A required attribute gets its default for NULLs even when the version the hash picks already had it required; defaults are stored in the attribute's type")
     func requiredDefaultsAndConversion() throws {
         func item(_ flagOptional: Bool, extra: [AttributeDescription] = []) -> EntityDescription {
             EntityDescription(name: "Item", attributes: [
@@ -336,7 +336,7 @@ import Testing
         }
     }
 
-    @Test("Issue 21 item 8: a pair of relationships made one self-inverse relationship keeps every link from both sides")
+    @Test("A pair of relationships made one self-inverse relationship keeps every link from both sides")
     func selfInverseFromPair() throws {
         let v1 = try Self.pair([EntityDescription(name: "Person", attributes: [AttributeDescription(name: "name", type: .string)], relationships: [
             RelationshipDescription(name: "following", destination: "Person", inverse: "followers", toMany: true),

@@ -74,7 +74,7 @@ func mdAllTypesModel(extra: [AttributeDescription] = []) throws -> ManagedObject
         }
     }
 
-    // Issue item 2 (a model decoded from a file): a JSON model file gives the same entities, options and
+    // A model decoded from a file: a JSON model file gives the same entities, options and
     // version hash as the same model built in Swift.
     @Test func modelFileDecodesToTheSameModel_0() throws {
         let json = """
@@ -174,7 +174,7 @@ func mdAllTypesModel(extra: [AttributeDescription] = []) throws -> ManagedObject
         },
     ]
 
-    // Issue item 2 and "Bad input": a malformed model is a clear error naming the entity and the property.
+    // "Bad input": a malformed model is a clear error naming the entity and the property.
     @Test(arguments: malformed)
     func malformedModelNamesEntityAndProperty_0(_ c: Malformed) {
         let error = #expect(throws: ModelError.self) { _ = try c.build() }
@@ -186,7 +186,7 @@ func mdAllTypesModel(extra: [AttributeDescription] = []) throws -> ManagedObject
         }
     }
 
-    // Issue item 2 / item 4 (a store refuses another model): the version hash is the same for the same shape,
+    // A store refuses another model: the version hash is the same for the same shape,
     // changes with anything that shapes the tables (attribute, type, relationship, constraint), and ignores
     // what does not (transient attributes, validation limits, defaults).
     @Test func versionHashFollowsTheStoreShape_0() throws {
@@ -206,5 +206,28 @@ func mdAllTypesModel(extra: [AttributeDescription] = []) throws -> ManagedObject
         ]).versionHash
         #expect(unconstrained != constrained)
         #expect(try mdAllTypesModel().isConfiguration(compatibleWithVersionHash: base))
+    }
+
+    // A property is found by its name as `==` compares strings: the comparison of representations that comes
+    // first only finds a key sooner. Keys built at run time (a long name, not a literal), and a name written with
+    // another Unicode form (decomposed é), find the same property; an unknown key finds none.
+    @Test func propertiesAreFoundByEqualNamesWhateverTheirRepresentation() throws {
+        let long = "aVeryLongAttributeNameBeyondSmallStrings"
+        let entity = EntityDescription(
+            name: "Thing", managedObjectClass: ManagedObject.self,
+            attributes: [
+                AttributeDescription(name: "id", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+                AttributeDescription(name: "caf\u{E9}", type: .string),
+                AttributeDescription(name: long, type: .string),
+            ])
+        _ = try ManagedObjectModel(entities: [entity])
+        let built = ["aVeryLong", "AttributeName", "BeyondSmallStrings"].joined()
+        #expect(entity.propertyRef(built) == entity.propertyRef(long))
+        #expect(entity.propertyRef(built) != nil)
+        #expect(entity.propertyRef("cafe\u{301}") == entity.propertyRef("caf\u{E9}"))
+        #expect(entity.propertyRef("cafe\u{301}") != nil)
+        #expect(entity.propertyRef(String("xid".dropFirst())) == entity.propertyRef("id"))
+        #expect(entity.propertyRef("cafe") == nil)
+        #expect(entity.propertyRef("Id") == nil)
     }
 }

@@ -17,7 +17,7 @@ import Testing
     }
 
     // Semantics §2.1 step 4, §2.2: after the root saves, the middle's and the child's objects have the root's
-    // permanent IDs, are found under them, and no longer under the temporary ones (the registry re-keys them, as
+    // permanent IDs, are found under them, and not under the temporary ones any more (the registry re-keys them, as
     // the saving root's own registry does: `registeredObject(for: temporaryID)` is nil; inferred, see
     // Docs/core-data-rules.md "ids"). References between the new objects follow. An object inserted in the child
     // after its save, not pushed up, keeps its temporary ID.

@@ -24,7 +24,7 @@ func lcModel() throws -> ManagedObjectModel {
 
 @Suite struct ObjectLifecycleTests {
 
-    // Issue item 3: a permanent ID's URI (`x-coredata://<store UUID>/<Entity>/p<Z_PK>`) turns back into an equal
+    // A permanent ID's URI (`x-coredata://<store UUID>/<Entity>/p<Z_PK>`) turns back into an equal
     // ID, on the same coordinator and on another coordinator of the same file; a temporary ID has its own form;
     // a URI of another store or entity gives nil.
     @Test func uriRepresentationRoundTrips_4() throws {
@@ -80,7 +80,7 @@ func lcModel() throws -> ManagedObjectModel {
             reader.delete(note)
             reader.processPendingChanges()
             #expect(note.calls["prepareForDeletion"] == 1)
-            // Issue 18, rule 13: deleting it again calls prepareForDeletion again, and changes nothing else.
+            // Deleting it again calls prepareForDeletion again, and changes nothing else.
             reader.delete(note)
             #expect(note.calls["prepareForDeletion"] == 2)
             #expect(reader.deletedObjects.count == 1)
@@ -90,7 +90,7 @@ func lcModel() throws -> ManagedObjectModel {
         }
     }
 
-    // Issue item 3: isInserted / isUpdated / isDeleted / hasChanges, changedValues() and
+    // isInserted / isUpdated / isDeleted / hasChanges, changedValues() and
     // committedValues(forKeys:) through an object's life.
     @Test func changeTrackingThroughLife_4() throws {
         let stack = try TestStack()
@@ -177,7 +177,7 @@ func lcModel() throws -> ManagedObjectModel {
         }
     }
 
-    // Issue 18, rule 18: 134050 (persistent store save conflicts) is defined and never raised; an unresolved
+    // 134050 (persistent store save conflicts) is defined and never raised; an unresolved
     // optimistic-locking conflict is 133020 (semantics §1.4, §10 item 6).
     @Test func saveConflictsCodeIsDefinedButNotRaised_18() throws {
         #expect(ObjectGraphError.Code.persistentStoreSaveConflicts.rawValue == 134050)
@@ -197,9 +197,79 @@ func lcModel() throws -> ManagedObjectModel {
             }
         }
     }
+
+    // Semantics §5: a change to an insert already announced is reported once as an update; the flag that stands
+    // in for the pending-insert set is cleared by objects-did-change, by rollback and by reset.
+    @Test func announcedInsertReportsLaterChangesAsUpdates_5() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        ctx.performAndWait {
+            let item = Item(context: ctx)
+            item.id = 1
+            #expect(item.isInsertPending)
+            ctx.processPendingChanges()
+            #expect(!item.isInsertPending)
+            let changes = NotificationRecorder(ManagedObjectContext.objectsDidChangeNotification, object: ctx)
+            item.name = "changed"
+            item.price = 2
+            ctx.processPendingChanges()
+            let updated = changes.notes.last?.userInfo?[ManagedObjectContext.NotificationKey.updatedObjects.rawValue] as? Set<ManagedObject>
+            #expect(updated == [item])
+            #expect(ctx.updatedObjects.isEmpty)  // an insert never joins updatedObjects
+            let other = Item(context: ctx)
+            ctx.rollback()
+            #expect(!other.isInsertPending)
+        }
+    }
+
+    // Semantics §1.5: an object's updated-set flag follows the changed values back to the snapshot.
+    @Test func updatedFlagFollowsChanges_1_5() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let item = Item(context: ctx)
+            item.id = 1
+            item.price = 1
+            try ctx.save()
+            item.price = 2
+            #expect(item.isInUpdatedSet && ctx.updatedObjects == [item])
+            item.price = 1
+            #expect(!item.isInUpdatedSet && ctx.updatedObjects.isEmpty)
+            item.price = 3
+            try ctx.save()
+            #expect(!item.isInUpdatedSet && ctx.updatedObjects.isEmpty)
+        }
+    }
+
+    // Semantics §1.5, §5: objects join the updated and pending-update sets once (`update(with:)` behind the
+    // membership flag), whatever the number of their changes; one reverted to its snapshot leaves `updatedObjects`
+    // but its changes are still announced once; the save reports exactly the changed ones.
+    @Test func changedObjectsJoinTheChangeSetsOnce_1_5_5() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let items = try fetchItems(ctx)
+            let changes = NotificationRecorder(ManagedObjectContext.objectsDidChangeNotification, object: ctx)
+            for item in items { item.name = "x"; item.price = 5; item.name = "y" }
+            items[2].name = "item 3"
+            items[2].price = 30  // back to the snapshot
+            #expect(ctx.updatedObjects == Set(items[0...1]))
+            ctx.processPendingChanges()
+            let announced = changes.notes.last?.userInfo?[ManagedObjectContext.NotificationKey.updatedObjects.rawValue] as? Set<ManagedObject>
+            #expect(announced == Set(items))
+            let saved = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: ctx)
+            try ctx.save()
+            let reported = saved.notes.last?.userInfo?[ManagedObjectContext.NotificationKey.updatedObjects.rawValue] as? Set<ManagedObject>
+            #expect(reported == Set(items[0...1]))
+            #expect(ctx.updatedObjects.isEmpty)
+            items[2].price = 31  // joins again after the save emptied the set
+            #expect(ctx.updatedObjects == [items[2]])
+        }
+    }
 }
 
-/// Issue 18, rule 6 (semantics §2.1, the save flow): saving a context with no changes still posts will-save and
+/// Semantics §2.1, the save flow: saving a context with no changes still posts will-save and
 /// did-save, with empty sets.
 @Suite struct EmptySaveNotificationTests {
     @Test func emptySavePostsWillAndDidSave_6() throws {

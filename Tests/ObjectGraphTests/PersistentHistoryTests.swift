@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 4 item 5: persistent history (semantics §3.6) and remote-change notifications (§3.5).
+/// Persistent history (semantics §3.6) and remote-change notifications (§3.5).
 @Suite struct PersistentHistoryTests {
     /// The test model with `name` kept in delete tombstones.
     static func historyModel() throws -> ManagedObjectModel {
@@ -62,7 +62,7 @@ import Testing
     // changes (type, object ID, updated properties, tombstone).
     @Test func transactionsAndChangesRecordEachSave_3_6() throws {
         let stack = try TestStack(model: try Self.historyModel(), options: Self.tracked())
-        // Issue 18, rule 17: a brand-new store has a current history token (before any transaction).
+        // A brand-new store has a current history token (before any transaction).
         let first = try #require(try stack.coordinator.currentPersistentHistoryToken())
         #expect(first.transactionNumber == 0)
         let start = Date()
@@ -199,11 +199,10 @@ import Testing
         }
     }
 
-    // Semantics §3.5 and issue 18 rule 8: every write to the store (a save, a batch insert, a batch update)
+    // Semantics §3.5: every write to the store (a save, a batch insert, a batch update)
     // posts the remote-change notification, with the store's URL, UUID and history token, to every coordinator
     // on the file that asked for it, the writing one included; never to a coordinator without the option.
-    // (This test asserted "not to the writer" before issue 18.)
-    @Test("Issue 18 rule 8: a remote-change notification reaches every coordinator on the file, the saving one included (§3.5)")
+    @Test("A remote-change notification reaches every coordinator on the file, the saving one included (§3.5)")
     func remoteChangeNotificationReachesEveryCoordinator_3_5() throws {
         let stack = try TestStack(model: try Self.historyModel(), options: Self.tracked(remote: true))
         let listening = try stack.secondCoordinator(options: Self.tracked(remote: true))
@@ -269,7 +268,7 @@ import Testing
         #expect(history[2].changes?.first?.tombstone == ["name": .string("n3")])
     }
 
-    // Issue 18, rule 17 (recorded on Apple): fetching history after a token whose transaction was purged fails with
+    // Recorded on Apple: fetching history after a token whose transaction was purged fails with
     // 134301 (token expired); the newest surviving token still works; a store whose history was all purged keeps
     // a current token that works (semantics §3.6: purge-before-token keeps the token's own transaction).
     @Test func purgedTokenExpires_17() throws {

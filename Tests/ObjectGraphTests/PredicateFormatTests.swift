@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Semantics §4 (fetching) and issue 4 item 1: the NSPredicate format language.
+/// Semantics §4 (fetching): the NSPredicate format language.
 @Suite struct PredicateFormatTests {
     @Test func parsesComparisonsConnectivesAndArguments() throws {
         let p = try ObjectPredicate(format: "name BEGINSWITH[c] %@ AND price > %@ OR NOT flag == YES", "a", 10)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 4 item 1 (semantics §4): every operator, option, literal and argument kind of the format language,
+/// Semantics §4: every operator, option, literal and argument kind of the format language,
 /// run through the store (SQL where translatable) and in memory, with the same expected answer.
 @Suite struct PredicateOperatorTests {
     static let d0 = Date(timeIntervalSinceReferenceDate: 1_000)
@@ -93,7 +93,7 @@ import Testing
         ("labels.@count == 0", [3]), ("labels.@count >= 2", [2, 5]), ("tag.items.@count == 2", [1, 2, 3, 5]),
     ]
 
-    // Semantics §4 / issue 4 item 1: each operator through the store and in memory.
+    // Semantics §4: each operator through the store and in memory.
     @Test func everyOperatorOptionAndLiteral_4() throws {
         let f = try Self.fixture()
         for (format, expected) in Self.formatCases {
@@ -190,7 +190,7 @@ import Testing
         }
     }
 
-    // Issue 4 performance: index-friendly shapes (==, IN, ranges, to-one equality) reach SQLite as such —
+    // Performance: index-friendly shapes (==, IN, ranges, to-one equality) reach SQLite as such —
     // the generated text keeps the bare column, and SQLite's plan searches an index instead of scanning.
     @Test func indexFriendlyPredicatesSearchAnIndex_4() throws {
         let f = try Self.fixture()

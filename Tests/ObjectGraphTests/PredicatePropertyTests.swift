@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 4 item 2: the SQL path and the in-memory path of a predicate return the same objects.
+/// The SQL path and the in-memory path of a predicate return the same objects.
 @Suite struct PredicatePropertyTests {
     static let names: [String?] = ["apple", "Apple", "Äpfel", "banana", "BANANA", "cherry", "", nil, "app*le", "x?y", "éclair", "eclair"]
     static let titles: [String?] = ["red", "Red", "blue", "green", nil]
@@ -90,7 +90,7 @@ import Testing
         }
     }
 
-    /// Issue 18, rule 19 (found by input fuzzing): `name !=[c] nil`, `name !=[cd] nil` and `name ==[cd] nil` returned
+    /// Found by input fuzzing: `name !=[c] nil`, `name !=[cd] nil` and `name ==[cd] nil` returned
     /// no rows from SQL. Every comparison with nil, for every operator and modifier, written either way round and
     /// in a list, agrees in SQL and in memory (semantics §5: a fetch's predicate means the same in the store).
     @Test func everyComparisonWithNilAgrees_19() throws {

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 21 item 4: query generations (semantics §3.7 "Query generations"; Apple, "Accessing data when the store
+/// Query generations (semantics §3.7 "Query generations"; Apple, "Accessing data when the store
 /// changes"). A pinned context reads one snapshot of the store, an SQLite read transaction held open on a read
-/// connection of the pool (issue 22 item 8), until its generation advances.
+/// connection of the pool, until its generation advances.
 @Suite struct QueryGenerationTests {
     /// Raises every item's price by `by` in a context of its own (on `coordinator`, the stack's by default) and saves.
     static func raisePrices(_ stack: TestStack, by: Double, coordinator: PersistentStoreCoordinator? = nil) throws {
@@ -242,5 +242,58 @@ import Testing
         try view.setQueryGenerationFrom(nil)
         let released = try #require(try stack.sql("PRAGMA wal_checkpoint(PASSIVE)").first)
         #expect(released[2].int64! == released[1].int64!, "every frame checkpointed once the generation ended: \(released)")
+    }
+
+    @Test("§3.7 (semantics §3.7: WAL only, otherwise quietly unpinned): a read-only store on a file in rollback-journal mode holds no generation, so a writer of the file is not locked out")
+    func readOnlyRollbackStoreHoldsNoGeneration() throws {
+        var options = StoreOptions()
+        options.pragmas["journal_mode"] = "DELETE"
+        options.busyTimeout = 0.2
+        let stack = try TestStack(options: options)
+        try stack.seed(2)
+        var readOnly = StoreOptions()
+        readOnly.readOnly = true
+        readOnly.busyTimeout = 0.2
+        let reading = try stack.secondCoordinator(options: readOnly)
+        #expect(!reading.supportsQueryGenerations, "the file is not in WAL mode")
+        let view = stack.context(reading, name: "view")
+        try view.setQueryGenerationFrom(.current)
+        #expect(view.queryGenerationToken == nil, "quietly unpinned: no generation outside WAL")
+        #expect(try QueryGenerationTests.prices(view) == [10, 20])
+        // A rollback-journal read transaction held open would keep this commit from getting its lock.
+        try QueryGenerationTests.raisePrices(stack, by: 1)
+        #expect(try QueryGenerationTests.prices(view) == [11, 21])
+    }
+
+    @Test("§3.7, §8: a read-only store on a WAL file keeps its read connections and generations (the file's own mode decides)")
+    func readOnlyWALStoreKeepsItsReaders() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        var readOnly = StoreOptions()
+        readOnly.readOnly = true
+        let reading = try stack.secondCoordinator(options: readOnly)
+        #expect(reading.supportsQueryGenerations)
+        let view = stack.context(reading, name: "view")
+        try view.setQueryGenerationFrom(.current)
+        #expect(try QueryGenerationTests.prices(view) == [10, 20])
+        try QueryGenerationTests.raisePrices(stack, by: 1)
+        #expect(try QueryGenerationTests.prices(view) == [10, 20], "pinned")
+        #expect(reading.openReadConnections == 0, "the generation's connection is outside the pool")
+    }
+
+    @Test("§3.7: a pinned context that goes away without unpinning ends its generation: the WAL is checkpointed whole")
+    func deallocatedPinnedContextEndsItsGeneration() throws {
+        let stack = try TestStack()
+        try stack.seed(3)
+        do {
+            let view = stack.context(name: "view")
+            try view.setQueryGenerationFrom(.current)
+            _ = try QueryGenerationTests.prices(view)
+            for round in 1...3 { try QueryGenerationTests.raisePrices(stack, by: Double(round)) }
+            let held = try #require(try stack.sql("PRAGMA wal_checkpoint(PASSIVE)").first)
+            #expect(held[2].int64! < held[1].int64!)
+        }
+        let released = try #require(try stack.sql("PRAGMA wal_checkpoint(PASSIVE)").first)
+        #expect(released[2].int64! == released[1].int64!, "the generation ended with its context: \(released)")
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 21 item 6: `shouldRefreshRefetchedObjects` (semantics §2.3; Docs/core-data-rules.md Rule 21.6). Apple
+/// `shouldRefreshRefetchedObjects` (semantics §2.3; Docs/core-data-rules.md). Apple
 /// documents that it updates refetched objects with the store's values; CoreDataPlus's
 /// `test_InvestigationShouldRefreshRefetchedObjectsIsStillBroken` (FB7419788) shows that it does not. The default
 /// follows Apple's observed behaviour; `.documented` does what the documentation says.
@@ -27,7 +27,7 @@ import Testing
         return (stack, reader, ids)
     }
 
-    @Test("Issue 21 item 6: shouldRefreshRefetchedObjects defaults to false and to Apple's observed behaviour")
+    @Test("shouldRefreshRefetchedObjects defaults to false and to Apple's observed behaviour")
     func defaults() {
         let request = FetchRequest(entityName: "Item")
         #expect(!request.shouldRefreshRefetchedObjects)
@@ -36,7 +36,7 @@ import Testing
 
     // Verified on Apple (second-hand, CoreDataPlus, FB7419788): the refetch leaves the loaded object's old value;
     // refresh(_:mergeChanges: false) then shows the new one.
-    @Test("Issue 21 item 6: as on Apple, a refetch with shouldRefreshRefetchedObjects leaves a loaded object's old values (FB7419788)")
+    @Test("As on Apple, a refetch with shouldRefreshRefetchedObjects leaves a loaded object's old values (FB7419788)")
     func appleKeepsOldValues() throws {
         let (_, reader, _) = try setUp()
         try reader.performAndWait {
@@ -51,7 +51,7 @@ import Testing
     }
 
     // Apple's documentation: the refetched objects take the store's values; an unsaved change stays on top.
-    @Test("Issue 21 item 6: documented way, refetched loaded objects take the store's values and keep unsaved changes")
+    @Test("Documented way, refetched loaded objects take the store's values and keep unsaved changes")
     func documentedRefreshes() throws {
         let (stack, reader, ids) = try setUp()
         let recorder = NotificationRecorder(ManagedObjectContext.objectsDidChangeNotification, object: reader)
@@ -76,7 +76,7 @@ import Testing
     }
 
     // The semantics doc's case: a batch update bypasses the row cache; the refetch reads the newer rows.
-    @Test("Issue 21 item 6: after a batch update, only the documented way shows the new value on refetch")
+    @Test("After a batch update, only the documented way shows the new value on refetch")
     func afterBatchUpdate() throws {
         let stack = try TestStack()
         let ids = try stack.seed(1)

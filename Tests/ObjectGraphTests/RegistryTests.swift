@@ -3,7 +3,7 @@ import Testing
 @testable import ObjectGraph
 
 /// The context's registry (semantics §2.1): one object per ID, held without keeping it alive, through unowned
-/// references instead of Swift `weak` ones (Benchmarks/LOG.md, fifth round).
+/// references instead of Swift `weak` ones (Benchmarks/LOG.md).
 @Suite struct RegistryTests {
     /// Whether Swift's runtime gave `object` a side table (what a weak reference does): the inline reference-count
     /// word then holds the side table's address with its two top bits set (64-bit layout of swift/RefCount.h).
@@ -176,6 +176,46 @@ import Testing
             }
         }
     }
+
+    // Semantics §2.1 step 8: an unsaved insert stays registered although nothing else holds it; once saved and
+    // dropped by the app it is freed and leaves the registry.
+    @Test func unsavedInsertIsHeldThenReleasedAfterSave_2_1() throws {
+        let stack = try TestStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            var id: ManagedObjectID?
+            do {
+                let item = Item(context: ctx)
+                item.id = 1
+                id = item.objectID
+            }
+            #expect(ctx.registeredObject(for: id!) != nil)
+            #expect(ctx.insertedObjects.count == 1)
+            try ctx.save()
+            #expect(ctx.registeredObjectCount == 0)
+        }
+    }
+
+    // Semantics §2.1 (uniquing): the sweep of freed registry entries keeps every live object, so asking for its ID
+    // again gives the same instance; freed entries leave.
+    @Test func registrySweepKeepsLiveObjects_2_1() throws {
+        let stack = try TestStack()
+        let ids = try stack.seed(ObjectRegistry.minimumSweepThreshold + 500)
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            var kept: [ManagedObject] = []
+            do {
+                let all = try ctx.fetch(FetchRequest(entityName: "Item"))
+                kept = stride(from: 0, to: all.count, by: 97).map { all[$0] }
+            }
+            // The fetch registered more than the threshold: most entries are freed now, and the next
+            // registrations sweep them.
+            #expect(ctx.registeredObjectCount == kept.count)
+            for object in kept { #expect(ctx.object(with: object.objectID) === object) }
+            for id in ids.prefix(10) { _ = ctx.object(with: id) }
+            for object in kept { #expect(ctx.registeredObject(for: object.objectID) === object) }
+        }
+    }
 }
 
 /// An object that reports, from its deinit, what its context's registry answers for it then.
@@ -184,7 +224,7 @@ final class RuntimeProbe: ManagedObject {
     deinit { Self.duringDeinit?(objectID) }
 }
 
-/// Issue 18, rule 0: the registry keeps Swift's runtime shim (`CObjectRuntime`: `swift_tryRetain`,
+/// Rule 0: the registry keeps Swift's runtime shim (`CObjectRuntime`: `swift_tryRetain`,
 /// `swift_unownedRetain`/`Release`, `swift_isDeallocating`), because plain `weak` references cost 12–34 % more
 /// instructions (Docs/core-data-rules.md). No public Swift API promises what the shim relies on; these checks fail
 /// loudly if a Swift release changes it.
@@ -196,10 +236,10 @@ final class RuntimeProbe: ManagedObject {
         ])
     }
 
-    // Issue 18 rule 0 (semantics §2.1 step 8, uniquing): an object whose deinitialization has begun is never handed
+    // Semantics §2.1 step 8, uniquing: an object whose deinitialization has begun is never handed
     // out (swift_tryRetain fails once the strong count reached zero), its entry stays readable while its memory is
     // held by the unowned count, and the sweep drops it.
-    @Test("Issue 18 rule 0: the runtime behaviour the registry's shim relies on still holds")
+    @Test("The runtime behaviour the registry's shim relies on still holds")
     func runtimeContractHolds_rule0() throws {
         let stack = try TestStack(model: try probeModel())
         let ctx = stack.context()
@@ -229,7 +269,7 @@ final class RuntimeProbe: ManagedObject {
     }
 }
 
-/// Issue 18, rules 1 and 2: how long objects live (semantics §2.1 step 8, §3.2, §4). A materialized object holds
+/// Rules 1 and 2: how long objects live (semantics §2.1 step 8, §3.2, §4). A materialized object holds
 /// its relationships' objects strongly, as Core Data's do; the registry itself holds nothing.
 @Suite struct ObjectLifetimeTests {
     /// An item and its tag, saved (the cycle item → tag → items → item).
@@ -246,9 +286,9 @@ final class RuntimeProbe: ManagedObject {
         }
     }
 
-    // Issue 18 rule 1 (semantics §4, §3.2): setting a to-one holds its object, and an inserted object's loaded
+    // Semantics §4, §3.2: setting a to-one holds its object, and an inserted object's loaded
     // to-many holds the objects added to it (the inverse of that set), before and after the save.
-    @Test("Issue 18 rule 1: relationships hold their targets strongly (§4)")
+    @Test("Relationships hold their targets strongly (§4)")
     func relationshipsHoldTheirTargets_rule1() throws {
         let stack = try TestStack()
         let ctx = stack.context()
@@ -283,9 +323,9 @@ final class RuntimeProbe: ManagedObject {
         }
     }
 
-    // Issue 18 rule 1 (semantics §2.1 step 8, §4): objects kept alive only by a relationship cycle stay
+    // Semantics §2.1 step 8, §4: objects kept alive only by a relationship cycle stay
     // registered after the save until refreshed; an object nobody references leaves the registry after the save.
-    @Test("Issue 18 rule 1: a relationship cycle stays registered after a save, until refreshed (§2.1, §3.2)")
+    @Test("A relationship cycle stays registered after a save, until refreshed (§2.1, §3.2)")
     func cycleStaysRegisteredUntilRefreshed_rule1() throws {
         let stack = try TestStack()
         let ctx = stack.context()
@@ -317,8 +357,8 @@ final class RuntimeProbe: ManagedObject {
         }
     }
 
-    // Issue 18 rule 1 (semantics §4): refreshAllObjects() and reset() break cycles as refresh does.
-    @Test("Issue 18 rule 1: refreshAllObjects and reset release a cycle (§4)")
+    // Semantics §4: refreshAllObjects() and reset() break cycles as refresh does.
+    @Test("refreshAllObjects and reset release a cycle (§4)")
     func refreshAllAndResetReleaseCycles_rule1() throws {
         let stack = try TestStack()
         let ids = try seedPair(stack)
@@ -337,9 +377,9 @@ final class RuntimeProbe: ManagedObject {
         }
     }
 
-    // Issue 18 rule 1 (semantics §4): filling a fault keeps the objects it already held through a relationship it
+    // Semantics §4: filling a fault keeps the objects it already held through a relationship it
     // read while still a fault (a to-many is a relationship fault of its own).
-    @Test("Issue 18 rule 1: filling a fault does not forget its relationship targets (§4)")
+    @Test("Filling a fault does not forget its relationship targets (§4)")
     func fillingAFaultKeepsHeldTargets_rule1() throws {
         let stack = try TestStack()
         let ids = try seedPair(stack)
@@ -357,9 +397,9 @@ final class RuntimeProbe: ManagedObject {
         }
     }
 
-    // Issue 18 rule 1 (semantics §4, reset): a context that is deinitialized turns its objects into faults as
+    // Semantics §4, reset: a context that is deinitialized turns its objects into faults as
     // reset() does, which breaks their cycles; an object the app still holds has no context.
-    @Test("Issue 18 rule 1: a deinitialized context turns its objects into faults (§4)")
+    @Test("A deinitialized context turns its objects into faults (§4)")
     func deinitializedContextFaultsItsObjects_rule1() throws {
         let stack = try TestStack()
         let ids = try seedPair(stack)
@@ -383,9 +423,9 @@ final class RuntimeProbe: ManagedObject {
         #expect(weakTag == nil)
     }
 
-    // Issue 18 rule 1 (semantics §2.2: a child save copies its graph into the parent): a cycle made in a child
+    // Semantics §2.2: a child save copies its graph into the parent: a cycle made in a child
     // and pushed up stays registered in the parent after the parent's own save, as it would have in the child.
-    @Test("Issue 18 rule 1: a cycle pushed into a parent stays registered after the parent's save (§2.2)")
+    @Test("A cycle pushed into a parent stays registered after the parent's save (§2.2)")
     func pushedCycleStaysInParent_rule1() throws {
         let stack = try TestStack()
         let parent = stack.context(name: "parent")
@@ -407,10 +447,10 @@ final class RuntimeProbe: ManagedObject {
         }
     }
 
-    // Issue 18 rule 2 (semantics §4 reset, recorded on Apple): after reset() an object the caller holds is a fault
+    // Semantics §4 reset, recorded on Apple: after reset() an object the caller holds is a fault
     // with no context and its transient values are gone; touching it fulfils it from the store, still without a
     // context.
-    @Test("Issue 18 rule 2: reset() orphans what it drops; touching it fulfils it from the store (§4)")
+    @Test("reset() orphans what it drops; touching it fulfils it from the store (§4)")
     func resetOrphansHeldObjects_rule2() throws {
         let stack = try TestStack()
         let ids = try stack.seed(2)
@@ -435,8 +475,8 @@ final class RuntimeProbe: ManagedObject {
         }
     }
 
-    // Issue 18 rule 2: raising instead is an option, off by default (`orphanedFaultsRaise`).
-    @Test("Issue 18 rule 2: an orphaned fault can be made to fail instead (option, off by default)")
+    // Raising instead is an option, off by default (`orphanedFaultsRaise`).
+    @Test("An orphaned fault can be made to fail instead (option, off by default)")
     func orphanedFaultCanFail_rule2() throws {
         let stack = try TestStack()
         let ids = try stack.seed(1)
@@ -449,5 +489,21 @@ final class RuntimeProbe: ManagedObject {
             #expect(throws: ObjectGraphError.self) { try item.materialize() }
             #expect(item.isFault)
         }
+    }
+
+    // Semantics §4: an object that outlives its context does not point at it (the pointer is unowned and the
+    // context clears it when it goes away).
+    @Test func objectOutlivingItsContextHasNoContext_4() throws {
+        let stack = try TestStack()
+        var ctx: ManagedObjectContext? = stack.context()
+        let item: Item = try ctx!.performAndWait {
+            let item = Item(context: ctx!)
+            item.id = 7
+            try ctx!.save()
+            return item
+        }
+        #expect(item.managedObjectContext === ctx)
+        ctx = nil
+        #expect(item.managedObjectContext == nil)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-// Issue 18 rule 23, row cache side (semantics §5 "Cost of change tracking", §2.3, §3.1): a did-save notification
+// Row cache side (semantics §5 "Cost of change tracking", §2.3, §3.1): a did-save notification
 // keeps the rows of its save in the saving coordinator's row cache until every observer has let go of it, as the
 // saved objects in Core Data's notification keep their snapshots. A context on the same coordinator that merges
 // the save then fulfils the faults of the merged inserts from the row cache, even when the saving context was
@@ -43,7 +43,7 @@ import Testing
         return saves
     }
 
-    @Test("Issue 18 rule 23 (row cache): a shared-coordinator merge of N inserts fulfils N faults from the row cache, none from the store, after the saver's reset (§5, §2.3)")
+    @Test("A shared-coordinator merge of N inserts fulfils N faults from the row cache, none from the store, after the saver's reset (§5, §2.3)")
     func rule23RowCache_sharedCoordinatorMergeFulfilsFromRowCache_5() throws {
         let stack = try TestStack()
         let view = stack.context(name: "view")
@@ -80,7 +80,7 @@ import Testing
         #expect(stack.coordinator.counters.rowCacheEntries == baseline)
     }
 
-    @Test("Issue 18 rule 23 (row cache): the automatic merge keeps the saved rows until it has merged them, then lets go (§3.3, §2.3)")
+    @Test("The automatic merge keeps the saved rows until it has merged them, then lets go (§3.3, §2.3)")
     func rule23RowCache_automaticMergeFulfilsFromRowCacheThenReleases_3_3() throws {
         let stack = try TestStack()
         let counting = ExecutionThread.countingOnly()
@@ -115,7 +115,7 @@ import Testing
         #expect(stack.coordinator.counters.rowCacheEntries == baseline)
     }
 
-    @Test("Issue 18 rule 23 (row cache): with two coordinators the merged inserts come from the store (§2.4, §5)")
+    @Test("With two coordinators the merged inserts come from the store (§2.4, §5)")
     func rule23RowCache_twoCoordinatorsFulfilFromStore_2_4() throws {
         let stack = try TestStack()
         let viewCoordinator = try stack.secondCoordinator()
@@ -142,7 +142,7 @@ import Testing
         #expect(after.rowCacheHits == before.rowCacheHits)
     }
 
-    @Test("Issue 18 rule 23 (row cache): a did-save nobody keeps releases its rows as the save returns (no leak, §2.3)")
+    @Test("A did-save nobody keeps releases its rows as the save returns (no leak, §2.3)")
     func rule23RowCache_unobservedSaveKeepsNoRows_2_3() throws {
         let stack = try TestStack()
         let baseline = stack.coordinator.counters.rowCacheEntries
@@ -171,5 +171,34 @@ import Testing
         #expect(stack.coordinator.counters.rowCacheMisses == before.rowCacheMisses)
         saves = nil
         #expect(stack.coordinator.counters.rowCacheEntries == baseline)
+    }
+
+    // Semantics §1.5, §2.3: the first change to a fetched object copies the values it shares with its snapshot and
+    // the row cache; the snapshot (committed values), the cached row (what another context's fault reads) and
+    // the change set stay exact, and later changes write in place.
+    @Test func firstChangeLeavesSnapshotAndRowCacheAlone_1_5_2_3() throws {
+        let stack = try TestStack()
+        try stack.seed(2)
+        let ctx = stack.context()
+        let other = stack.context()
+        try ctx.performAndWait {
+            var request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("id")])
+            request.returnsObjectsAsFaults = false
+            let item = try ctx.fetch(request, as: Item.self)[0]
+            item.name = "changed"
+            item.price = 11
+            item.price = 12
+            #expect(item.committedValues(forKeys: ["name", "price"])["name"] as? String == "item 1")
+            #expect(item.committedValues(forKeys: ["name", "price"])["price"] as? Double == 10)
+            #expect(Set(item.changedValues().keys) == ["name", "price"])
+            #expect(item.name == "changed" && item.price == 12)
+            let seen = other.performAndWait { () -> (String?, Double) in
+                let twin = other.object(with: item.objectID) as! Item
+                return (twin.name, twin.price)
+            }
+            #expect(seen.0 == "item 1" && seen.1 == 10)
+            item.price = 10  // back to the snapshot: only the name is changed
+            #expect(Set(item.changedValues().keys) == ["name"])
+        }
     }
 }

@@ -92,7 +92,7 @@ import Testing
     }
 
     // Lost update (semantics §1.1, §2.3): a row the cache forgot (invalidated, as a smart merge does when the other
-    // coordinator no longer caches it) is read again from the store, not replaced by an older row that a fetch read
+    // coordinator stops caching it) is read again from the store, not replaced by an older row that a fetch read
     // before the forgetting save.
     @Test("Lost update: a forgotten row is not replaced by one older than the cache last held (§1.1, §2.3)")
     func lostUpdateForgottenRowStaysAtItsVersion() throws {
@@ -121,7 +121,7 @@ import Testing
     }
 }
 
-/// Issue 22 item 8 (read connections beside the writer, behaviour doc §8): an object's deinit gives its row's
+/// Read connections beside the writer, behaviour doc §8: an object's deinit gives its row's
 /// reference back (semantics §2.3, snapshot reference counting). While a long hold has the row cache's table (a
 /// large save's install), that reference waits for the next hold instead of the deallocating thread waiting for the
 /// lock; no one sees the table without it.

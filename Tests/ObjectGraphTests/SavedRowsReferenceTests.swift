@@ -2,12 +2,12 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-// Issue 18 rule 23 (semantics §2.3, §3.1), as issue 22 item 5 left it: the coordinator takes the did-save
+// Semantics §2.3, §3.1 (Docs/core-data-rules.md, rule 23): the coordinator takes the did-save
 // notification's reference on each row it writes in the lookup that caches the row, and the notification adopts
 // them. The notification still holds exactly the rows it names: an object updated by a transient change alone is
 // named but writes no row, and its row is held all the same; every reference goes with the notification.
 @Suite struct SavedRowsReferenceTests {
-    @Test("Issue 18 rule 23: a did-save holds the rows of its inserts, its written updates and a transient-only update, and lets all go with it (§2.3, §3.1)")
+    @Test("A did-save holds the rows of its inserts, its written updates and a transient-only update, and lets all go with it (§2.3, §3.1)")
     func savedRowsHoldEveryNamedRow_2_3() throws {
         let stack = try TestStack()
         let ids = try stack.seed(3)

@@ -3,10 +3,10 @@ import Synchronization
 import Testing
 @testable import ObjectGraph
 
-/// Issue 21 item 9: store descriptions with Core Data's defaults, accepted by the coordinator (semantics §7,
+/// Store descriptions with Core Data's defaults, accepted by the coordinator (semantics §7,
 /// "Store descriptions").
 @Suite struct StoreDescriptionTests {
-    @Test("Issue 21 item 9: a description has Core Data's defaults, and its option keys set the store's options")
+    @Test("A description has Core Data's defaults, and its option keys set the store's options")
     func defaultsAndOptionKeys() {
         var d = PersistentStoreDescription(url: URL(fileURLWithPath: "/tmp/x.sqlite"))
         #expect(d.type == .sqlite && !d.isReadOnly && !d.shouldAddStoreAsynchronously)
@@ -24,7 +24,7 @@ import Testing
         #expect(d.sqlitePragmas == ["synchronous": "FULL"] && d.storeOptions.busyTimeout == 2)
     }
 
-    @Test("Issue 21 item 9: the coordinator adds a described store synchronously or on a background queue; its options take effect")
+    @Test("The coordinator adds a described store synchronously or on a background queue; its options take effect")
     func coordinatorAddsDescribedStore() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("desc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

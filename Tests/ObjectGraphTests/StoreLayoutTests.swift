@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-// The SQLite store as other tools see it (issue "ObjectGraph core" item 4 and "Done when"; semantics §0, §1.1):
+// The SQLite store as other tools see it (semantics §0, §1.1):
 // the `sqlite3` command-line tool (installed by `make deps`) reads the Z tables and sees Z_OPT rise; a store
 // refuses another model or a file that is not SQLite, naming the file and changing nothing. Helpers: `sl`.
 
@@ -43,7 +43,7 @@ func slFileStats(_ url: URL) -> [String: String] {
 
 @Suite struct StoreLayoutTests {
 
-    // Issue "Done when" (a store written by the tests opens in the sqlite3 CLI), semantics §0 (Z<ENTITY> tables
+    // A store written by the tests opens in the sqlite3 CLI; semantics §0 (Z<ENTITY> tables
     // with Z_PK, Z_ENT, Z_OPT; Z_PRIMARYKEY; Z_METADATA; join tables; WAL) and §1.1 (Z_OPT starts at 1 and goes up
     // by one on every update).
     @Test func sqlite3CLIShowsZTablesAndRisingZOpt_1_1() throws {
@@ -79,7 +79,7 @@ func slFileStats(_ url: URL) -> [String: String] {
         #expect(try slCLI(path, "SELECT group_concat(Z_OPT) FROM ZITEM WHERE Z_PK != \(pk)") == "1,1")
     }
 
-    // Issue item 4 (pragmas as store options; semantics §8 "NSSQLitePragmasOption … journal_mode DELETE switches
+    // Pragmas as store options (semantics §8 "NSSQLitePragmasOption … journal_mode DELETE switches
     // back"): the journal mode option reaches the file.
     @Test func pragmaOptionSetsJournalMode_8() throws {
         var options = StoreOptions()
@@ -89,7 +89,7 @@ func slFileStats(_ url: URL) -> [String: String] {
         #expect(try slCLI(stack.url.path, "PRAGMA journal_mode") == "delete")
     }
 
-    // Issue item 4 and "Bad input" (a model that does not match the store): opening a store with a model of
+    // "Bad input" (a model that does not match the store): opening a store with a model of
     // another version hash fails with 134100 naming the store, and changes nothing: the files' sizes and dates,
     // the metadata and the rows are as before, and the first coordinator keeps working.
     @Test func modelHashMismatchChangesNothing() throws {
@@ -140,7 +140,7 @@ func slFileStats(_ url: URL) -> [String: String] {
         #expect(coordinator.storeURL == nil)
     }
 
-    // Issue 18, rule 21 (found by input fuzzing): an SQLite database that is not a store of ours is refused
+    // Found by input fuzzing: an SQLite database that is not a store of ours is refused
     // (134020) and left byte for byte as it was: its journal mode is not switched to WAL, and no -wal or -shm file
     // appears. Before, the pragmas ran before the refusal.
     @Test func foreignSQLiteFileIsLeftUnchanged_21() throws {
@@ -170,7 +170,7 @@ func slFileStats(_ url: URL) -> [String: String] {
     }
 }
 
-// MARK: Issue 18 rule 20: a to-many relationship that is its own inverse
+// MARK: A to-many relationship that is its own inverse
 
 final class Pal: ManagedObject {
     @Managed("name") var name: String?
@@ -193,11 +193,11 @@ extension StoreLayoutTests {
         try ctx.fetch(FetchRequest(entityName: "Pal", predicate: predicate), as: Pal.self).compactMap(\.name).sorted()
     }
 
-    // Issue 18 rule 20 (bug found by input fuzzing): a relationship that is its own inverse validated, but the
+    // Bug found by input fuzzing: a relationship that is its own inverse validated, but the
     // store could not be created ("duplicate column name": both join columns were Z_1FRIENDS). Core Data names the
     // join table's columns apart (Z_1FRIENDS and Z_1FRIENDS1); each side's membership is a row of its own, so a
     // fault of either side reads it with one SELECT on one column (semantics §0 storage layout, §4 faults).
-    @Test("Issue 18 rule 20: a reflexive many-to-many (its own inverse) creates its store, saves, fetches and faults both sides",
+    @Test("A reflexive many-to-many (its own inverse) creates its store, saves, fetches and faults both sides",
           arguments: [PersistentStoreType.sqlite, .inMemory])
     func selfInverseToManyRoundTrips(type: PersistentStoreType) throws {
         let stack = try TestStack(model: try slPalModel(.nullify), type: type)
@@ -247,9 +247,9 @@ extension StoreLayoutTests {
         }
     }
 
-    // Issue 18 rule 20: deleting one side of a reflexive many-to-many nullifies (or cascades to) the other side,
+    // Deleting one side of a reflexive many-to-many nullifies (or cascades to) the other side,
     // in the context, in the join table (no row keeps the deleted key in either column) and for a batch delete.
-    @Test("Issue 18 rule 20: deleting a pal nullifies or cascades both sides of a reflexive many-to-many",
+    @Test("Deleting a pal nullifies or cascades both sides of a reflexive many-to-many",
           arguments: [DeleteRule.nullify, .cascade])
     func selfInverseToManyDeleteRules(rule: DeleteRule) throws {
         let stack = try TestStack(model: try slPalModel(rule))

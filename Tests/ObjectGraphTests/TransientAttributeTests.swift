@@ -2,14 +2,14 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 18, rules 3 to 5: transient attributes (`Item.scratch`, a string with no default). They live in the
+/// Rules 3 to 5: transient attributes (`Item.scratch`, a string with no default). They live in the
 /// object only: never in SQL, never in `changedValues()`, but a change to one is a change of the object.
 @Suite struct TransientAttributeTests {
     private func scratch(_ item: Item) -> String? { item.value(forKey: "scratch") as? String }
 
-    // Issue 18 rule 3 (semantics §1.5 for changedValues): a change to a transient attribute alone makes the object
+    // Semantics §1.5 for changedValues: a change to a transient attribute alone makes the object
     // updated; the save succeeds and writes no SQL; changedValues() lists only persistent properties.
-    @Test("Issue 18 rule 3: a transient change alone makes the object updated; its save writes no SQL (§1.5)")
+    @Test("A transient change alone makes the object updated; its save writes no SQL (§1.5)")
     func transientChangeAloneIsAnUpdate_rule3() throws {
         let stack = try TestStack()
         let ids = try stack.seed(1)
@@ -37,9 +37,9 @@ import Testing
         }
     }
 
-    // Issue 18 rule 4 (semantics §2.2: transient properties are copied into the parent): a child's save carries
+    // Semantics §2.2: transient properties are copied into the parent: a child's save carries
     // transient values into its parent; a new fetch in a fresh child starts from the default.
-    @Test("Issue 18 rule 4: a child's save carries transient values to its parent; a fresh child starts from the default (§2.2)")
+    @Test("A child's save carries transient values to its parent; a fresh child starts from the default (§2.2)")
     func childSaveCarriesTransients_rule4() throws {
         let stack = try TestStack()
         let ids = try stack.seed(2)
@@ -68,9 +68,9 @@ import Testing
         }
     }
 
-    // Issue 18 rule 5 (semantics §3.2, §4; CoreDataPlus): refreshAllObjects(), refresh(_:mergeChanges: false) and
+    // Semantics §3.2, §4; CoreDataPlus: refreshAllObjects(), refresh(_:mergeChanges: false) and
     // reset() put transient values back to their defaults; refresh(_:mergeChanges: true) keeps them.
-    @Test("Issue 18 rule 5: refreshAllObjects, refresh(false) and reset clear transients; refresh(true) keeps them (§3.2)")
+    @Test("refreshAllObjects, refresh(false) and reset clear transients; refresh(true) keeps them (§3.2)")
     func refreshAndResetClearTransients_rule5() throws {
         let stack = try TestStack()
         let ids = try stack.seed(2)

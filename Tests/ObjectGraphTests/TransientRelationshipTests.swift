@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 21 item 2: transient relationships follow the rules of transient attributes (issue 18 rules 3 to 5,
+/// Transient relationships follow the rules of transient attributes (rules 3 to 5 of
 /// Docs/core-data-rules.md): not stored, a change to one is a change of the object, carried by a child's save,
 /// cleared by refresh without merging and by reset (semantics §2.2 for the child's save, §4 for refresh and reset).
 @Suite struct TransientRelationshipTests {
@@ -38,7 +38,7 @@ import Testing
 
     // The model format accepts "transient": true on a relationship; the store gets no column and no join table,
     // and the model's version hash does not change (a transient property does not shape the store).
-    @Test("Issue 21 item 2: the JSON model accepts transient relationships; they are not stored")
+    @Test("The JSON model accepts transient relationships; they are not stored")
     func modelAndStore() throws {
         let stack = try makeStack()
         let doc = try #require(stack.model.entity(named: "Doc"))
@@ -68,9 +68,9 @@ import Testing
         #expect(file.entities[0].relationships?[0].transient == true)
     }
 
-    // Issue 18 rule 3, for relationships: setting one (with its inverse) makes both objects updated, lists
+    // For relationships: setting one (with its inverse) makes both objects updated, lists
     // nothing in changedValues(), and the save writes no SQL; the values outlive the save.
-    @Test("Issue 21 item 2: a transient relationship change updates both sides; its save writes no SQL (rule 3)")
+    @Test("A transient relationship change updates both sides; its save writes no SQL (rule 3)")
     func changeIsAnUpdate() throws {
         let stack = try makeStack()
         let ids = try seed(stack)
@@ -104,9 +104,9 @@ import Testing
         }
     }
 
-    // Issue 18 rule 4, for relationships: a child's save carries the link into its parent; a fresh child that
+    // For relationships: a child's save carries the link into its parent; a fresh child that
     // fetches the objects again starts from nothing.
-    @Test("Issue 21 item 2: a child's save carries transient relationships to its parent (rule 4)")
+    @Test("A child's save carries transient relationships to its parent (rule 4)")
     func childSaveCarries() throws {
         let stack = try makeStack()
         let ids = try seed(stack)
@@ -135,9 +135,9 @@ import Testing
         }
     }
 
-    // Issue 18 rule 5, for relationships: refresh(false), refreshAllObjects() and reset() clear the links;
+    // For relationships: refresh(false), refreshAllObjects() and reset() clear the links;
     // refresh(true) keeps them.
-    @Test("Issue 21 item 2: refresh(false), refreshAllObjects and reset clear transient relationships; refresh(true) keeps them (rule 5)")
+    @Test("refresh(false), refreshAllObjects and reset clear transient relationships; refresh(true) keeps them (rule 5)")
     func refreshAndReset() throws {
         let stack = try makeStack()
         let ids = try seed(stack)
@@ -165,7 +165,7 @@ import Testing
 
     // Deleting an object takes it out of the transient relationships that name it (nullify), and undo puts a
     // transient link back like any other change.
-    @Test("Issue 21 item 2: a delete nullifies transient links to the object; undo restores a link")
+    @Test("A delete nullifies transient links to the object; undo restores a link")
     func deleteAndUndo() throws {
         let stack = try makeStack()
         let ids = try seed(stack)
@@ -209,7 +209,7 @@ import Testing
         #expect(pair.doc.value(forKey: "summary") as? String == "cached")
     }
 
-    // Docs/coredata-behaviour.md §2.2, Rule 21.2: a transient link between two objects inserted in a child rides
+    // Docs/coredata-behaviour.md §2.2: a transient link between two objects inserted in a child rides
     // the child's save and then the root's save, which gives both objects permanent IDs; in the root and in the
     // child, both sides still name each other (FreeCoreData testTransientValuesRideAChildSave, two main-queue
     // contexts).
@@ -230,7 +230,7 @@ import Testing
         }
     }
 
-    // Docs/coredata-behaviour.md §2.2, Rule 21.2: the same through a grandchild, a middle context and a root on
+    // Docs/coredata-behaviour.md §2.2: the same through a grandchild, a middle context and a root on
     // private queues; every level keeps the link under the permanent IDs.
     @Test("Transient links made in a grandchild survive the root's save at every level")
     func transientLinksSurviveTheRootSaveFromAGrandchild() throws {
@@ -256,7 +256,7 @@ import Testing
         child.performAndWait { expectLinked(inChild, in: child) }
     }
 
-    // Docs/coredata-behaviour.md §4, Rule 21.2: a root that inserts and links the objects itself keeps the link
+    // Docs/coredata-behaviour.md §4: a root that inserts and links the objects itself keeps the link
     // across the save that gives them permanent IDs (FreeCoreData testTransientValuesSurviveASave); so does a
     // link from a saved object to a new one, on both sides.
     @Test("Transient links to objects inserted in the root survive the save that gives them permanent IDs")

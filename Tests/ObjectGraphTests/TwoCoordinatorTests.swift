@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Two coordinators on one SQLite file (semantics §2.3, §2.4; issue "ObjectGraph core", "Done when": each sees
+/// Two coordinators on one SQLite file (semantics §2.3, §2.4): each sees
 /// the other's committed rows after a refresh past staleness).
 @Suite struct TwoCoordinatorTests {
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// Issue 21 item 3: a context's undo manager (Docs/coredata-behaviour.md §4 "Undo"; semantics §2.1 step 8, §4).
+/// A context's undo manager (Docs/coredata-behaviour.md §4 "Undo"; semantics §2.1 step 8, §4).
 /// An event (one `processPendingChanges()`: the end of a `perform` block, a save, an explicit call) is one undo
 /// group unless the app groups explicitly.
 @Suite struct UndoManagerTests {
@@ -11,7 +11,7 @@ import Testing
     }
 
     // Apple: "The default value is nil". Without one, undo() and redo() do nothing and nothing is recorded.
-    @Test("Issue 21 item 3: a context has no undo manager by default; undo() then changes nothing (§4)")
+    @Test("A context has no undo manager by default; undo() then changes nothing (§4)")
     func nilByDefault() throws {
         let stack = try TestStack()
         let ids = try stack.seed(1)
@@ -30,7 +30,7 @@ import Testing
 
     // Undo of an attribute change returns the committed value: the object leaves updatedObjects; an
     // objects-did-change reports it updated; redo puts the change back.
-    @Test("Issue 21 item 3: undo and redo an attribute change, with the updated set and objects-did-change (§4)")
+    @Test("Undo and redo an attribute change, with the updated set and objects-did-change (§4)")
     func undoRedoAttribute() throws {
         let stack = try TestStack()
         let ids = try stack.seed(1)
@@ -70,7 +70,7 @@ import Testing
     }
 
     // Each event is its own group: two perform blocks undo one at a time, newest first.
-    @Test("Issue 21 item 3: each perform block is one undo group; undo goes back one block at a time")
+    @Test("Each perform block is one undo group; undo goes back one block at a time")
     func groupPerPerformBlock() async throws {
         let stack = try TestStack()
         let ids = try stack.seed(1)
@@ -98,7 +98,7 @@ import Testing
     }
 
     // Explicit grouping: everything between begin and end is one group, whatever is processed inside.
-    @Test("Issue 21 item 3: beginUndoGrouping/endUndoGrouping make one group of several events")
+    @Test("beginUndoGrouping/endUndoGrouping make one group of several events")
     func explicitGroup() throws {
         let stack = try TestStack()
         let ids = try stack.seed(2)
@@ -130,7 +130,7 @@ import Testing
 
     // Undoing an insert takes the object out of the context: not in insertedObjects, reported deleted; redo puts
     // it back as an insert with its values, and the save writes it.
-    @Test("Issue 21 item 3: undo of an insert removes it (reported deleted); redo inserts it again (§4)")
+    @Test("Undo of an insert removes it (reported deleted); redo inserts it again (§4)")
     func undoRedoInsert() throws {
         let stack = try TestStack()
         let ctx = stack.context()
@@ -164,7 +164,7 @@ import Testing
 
     // Undoing a delete brings the object back (reported inserted); its delete rule's effects on related objects
     // are undone with it (nullify: the tag gets the item back).
-    @Test("Issue 21 item 3: undo of a delete restores the object and what its delete rule changed (§4)")
+    @Test("Undo of a delete restores the object and what its delete rule changed (§4)")
     func undoDeleteWithRules() throws {
         let stack = try TestStack()
         let ctx = stack.context()
@@ -201,7 +201,7 @@ import Testing
     }
 
     // Relationship changes are undone on both sides (to-one, to-many, many-to-many).
-    @Test("Issue 21 item 3: undo and redo relationship changes on both sides")
+    @Test("Undo and redo relationship changes on both sides")
     func undoRelationships() throws {
         let stack = try TestStack()
         let ctx = stack.context()
@@ -240,7 +240,7 @@ import Testing
     }
 
     // A new change after an undo empties the redo stack; rollback and reset empty the undo stack (semantics §4).
-    @Test("Issue 21 item 3: a new change clears redo; rollback() and reset() clear the undo stack (§4)")
+    @Test("A new change clears redo; rollback() and reset() clear the undo stack (§4)")
     func clearing() throws {
         let stack = try TestStack()
         let ids = try stack.seed(1)
@@ -272,7 +272,7 @@ import Testing
 
     // Undo works across a save: the undone change is measured against the new committed values, so the object
     // is updated again and the next save writes the old value back.
-    @Test("Issue 21 item 3: undo after a save makes the object updated again, and a save writes it")
+    @Test("Undo after a save makes the object updated again, and a save writes it")
     func undoAcrossSave() throws {
         let stack = try TestStack()
         let ids = try stack.seed(1)
@@ -294,7 +294,7 @@ import Testing
 
     // Disabled registration records nothing when the changes are processed while it is disabled; a change set
     // back to its old value in the same event is not an undo step.
-    @Test("Issue 21 item 3: disableUndoRegistration and a value set back leave no undo step")
+    @Test("disableUndoRegistration and a value set back leave no undo step")
     func disabledAndSetBack() throws {
         let stack = try TestStack()
         let ids = try stack.seed(1)
@@ -316,8 +316,8 @@ import Testing
     }
 
     // Semantics §2.1 step 8, §4: the undo manager holds changed objects strongly; without one, a changed object
-    // that was saved and is no longer referenced leaves the registry.
-    @Test("Issue 21 item 3: the undo manager keeps changed objects alive after a save (§2.1 step 8, §4)")
+    // that was saved and nothing references any more leaves the registry.
+    @Test("The undo manager keeps changed objects alive after a save (§2.1 step 8, §4)")
     func holdsChangedObjects() throws {
         let stack = try TestStack()
         let ids = try stack.seed(1)
@@ -339,8 +339,8 @@ import Testing
         }
     }
 
-    // Transient values are undone too (they are changes, issue 18 rule 3).
-    @Test("Issue 21 item 3: a transient change is undone and redone")
+    // Transient values are undone too (they are changes).
+    @Test("A transient change is undone and redone")
     func undoTransient() throws {
         let stack = try TestStack()
         let ids = try stack.seed(1)
@@ -361,7 +361,7 @@ import Testing
 
     // A fetched results controller follows an undo: an undone insert leaves its results, an undone delete comes
     // back, an undone change re-sorts.
-    @Test("Issue 21 item 3: a fetched results controller follows undo and redo of inserts, deletes and changes")
+    @Test("A fetched results controller follows undo and redo of inserts, deletes and changes")
     func controllerFollowsUndo() throws {
         let stack = try TestStack()
         let ids = try stack.seed(2)
@@ -402,7 +402,7 @@ import Testing
     }
 
     // After a save: undoing the insert deletes the saved row; undoing the delete puts the row back under its ID.
-    @Test("Issue 21 item 3: after a save, undoing an insert deletes the row and undoing a delete inserts it again")
+    @Test("After a save, undoing an insert deletes the row and undoing a delete inserts it again")
     func undoInsertAndDeleteAcrossSave() throws {
         let stack = try TestStack()
         let ids = try stack.seed(1)
@@ -440,7 +440,7 @@ import Testing
     // CoreDataPlus's test_InvestigationUndoManager, run on Apple (second-hand): undo without processing first
     // undoes the unprocessed inserts (the undo manager's checkpoint processes them); rollback empties the stacks;
     // inserts processed while registration was off cannot be undone.
-    @Test("Issue 21 item 3: CoreDataPlus's undo investigation: undo, redo, rollback, disabled registration (verified on Apple, second-hand)")
+    @Test("CoreDataPlus's undo investigation: undo, redo, rollback, disabled registration (verified on Apple, second-hand)")
     func coreDataPlusInvestigation() throws {
         let stack = try TestStack()
         func fill(_ ctx: ManagedObjectContext) {
@@ -484,7 +484,7 @@ import Testing
     }
 
     // The manager itself: levels of undo keep the newest groups; registerUndo with a target of the app's.
-    @Test("Issue 21 item 3: UndoManager keeps levelsOfUndo groups and runs the app's own actions")
+    @Test("UndoManager keeps levelsOfUndo groups and runs the app's own actions")
     func managerBasics() {
         final class Box { var value = 0 }
         let manager = UndoManager()

@@ -239,7 +239,7 @@ struct VDCase: Sendable, CustomTestStringConvertible {
         #expect(try stack.sql("SELECT COUNT(*) FROM ZRECORD") == [[.integer(1)]])
     }
 
-    // "Bad input" (a wrong-type value set through key-value access) and issue item 3: setValue(_:forKey:) with a
+    // "Bad input" (a wrong-type value set through key-value access): setValue(_:forKey:) with a
     // value of the wrong type, or an unknown key, throws 1550 naming entity, object and property, and the value
     // is unchanged.
     @Test func wrongTypeThroughKeyValueAccessThrows() throws {

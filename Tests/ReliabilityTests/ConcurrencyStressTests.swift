@@ -4,7 +4,7 @@ import Testing
 @testable import Ambar
 @testable import ObjectGraph
 
-/// Concurrency (issue 8): importers on the writer coordinator, an editor saving through the view context,
+/// Concurrency: importers on the writer coordinator, an editor saving through the view context,
 /// temporaries on the main coordinator and a second writer (another container on the same file) run at once
 /// for a fixed number of saves each. Each kind of writer owns one attribute of 20 shared notes, so the property
 /// merge policies promise to keep every acknowledged write except the temporaries' (`.rollback` discards a

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Kill tests (issue 8; semantics §2: a save is one transaction, all or nothing). The quick variant of
+/// Kill tests (semantics §2: a save is one transaction, all or nothing). The quick variant of
 /// `make crash-test`: `ambar-crash harness` kills its child with SIGKILL at seeded moments and checks the store.
 @Suite struct CrashTests {
     /// The `ambar-crash` tool built beside the test bundle.
@@ -44,13 +44,13 @@ import Testing
         #expect((Self.figure("acknowledgedSaves", in: summary) ?? 0) > trials)
     }
 
-    /// Issue 20 item 17: `make crash-test` grew with the square of its trials, because every check reads the whole
+    /// `make crash-test` grew with the square of its trials, because every check reads the whole
     /// store and journal, and one store took every trial's saves. A fresh store starts once one holds
     /// `--generation-items` items, so the store a trial starts from stays below that however many trials run,
     /// while every acknowledged save of it is still verified after each kill. Asserted on the harness's work
     /// counters, not on time: the items a trial starts from stay below the bound, several stores were used, and
     /// they took more items in all than one trial may start from (one store would have carried them all).
-    @Test("Issue 20 item 17: crash-test work per trial is bounded (a fresh store past --generation-items), with progress")
+    @Test("crash-test work per trial is bounded (a fresh store past --generation-items), with progress")
     func crashTestWorkPerTrialIsBounded() throws {
         let trials = 8, bound = 40
         let result = try Self.run(["harness", "--trials", String(trials), "--seed", "8", "--max-delay-ms", "100",

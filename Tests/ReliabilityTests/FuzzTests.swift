@@ -4,11 +4,11 @@ import Testing
 @testable import ObjectGraph
 import Workbench
 
-/// Hostile input (issue 8): seeded generators over predicate format strings, model files, scenario YAML and
+/// Hostile input: seeded generators over predicate format strings, model files, scenario YAML and
 /// object-ID URIs. No crash, no hang, and every rejection a typed error with a message. `make fuzz RUNS=N`
 /// runs N inputs per target (FUZZ_RUNS); `make test` runs 1,000.
 @Suite struct FuzzTests {
-    @Test("make fuzz draws a fresh seed per run and replays a printed one; make test keeps the fixed seed (issue 18, rule 22)")
+    @Test("make fuzz draws a fresh seed per run and replays a printed one; make test keeps the fixed seed")
     func fuzzSeeds() {
         #expect(ReliabilitySettings.fuzzSeed(from: nil) == ReliabilitySettings.fixedFuzzSeed)
         #expect(ReliabilitySettings.fuzzSeed(from: "12345") == 12345)
@@ -119,7 +119,7 @@ import Workbench
         #"{"entities": [{"name": "A", "attributes": [{"name": "d", "type": "date", "defaultValue": "2020-01-01T00:00:00Z"}, {"name": "u", "type": "uuid"}, {"name": "x", "type": "decimal", "defaultValue": "1.5"}, {"name": "b", "type": "boolean", "defaultValue": true}, {"name": "n", "type": "double", "minValue": 0, "maxValue": 10}, {"name": "t", "type": "string", "transient": true}]}]}"#,
         #"{"entities": [{"name": "P", "relationships": [{"name": "kids", "destination": "P", "inverse": "parent", "toMany": true, "minCount": 0, "maxCount": 3}, {"name": "parent", "destination": "P", "inverse": "kids", "deleteRule": "nullify"}]}]}"#,
         String(decoding: (try? JSONEncoder().encode(ScenarioLoader.workloadModel)) ?? Data(), as: UTF8.self),
-        // Issue 21 item 1: a hierarchy (abstract root, constraint inherited, sibling names that clash).
+        // A hierarchy (abstract root, constraint inherited, sibling names that clash).
         #"{"entities": [{"name": "Post", "abstract": true, "attributes": [{"name": "title", "type": "string"}], "relationships": [{"name": "tag", "destination": "Tag", "inverse": "posts"}], "uniquenessConstraints": [["title"]]}, {"name": "Note", "parent": "Post", "attributes": [{"name": "extra", "type": "string"}]}, {"name": "Photo", "parent": "Post", "attributes": [{"name": "extra", "type": "integer64"}]}, {"name": "Tag", "relationships": [{"name": "posts", "destination": "Post", "inverse": "tag", "toMany": true}]}]}"#,
     ]
     static let modelTokens = [

@@ -3,7 +3,7 @@ import Testing
 @testable import Ambar
 @testable import ObjectGraph
 
-/// Leaks (issue 8): released stacks leave nothing behind (semantics §0: the context's registry is weak, strong
+/// Leaks: released stacks leave nothing behind (semantics §0: the context's registry is weak, strong
 /// only for dirty objects; objects hold related objects until refresh or reset), and a long import keeps the
 /// row cache and registries bounded (architecture: "memory that stays flat when the importer saves and resets").
 @Suite struct LeakTests {

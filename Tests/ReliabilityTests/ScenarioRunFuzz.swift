@@ -5,7 +5,7 @@ import Ambar
 import ObjectGraph
 @testable import Workbench
 
-// Issue 20, "Done when": a fuzz target over scenario files that *runs* each generated scenario that validates, for a
+// A fuzz target over scenario files that *runs* each generated scenario that validates, for a
 // short bounded time, in-process through the Workbench library: no crash, no hang, and a well-formed result.
 // `make fuzz` runs FUZZ_RUNS (10,000) inputs from a fresh seed; `make test` runs a few from the fixed seed.
 
@@ -141,7 +141,7 @@ struct ScenarioGenerator {
                 "model: { entities: [{ name: Item, attributes: [{ name: id, type: integer64 }, { name: label, type: string }] }], entity: Item, sortKey: label }",
                 "model: { sortKey: nope }",
                 "model: { entity: Group, sortKey: name }",
-                // Issue 21 item 1: a workload entity below an abstract parent, and the abstract one itself (refused).
+                // A workload entity below an abstract parent, and the abstract one itself (refused).
                 "model: { entities: [{ name: Base, abstract: true, attributes: [{ name: id, type: integer64 }] }, { name: Item, parent: Base, attributes: [{ name: label, type: string }] }], entity: Item, sortKey: label }",
                 "model: { entities: [{ name: Base, abstract: true, attributes: [{ name: id, type: integer64 }, { name: label, type: string }] }, { name: Item, parent: Base }], entity: Base, sortKey: label }",
             ])
@@ -158,7 +158,7 @@ struct ScenarioGenerator {
         if chance(0.15) { lines.append("  singleCoordinator: \(bool())") }
         if chance(0.15) { lines.append("  viewStaleness: \(choice(["0", "-1", "2.5", "10"]))") }
         if chance(0.15) { lines.append("  connectionPool: \(number(1...8))") }
-        if chance(0.1) { lines.append("  pinViewGeneration: \(bool())") }  // issue 21 item 4
+        if chance(0.1) { lines.append("  pinViewGeneration: \(bool())") }  // query generations
         if chance(0.15) { lines.append("  merge: \(choice(MergeMode.allCases.map(\.rawValue)))") }
         if chance(0.1) { lines.append("  mergeRelease: \(choice(AmbarMergeRelease.allCases.map(\.rawValue)))") }
         if chance(0.1) { lines.append("  objectTrumpDeletedElsewhere: \(choice(["delete", "resurrect"]))") }
@@ -439,7 +439,7 @@ extension FuzzTests {
         return .accepted
     }
 
-    @Test("Issue 20: generated scenarios that validate run (scaled down, in-process): no crash, no hang, a well-formed result")
+    @Test("Generated scenarios that validate run (scaled down, in-process): no crash, no hang, a well-formed result")
     func scenarioRuns() throws {
         let shipped = Self.scenarioSeeds
         try #require(shipped.count >= 5)

@@ -3,7 +3,7 @@ import Testing
 @testable import Ambar
 @testable import ObjectGraph
 
-/// Store faults (issue 8): each gives a clear error naming the store, a failed save leaves the context's
+/// Store faults: each gives a clear error naming the store, a failed save leaves the context's
 /// changes in place so it can be retried (semantics §2: a failed save changes nothing), and nothing already
 /// saved is lost.
 @Suite struct StoreFaultTests {

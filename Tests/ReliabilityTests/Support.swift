@@ -11,7 +11,7 @@ enum ReliabilitySettings {
     }
     static var fuzzRuns: Int { integer("FUZZ_RUNS", default: 1_000) }
     /// `make test` fuzzes with one fixed seed, so it repeats; `make fuzz` passes `FUZZ_SEED=random` (a fresh seed
-    /// each run, printed by every target) or the number a run printed, to replay it (issue 18, rule 22).
+    /// each run, printed by every target) or the number a run printed, to replay it.
     static var fuzzSeed: UInt64 { fuzzSeed(from: ProcessInfo.processInfo.environment["FUZZ_SEED"]) }
     static let fixedFuzzSeed: UInt64 = 0xA3BA
     /// One fresh seed per test process: every target of one `make fuzz` run uses it, and prints it.

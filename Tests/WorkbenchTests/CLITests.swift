@@ -19,7 +19,7 @@ struct CLITests {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory.file("out/\(scenario)").path)) ?? []).sorted()
     }
 
-    @Test("Issue 19 items 5 and 6, issue 18 rule 23 through the CLI: importer reset/saveEvery/groups and viewer request/frc keys run end to end, their figures in metrics.csv")
+    @Test("Through the CLI: importer reset/saveEvery/groups and viewer request/frc keys run end to end, their figures in metrics.csv")
     func newScenarioKeysEndToEnd() throws {
         let ws = try Self.workspace()
         let run = try bench(["run", "tiny.yaml", "--out", "out",
@@ -172,8 +172,8 @@ struct CLITests {
         #expect(summary.split(separator: "\n").count == 3)
     }
 
-    // Issue 19 item 3 through the CLI: `viewer.scroll` and `viewer.frames` as keys of a scenario run by ambar-bench.
-    @Test("Issue 19 item 3: ambar-bench runs a scrolling viewer and a frames-only one; a data key beside frames: only is bad input naming the field")
+    // Through the CLI: `viewer.scroll` and `viewer.frames` as keys of a scenario run by ambar-bench.
+    @Test("ambar-bench runs a scrolling viewer and a frames-only one; a data key beside frames: only is bad input naming the field")
     func viewerScrollAndFramesKeys() throws {
         let ws = try Self.workspace()
         let sweep = try bench(["sweep", "tiny.yaml", "--vary", "phases.run.viewer.scroll=0,1000", "--out", "out"], in: ws.url)
@@ -204,7 +204,7 @@ struct CLITests {
         #expect(ok.stdout == "tiny.yaml: ok (4 variant run(s))\n")
     }
 
-    @Test("Issue 19 items 1 and 2: run and validate the viewChildren, privateRoot and headless topologies from the command line")
+    @Test("Run and validate the viewChildren, privateRoot and headless topologies from the command line")
     func newTopologies() throws {
         let ws = try Self.workspace()
         let run = try bench(["run", "tiny.yaml", "--out", "out", "-p", "matrix.stack.topology=[viewChildren, privateRoot]", "-p", "phases.run.importer.objects=100"], in: ws.url)

@@ -3,8 +3,8 @@ import ObjectGraph
 import Testing
 @testable import Workbench
 
-/// Issue 18's cost rules on the workbench side: what the main queue does, counted by kind and per queue.
-@Suite("Cost fidelity: the viewer's controller, main-queue work by kind, per-queue counters, connections (issue 18 rules 23, 24, 25, 28)")
+/// The cost rules on the workbench side: what the main queue does, counted by kind and per queue.
+@Suite("Cost fidelity: the viewer's controller, main-queue work by kind, per-queue counters, connections")
 struct CostFidelityTests {
     static func run(_ overrides: [String]) throws -> VariantResult {
         let scenario = try #require(try tinyScenario(overrides: overrides).variants.first)
@@ -13,7 +13,7 @@ struct CostFidelityTests {
 
     static func busy(_ r: VariantResult, _ kind: MainBlockKind) -> Double { r.value("mainBusy", "total", label: kind.rawValue) ?? -1 }
 
-    @Test("Issue 18 rule 24: a nested stack's child pushes and the view context's own saves are main-queue busy time, by kind; the kinds add up to the whole")
+    @Test("A nested stack's child pushes and the view context's own saves are main-queue busy time, by kind; the kinds add up to the whole")
     func nestedPushesAndSavesCountOnMain() throws {
         let r = try Self.run(["stack.topology=nested"])
         let total = try #require(r.value("mainBusy", "total"))
@@ -28,7 +28,7 @@ struct CostFidelityTests {
         #expect((r.value("objectsRegistered", "count", label: "queue=main") ?? 0) > 0)
     }
 
-    @Test("Issue 18 rule 24: in a nested stack each chunk's push and parent save cost the main queue more as chunks grow (the whole chunk crosses the main queue)")
+    @Test("In a nested stack each chunk's push and parent save cost the main queue more as chunks grow (the whole chunk crosses the main queue)")
     func nestedMainQueueTimeGrowsWithChunkSize() throws {
         // 400 objects in all (200 seeded, 200 in the run phase), in chunks of 20 or of 100.
         func perChunk(_ size: Int) throws -> (busy: Double, stall: Double) {
@@ -41,7 +41,7 @@ struct CostFidelityTests {
         #expect(large.stall > small.stall)
     }
 
-    @Test("Issue 18 rule 24: the Ambar stack's main queue merges, fetches and draws frames; background imports push nothing into it")
+    @Test("The Ambar stack's main queue merges, fetches and draws frames; background imports push nothing into it")
     func ambarMainQueueKinds() throws {
         let r = try Self.run([])
         #expect(Self.busy(r, .merge) > 0)
@@ -51,7 +51,7 @@ struct CostFidelityTests {
         #expect(Self.busy(r, .push) > 0)
     }
 
-    @Test("Issue 18 rule 25: per-queue counters with queue (and source, kind) labels, zeros included, exact in simulated mode")
+    @Test("per-queue counters with queue (and source, kind) labels, zeros included, exact in simulated mode")
     func perQueueCounters() throws {
         let r = try Self.run([])
         let names = ["objectsRegistered", "rowsFetched", "objectsRefreshed", "transactions", "notificationsPosted", "frcObjectsEvaluated"]
@@ -79,7 +79,7 @@ struct CostFidelityTests {
         #expect(pick(r) == pick(again))
     }
 
-    @Test("Issue 18 rule 28: on one shared coordinator the view's reads overlap a background save with a connection pool, and wait for it with stack.connectionPool 1 (semantics §8)")
+    @Test("On one shared coordinator the view's reads overlap a background save with a connection pool, and wait for it with stack.connectionPool 1 (semantics §8)")
     func connectionPoolLetsReadersOverlapTheWriter() throws {
         let pooled = try Self.run(["stack.topology=container"])
         let serial = try Self.run(["stack.topology=container", "stack.connectionPool=1"])
@@ -90,7 +90,7 @@ struct CostFidelityTests {
         #expect(pooled.oracle.lostUpdates == 0 && serial.oracle.lostUpdates == 0)
     }
 
-    @Test("Issue 18 rule 23: the Ambar stack's view context fires one store fault per merged insert its controller watches (Core Data's controller, §5); batched saves the store trips; the window stays a screenful")
+    @Test("The Ambar stack's view context fires one store fault per merged insert its controller watches (Core Data's controller, §5); batched saves the store trips; the window stays a screenful")
     func controllerFiresAFaultPerMergedInsert() throws {
         // The tiny scenario: 200 seeded records, then 200 imported in chunks of 50, half of them new (100 inserts).
         let core = try Self.run(["phases.run.viewer.request.fetchBatchSize=20"])
@@ -108,7 +108,7 @@ struct CostFidelityTests {
         #expect(!batched.costRules.contains("frc-evaluates-each-insert"))
     }
 
-    @Test("Issue 18 rule 23: Core Data's controller grows past its fetchLimit as inserts merge; the batched option keeps to it")
+    @Test("Core Data's controller grows past its fetchLimit as inserts merge; the batched option keeps to it")
     func controllerGrowsPastItsLimit() throws {
         // Newest first, so merged inserts sort into the top of a 10-row list.
         let request = ["phases.run.viewer.request.fetchLimit=10", "phases.run.viewer.request.sort=[-id]"]
@@ -119,7 +119,7 @@ struct CostFidelityTests {
         #expect(core.costRules.contains("frc-limit-grows"))
     }
 
-    @Test("Issue 18 rule 1, issue 19 items 5 and 6: an import that never resets keeps what records and their groups hold registered (its registry grows with the import); unreferenced objects leave after each save; a reset per save keeps it to a chunk")
+    @Test("An import that never resets keeps what records and their groups hold registered (its registry grows with the import); unreferenced objects leave after each save; a reset per save keeps it to a chunk")
     func importerRegistryGrowsWithoutReset() throws {
         func peak(_ overrides: [String]) throws -> Int {
             try #require(try Self.run(overrides).counters["importerRegisteredObjects"])
@@ -133,7 +133,7 @@ struct CostFidelityTests {
         #expect(resetting <= 50 + 2, "a reset per save: \(resetting)")
     }
 
-    @Test("Issue 19 item 5: saveEvery N saves every N chunks (and after the last); the rows are the same")
+    @Test("saveEvery N saves every N chunks (and after the last); the rows are the same")
     func saveEvery() throws {
         let each = try Self.run([])
         let everyTwo = try Self.run(["phases.run.importer.saveEvery=2"])
@@ -144,7 +144,7 @@ struct CostFidelityTests {
         #expect(everyTwo.oracle.lostUpdates == 0)
     }
 
-    @Test("Issue 18 rule 31: Docs/what-the-workbench-counts.md names every per-queue counter, every main-queue kind and every cost rule's confidence")
+    @Test("Docs/what-the-workbench-counts.md names every per-queue counter, every main-queue kind and every cost rule's confidence")
     func countersAreDocumented() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let page = try String(contentsOf: root.appendingPathComponent("Docs/what-the-workbench-counts.md"), encoding: .utf8)
@@ -158,7 +158,7 @@ struct CostFidelityTests {
         for rule in CostRule.catalog { #expect(!rule.statement.isEmpty && !rule.figures.isEmpty) }
     }
 
-    @Test("Issue 19 item 11: each variant's resident memory is measured from its own start, after the previous variant's freed pages were returned")
+    @Test("Each variant's resident memory is measured from its own start, after the previous variant's freed pages were returned")
     func memoryFromTheVariantsOwnStart() throws {
         guard MemoryProbe.isAvailable else { return }  // built without jemalloc (make tsan)
         let first = try Self.run([])
@@ -172,7 +172,7 @@ struct CostFidelityTests {
         }
     }
 
-    @Test("Issue 19 item 4: an entity with no integer id imports, is viewed and edited; values follow model.values (string lengths, number ranges)")
+    @Test("An entity with no integer id imports, is viewed and edited; values follow model.values (string lengths, number ranges)")
     func entityWithoutAnIntegerID() throws {
         let yaml = """
             name: notes
@@ -221,7 +221,7 @@ struct CostFidelityTests {
         }
     }
 
-    @Test("Issue 19 item 9: every variant, simulated or real, reports the main queue's whole busy time and its longest single block")
+    @Test("Every variant, simulated or real, reports the main queue's whole busy time and its longest single block")
     func mainQueueTotalsInBothModes() throws {
         for mode in ["simulated", "real"] {
             let r = try Self.run(["mode=\(mode)", "stack.topology=nested"])
@@ -245,7 +245,7 @@ struct ValueCheck {
 }
 
 extension CostFidelityTests {
-    @Test("Issue 19 item 7: merge none skips every merge; notifyAndRefetch skips them and refetches once the import ends; didSave merges each save")
+    @Test("Merge none skips every merge; notifyAndRefetch skips them and refetches once the import ends; didSave merges each save")
     func mergeModes() throws {
         for topology in ["ambar", "container", "privateRoot", "history"] {
             let merged = try Self.run(["stack.topology=\(topology)"])
@@ -289,7 +289,7 @@ extension CostFidelityTests {
           - name: verify
         """
 
-    @Test("Issue 19 item 6: a 1 → 10 → 1,000 graph (root, folders, items) built by the importer stays registered without a reset, and leaves with one")
+    @Test("A 1 → 10 → 1,000 graph (root, folders, items) built by the importer stays registered without a reset, and leaves with one")
     func threeTierGraph() throws {
         let kept = try runVariant(try #require(try ScenarioLoader.load(text: Self.threeTiers, file: "tiers.yaml").variants.first))
         #expect(kept.counters["rowsInserted"] == 1000)
@@ -308,7 +308,7 @@ extension CostFidelityTests {
 }
 
 extension CostFidelityTests {
-    @Test("Issue 20 item 5: a phase's duration caps it: an importer starts no chunk after it (the save it began is finished)")
+    @Test("A phase's duration caps it: an importer starts no chunk after it (the save it began is finished)")
     func durationCapsThePhase() throws {
         // 200 records in chunks of 50 would take well over 1 ms of virtual time.
         let capped = try Self.run(["phases.run.duration=1ms", "phases.run.importer.chunkSize=50"])

@@ -15,7 +15,7 @@ struct DeterminismTests {
         let deterministic = { (r: VariantResult) in r.counters.filter { MetricCatalog.deterministic.contains($0.key) } }
         #expect(deterministic(first) == deterministic(second))
         // What the tiny scenario does: 200 seeded rows, then 4 chunks of 50 (half updates) and 3 editor saves
-        // (10/s for 300 ms). The viewer's controller keeps every merged insert (issue 18 rule 23: Core Data's
+        // (10/s for 300 ms). The viewer's controller keeps every merged insert (rule 23: Core Data's
         // controller grows past its fetchLimit), and a merge's updates of rows it holds as faults fire them
         // (Docs/coredata-behaviour.md §5, Rule 10), so later merges refresh more of its objects.
         #expect(deterministic(first) == [

@@ -3,11 +3,11 @@ import Testing
 import Yams
 @testable import Workbench
 
-/// Issue 20 item 14: the documentation a user has is in this repository's `Docs/`, and it says what the code does:
+/// The documentation a user has is in this repository's `Docs/`, and it says what the code does:
 /// every "semantics §x" a code comment cites is a section of Docs/coredata-behaviour.md, `--help` names the Docs
 /// pages, the README's example is the shipped file it names, `run` says where Reports/index.html is, and the
 /// sharded sweep's workflow (Docs/examples/capacity-matrix.yml) gives the single run's result when run locally.
-@Suite("Issue 20 item 14: the docs a user has (Docs/)", .serialized)
+@Suite("The docs a user has (Docs/)", .serialized)
 struct DocsTests {
     /// The package root (this file is Tests/WorkbenchTests/DocsTests.swift).
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -39,9 +39,9 @@ struct DocsTests {
         return sections
     }
 
-    // Issue 20 item 14: code comments cite "semantics §x" (the README says §x is a section of
+    // Code comments cite "semantics §x" (the README says §x is a section of
     // Docs/coredata-behaviour.md); each cited section must exist there, in Sources, Tests and Docs alike.
-    @Test("Issue 20 item 14: every semantics §N.N cited in Sources/, Tests/ and Docs/ is a heading of Docs/coredata-behaviour.md")
+    @Test("Every semantics §N.N cited in Sources/, Tests/ and Docs/ is a heading of Docs/coredata-behaviour.md")
     func everyCitedSectionIsInTheBehaviourPage() throws {
         let sections = try Self.behaviourSections()
         #expect(sections.contains("1.4") && sections.contains("10.15"), "the page's numbered headings: \(sections.sorted())")
@@ -125,7 +125,7 @@ struct DocsTests {
         #expect(seen.filter { $0.value > 1 }.keys.sorted() == [], "numbers with more than one heading")
     }
 
-    @Test("Issue 20 item 14: the README and Docs link nothing outside the repository's own files (no ../shared)")
+    @Test("The README and Docs link nothing outside the repository's own files (no ../shared)")
     func noLinksOutsideTheRepository() throws {
         for file in Self.files(under: "Docs", suffix: ".md") + ["README.md"] {
             let page = try Self.text(file)
@@ -139,7 +139,7 @@ struct DocsTests {
         #expect(try Self.text("Docs/core-data-rules.md").contains("coredata-behaviour.md"))
     }
 
-    @Test("Issue 20 item 14: Docs/workbench.md names every metric of the catalog, and every exit code")
+    @Test("Docs/workbench.md names every metric of the catalog, and every exit code")
     func workbenchPageNamesEveryMetric() throws {
         let page = try Self.text("Docs/workbench.md")
         for name in MetricCatalog.names.sorted() {
@@ -150,7 +150,7 @@ struct DocsTests {
         }
     }
 
-    @Test("Issue 20 item 14: ambar-bench --help names the Docs pages, and each one it names exists")
+    @Test("ambar-bench --help names the Docs pages, and each one it names exists")
     func helpNamesTheDocs() throws {
         let ws = try CLITests.workspace()
         let help = try bench(["--help"], in: ws.url)
@@ -166,7 +166,7 @@ struct DocsTests {
         #expect(run.stdout.contains("Docs/examples/capacity-matrix.yml"), "run --help's --shard names the workflow:\n\(run.stdout)")
     }
 
-    @Test("Issue 20 item 14: run (make run) prints where Reports/index.html is, last, and the file is there")
+    @Test("Run (make run) prints where Reports/index.html is, last, and the file is there")
     func runPrintsTheIndex() throws {
         let ws = try CLITests.workspace()
         let run = try bench(["run", "tiny.yaml", "--out", "out", "-p", "phases.run.importer.objects=100"], in: ws.url)
@@ -231,7 +231,7 @@ struct DocsTests {
         #expect(readme.contains("runs `thousands-of-imports`,"))
     }
 
-    @Test("Issue 20 item 14: the README's example scenario is Scenarios/thousands-of-imports.yaml, byte for byte")
+    @Test("The README's example scenario is Scenarios/thousands-of-imports.yaml, byte for byte")
     func readmeExampleIsTheShippedFile() throws {
         let readme = try Self.text("README.md")
         let shipped = try Self.text("Scenarios/thousands-of-imports.yaml")
@@ -241,10 +241,10 @@ struct DocsTests {
         _ = try ScenarioLoader.load(file: Self.root.appendingPathComponent("Scenarios/thousands-of-imports.yaml").path)
     }
 
-    // Issue 20 item 14: "how a sweep outgrows one machine". The workflow is run here as GitHub Actions would run it,
+    // "how a sweep outgrows one machine". The workflow is run here as GitHub Actions would run it,
     // on one machine: each matrix job in a directory of its own (its own checkout), the artifact steps as copies,
     // then the merge job; its merged report must equal one run of the whole scenario.
-    @Test("Issue 20 item 14: Docs/examples/capacity-matrix.yml run locally (shards, artifacts, merge) gives the single run's exact metrics")
+    @Test("Docs/examples/capacity-matrix.yml run locally (shards, artifacts, merge) gives the single run's exact metrics")
     func capacityMatrixRunsLocally() throws {
         let workflow = try #require(try Yams.load(yaml: try Self.text("Docs/examples/capacity-matrix.yml")) as? [String: Any])
         let env = try #require(workflow["env"] as? [String: Any])

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Workbench
 
-/// Issue 20 item 11: a run's event history is bounded: kept on disk while the oracle checks it, and events.jsonl
+/// A run's event history is bounded: kept on disk while the oracle checks it, and events.jsonl
 /// keeps a stated part of it.
-@Suite("Event history (issue 20 item 11)")
+@Suite("Event history")
 struct EventLogTests {
     static func event(key: Int64, _ n: Int) -> WriteEvent {
         WriteEvent(actor: "a\(n % 3)", role: "importer", policy: "objectTrump", key: key, field: n % 2 == 0 ? "title" : "value",
@@ -13,7 +13,7 @@ struct EventLogTests {
 
     // The log on disk gives back every event, by key in ascending order, each key's history in recording order,
     // and field for field what was recorded (nil intended and step, changed flags).
-    @Test("Issue 20 item 11: the on-disk event log returns each key's history in key order, as recorded")
+    @Test("The on-disk event log returns each key's history in key order, as recorded")
     func onDiskRoundTrip() throws {
         let folder = try TemporaryDirectory("event-log")
         let log = EventLog(directory: folder.url)
@@ -47,7 +47,7 @@ struct EventLogTests {
 
     // A run with more events than the cap: the oracle checks them all (its report does not change with the cap),
     // events.jsonl holds the cap, and results.json and the report say so.
-    @Test("Issue 20 item 11: events.jsonl keeps at most the cap and the report states what it holds")
+    @Test("events.jsonl keeps at most the cap and the report states what it holds")
     func boundedHistory() throws {
         let scenario = try #require(try tinyScenario().variants.first)
         let work = try TemporaryDirectory("workbench-run")

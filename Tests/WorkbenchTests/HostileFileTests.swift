@@ -3,9 +3,9 @@ import Synchronization
 import Testing
 @testable import Workbench
 
-/// Files that are not what they claim (issue 20 items 2, 3 and 4): each is refused with a message that says what
+/// Files that are not what they claim: each is refused with a message that says what
 /// the path is, before anything runs, and a 650-byte alias bomb costs nothing.
-@Suite("Hostile scenario files (issue 20 items 2-4)")
+@Suite("Hostile scenario files")
 struct HostileFileTests {
     func message(_ path: String) -> String {
         do {
@@ -18,7 +18,7 @@ struct HostileFileTests {
         }
     }
 
-    @Test("Issue 20 item 2: nested YAML aliases (a billion laughs) are refused before they are expanded, naming the line")
+    @Test("Nested YAML aliases (a billion laughs) are refused before they are expanded, naming the line")
     func aliasBomb() throws {
         var lines = ["name: x", "stack: {topology: ambar}", "phases: [{name: seed}]", "l0: &l0 [x,x,x,x,x,x,x,x,x,x]"]
         for i in 1..<12 { lines.append("l\(i): &l\(i) [" + Array(repeating: "*l\(i - 1)", count: 10).joined(separator: ",") + "]") }
@@ -36,7 +36,7 @@ struct HostileFileTests {
         #expect(YAMLTree.firstAlias(in: "- *b")?.column == 3)
     }
 
-    @Test("Issue 20 items 3 and 4: a folder, a device, a missing file, a symlink loop, binary data and a huge file each get a message that says so")
+    @Test("A folder, a device, a missing file, a symlink loop, binary data and a huge file each get a message that says so")
     func notScenarioFiles() throws {
         let dir = try TemporaryDirectory("hostile")
         try FileManager.default.createDirectory(at: dir.file("folder.yaml"), withIntermediateDirectories: true)
@@ -54,7 +54,7 @@ struct HostileFileTests {
         #expect(message(dir.file("huge.yaml").path).contains("a scenario file is at most 1048576 bytes"))
     }
 
-    @Test("Issue 20 item 4: list on a missing folder exits 2 and says so; a bad file in a folder is reported and the others listed")
+    @Test("List on a missing folder exits 2 and says so; a bad file in a folder is reported and the others listed")
     func listFolders() throws {
         let ws = try CLITests.workspace()
         let missing = try bench(["list", "no-such-folder"], in: ws.url)
@@ -67,7 +67,7 @@ struct HostileFileTests {
         #expect(listed.stdout.contains("./tiny.yaml\t1 variant(s)"))
     }
 
-    @Test("Issue 20 item 3: a misspelt actor in -p suggests the phase's actors and names the override; phases[1] is accepted as phases.1; an unknown attribute type lists the valid ones")
+    @Test("A misspelt actor in -p suggests the phase's actors and names the override; phases[1] is accepted as phases.1; an unknown attribute type lists the valid ones")
     func clearerMessages() throws {
         func message(overrides: [String], text: String? = nil) -> String {
             do {
@@ -89,7 +89,7 @@ struct HostileFileTests {
         #expect(message(overrides: [], text: badType).hasSuffix("an attribute's type is one of integer16, integer32, integer64, double, float, decimal, string, boolean, date, binaryData, uuid, uri"))
     }
 
-    @Test("Issue 20 item 4: merge refuses the same shard twice and shards of different runs; report --out on a missing folder exits 2")
+    @Test("Merge refuses the same shard twice and shards of different runs; report --out on a missing folder exits 2")
     func mergeAndReportRefuseWhatIsNotOneRun() throws {
         let ws = try CLITests.workspace()
         let matrix = ["-p", "matrix.stack.topology=[ambar, container]"]
@@ -115,7 +115,7 @@ struct HostileFileTests {
         #expect(!FileManager.default.fileExists(atPath: ws.file("no").path))
     }
 
-    @Test("Issue 20 item 7: the next run removes what a killed run left (its temporary store folder and its report's staging folder), never a live run's")
+    @Test("The next run removes what a killed run left (its temporary store folder and its report's staging folder), never a live run's")
     func leftoversOfKilledRunsAreRemoved() throws {
         let fm = FileManager.default
         let reports = try TemporaryDirectory("leftovers")
@@ -140,7 +140,7 @@ struct HostileFileTests {
         #expect(!fm.fileExists(atPath: ws.file("out/tiny/\(run)/.owner").path))
     }
 
-    @Test("Issue 20 item 6: a run stopped between variants (Ctrl-C) keeps every finished variant in a whole report marked interrupted")
+    @Test("A run stopped between variants (Ctrl-C) keeps every finished variant in a whole report marked interrupted")
     func interruptedRunKeepsWhatFinished() throws {
         let reports = try TemporaryDirectory("interrupted")
         let file = reports.file("tiny.yaml")
@@ -165,7 +165,7 @@ struct HostileFileTests {
         #expect(!(try FileManager.default.contentsOfDirectory(atPath: reports.file("Reports/tiny").path)).contains { $0.hasSuffix(".partial") })
     }
 
-    @Test("Issue 20 item 10: the merge-latency curve draws no percentile its sample count cannot support")
+    @Test("The merge-latency curve draws no percentile its sample count cannot support")
     func curveDrawsOnlySupportedPercentiles() throws {
         var r = VariantResult(scenario: "s", variant: "v", parameters: [:], repetition: 1, topology: "ambar", policies: [:], seed: 1,
                               metrics: [MetricRow("mergeLatency", "count", 10, "count")], counters: [:], timeseries: [],
@@ -179,7 +179,7 @@ struct HostileFileTests {
         #expect(HTMLReport.curveChart([r]).components(separatedBy: "points=\"").last?.split(separator: "\"").first?.split(separator: " ").count == 5)
     }
 
-    @Test("Issue 20 item 15: a sweep's threshold with fails: false reports the variants past it without failing the run")
+    @Test("A sweep's threshold with fails: false reports the variants past it without failing the run")
     func reportingThresholdDoesNotFail() throws {
         let ws = try CLITests.workspace()
         try ws.write("knee.yaml", try Fixtures.text("tiny.yaml") + "\nthresholds:\n  - { metric: mainBusy, statistic: total, max: 0.001, fails: false }\n")
@@ -193,7 +193,7 @@ struct HostileFileTests {
         #expect(try bench(["run", "strict.yaml", "--out", "out2"], in: ws.url).status == 1)
     }
 
-    @Test("Issue 20 item 19: the CI gate writes JUnit XML (a test case per baseline variant) and a Markdown summary of what regressed")
+    @Test("The CI gate writes JUnit XML (a test case per baseline variant) and a Markdown summary of what regressed")
     func gateWritesJUnitAndSummary() throws {
         let ws = try CLITests.workspace()
         #expect(try bench(["baseline", "tiny", "tiny.yaml", "--out", "out"], in: ws.url).status == 0)

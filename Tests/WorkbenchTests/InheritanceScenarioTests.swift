@@ -3,7 +3,7 @@ import Testing
 @testable import ObjectGraph
 @testable import Workbench
 
-/// Issue 21 item 1 (Docs/coredata-behaviour.md §11): a scenario's inline model may use `parent` and `abstract`;
+/// Docs/coredata-behaviour.md §11: a scenario's inline model may use `parent` and `abstract`;
 /// the workload's entity may be a sub-entity (its inherited attributes are its own), not an abstract one.
 @Suite struct InheritanceScenarioTests {
     static let yaml = """

@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import Workbench
 
-/// Issue 21 item 8: the workbench's migrator: a store made with one model version opened with the next.
-@Suite("Lightweight migration in a scenario (issue 21 item 8)")
+/// The workbench's migrator: a store made with one model version opened with the next.
+@Suite("Lightweight migration in a scenario")
 struct MigrationScenarioTests {
     static let yaml = """
         name: mig
@@ -20,7 +20,7 @@ struct MigrationScenarioTests {
           - name: verify
         """
 
-    @Test("Issue 21 item 8: the migrator migrates every row; its time is the profile's cost of the rows copied (exact in simulated mode)")
+    @Test("The migrator migrates every row; its time is the profile's cost of the rows copied (exact in simulated mode)")
     func migratesAndMeasures() throws {
         let loaded = try ScenarioLoader.load(text: Self.yaml, file: "mig.yaml")
         let first = try runVariant(loaded.variants[0])
@@ -35,7 +35,7 @@ struct MigrationScenarioTests {
         #expect(first.oracle.verdict == .pass && first.notes.isEmpty, "\(first.oracle.summary) \(first.notes)")
     }
 
-    @Test("Issue 21 item 8: a migration Core Data cannot infer, a next version without the keys, or a migrator not alone is refused before anything runs")
+    @Test("A migration Core Data cannot infer, a next version without the keys, or a migrator not alone is refused before anything runs")
     func refusedBeforeRunning() throws {
         func error(_ text: String) -> String {
             do {
@@ -93,7 +93,7 @@ struct MigrationScenarioTests {
         #expect(error(renamed).contains("more than one") || error(renamed).isEmpty || error(renamed).contains("renam"), "\(error(renamed))")
     }
 
-    @Test("Issue 21 item 8: the shipped migration scenario validates")
+    @Test("The shipped migration scenario validates")
     func shippedScenario() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let loaded = try ScenarioLoader.load(file: root.appendingPathComponent("Scenarios/migration.yaml").path)

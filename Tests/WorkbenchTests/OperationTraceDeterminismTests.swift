@@ -3,7 +3,7 @@ import Testing
 import TraceReplay
 @testable import Workbench
 
-/// Issue 23 item 0: a simulated run is deterministic, so the same scenario and seed write the same operation trace,
+/// A simulated run is deterministic, so the same scenario and seed write the same operation trace,
 /// byte for byte, in every run (house rule: nothing that feeds work or output depends on set order or addresses).
 @Suite struct OperationTraceDeterminismTests {
     static func bytes(_ scenario: Scenario) throws -> Data {
@@ -61,7 +61,7 @@ import TraceReplay
     }
 }
 
-/// Issue 23 with issue 21 item 1: the trace's model header carries entity inheritance (`parent`, `abstract`), so
+/// The trace's model header carries entity inheritance (`parent`, `abstract`), so
 /// a run on a model with a hierarchy replays exactly (Core Data's replay builds `superentity`/`subentities`).
 @Suite struct OperationTraceInheritanceTests {
     @Test func aModelWithInheritanceTracesAndReplaysExactly() throws {

@@ -5,7 +5,7 @@ import ObjectGraph
 import TraceReplay
 @testable import Workbench
 
-/// Issue 23: the operation trace of a simulated run, replayed through ObjectGraph, reproduces the run's counts.
+/// The operation trace of a simulated run, replayed through ObjectGraph, reproduces the run's counts.
 @Suite struct OperationTraceTests {
     /// Runs `scenario` with an operation trace; returns the trace (header, records).
     static func traced(_ scenario: Scenario) throws -> (TraceHeader, [OperationRecord]) {
@@ -169,7 +169,7 @@ import TraceReplay
     }
 }
 
-/// Issue 23 through the CLI: `run --operation-trace` writes the trace, `replay-trace` replays it, prints the diff
+/// Through the CLI: `run --operation-trace` writes the trace, `replay-trace` replays it, prints the diff
 /// and says by its exit code whether the replay reproduced the run (0), diverged (1) or could not read it (2).
 @Suite("ambar-bench run --operation-trace and replay-trace (Docs/calibration.md)", .serialized)
 struct OperationTraceCLITests {

@@ -131,7 +131,7 @@ struct OracleTests {
                                  duplicates: [], readOnlySaves: 0, batchTouched: [1])
         #expect(batch.verdict == .unknown)
         #expect(batch.lostUpdates == 0)
-        // Issue 20 item 9: an UNKNOWN verdict says why, and how many.
+        // An UNKNOWN verdict says why, and how many.
         #expect(batch.summary.hasSuffix("; 1 record(s) could not be checked: 1 changed by batch requests, outside the object graph"))
         #expect(batch.findings.map(\.kind) == ["unknown"])
 
@@ -151,15 +151,15 @@ struct OracleTests {
     }
 }
 
-/// Issue 20 item 12: writes are decided by which save changed which field (and so produced which row version),
+/// Writes are decided by which save changed which field (and so produced which row version),
 /// not by comparing value texts; a change pushed through a stack of parents is its maker's, classified by the
 /// policy of the save that took it to the store (semantics §1.1, §1.7).
-@Suite("Oracle: writes by version, attributed through parents (issue 20 item 12)")
+@Suite("Oracle: writes by version, attributed through parents")
 struct OracleByVersionTests {
     // A field set to the value its context already held is no change: the save writes nothing of it, and the
     // row version the event carries is another save's. The editor's context held "mine"; the writer had since
     // stored "theirs" (version 3), which the editor's root context read before recording.
-    @Test("Issue 20 item 12: a write of the value already stored is not a lost update")
+    @Test("A write of the value already stored is not a lost update")
     func valueAlreadyThereIsNoWrite() {
         var noOp = OracleTests.write("editor", policy: "objectTrump", field: "title", intended: "mine", committed: "theirs", version: 3, time: 30)
         noOp.changed = false
@@ -183,7 +183,7 @@ struct OracleByVersionTests {
 
     // Two saves that happened to store equal values are not one save: an observation never names another save's
     // write as the one that replaced it in "the same save" because the values match.
-    @Test("Issue 20 item 12: a write is replaced in the same save only by another write of that save, not by an equal value")
+    @Test("A write is replaced in the same save only by another write of that save, not by an equal value")
     func sameSaveByWriteNotByValue() {
         var observed = OracleTests.write("writer", policy: "objectTrump", field: "done", intended: "true", committed: "true", version: 4, time: 40)
         observed.changed = false
@@ -226,7 +226,7 @@ struct OracleByVersionTests {
 
     // Before item 12 the nested variant reported dozens of findings here (each "replaced in the same save" by a
     // write of another save that stored the same boolean), the container one none.
-    @Test("Issue 20 item 12: a simulated run where most writes store the value already there finds no loss")
+    @Test("A simulated run where most writes store the value already there finds no loss")
     func coinFlipRunFindsNoLoss() throws {
         let loaded = try ScenarioLoader.load(text: Self.coinFlips, file: "coin-flips.yaml")
         #expect(loaded.variants.count == 2)
@@ -241,10 +241,10 @@ struct OracleByVersionTests {
     }
 }
 
-/// Issue 20 item 12: on a nested stack (child → view context → private writer → store) each change that reaches
+/// On a nested stack (child → view context → private writer → store) each change that reaches
 /// the store is attributed to the context that made it, and classified by the policy of the private writer's
 /// save, the one that meets the store and settles its conflicts (semantics §1.7: a push meets no conflict).
-@Suite("Oracle: attribution on a nested stack (issue 20 item 12)")
+@Suite("Oracle: attribution on a nested stack")
 struct NestedAttributionTests {
     /// Sets `values` on record 1 in `context` (a child of the view context, or the external writer), registering
     /// the push as the actors do; returns the object and what was set.
@@ -304,7 +304,7 @@ struct NestedAttributionTests {
     // saves `value`. Before item 12 the editor's title was recorded by nobody at that save, and the second
     // importer's save (or the writer's) was blamed: "importer's title replaced by editor's value in ...'s save,
     // which did not write it".
-    @Test("Issue 20 item 12: a change pushed through the view context is the editor's, classified by the private writer's policy", arguments: ["objectTrump", "storeTrump"])
+    @Test("A change pushed through the view context is the editor's, classified by the private writer's policy", arguments: ["objectTrump", "storeTrump"])
     func editorPushCarriedByAnotherSave(policy: String) throws {
         let (built, model, w) = try Self.seeded(topology: "nested", policy: policy)
         let stack = built.stack

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import Workbench
 
-/// Issue 20 item 8 (the report ranks the variants by the scenario's objective) and item 13 (the merge-policy guide
-/// is the shipped scenario's output).
-@Suite("Objective, ranking and the generated policy guide (issue 20 items 8 and 13)")
+/// The report ranks the variants by the scenario's objective, and the merge-policy guide is the shipped scenario's
+/// output.
+@Suite("Objective, ranking and the generated policy guide")
 struct RankingTests {
     static func oracle(lost: Int = 0, promised: Int = 0, readOnly: Int = 0) -> OracleReport {
         OracleReport(verdict: lost > 0 ? .fail : .pass, lostUpdates: lost, promisedLosses: promised, staleReads: 0, readOnlySavesReachedStore: readOnly,
@@ -26,7 +26,7 @@ struct RankingTests {
                              mergeCurve: [], oracle: oracle(lost: lost, promised: promised, readOnly: readOnly), thresholds: [], notes: [], wallSeconds: 0)
     }
 
-    @Test("Issue 20 item 8: objective: loads names and mappings, defaults documented, bad metric or statistic named by file, line and field")
+    @Test("objective: loads names and mappings, defaults documented, bad metric or statistic named by file, line and field")
     func objectiveLoads() throws {
         let base = try Fixtures.text("tiny.yaml")
         let plain = try ScenarioLoader.load(text: base, file: "tiny.yaml")
@@ -60,7 +60,7 @@ struct RankingTests {
         #expect(Ranking.displayName(r) == "default")
     }
 
-    @Test("Issue 20 item 8: criteria in order, the later ones only break ties; a sentence per variant; losses flagged even when promised")
+    @Test("Criteria in order, the later ones only break ties; a sentence per variant; losses flagged even when promised")
     func ranksByObjective() throws {
         let results = [
             Self.result("error", failures: 12, busy: 0.4),
@@ -104,7 +104,7 @@ struct RankingTests {
         #expect(Ranking.make([old, Self.result("objectTrump", busy: 1.0)], objective: ObjectiveCriterion.defaultObjective).entries.first?.variant == "stack.policies.all=objectTrump")
     }
 
-    @Test("Issue 20 item 8: with repetitions a variant ranks above another only when it is ahead in every one; otherwise they share the place")
+    @Test("With repetitions a variant ranks above another only when it is ahead in every one; otherwise they share the place")
     func stableRankingOnly() {
         // a beats b on seeds 1 and 2 but not 3: one place; c is behind both everywhere.
         let results = [
@@ -119,7 +119,7 @@ struct RankingTests {
         #expect(ranking.entries[2].sentence == "c: mainBusy p99 5.00 ms: 3rd")
     }
 
-    @Test("Issue 20 item 8: places hold for the whole group above: a variant joins it unless every member is ahead of it in every repetition")
+    @Test("Places hold for the whole group above: a variant joins it unless every member is ahead of it in every repetition")
     func placesAreTransitive() {
         // Review finding: a is behind c on the first seed, so c may not rank below a's shared place.
         let results = [
@@ -132,7 +132,7 @@ struct RankingTests {
         #expect(PolicyGuide.median([0.4, 0.6]) == 0.5 && PolicyGuide.cell([0.4, 0.6], unit: "ms") == "0.500 (0.400–0.600)")
     }
 
-    @Test("Issue 20 item 8: the report opens with the ranking, ranking.csv has a row per variant, and `run` prints the sentences")
+    @Test("The report opens with the ranking, ranking.csv has a row per variant, and `run` prints the sentences")
     func reportAndCLI() throws {
         let out = try TemporaryDirectory("ranking-report")
         let file = try out.write("two.yaml", try Fixtures.text("tiny.yaml") + "matrix:\n  stack.policies.all: [objectTrump, storeTrump]\n")
@@ -155,7 +155,7 @@ struct RankingTests {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    @Test("Issue 20 item 13: the guide's generated part is replaced between its markers, the prose around it kept")
+    @Test("The guide's generated part is replaced between its markers, the prose around it kept")
     func generatedPartReplaced() throws {
         let page = "# Title\n\nprose\n\n\(PolicyGuide.beginMarker)\nold table\n\(PolicyGuide.endMarker)\n\nmore prose\n"
         let replaced = PolicyGuide.replacing(in: page, with: "\(PolicyGuide.beginMarker)\nnew\n\(PolicyGuide.endMarker)")
@@ -163,7 +163,7 @@ struct RankingTests {
         #expect(PolicyGuide.generatedPart(of: replaced) == "\(PolicyGuide.beginMarker)\nnew\n\(PolicyGuide.endMarker)")
     }
 
-    @Test("Issue 20 item 13: Docs/choosing-a-merge-policy.md holds what the shipped scenario and seeds produce (the ambar rows, run here; make compare checks the whole page)")
+    @Test("Docs/choosing-a-merge-policy.md holds what the shipped scenario and seeds produce (the ambar rows, run here; make compare checks the whole page)")
     func guideMatchesShippedScenario() throws {
         let root = Self.repositoryRoot
         let page = try String(contentsOf: root.appendingPathComponent("Docs/choosing-a-merge-policy.md"), encoding: .utf8)
@@ -186,7 +186,7 @@ struct RankingTests {
         #expect(pageRows == rows, "the page's ambar rows differ from the run: run `make guide` and say which figures moved and why")
     }
 
-    @Test("Issue 20 item 13: ambar-bench guide writes a page's measured part from a run folder; --check exits 1 while it differs and 0 once it matches")
+    @Test("ambar-bench guide writes a page's measured part from a run folder; --check exits 1 while it differs and 0 once it matches")
     func guideCommandEndToEnd() throws {
         let ws = try TemporaryDirectory("guide-cli")
         try ws.write("two.yaml", try Fixtures.text("tiny.yaml") + "matrix:\n  stack.policies.all: [objectTrump, storeTrump]\n")

@@ -3,13 +3,13 @@ import ObjectGraph
 import Testing
 @testable import Workbench
 
-/// The workbench as a library (issue 19 item 8): a package registers its merge policy and model under names its
+/// The workbench as a library: a package registers its merge policy and model under names its
 /// scenarios use. `ExampleShopPolicy.swift` is the example package's own source (a link to
 /// Docs/examples/custom-policy/Sources/CustomPolicy/ShopPolicy.swift), compiled and run here; `make example` builds
 /// the whole example package against the repository and runs it.
-@Suite("The workbench as a library: registered policies and models (issue 19 item 8)", .serialized)
+@Suite("The workbench as a library: registered policies and models", .serialized)
 struct WorkbenchRegistryTests {
-    @Test("Issue 19 item 8: the example's registered policy and model run a scenario through the runner; the oracle holds the policy to its type's promises")
+    @Test("The example's registered policy and model run a scenario through the runner; the oracle holds the policy to its type's promises")
     func examplePolicyAndModelRun() throws {
         registerShop()
         let loaded = try ScenarioLoader.load(text: shopScenario, file: "shop-prices.yaml")
@@ -29,7 +29,7 @@ struct WorkbenchRegistryTests {
         #expect(Registry.promisesLosses("keepPrices") && !Registry.promisesLosses("objectTrump"))
     }
 
-    @Test("Issue 19 item 8: an unregistered policy or model name is bad input naming the names there are")
+    @Test("An unregistered policy or model name is bad input naming the names there are")
     func unknownNames() throws {
         registerShop()
         for (text, expected) in [

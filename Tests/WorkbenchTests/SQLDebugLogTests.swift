@@ -3,7 +3,7 @@ import ObjectGraph
 import Testing
 import TraceReplay
 
-/// Issue 23 item 3: Core Data's SQL debug log read into counts (statements by kind, faults fulfilled from the
+/// Core Data's SQL debug log read into counts (statements by kind, faults fulfilled from the
 /// database, rows fetched), on a sample assembled only from lines published by others (the fixture names them;
 /// Docs/calibration.md "The SQL debug log": second-hand).
 @Suite struct SQLDebugLogTests {
@@ -52,7 +52,7 @@ import TraceReplay
     }
 }
 
-/// Issue 23 item 3: a profile fitted to measured steps by non-negative least squares recovers known costs, and
+/// A profile fitted to measured steps by non-negative least squares recovers known costs, and
 /// names what the steps cannot determine instead of writing a figure for it (Docs/calibration.md "The fitted profile").
 @Suite struct ProfileFitTests {
     /// Steps from a known profile (with a little deterministic noise): the fit recovers each cost within 2%.
@@ -126,7 +126,7 @@ import TraceReplay
     }
 }
 
-/// Issue 23 item 4, the shared part of the Apple side (Docs/calibration.md "The Apple side"): the log split by the
+/// The shared part of the Apple side (Docs/calibration.md "The Apple side"): the log split by the
 /// tool's step markers, the diff restricted to what Core Data can report, and the fit's samples.
 @Suite struct CalibrationReportTests {
     @Test func theLogIsSplitByStepMarkers() throws {
@@ -179,7 +179,7 @@ import TraceReplay
     }
 }
 
-/// Issue 23 item 5: the copyable macOS workflow writes the traces of every shipped scenario with the parameters
+/// The copyable macOS workflow writes the traces of every shipped scenario with the parameters
 /// OperationTraceTests replays exactly here (so what Core Data replays is what this suite checked).
 @Suite struct CalibrationWorkflowTests {
     @Test func workflowTracesEveryShippedScenarioWithTheTestedParameters() throws {

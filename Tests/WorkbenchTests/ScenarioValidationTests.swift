@@ -32,8 +32,8 @@ struct ScenarioValidationTests {
         #expect(scenario.phases[0].actors == [.importer(.init(objects: 100, chunkSize: 50, updateFraction: 0, distribution: .uniform, parallel: 1, rate: .unlimited))])
     }
 
-    // Issue 19 item 2: a stack without a view context has nothing for a viewer to show or an editor to be a child of.
-    @Test("Issue 19 item 2: a viewer or an editor in a headless scenario is refused at its file:line:column, naming the topology")
+    // A stack without a view context has nothing for a viewer to show or an editor to be a child of.
+    @Test("A viewer or an editor in a headless scenario is refused at its file:line:column, naming the topology")
     func headlessRefusesViewActors() throws {
         let headless = Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: headless")
         #expect(message(headless) == "ok")
@@ -50,7 +50,7 @@ struct ScenarioValidationTests {
         #expect(message(try Fixtures.text("tiny.yaml"), overrides: ["matrix.stack.topology=[viewChildren, privateRoot]"]) == "ok")
     }
 
-    @Test("Issue 18 rule 23: the viewer's request, window and controller option load; a bad one names the file, line and field")
+    @Test("The viewer's request, window and controller option load; a bad one names the file, line and field")
     func viewerRequest() throws {
         let yaml = Self.valid + """
 
@@ -77,7 +77,7 @@ struct ScenarioValidationTests {
         #expect(message(yaml.replacingOccurrences(of: "window: 8", with: "window: 0")).contains("window"))
     }
 
-    @Test("Issue 19 items 5 and 6: an importer's reset, saveEvery and groups load; a save too big for this machine's memory, a bad reset or groups without a to-one relationship name the file, line and field")
+    @Test("An importer's reset, saveEvery and groups load; a save too big for this machine's memory, a bad reset or groups without a to-one relationship name the file, line and field")
     func importerShapes() throws {
         let yaml = Self.valid.replacingOccurrences(of: "{ objects: 100, chunkSize: 50 }", with: "{ objects: 100, chunkSize: 50, reset: never, saveEvery: 2, groups: 10 }")
         let scenario = try #require(try ScenarioLoader.load(text: yaml, file: "i.yaml").variants.first)
@@ -116,9 +116,9 @@ struct ScenarioValidationTests {
         return v
     }
 
-    // Issue 19 item 3: `viewer.scroll` (rows per second) and `viewer.frames` (window or only) load; a bad value, or
+    // `viewer.scroll` (rows per second) and `viewer.frames` (window or only) load; a bad value, or
     // a data key beside `frames: only`, names the file, line and field.
-    @Test("Issue 19 item 3: the viewer's scroll and frames keys load; a bad one names the file, line and field")
+    @Test("The viewer's scroll and frames keys load; a bad one names the file, line and field")
     func viewerScrollAndFrames() throws {
         #expect(try Self.viewer("{ window: 10, scroll: 600 }").scroll == 600)
         #expect(try Self.viewer("{ scroll: 12.5/s }").scroll == 12.5)
@@ -287,7 +287,7 @@ struct ScenarioValidationTests {
 
     @Test("a misspelt merge policy is refused with the nearest name")
     func misspeltPolicy() {
-        // Policies another test registered (issue 19 item 8) may follow the built-in names in the list.
+        // Policies another test registered may follow the built-in names in the list.
         let a = message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  mergePolicy: storeTrmp"))
         #expect(a.hasPrefix("bad.yaml:4:16: stack.mergePolicy: expected a merge policy (error, storeTrump, objectTrump, overwrite, rollback"))
         #expect(a.hasSuffix("found 'storeTrmp' (did you mean 'storeTrump'?)"))

@@ -55,7 +55,7 @@ struct SimulatedTaskTests {
         #expect(first.saves == 6)
         // 450 rows inserted at 1 µs, six queued blocks at 0.5 µs (each import's `perform` block and its task's two
         // jobs: the start, and the resumption when `perform` returns), and 1 ns for each of the fifteen store
-        // accesses this profile prices at nothing (no block takes no time): nine, and since issue 18 rule 29 the
+        // accesses this profile prices at nothing (no block takes no time): nine, and the
         // six saves' key transactions, each a hold of the file's writer of its own.
         #expect(first.time == 450 * 1000 + 6 * 500 + 15)
         let second = try Self.importOnce(seed: 1)

@@ -77,7 +77,7 @@ struct SimulationTests {
         #expect(mainBlocked.withLock { $0 } == 200_000)
     }
 
-    @Test("Issue 18 rule 28: a pooled resource's holders overlap up to its capacity, then wait in virtual time (semantics §8 connection pool)")
+    @Test("A pooled resource's holders overlap up to its capacity, then wait in virtual time (semantics §8 connection pool)")
     func pooledLanesOverlap() throws {
         let scheduler = Scheduler(seed: 1, profile: try Self.profile())
         let log = Log()
@@ -188,7 +188,7 @@ struct SimulationTests {
         #expect(state.frames == 12 - 5)
         #expect(starts.contains(110_000_000))
         // That one late frame was due at the 33.3 ms refresh and shows at the 116.7 ms one: 5 refreshes of hitch
-        // time (issue 19 item 10; it was its overrun past a 16.67 ms budget, 76.7 ms, before).
+        // time, not its overrun past a 16.67 ms budget (76.7 ms).
         #expect(abs(state.hitch60 - 5 * 16.666_666) < 0.001)
     }
 
@@ -209,10 +209,10 @@ struct SimulationTests {
         return try #require(main.withLock { $0 }).stats.state.withLock { $0 }
     }
 
-    // Issue 19 item 10: hitch time is counted per display frame against its deadline, as Apple's hitch-time ratio
+    // Hitch time is counted per display frame against its deadline, as Apple's hitch-time ratio
     // does. A block of T ms delays the one frame behind it; that frame's lateness past its refresh is the hitch
     // time, counted once, and the ticks it made wait are missed frames that queue nothing.
-    @Test("Issue 19 item 10: one 100 ms block at 60 Hz is about 100 ms of hitch time and 5 missed frames, counted once (simulated)")
+    @Test("One 100 ms block at 60 Hz is about 100 ms of hitch time and 5 missed frames, counted once (simulated)")
     func oneBlockHitchSimulated() throws {
         // The block holds the main queue from 1 to 101 ms. The tick at 16.7 ms queues the frame due on screen at
         // 33.3 ms; it runs at 101 ms and shows at the 116.7 ms refresh: 5 refreshes late (83.3 ms, the screen went
@@ -234,10 +234,10 @@ struct SimulationTests {
         #expect(abs(costly.hitch60 - 6 * 16.666_666) < 0.001)
     }
 
-    // Issue 19 item 10, real mode: the frame clock on a thread of its own coalesces through the same code as the
+    // Real mode: the frame clock on a thread of its own coalesces through the same code as the
     // simulated display link, so a blocked main queue holds one pending frame, not one per tick. Wall-clock
     // figures are only bounded loosely (a loaded 2-core machine); the counts carry the rule.
-    @Test("Issue 19 item 10: in real mode a 100 ms block at 60 Hz queues one frame behind it; the ticks it delays are missed frames, counted once")
+    @Test("In real mode a 100 ms block at 60 Hz queues one frame behind it; the ticks it delays are missed frames, counted once")
     func oneBlockHitchReal() throws {
         let main = SimulatedMainThread()
         let stop = Atomic<Bool>(false)
@@ -343,7 +343,7 @@ struct CostProfileTests {
 /// Actors on the virtual clock.
 @Suite("Simulated time: actors")
 struct SimulatedActorTests {
-    /// Found by the scenario fuzz (issue 20, "Done when"): an actor at `rate: unlimited` with nothing to do took no
+    /// Found by the scenario fuzz: an actor at `rate: unlimited` with nothing to do took no
     /// virtual time per operation (an editor with no viewer, so no row on screen) or a nanosecond (a batch delete on
     /// an empty store), so the next began at (nearly) the same instant and the phase's end never came: `run` hung
     /// (and SIGTERM waited for it). An operation that finds nothing to do now waits a poll interval (1 ms).
@@ -401,7 +401,7 @@ struct SimulatedActorTests {
         #expect((result.counters["frames"] ?? .max) < 300)
     }
 
-    /// Found by the scenario fuzz: issue 20 item 5 lets an importer finish the save it began when its phase ends,
+    /// Found by the scenario fuzz: an importer may finish the save it began when its phase ends,
     /// and with `saveEvery: 2` at 0.001/s that save waited for its second chunk, 1,000 s later, so a 1 s phase lasted
     /// 1,000 s. Past the phase's end the chunks of a save begun now follow at once.
     @Test("Fuzz finding: a save begun over several chunks is finished at the phase's end, not at the chunks' rate", .timeLimit(.minutes(1)))

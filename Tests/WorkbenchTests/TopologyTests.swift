@@ -133,9 +133,9 @@ struct TopologyTests {
         try Self.expectBackgroundSaveReachesView(built)
     }
 
-    // Issue 18 rule 30: the Ambar topologies free each merge's ID sets where Core Data does (the merging queue)
+    // The Ambar topologies free each merge's ID sets where Core Data does (the merging queue)
     // unless `stack.mergeRelease: background` asks for ours.
-    @Test("Issue 18 rule 30: stack.mergeRelease picks where the Ambar container frees merged ID sets (default: the merging queue)")
+    @Test("stack.mergeRelease picks where the Ambar container frees merged ID sets (default: the merging queue)")
     func ambarMergeRelease() throws {
         let plain = try Built([])
         #expect(try #require(plain.stack.ambar).options.mergeRelease == .mergingQueue)
@@ -276,8 +276,8 @@ struct TopologyTests {
         #expect(Self.shape(all.stack.makeTemporary()).policy == "rollback")
     }
 
-    // Issue 19 item 1: Apple's container with background contexts as children of the view context (semantics §2.2).
-    @Test("Issue 19 item 1: viewChildren: the view context on the one coordinator, importers, editors and temporaries its children")
+    // Apple's container with background contexts as children of the view context (semantics §2.2).
+    @Test("viewChildren: the view context on the one coordinator, importers, editors and temporaries its children")
     func viewChildren() throws {
         let built = try Built(["stack.topology=viewChildren"])
         let stack = built.stack
@@ -301,9 +301,9 @@ struct TopologyTests {
         #expect(Self.shape(stack.viewContext).policy == "rollback")
     }
 
-    // Issue 19 item 1: CoreStore's and DATAStack's stack; semantics §3.3: a child with
+    // CoreStore's and DATAStack's stack; semantics §3.3: a child with
     // automaticallyMergesChangesFromParent merges its parent's saves.
-    @Test("Issue 19 item 1: privateRoot: a private root saving context, the view context and background contexts its children; the view merges the root's saves")
+    @Test("privateRoot: a private root saving context, the view context and background contexts its children; the view merges the root's saves")
     func privateRoot() throws {
         let built = try Built(["stack.topology=privateRoot"])
         let stack = built.stack
@@ -326,8 +326,8 @@ struct TopologyTests {
         #expect(Self.shape(root).policy == "rollback")
     }
 
-    // Issue 19 item 2: a command-line import, with no view context.
-    @Test("Issue 19 item 2: headless: background contexts on the coordinator, no main-queue context, no editor")
+    // A command-line import, with no view context.
+    @Test("headless: background contexts on the coordinator, no main-queue context, no editor")
     func headless() throws {
         let built = try Built([], text: Self.importsOnly("headless", viewer: false))
         let stack = built.stack
@@ -386,9 +386,9 @@ struct TopologyTests {
         #expect(r.value("rowsInserted", "value") == 300, sourceLocation: sourceLocation)
     }
 
-    // Issue 19 item 1 (semantics §2.2): each chunk's save is a push into the view context on the main queue, and the
+    // Semantics §2.2: each chunk's save is a push into the view context on the main queue, and the
     // view context's save of it to the store runs there too.
-    @Test("Issue 19 item 1: a viewChildren run pushes every import chunk into the view context and saves it on the main queue (mainBusy[push], mainBusy[save]); the oracle passes")
+    @Test("A viewChildren run pushes every import chunk into the view context and saves it on the main queue (mainBusy[push], mainBusy[save]); the oracle passes")
     func viewChildrenRun() throws {
         let r = try Self.run(Self.importsOnly("viewChildren", viewer: true))
         #expect(r.topology == "viewChildren")
@@ -408,9 +408,9 @@ struct TopologyTests {
         #expect(tiny.events.contains { $0.actor.contains("editor") && $0.version >= 0 }, "the editor's saves reached the oracle")
     }
 
-    // Issue 19 item 1 (semantics §3.3): the background contexts push into the private root off the main queue; the
+    // Semantics §3.3: the background contexts push into the private root off the main queue; the
     // view context learns of each root save by a merge on the main queue.
-    @Test("Issue 19 item 1: a privateRoot run merges each root save into the view context on the main queue (mainBusy[merge]); imports push nothing there; the oracle passes")
+    @Test("A privateRoot run merges each root save into the view context on the main queue (mainBusy[merge]); imports push nothing there; the oracle passes")
     func privateRootRun() throws {
         let r = try Self.run(Self.importsOnly("privateRoot", viewer: true))
         #expect(r.topology == "privateRoot")
@@ -426,9 +426,9 @@ struct TopologyTests {
         #expect(tiny.events.contains { $0.actor.contains("editor") && $0.version >= 0 }, "the editor's saves reached the oracle")
     }
 
-    // Issue 19 item 1: where background saves are pushes, a temporary's save reaches the store when its parents
+    // Where background saves are pushes, a temporary's save reaches the store when its parents
     // save, and conflicts there are settled by the committing context's policy (semantics §1.7: a push meets none).
-    @Test("Issue 19 item 1: in viewChildren, privateRoot and nested, temporaries that save and a read-only view context are held to what reached the store; the oracle passes", arguments: ["viewChildren", "privateRoot", "nested"])
+    @Test("In viewChildren, privateRoot and nested, temporaries that save and a read-only view context are held to what reached the store; the oracle passes", arguments: ["viewChildren", "privateRoot", "nested"])
     func pushedSavesHeldToTheCommittingContext(topology: String) throws {
         let text = """
             name: temporaries
@@ -456,8 +456,8 @@ struct TopologyTests {
         #expect((r.value("readOnlySavesReachedStore", "count") ?? 0) > 0)
     }
 
-    // Issue 19 item 2: no view context: nothing runs on the main queue.
-    @Test("Issue 19 item 2: a headless run does nothing on the main queue (mainBusy total 0), merges nothing, and the oracle passes")
+    // No view context: nothing runs on the main queue.
+    @Test("A headless run does nothing on the main queue (mainBusy total 0), merges nothing, and the oracle passes")
     func headlessRun() throws {
         let r = try Self.run(Self.importsOnly("headless", viewer: false))
         #expect(r.topology == "headless")

@@ -3,18 +3,18 @@ import ObjectGraph
 import Testing
 @testable import Workbench
 
-/// Issue 19 item 3: what a viewer's frames read, end to end through the workbench on the tiny scenario (a 300 ms
+/// What a viewer's frames read, end to end through the workbench on the tiny scenario (a 300 ms
 /// run phase over 400 records, simulated and exact).
-@Suite("Viewers: a scrolling window and a main queue that only draws frames (issue 19 item 3)")
+@Suite("Viewers: a scrolling window and a main queue that only draws frames")
 struct ViewerTests {
     static func mainRows(_ r: VariantResult) -> Double { r.value("rowsFetched", "count", label: "queue=main") ?? -1 }
     static func mainFaults(_ r: VariantResult) -> Double {
         (r.value("faultsFulfilled", "count", label: "queue=main,source=rowCache") ?? 0) + (r.value("faultsFulfilled", "count", label: "queue=main,source=store") ?? 0)
     }
 
-    // Issue 19 item 3: `viewer.scroll` moves the window through the controller's results at that many rows per
+    // `viewer.scroll` moves the window through the controller's results at that many rows per
     // second, faulting what it reaches; a still window reads the same rows every frame.
-    @Test("Issue 19 item 3: a scrolling window reads more of the controller's rows on the main queue than a still one, and more the faster it scrolls")
+    @Test("A scrolling window reads more of the controller's rows on the main queue than a still one, and more the faster it scrolls")
     func scrollingReadsMoreRows() throws {
         // The tiny scenario: 300 ms of imports and edits under a 10-row window over 400 records.
         let still = try CostFidelityTests.run([])
@@ -45,9 +45,9 @@ struct ViewerTests {
         #expect(Self.mainRows(quietFast) > Self.mainRows(quietStill), "rows fetched on main: still \(Self.mainRows(quietStill)), scroll 1000 \(Self.mainRows(quietFast))")
     }
 
-    // Issue 19 item 3: `viewer.frames: only` is a main queue that only draws frames: no controller and no data,
+    // `viewer.frames: only` is a main queue that only draws frames: no controller and no data,
     // so a stall shows as missed frames and hitch time with nothing on screen.
-    @Test("Issue 19 item 3: a frames-only viewer draws frames and counts hitches with nothing fetched on the main queue")
+    @Test("A frames-only viewer draws frames and counts hitches with nothing fetched on the main queue")
     func framesOnly() throws {
         // A nested stack's chunks of 5,000 new records are pushed into and saved by the main-queue context: stalls
         // of about 30 ms (the simulated default profile) that hold up the frames behind them. Inserts only, so

@@ -3,10 +3,10 @@ import ObjectGraph
 import Testing
 @testable import Workbench
 
-/// Issue 22 item 8 and issue 21 item 4 in simulated mode: reads on a coordinator's read connections, and a view
+/// In simulated mode: reads on a coordinator's read connections, and a view
 /// context pinned to a query generation (`stack.pinViewGeneration`), stay deterministic.
-@Suite("Read connections and query generations in the workbench (issue 22 item 8, issue 21 item 4)")
-struct ReadConnectionTests {
+@Suite("Read connections and query generations in the workbench")
+struct SimulatedReadConnectionTests {
     static func load(_ text: String) throws -> Scenario {
         try #require(try ScenarioLoader.load(text: text, file: "pin.yaml").variants.first)
     }
@@ -33,7 +33,7 @@ struct ReadConnectionTests {
         """
     }
 
-    @Test("Issue 22 item 8: the same scenario and seed give the same exact metrics with reads on read connections (container, a pool of 4)")
+    @Test("The same scenario and seed give the same exact metrics with reads on read connections (container, a pool of 4)")
     func pooledReadsAreDeterministic() throws {
         let scenario = try Self.load(Self.scenario(pinned: false, objects: 1500))
         let a = try runVariant(scenario), b = try runVariant(scenario)
@@ -41,7 +41,7 @@ struct ReadConnectionTests {
         #expect(a.oracle.lostUpdates == 0)
     }
 
-    @Test("Issue 21 item 4, §3.7: a pinned view context keeps SQLite from checkpointing the WAL: walSize.peak grows with the commits; the run stays deterministic and reaches the same rows")
+    @Test("§3.7: a pinned view context keeps SQLite from checkpointing the WAL: walSize.peak grows with the commits; the run stays deterministic and reaches the same rows")
     func pinnedViewGrowsTheWAL() throws {
         let unpinned = try runVariant(try Self.load(Self.scenario(pinned: false)))
         let pinnedScenario = try Self.load(Self.scenario(pinned: true))
@@ -56,7 +56,7 @@ struct ReadConnectionTests {
         #expect(again.metrics == pinned.metrics, "a pinned run is as deterministic as any")
     }
 
-    @Test("Issue 21 item 4: stack.pinViewGeneration is refused where the view context is a child (Core Data cannot pin one) or absent, naming file, line and field")
+    @Test("stack.pinViewGeneration is refused where the view context is a child (Core Data cannot pin one) or absent, naming file, line and field")
     func pinRefusedForChildViews() throws {
         for topology in ["nested", "privateRoot"] {
             let text = Self.scenario(pinned: true).replacingOccurrences(of: "topology: container\n  merge: none", with: "topology: \(topology)")
