@@ -1,6 +1,7 @@
 # Ambar — make targets
 #   make run        the default scenarios on an embedded SQLite store; prints where the report is (release build)
-#   make test       the whole test suite (installs what it needs on a fresh machine)
+#   make test       the whole test suite (installs what it needs on a fresh machine), and scripts/long-functions: no
+#                   function over 120 lines unless scripts/long-functions.allow names it with a reason
 #   make scenarios  every shipped scenario in Scenarios/
 #   make compare    merge policies × topologies side by side (Scenarios/policy-comparison.yaml, 3 seeds), ranked; fails when Docs/choosing-a-merge-policy.md no longer matches
 #   make guide      runs the comparison and rewrites the measured part of Docs/choosing-a-merge-policy.md
@@ -51,6 +52,7 @@ run: bench-tool
 
 # Every test is Swift Testing: XCTest would only print that it ran none.
 test: deps
+	scripts/long-functions
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-xctest
 

@@ -68,7 +68,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "ambar-crash",
-            dependencies: ["Ambar", "ObjectGraph"]
+            dependencies: ["Ambar", "ObjectGraph", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(
             name: "ObjectGraphTests",
@@ -76,7 +76,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AmbarTests",
-            dependencies: ["Ambar", "ObjectGraph"]
+            dependencies: ["Ambar", "ObjectGraph", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(
             name: "WorkbenchTests",

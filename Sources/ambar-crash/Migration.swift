@@ -57,8 +57,7 @@ enum MigrationPoint {
     static let all = [start, "tablesMovedAside", "tablesCreated", "rowsCopied", "oldTablesDropped", beforeCommit, committed]
 }
 
-func runMigrateChild(_ arguments: [String]) throws -> Never {
-    guard let store = option("--store", in: arguments) else { throw CrashToolError("migrate-child needs --store") }
+func runMigrateChild(store: String) throws -> Never {
     @Sendable func stop(at point: String) {
         FileHandle.standardOutput.write(Data((point + "\n").utf8))
         _ = readLine()
