@@ -1,5 +1,6 @@
 # Ambar — make targets
 #   make run        the default scenarios on an embedded SQLite store; prints where the report is (release build)
+#                   make run and make test install the system packages they need; other targets say what is missing
 #   make test       the whole test suite (installs what it needs on a fresh machine), and scripts/long-functions: no
 #                   function over 120 lines unless scripts/long-functions.allow names it with a reason
 #   make scenarios  every shipped scenario in Scenarios/
@@ -34,20 +35,33 @@ KEEP ?=
 KEEP_FLAG := $(if $(KEEP),--keep $(KEEP))
 DEFAULT_SCENARIOS := Scenarios/thousands-of-imports.yaml Scenarios/conflict-storm.yaml Scenarios/read-only-view.yaml
 
-.PHONY: run test scenarios compare guide capacity evidence fit published example ci baseline report clean-reports schema build deps bench-tool clean bench bench-quick crash-test fuzz tsan
+.PHONY: run test scenarios compare guide capacity evidence fit published example ci baseline report clean-reports schema build deps need bench-tool clean bench bench-quick crash-test fuzz tsan
+
+# make run and make test install what they need (`deps`, through apt-get); every other target only checks
+# (`need`) and says what is missing and how to install it.
+MISSING = for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done
 
 deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; $(MISSING); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
-bench-tool: deps
+need:
+	@missing=""; $(MISSING); \
+	if [ -n "$$missing" ]; then \
+	  echo "missing system packages:$$missing"; \
+	  echo "install them with: sudo apt-get install$$missing   (or run make run or make test, which install them)"; \
+	  exit 2; \
+	fi
+
+bench-tool: need
 	$(SWIFT) build -c $(CONFIG) --product ambar-bench
 
-run: bench-tool
+run: deps
+	$(SWIFT) build -c $(CONFIG) --product ambar-bench
 	$(BENCH) run $(DEFAULT_SCENARIOS) --progress $(KEEP_FLAG)
 
 # Every test is Swift Testing: XCTest would only print that it ran none.
@@ -70,7 +84,7 @@ guide: bench-tool
 schema: bench-tool
 	$(BENCH) schema --out Docs/scenario.schema.json
 
-example: deps
+example: need
 	cd Docs/examples/custom-policy && $(SWIFT) build && AMBAR_PROFILE_PATH=$(CURDIR)/Profiles $$($(SWIFT) build --show-bin-path)/custom-policy
 
 evidence: bench-tool
@@ -97,14 +111,14 @@ report: bench-tool
 clean-reports: bench-tool
 	$(BENCH) clean-reports $(KEEP_FLAG)
 
-build: deps
+build: need
 	$(SWIFT) build
 
 # Benchmarks/ is its own package (GRDB and package-benchmark never enter this one); release build, own .build.
-bench: deps
+bench: need
 	cd Benchmarks && $(SWIFT) build -c release --product ambar-perf && .build/release/ambar-perf
 
-bench-quick: deps
+bench-quick: need
 	cd Benchmarks && $(SWIFT) build -c release --product ambar-perf && .build/release/ambar-perf --quick --reps 1
 	cd Benchmarks && $(SWIFT) package benchmark thresholds check --no-progress
 
@@ -115,17 +129,17 @@ RUNS ?= 10000
 TSAN_SUITES = $(shell sed -e 's/\#.*//' -e 's/[[:space:]]//g' -e '/^$$/d' -e 's/\./\\./g' Tests/tsan-suites.txt | paste -sd'|' -)
 TSAN_FILTER = ^($(TSAN_SUITES))[./]
 
-crash-test: deps
+crash-test: need
 	$(SWIFT) build --product ambar-crash
 	$$($(SWIFT) build --show-bin-path)/ambar-crash harness --trials $(TRIALS)
 	$$($(SWIFT) build --show-bin-path)/ambar-crash migrate-harness --trials $$(( $(TRIALS) / 5 + 1 ))
 
 # A fresh seed each run (every target prints it); FUZZ_SEED=N replays a printed one. make test keeps one fixed seed.
 FUZZ_SEED ?= random
-fuzz: deps
+fuzz: need
 	FUZZ_RUNS=$(RUNS) FUZZ_SEED=$(FUZZ_SEED) $(SWIFT) test --filter ReliabilityTests.FuzzTests
 
-tsan: deps
+tsan: need
 	AMBAR_WITHOUT_JEMALLOC=1 TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" $(SWIFT) test --scratch-path .build-tsan --sanitize=thread --filter '$(TSAN_FILTER)'
 
 clean:
