@@ -154,6 +154,27 @@ import Testing
         #expect(try stack.sql("SELECT count(*) FROM ACHANGE").first?[0].int64 == 2)
     }
 
+    // Docs/coredata-behaviour.md §3.6: a transaction's timestamp is the date it was written; outside a simulation
+    // the wall clock, a counting thread's included.
+    @Test("A history transaction's timestamp is the wall clock outside a simulation")
+    func timestampIsTheWallClock() throws {
+        let stack = try TestStack(model: try Self.historyModel(), options: Self.tracked())
+        let before = Date()
+        _ = try Self.threeSaves(stack)
+        let counting = ExecutionThread.countingOnly()
+        ExecutionThread.install(counting)
+        defer { ExecutionThread.install(nil) }
+        let ctx = stack.context(name: "counted")
+        try ctx.performAndWait {
+            Item(context: ctx).id = 3
+            try ctx.save()
+        }
+        let after = Date()
+        let history = try stack.coordinator.fetchHistory(.fetchHistory(after: nil as PersistentHistoryToken?))
+        #expect(history.count == 4)
+        #expect(history.allSatisfy { $0.timestamp >= before.addingTimeInterval(-1) && $0.timestamp <= after.addingTimeInterval(1) })
+    }
+
     // Semantics §3.6: tracking is off by default — no history tables written, fetching history is an error,
     // no current token.
     @Test func historyIsOffByDefault_3_6() throws {

@@ -43,14 +43,18 @@ import Testing
         description.shouldAddStoreAsynchronously = true
         description.isReadOnly = true
         let async = PersistentStoreCoordinator(managedObjectModel: model, name: "async")
+        let calls = Mutex(0)
         let failure: String? = await withCheckedContinuation { continuation in
             async.addPersistentStore(with: description) { added, error in
                 #expect(added.isReadOnly)
+                #expect(async.storeURL?.lastPathComponent == "a.sqlite")  // loaded when the handler runs
+                calls.withLock { $0 += 1 }
                 continuation.resume(returning: error.map { "\($0)" })
             }
         }
         #expect(failure == nil)
         #expect(async.storeURL?.lastPathComponent == "a.sqlite")
+        #expect(calls.withLock { $0 } == 1)
         // Another model's store fails with 134100 whatever the migration flags say (no model versions yet).
         let other = try ManagedObjectModel(entities: [EntityDescription(name: "Other", attributes: [AttributeDescription(name: "x", type: .string)])])
         for migrate in [true, false] {

@@ -341,6 +341,20 @@ public enum Execution {
         return DispatchTime.now().uptimeNanoseconds
     }
 
+    /// The calendar date for a record that carries one (a history transaction's timestamp): the wall clock in real
+    /// mode; inside a simulation, ``simulatedDate(_:)`` of the calling thread's virtual time, so a run's dates
+    /// are the same every run of its seed.
+    public static func date() -> Date {
+        if let thread = ExecutionThread.current, thread.isSimulated { return simulatedDate(thread.simulation.now(on: thread)) }
+        return Date()
+    }
+
+    /// The date a simulation gives virtual time `nanoseconds`: the reference date (2001-01-01 00:00:00 UTC) plus
+    /// that time, a run starting at the reference date.
+    public static func simulatedDate(_ nanoseconds: UInt64) -> Date {
+        Date(timeIntervalSinceReferenceDate: Double(nanoseconds) / 1_000_000_000)
+    }
+
     /// Waits until `deadline` (a value of ``now()``): virtually inside a simulation, else by sleeping.
     public static func sleep(until deadline: UInt64) {
         if let thread = ExecutionThread.current, thread.isSimulated { return thread.simulation.sleep(until: deadline, on: thread) }

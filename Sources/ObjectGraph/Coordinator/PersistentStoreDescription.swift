@@ -108,6 +108,8 @@ extension PersistentStoreCoordinator {
 
     /// Adds the store and reports through `completionHandler`: on the calling thread before returning, or with
     /// `shouldAddStoreAsynchronously` on a background queue (Core Data's `addPersistentStore(with:completionHandler:)`).
+    /// The background queue is a ``ContextQueue`` of its own: a dispatch queue in real mode, a queue of the
+    /// simulation (run on its virtual clock) when called on a simulated thread.
     public func addPersistentStore(with description: PersistentStoreDescription,
                                    completionHandler: @escaping @Sendable (PersistentStoreDescription, (any Error)?) -> Void) {
         let add: @Sendable () -> Void = {
@@ -119,7 +121,7 @@ extension PersistentStoreCoordinator {
             }
         }
         if description.shouldAddStoreAsynchronously {
-            DispatchQueue.global(qos: .userInitiated).async(execute: add)
+            ContextQueue(label: "ObjectGraph.coordinator.\(name).addStore").async(add)
         } else {
             add()
         }

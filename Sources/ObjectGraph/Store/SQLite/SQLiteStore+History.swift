@@ -17,12 +17,13 @@ extension SQLiteStore {
         var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
     }
 
-    /// Writes one history transaction; call inside the write transaction.
+    /// Writes one history transaction; call inside the write transaction. Its timestamp is the executor's date
+    /// (``Execution/date()``): the wall clock, or the virtual clock's inside a simulation.
     func recordHistory(_ record: HistoryRecord, author: String?, contextName: String?) throws -> PersistentHistoryToken? {
         guard historyTracking, !record.isEmpty else { return nil }
         let tx = try connection.cachedStatement("INSERT INTO ATRANSACTION (ZTIMESTAMP, ZAUTHOR, ZCONTEXTNAME, ZBUNDLEID, ZPROCESSID) VALUES (?, ?, ?, ?, ?)")
         try tx.bind([
-            .double(Date().timeIntervalSinceReferenceDate), author.map { .string($0) } ?? .null, contextName.map { .string($0) } ?? .null,
+            .double(Execution.date().timeIntervalSinceReferenceDate), author.map { .string($0) } ?? .null, contextName.map { .string($0) } ?? .null,
             .string(ProcessInfo.processInfo.processName), .string(String(ProcessInfo.processInfo.processIdentifier)),
         ])
         try tx.run()
