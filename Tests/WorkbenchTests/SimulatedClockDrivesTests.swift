@@ -55,7 +55,7 @@ struct SimulatedClockDrivesTests {
         let directory = try TemporaryDirectory("sim-async-load")
         let model = try ManagedObjectModel(file: ScenarioLoader.workloadModel)
         let reports = Mutex<[(Bool, UInt64)]>([])
-        try scheduler.run {
+        scheduler.run {
             let coordinator = PersistentStoreCoordinator(managedObjectModel: model, name: "async")
             var description = PersistentStoreDescription(url: directory.file("store.sqlite"))
             description.shouldAddStoreAsynchronously = true

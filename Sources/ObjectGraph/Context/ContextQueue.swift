@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// A `.privateQueue` context owns one. `.mainQueue` contexts share ``ContextQueue/main``, which on Linux only
 /// runs while the main thread services `DispatchQueue.main` (`dispatchMain()`, a run loop or an async `main`).
-/// Programs without one (tests, the workbench) install their own main queue with ``ContextQueue/setMain(_:)``
+/// Programs without one (tests, command-line tools) install their own main queue with ``ContextQueue/setMain(_:)``
 /// or pass one to the context, for example a queue whose ``around`` hook times every block.
 ///
 /// This is the library's only serial executor (Docs/simulation.md "The executor layer"): a queue made on a thread

@@ -171,7 +171,8 @@ public protocol SimulatedQueue: AnyObject, Sendable {
     var isCurrent: Bool { get }
 }
 
-/// A simulation that runs a set of threads one at a time on a virtual clock (the workbench's scheduler).
+/// A simulation that runs a set of threads one at a time on a virtual clock (a scheduler owns the clock and picks
+/// the thread).
 public protocol ExecutionSimulation: AnyObject, Sendable {
     /// A serial queue of this simulation.
     func makeQueue(label: String) -> any SimulatedQueue

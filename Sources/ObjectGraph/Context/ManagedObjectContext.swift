@@ -93,9 +93,9 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Told after each automatic merge (`automaticallyMergesChangesFromParent`) with the uptime in nanoseconds
     /// when the save was announced and when the merge finished, and the merged changes (for measurement).
     /// Told on this context's queue after a child's save was pushed into it, with the child (for measurement, and
-    /// for the workbench's oracle to attribute what the push brought to the child that made it).
+    /// for a checker to attribute what the push brought to the child that made it).
     package var childPushHook: (@Sendable (ManagedObjectContext) -> Void)?
-    /// Called on this context's queue when a child's fetch, count or fault reads through it (the workbench's
+    /// Called on this context's queue when a child's fetch, count or fault reads through it (for
     /// main-queue accounting).
     package var childReadHook: (@Sendable () -> Void)?
     package var automaticMergeHook: (@Sendable (_ announcedAt: UInt64, _ finishedAt: UInt64, _ changes: ContextObjectIDChanges) -> Void)?

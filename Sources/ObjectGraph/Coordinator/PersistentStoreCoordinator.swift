@@ -103,8 +103,8 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
 
     /// Gives `other`, a coordinator without a store, a copy of this coordinator's in-memory store as it is now;
     /// false when this store is not in memory. Not Core Data's: a second coordinator cannot open an in-memory store
-    /// (semantics §7 "The in-memory store"), so a harness that reads the rows apart from the app's coordinator (the
-    /// workbench's oracle) reads a copy. Counts nothing.
+    /// (semantics §7 "The in-memory store"), so a checker that reads the rows apart from the app's coordinator reads a
+    /// copy. Counts nothing.
     package func copyInMemoryStore(into other: PersistentStoreCoordinator) -> Bool {
         guard let rows = queue.sync({ (store as? InMemoryStore)?.copy(coordinatorTag: other.idTag) }) else { return false }
         other.queue.sync {

@@ -71,7 +71,7 @@ public protocol FetchedResultsControllerSnapshotDelegate: AnyObject {
 /// context's `reset()` call ``performFetch()`` again.
 public final class FetchedResultsController: @unchecked Sendable {  // used on its context's queue
     /// How the controller decides whether changed objects belong in its results ([Rule 23](Docs/core-data-rules.md)). The raw
-    /// values are the workbench's `viewer.frc` values.
+    /// values are the names a scenario's `viewer.frc` takes.
     public enum ChangeEvaluation: String, Sendable, CaseIterable {
         /// Core Data's (the default; semantics §5, "Cost of change tracking"): every changed object of the
         /// entity is evaluated on its own, reading the predicate's, the sort keys' and the section key's values on
@@ -126,10 +126,10 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// Relevance passes run since the fetch: one per observed notification that named changed objects of the
     /// entity (an objects-did-change, or a merge's did-merge when its objects-did-change named none; semantics §5).
     public private(set) var changePasses = 0
-    /// Objects whose membership the controller evaluated for a change (deterministic counter; the workbench's
-    /// `frcObjectsEvaluated`, also counted as ``CostedOperation/controllerObjectEvaluated`` in a simulation).
+    /// Objects whose membership the controller evaluated for a change (deterministic counter, reported as
+    /// `frcObjectsEvaluated`; also counted as ``CostedOperation/controllerObjectEvaluated`` in a simulation).
     public private(set) var objectsEvaluated = 0
-    /// The number of objects in the results (the workbench's `frcObjects`); 0 before ``performFetch()``.
+    /// The number of objects in the results (reported as `frcObjects`); 0 before ``performFetch()``.
     public var objectCount: Int { results?.count ?? 0 }
 
     /// The context's ``ControllerHub``, which tells this controller of its changes (from its first fetch).

@@ -149,7 +149,7 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
         try self.init(file: file, classes: classes)
     }
 
-    /// Builds a model from a decoded ``ModelFile`` (the workbench decodes one from YAML). A file with `versions`
+    /// Builds a model from a decoded ``ModelFile`` (from JSON, or from YAML by a caller). A file with `versions`
     /// gives its `current` version (the last when none is named), the others as ``previousVersions``.
     public convenience init(file: ModelFile, classes: [String: ManagedObject.Type] = [:]) throws {
         func entities(_ list: [ModelFile.Entity]) throws -> [EntityDescription] {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The declarative form of a model, decoded from JSON here and from YAML by the workbench.
+/// The declarative form of a model, decoded from JSON here, or from another form by a caller (YAML in scenarios).
 ///
 /// ```json
 /// {"entities": [{"name": "Item",

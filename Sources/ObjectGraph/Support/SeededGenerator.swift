@@ -1,5 +1,5 @@
 /// SplitMix64: a small seeded random generator. The same seed gives the same sequence on every machine, which the
-/// workbench's actors, the kill-test harness and the seeded tests rely on to replay a run. Shared inside the
+/// seeded workloads, the kill-test harness and the seeded tests rely on to replay a run. Shared inside the
 /// package only; it is not part of the Core Data API.
 package struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64

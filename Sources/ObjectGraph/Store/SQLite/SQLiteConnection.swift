@@ -141,7 +141,7 @@ final class SQLiteConnection {
     }
 }
 
-/// Statements run, by kind: deterministic counters the workbench reads.
+/// Statements run, by kind: deterministic counters, the same on every run of the same work.
 public struct StatementCounts: Sendable, Equatable, Codable {
     public var select = 0
     public var insert = 0

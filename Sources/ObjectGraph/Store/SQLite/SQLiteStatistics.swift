@@ -1,6 +1,6 @@
 import CSQLite
 
-/// SQLite's own memory counters for the whole process (reported by the workbench).
+/// SQLite's own memory counters for the whole process, for a caller that reports memory.
 public enum SQLiteStatistics {
     /// Bytes of heap SQLite holds now (`sqlite3_memory_used`).
     public static var memoryUsed: Int64 { sqlite3_memory_used() }

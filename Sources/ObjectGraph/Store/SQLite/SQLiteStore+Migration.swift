@@ -265,7 +265,7 @@ extension SQLiteStore {
 
 extension ManagedObjectModel {
     /// Throws 134140, naming the entity and property, when a store made with `source` cannot be migrated to this
-    /// model with an inferred mapping; the workbench checks a scenario's migration with it.
+    /// model with an inferred mapping, before any store is touched.
     public func checkInferredMapping(from source: ManagedObjectModel) throws {
         _ = try SQLiteStore.inferMapping(from: source, to: self, path: "")
     }
