@@ -235,7 +235,7 @@ import Testing
         let view = stack.context(name: "view")
         try view.setQueryGenerationFrom(.current)
         _ = try Self.prices(view)
-        for round in 1...5 { try Self.raisePrices(stack, by: Double(round)) }
+        for step in 1...5 { try Self.raisePrices(stack, by: Double(step)) }
         // (busy, frames in the WAL, frames checkpointed)
         let held = try #require(try stack.sql("PRAGMA wal_checkpoint(PASSIVE)").first)
         #expect(held[2].int64! < held[1].int64!, "the pinned generation kept frames from being checkpointed: \(held)")
@@ -289,7 +289,7 @@ import Testing
             let view = stack.context(name: "view")
             try view.setQueryGenerationFrom(.current)
             _ = try QueryGenerationTests.prices(view)
-            for round in 1...3 { try QueryGenerationTests.raisePrices(stack, by: Double(round)) }
+            for step in 1...3 { try QueryGenerationTests.raisePrices(stack, by: Double(step)) }
             let held = try #require(try stack.sql("PRAGMA wal_checkpoint(PASSIVE)").first)
             #expect(held[2].int64! < held[1].int64!)
         }

@@ -61,8 +61,8 @@ struct DocsTests {
     }
 
     /// The rules cited as `Rule N`, `rule N`, `Rule 21.2` or `Rule 12a` in `text` (`rules 1–5` cites 1), each with
-    /// where it is (a UTF-16 offset). A rule qualified by a tracker number ("issue N, rule M") is left to
-    /// HistoryFreeTextTests, which reports the issue number.
+    /// where it is (a UTF-16 offset). A rule prefixed by a tracker reference is skipped: HistoryFreeTextTests
+    /// reports the reference itself.
     static func citedRules(_ text: String) throws -> [(rule: String, at: Int)] {
         let expression = try NSRegularExpression(pattern: "(issue [0-9]+,? )?\\brules? ([0-9]+(?:\\.[0-9]+)?[a-z]?)\\b",
                                                  options: [.caseInsensitive])

@@ -24,8 +24,9 @@ public final class RunRecorder: Sendable {
     }
     let state = Mutex(State())
     /// Contexts whose save met the store and failed, keeping their changes (``saveCountingFailure(_:role:)``):
-    /// what they still hold at the end never reached the store.
-    private let refusedKeepers = Mutex<[ObjectIdentifier: ManagedObjectContext]>([:])
+    /// what they still hold at the end never reached the store. In the order their saves first failed, so that
+    /// their changes are read in the same order every run.
+    private let refusedKeepers = Mutex<[ManagedObjectContext]>([])
     /// The write events, on disk in `eventDirectory` (in memory without one).
     let events: EventLog
 
@@ -79,12 +80,14 @@ public final class RunRecorder: Sendable {
     }
 
     /// A save of `context` failed and its changes stay in it (a parent that an app's next save retries).
-    func refusedKeeping(_ context: ManagedObjectContext) { refusedKeepers.withLock { $0[ObjectIdentifier(context)] = context } }
+    func refusedKeeping(_ context: ManagedObjectContext) {
+        refusedKeepers.withLock { keepers in if !keepers.contains(where: { $0 === context }) { keepers.append(context) } }
+    }
 
     /// Refused changes: those rolled back, and what the contexts whose save failed keeping them still hold now (at
     /// the end of the run, nothing saves them any more).
     func refusedChanges() -> Int {
-        let keepers = refusedKeepers.withLock { Array($0.values) }
+        let keepers = refusedKeepers.withLock { $0 }
         let kept = keepers.reduce(0) { sum, context in sum + context.performAndWait { Self.changeCount(of: context) } }
         return state.withLock { $0.refusedChanges } + kept
     }
