@@ -72,7 +72,7 @@ public final class ContextQueue: @unchecked Sendable {  // immutable after init
     public static func setMain(_ queue: ContextQueue?) { installedMain.withLock { $0 = queue } }
 
     /// The simulation's queue behind this one, nil for a dispatch queue.
-    public var simulatedQueue: (any SimulatedQueue)? { simulated }
+    package var simulatedQueue: (any SimulatedQueue)? { simulated }
 
     /// Whether the calling code runs on this queue.
     public var isCurrent: Bool {

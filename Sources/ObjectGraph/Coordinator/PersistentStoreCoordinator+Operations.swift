@@ -70,7 +70,7 @@ extension PersistentStoreCoordinator {
         count { $0.rowsRead += result.count }
         // A fetch of IDs only steps Z_PK (and Z_ENT) and makes IDs: no values decoded, no snapshot
         // (Docs/coredata-behaviour.md §4).
-        Execution.count(idsOnly ? .idRowFetched : .rowFetched, result.count)
+        Probe.count(idsOnly ? .idRowFetched : .rowFetched, result.count)
         if !idsOnly {
             if generation != nil {
                 rowCache.retain(result.lazy.filter { $0.row != nil }.map(\.id))
@@ -102,17 +102,17 @@ extension PersistentStoreCoordinator {
             count { $0.rowCacheMisses += 1 }
             guard let row = try readPinned(generation, { try $0.rows(of: id.entity, keys: [id.key]) })[id.key] else { return nil }
             count { $0.rowsRead += 1 }
-            Execution.count(.faultFulfilledFromStore)
+            Probe.count(.faultFulfilledFromStore)
             return row
         }
         switch rowCache.lookup(id, staleness: staleness) {
         case .fresh(let row):
             count { $0.rowCacheHits += 1 }
-            Execution.count(.faultFulfilledFromCache)
+            Probe.count(.faultFulfilledFromCache)
             return row
         case .deleted:
             count { $0.rowCacheHits += 1 }
-            Execution.count(.faultFulfilledFromCache)
+            Probe.count(.faultFulfilledFromCache)
             return nil
         case .miss:
             count { $0.rowCacheMisses += 1 }
@@ -123,7 +123,7 @@ extension PersistentStoreCoordinator {
                 count { $0.rowsRead += 1 }
                 // Semantics §7 "The in-memory store": a row in memory is copied without a query, as from the cache
                 // (the store counted its inMemoryRowRead); an SQLite store's is a SELECT.
-                Execution.count(inMemory ? .faultFulfilledFromCache : .faultFulfilledFromStore)
+                Probe.count(inMemory ? .faultFulfilledFromCache : .faultFulfilledFromStore)
                 rowCache.install([(id, row)], retain: false, snapshot: snapshot)
                 return row
             }
@@ -149,7 +149,7 @@ extension PersistentStoreCoordinator {
                 for id in group { if let row = rows[id.key] { result[id] = row } }
             }
             count { $0.rowsRead += result.count; $0.rowCacheMisses += ids.count }
-            Execution.count(.rowFetched, result.count)
+            Probe.count(.rowFetched, result.count)
             // A pinned context's rows stay out of the cache (Docs/coredata-behaviour.md §3.7).
             if generation == nil { rowCache.install(result.map { ($0.key, $0.value) }, retain: false, snapshot: snapshot) }
             return result
@@ -181,7 +181,7 @@ extension PersistentStoreCoordinator {
                 if let row = rows[id.key] { fresh.append((id, row)) } else { gone.append(id) }
             }
             count { $0.rowsRead += fresh.count }
-            Execution.count(.rowFetched, fresh.count)
+            Probe.count(.rowFetched, fresh.count)
             rowCache.install(fresh, retain: false, snapshot: snapshot)
             rowCache.invalidate(gone)
         }
@@ -192,7 +192,7 @@ extension PersistentStoreCoordinator {
         let ids = try read(in: generation) { try $0.relatedKeys(of: source, relationship: relationship) }
         count { $0.rowsRead += ids.count }
         // The destinations' keys only: a to-many fault is a fetch of IDs.
-        Execution.count(.idRowFetched, ids.count)
+        Probe.count(.idRowFetched, ids.count)
         return ids
     }
 

@@ -1,6 +1,6 @@
 /// The operations that cost time on a device: the library counts each where it does it, on the thread that does
 /// it. A simulation turns the counts into virtual time with a cost profile (Docs/simulation.md).
-public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
+package enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     /// An object entered a context's registry (a fault or an inserted object).
     case objectRegistered
     /// A fault was fulfilled from the coordinator's row cache.
@@ -88,22 +88,22 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
 
     /// The number of operations (`allCases.count` without building the array: the scheduler reads it on every
     /// clock read).
-    public static let count = allCases.count
+    package static let count = allCases.count
     /// The operations' names by raw value.
-    public static let names = allCases.map(\.name)
+    package static let names = allCases.map(\.name)
 
     /// The name used in profiles, reports and CSV.
-    public var name: String { String(describing: self) }
+    package var name: String { String(describing: self) }
 
     /// The operation of a profile's or a report's name.
-    public init?(name: String) {
+    package init?(name: String) {
         guard let op = Self.allCases.first(where: { $0.name == name }) else { return nil }
         self = op
     }
 
     /// The first estimate of one operation's price in nanoseconds (`Profiles/estimates.yaml`): what a choice
     /// between two ways of doing the same work weighs them by outside a simulation, or in one without prices.
-    public var estimatedNanoseconds: UInt64 {
+    package var estimatedNanoseconds: UInt64 {
         switch self {
         case .objectRegistered: 4000
         case .faultFulfilledFromCache: 6000
@@ -143,12 +143,12 @@ public enum CostedOperation: Int, CaseIterable, Sendable, Codable {
 
 /// The kinds of SQL statement counted beside ``CostedOperation/sqlStatement`` (reports label them `kind=`). They
 /// cost alike (one ``CostedOperation/sqlStatement`` each, rows apart): the kind says what the store did, not how long.
-public enum StatementKind: Int, CaseIterable, Sendable {
+package enum StatementKind: Int, CaseIterable, Sendable {
     case select, insert, update, delete
     /// Everything else: BEGIN, COMMIT, pragmas, schema statements.
     case other
 
-    public static let count = allCases.count
+    package static let count = allCases.count
     /// The name used in reports and CSV.
-    public var name: String { String(describing: self) }
+    package var name: String { String(describing: self) }
 }

@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// A simulated serial queue, provided by an ``ExecutionSimulation`` in place of a dispatch queue.
-public protocol SimulatedQueue: AnyObject, Sendable {
+package protocol SimulatedQueue: AnyObject, Sendable {
     /// Queues `block` at the caller's current time.
     func async(_ block: @escaping @Sendable () -> Void)
     /// Runs `block` on the queue once every item queued before it ran; the caller waits (in virtual time).
@@ -18,17 +18,13 @@ public protocol SimulatedQueue: AnyObject, Sendable {
 
 /// A simulation that runs a set of threads one at a time on a virtual clock (a scheduler owns the clock and picks
 /// the thread).
-public protocol ExecutionSimulation: AnyObject, Sendable {
+package protocol ExecutionSimulation: AnyObject, Sendable {
     /// A serial queue of this simulation.
     func makeQueue(label: String) -> any SimulatedQueue
     /// The virtual time of `thread`, in nanoseconds, with the operations it counted so far charged.
     func now(on thread: ExecutionThread) -> UInt64
     /// Suspends `thread` until the virtual time `deadline`.
     func sleep(until deadline: UInt64, on thread: ExecutionThread)
-    /// Whether ``trace(_:detail:on:)`` records anything (a trace was asked for).
-    var isTracing: Bool { get }
-    /// Records a Core Data call `thread` made (a save, a fetch, a merge), for the run's trace.
-    func trace(_ call: String, detail: String, on thread: ExecutionThread)
     /// Runs `body` holding the named resource (SQLite's one writer per file): in virtual time, after every holder
     /// that asked before.
     func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void)
@@ -40,41 +36,44 @@ public protocol ExecutionSimulation: AnyObject, Sendable {
 }
 
 extension ExecutionSimulation {
-    public func nanoseconds(for op: CostedOperation) -> UInt64? { nil }
+    package func nanoseconds(for op: CostedOperation) -> UInt64? { nil }
 }
 
 /// Something one thread at a time may hold across queues (SQLite's one writer per file).
-public struct SharedResource: Sendable {
+package struct SharedResource: Sendable {
     /// What makes two holders wait for each other (a store file's path).
-    public var id: String
+    package var id: String
     /// What traces and reports call it: stable from run to run (no temporary paths).
-    public var label: String
+    package var label: String
 
-    public init(id: String, label: String) {
+    package init(id: String, label: String) {
         self.id = id
         self.label = label
     }
 }
 
-/// A thread's membership of a simulation, and the operations it counted since the simulation last charged them.
+/// A thread's membership of a simulation, and the consumers of what the library reports on it (``Probe``): the
+/// operations it counted since the simulation last charged them, and the sink of its events.
 ///
 /// A simulation installs one on each of its threads (``install(_:)``); queues made on such a thread belong to the
 /// simulation, and ``Execution/now()`` reads its virtual clock.
-open class ExecutionThread: @unchecked Sendable {  // counts are touched by the owning thread only, or by the simulation while that thread is suspended
-    public let simulation: any ExecutionSimulation
+package final class ExecutionThread: @unchecked Sendable {  // counts are touched by the owning thread only, or by the simulation while that thread is suspended
+    package let simulation: any ExecutionSimulation
     /// False for a thread that only counts operations (real mode's calibration): its queues stay dispatch queues
     /// and its clock the wall clock.
-    public let isSimulated: Bool
-    /// Counts by ``CostedOperation`` raw value.
-    public let counts: UnsafeMutablePointer<Int>
+    package let isSimulated: Bool
+    /// Counts by ``CostedOperation`` raw value, accumulated here and charged by the simulation in batches.
+    package let counts: UnsafeMutablePointer<Int>
     /// SQL statements by ``StatementKind`` raw value (a breakdown of ``CostedOperation/sqlStatement``'s count).
-    public let statementCounts: UnsafeMutablePointer<Int>
-    /// Where this thread's Core Data calls are recorded (an operation trace is being written), nil otherwise.
-    package var operationRecorder: (any OperationRecorder)?
-    /// How deep in recorded calls the thread is: only calls at depth 0 are the app's own.
+    package let statementCounts: UnsafeMutablePointer<Int>
+    /// Where this thread's events go (an operation trace or a debug trace is being written), nil otherwise.
+    package var sink: (any ProbeSink)?
+    /// How deep in the library's calls the thread is: only calls at depth 0 are the app's own.
     package var recordingDepth = 0
+    /// The simulation's own object for this thread (its scheduler's participant), found from the thread.
+    package weak var owner: AnyObject?
 
-    public init(simulation: any ExecutionSimulation, isSimulated: Bool = true) {
+    package init(simulation: any ExecutionSimulation, isSimulated: Bool = true) {
         self.simulation = simulation
         self.isSimulated = isSimulated
         counts = .allocate(capacity: CostedOperation.count)
@@ -97,13 +96,13 @@ open class ExecutionThread: @unchecked Sendable {  // counts are touched by the 
     }()
 
     /// The calling thread's membership, nil outside any simulation.
-    public static var current: ExecutionThread? {
+    package static var current: ExecutionThread? {
         guard let pointer = pthread_getspecific(key) else { return nil }
         return Unmanaged<ExecutionThread>.fromOpaque(pointer).takeUnretainedValue()
     }
 
     /// Makes `thread` the calling thread's membership (nil: none).
-    public static func install(_ thread: ExecutionThread?) {
+    package static func install(_ thread: ExecutionThread?) {
         if let old = pthread_getspecific(key) { Unmanaged<ExecutionThread>.fromOpaque(old).release() }
         pthread_setspecific(key, thread.map { Unmanaged.passRetained($0).toOpaque() })
     }
@@ -112,7 +111,7 @@ open class ExecutionThread: @unchecked Sendable {  // counts are touched by the 
 extension ExecutionThread {
     /// A membership that only counts operations (real mode's calibration, tests that count what a call does): its
     /// queues stay dispatch queues and its clock the wall clock.
-    public static func countingOnly() -> ExecutionThread { ExecutionThread(simulation: CountingOnlySimulation.shared, isSimulated: false) }
+    package static func countingOnly() -> ExecutionThread { ExecutionThread(simulation: CountingOnlySimulation.shared, isSimulated: false) }
 }
 
 /// The simulation of a thread that only counts: never asked anything, since such a thread is not simulated
@@ -122,46 +121,22 @@ final class CountingOnlySimulation: ExecutionSimulation {
     func makeQueue(label: String) -> any SimulatedQueue { preconditionFailure("a counting thread makes dispatch queues") }
     func now(on thread: ExecutionThread) -> UInt64 { preconditionFailure("a counting thread reads the wall clock") }
     func sleep(until deadline: UInt64, on thread: ExecutionThread) { preconditionFailure("a counting thread sleeps for real") }
-    var isTracing: Bool { false }
-    func trace(_ call: String, detail: String, on thread: ExecutionThread) {}
     func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void) { preconditionFailure("a counting thread uses SQLite's own locks") }
     func pooled(_ resource: SharedResource, capacity: Int, on thread: ExecutionThread, _ body: () -> Void) { preconditionFailure("a counting thread uses its coordinator's queue") }
 }
 
 /// Time and operation counting for the library: wall-clock time in real mode, virtual time inside a simulation.
-public enum Execution {
-    /// Counts `n` operations of `op` on the calling thread (only inside a simulation; free otherwise).
-    @inline(__always)
-    public static func count(_ op: CostedOperation, _ n: Int = 1) {
-        guard n != 0, let thread = ExecutionThread.current else { return }
-        thread.counts[op.rawValue] += n
-    }
-
-    /// Counts one SQL statement run to completion: a ``CostedOperation/sqlStatement`` and its kind.
-    @inline(__always)
-    public static func countStatement(_ kind: StatementKind) {
-        guard let thread = ExecutionThread.current else { return }
-        thread.counts[CostedOperation.sqlStatement.rawValue] += 1
-        thread.statementCounts[kind.rawValue] += 1
-    }
-
+package enum Execution {
     /// The price of one `op` in nanoseconds: the running simulation's (its cost profile's), else the first
     /// estimate. For a choice between two ways of doing the same work (a controller's bulk query or its faults).
-    public static func price(_ op: CostedOperation) -> UInt64 {
+    package static func price(_ op: CostedOperation) -> UInt64 {
         ExecutionThread.current?.simulation.nanoseconds(for: op) ?? op.estimatedNanoseconds
-    }
-
-    /// Records a Core Data call in the simulation's trace, when one is being written (no work otherwise).
-    @inline(__always)
-    public static func trace(_ call: String, _ detail: @autoclosure () -> String) {
-        guard let thread = ExecutionThread.current, thread.isSimulated, thread.simulation.isTracing else { return }
-        thread.simulation.trace(call, detail: detail(), on: thread)
     }
 
     /// Runs `body` holding `resource`. Inside a simulation, holders of one resource follow each other in virtual
     /// time (SQLite's single writer on a file, whichever coordinator writes); in real mode SQLite's own locking
     /// does this, and `body` just runs.
-    public static func exclusive<T>(_ resource: @autoclosure () -> SharedResource, _ body: () throws -> T) throws -> T {
+    package static func exclusive<T>(_ resource: @autoclosure () -> SharedResource, _ body: () throws -> T) throws -> T {
         guard let thread = ExecutionThread.current, thread.isSimulated else { return try body() }
         var result: Result<T, any Error>?
         thread.simulation.exclusive(resource(), on: thread) { result = Result { try body() } }
@@ -171,7 +146,7 @@ public enum Execution {
     /// Runs `body` holding one of `capacity` lanes of `resource` (semantics §8 "Connection pool": readers that
     /// overlap). Inside a simulation, holders wait in virtual time only when every lane is held; in real mode
     /// `body` just runs.
-    public static func pooled<T>(_ resource: @autoclosure () -> SharedResource, capacity: Int, _ body: () throws -> T) throws -> T {
+    package static func pooled<T>(_ resource: @autoclosure () -> SharedResource, capacity: Int, _ body: () throws -> T) throws -> T {
         guard let thread = ExecutionThread.current, thread.isSimulated else { return try body() }
         var result: Result<T, any Error>?
         thread.simulation.pooled(resource(), capacity: capacity, on: thread) { result = Result { try body() } }
@@ -179,10 +154,10 @@ public enum Execution {
     }
 
     /// Whether the calling thread runs inside a simulation (virtual time).
-    public static var isSimulated: Bool { ExecutionThread.current?.isSimulated ?? false }
+    package static var isSimulated: Bool { ExecutionThread.current?.isSimulated ?? false }
 
     /// Monotonic nanoseconds: uptime in real mode, the calling thread's virtual time inside a simulation.
-    public static func now() -> UInt64 {
+    package static func now() -> UInt64 {
         if let thread = ExecutionThread.current, thread.isSimulated { return thread.simulation.now(on: thread) }
         return DispatchTime.now().uptimeNanoseconds
     }
@@ -190,19 +165,19 @@ public enum Execution {
     /// The calendar date for a record that carries one (a history transaction's timestamp): the wall clock in real
     /// mode; inside a simulation, ``simulatedDate(_:)`` of the calling thread's virtual time, so a run's dates
     /// are the same every run of its seed.
-    public static func date() -> Date {
+    package static func date() -> Date {
         if let thread = ExecutionThread.current, thread.isSimulated { return simulatedDate(thread.simulation.now(on: thread)) }
         return Date()
     }
 
     /// The date a simulation gives virtual time `nanoseconds`: the reference date (2001-01-01 00:00:00 UTC) plus
     /// that time, a run starting at the reference date.
-    public static func simulatedDate(_ nanoseconds: UInt64) -> Date {
+    package static func simulatedDate(_ nanoseconds: UInt64) -> Date {
         Date(timeIntervalSinceReferenceDate: Double(nanoseconds) / 1_000_000_000)
     }
 
     /// Waits until `deadline` (a value of ``now()``): virtually inside a simulation, else by sleeping.
-    public static func sleep(until deadline: UInt64) {
+    package static func sleep(until deadline: UInt64) {
         if let thread = ExecutionThread.current, thread.isSimulated { return thread.simulation.sleep(until: deadline, on: thread) }
         let now = DispatchTime.now().uptimeNanoseconds
         guard deadline > now else { return }
