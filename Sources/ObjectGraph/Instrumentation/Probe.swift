@@ -177,7 +177,8 @@ package protocol ProbeSink: AnyObject, Sendable {
     func receive(_ event: ProbeEvent, on thread: ExecutionThread)
 }
 
-/// An event the context counters count (``ContextCounters``), with the costed operation it is, if any.
+/// An event the context and coordinator counters count (``ContextCounters``, ``CoordinatorCounters``), with the
+/// costed operation it is, if any.
 package enum CountedEvent {
     /// A notification a context or coordinator posts.
     package enum Notice {
@@ -206,6 +207,12 @@ package enum CountedEvent {
     case conflictResolved(ManagedObjectContext)
     /// A notification was posted.
     case posted(Notice)
+    /// `coordinator` read rows for a fetch or a batch of faults (`idsOnly`: their IDs only).
+    case rowsFetched(PersistentStoreCoordinator, Int, idsOnly: Bool)
+    /// `coordinator`'s row cache had a fault's row (or knew it deleted).
+    case rowCacheHit(PersistentStoreCoordinator)
+    /// `coordinator` read a fault's row from its store (`inMemory`: an in-memory store's, copied as from a cache).
+    case faultRowRead(PersistentStoreCoordinator, inMemory: Bool)
 
     @inline(__always)
     func apply() {
@@ -234,6 +241,15 @@ package enum CountedEvent {
             Probe.count(.notificationPosted)
         case .posted(.didSaveObjectIDs), .posted(.didMergeObjectIDs), .posted(.storeRemoteChange):
             break
+        case .rowsFetched(let coordinator, let n, let idsOnly):
+            coordinator.count { $0.rowsRead += n }
+            Probe.count(idsOnly ? .idRowFetched : .rowFetched, n)
+        case .rowCacheHit(let coordinator):
+            coordinator.count { $0.rowCacheHits += 1 }
+            Probe.count(.faultFulfilledFromCache)
+        case .faultRowRead(let coordinator, let inMemory):
+            coordinator.count { $0.rowsRead += 1 }
+            Probe.count(inMemory ? .faultFulfilledFromCache : .faultFulfilledFromStore)
         }
     }
 }
