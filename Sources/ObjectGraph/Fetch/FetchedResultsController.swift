@@ -449,6 +449,23 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         changesProcessed += touched.count
         let old = Self.places(of: touched, in: results), oldNames = results.sections.map(\.name)
 
+        let (placed, inPlace) = changesToPlace(touched: touched, updated: updated, refreshed: refreshed, gone: gone, old: old)
+
+        // The results are changed in place (semantics §5, "What placing a change costs"); the controller lets go
+        // of them for the pass, so that their arrays are not copied.
+        self.results = nil
+        reposition(placed, touched: touched, inPlace: inPlace, in: &results)
+        self.results = results
+        sectionInfos = nil
+        let new = Self.places(of: touched, in: results)
+        reportChanges(touched: touched, old: old, oldNames: oldNames, new: new, results: results)
+    }
+
+    /// The touched objects that still match, with their sort keys and section names, in ID order; and those that
+    /// keep their place unsearched (a local edit of none of the order keys).
+    private func changesToPlace(touched: Set<ManagedObject>, updated: Set<ManagedObject>, refreshed: Set<ManagedObject>, gone: Set<ManagedObject>,
+                                old: (paths: [ObjectIdentifier: FetchedIndexPath], ranks: [ObjectIdentifier: Int]))
+        -> (placed: [(object: ManagedObject, key: [PropertyValue], name: String)], inPlace: Set<ObjectIdentifier>) {
         // Semantics §5: a local edit that changed none of the sort and section keys keeps its place, unsearched,
         // when the object still matches.
         let orderKeys = Set(fetchRequest.sortDescriptors.map(\.key) + [sectionNameKeyPath].compactMap { $0 })
@@ -483,13 +500,15 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         // Only an object that still matches keeps its place (one that stopped matching, or is gone, is a delete).
         inPlace.formIntersection(placed.map { ObjectIdentifier($0.object) })
         placed.removeAll { inPlace.contains(ObjectIdentifier($0.object)) }
+        return (placed, inPlace)
+    }
 
-        // The results are changed in place (semantics §5, "What placing a change costs"); the controller lets go
-        // of them for the pass, so that their arrays are not copied.
-        self.results = nil
-        // What leaves the results goes first, one at a time from the end. The objects that stay are then placed
-        // one at a time, in ID order: each moves from its index, and until it has, the searches do not see it
-        // (its new key would not fit where it is); the others' keys are the ones they were sorted by.
+    /// Moves or inserts each of `placed` where its key goes in `results`, after removing the touched objects that
+    /// leave the results. What leaves goes first, one at a time from the end. The objects that stay are then placed
+    /// one at a time, in ID order: each moves from its index, and until it has, the searches do not see it (its new
+    /// key would not fit where it is); the others' keys are the ones they were sorted by.
+    private func reposition(_ placed: [(object: ManagedObject, key: [PropertyValue], name: String)], touched: Set<ManagedObject>,
+                            inPlace: Set<ObjectIdentifier>, in results: inout SectionedResults) {
         let staying = Set(placed.map { ObjectIdentifier($0.object) })
         var leaving: [Int] = []
         var was: [ObjectIdentifier: Int] = [:]
@@ -595,10 +614,12 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         if changeEvaluation == .batched, fetchRequest.fetchLimit > 0 {
             while results.count > fetchRequest.fetchLimit { results.remove(at: results.count - 1) }
         }
-        self.results = results
-        sectionInfos = nil
-        let new = Self.places(of: touched, in: results)
+    }
 
+    /// Tells the delegate the section changes, then the object changes, in index-path order (semantics §5).
+    private func reportChanges(touched: Set<ManagedObject>, old: (paths: [ObjectIdentifier: FetchedIndexPath], ranks: [ObjectIdentifier: Int]),
+                               oldNames: [String], new: (paths: [ObjectIdentifier: FetchedIndexPath], ranks: [ObjectIdentifier: Int]),
+                               results: SectionedResults) {
         // Section changes first (semantics §5). core-data-rules.md Rule 16 (recorded on Apple): a section that disappears
         // reports no objects.
         let newNames = results.sections.map(\.name)
