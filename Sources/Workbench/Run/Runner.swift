@@ -298,6 +298,8 @@ public struct VariantRunner {
         var objects: [AnyObject] = []
     }
 
+    /// Runs the variant as its steps: prepare the stack and its workload, run the phases, verify the store against
+    /// the events, collect the figures.
     func run(simulation: Scheduler?, baseline: MemoryBaseline, leftovers: Leftovers) throws -> VariantResult {
         let wallStart = DispatchTime.now().uptimeNanoseconds
         let runStart = Clock.now()
@@ -308,6 +310,19 @@ public struct VariantRunner {
         let directory = workDirectory.appendingPathComponent("variant-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
+        let run = try prepare(in: directory, simulation: simulation, baseline: baseline, wallStart: wallStart, runStart: runStart)
+        // The display link holds the viewer's frame work, and through it the stack, until the run ends.
+        defer { run.main.endFrames() }
+        defer { run.ticker?.stop() }
+        try runPhases(run)
+        let verification = try verify(run, leftovers: leftovers)
+        return collect(run, verification, leftovers: leftovers)
+    }
+
+    /// Builds what the phases run on: the model, the recorder and its event log in `directory`, the main queue, the
+    /// stack of the scenario's topology over a store in `directory`, the workload, and the samplers (real mode's
+    /// sampler thread starts here; a simulation samples while a phase's actors run).
+    func prepare(in directory: URL, simulation: Scheduler?, baseline: MemoryBaseline, wallStart: UInt64, runStart: UInt64) throws -> VariantRun {
         let model: ManagedObjectModel
         do { model = try ManagedObjectModel(file: scenario.model.entities ?? ScenarioLoader.workloadModel) } catch {
             throw WorkbenchError(.badInput, "the scenario's model cannot be used: \(error)")
@@ -315,237 +330,205 @@ public struct VariantRunner {
         let recorder = RunRecorder(eventDirectory: directory)
         let main = SimulatedMainThread(countsOperations: countsMainQueueOperations)
         (main.queue.simulatedQueue as? VirtualQueue)?.isMain = true
-        // The display link holds the viewer's frame work, and through it the stack, until the run ends.
-        defer { main.endFrames() }
         let storeURL = directory.appendingPathComponent("store.sqlite")
-        let stack = try TopologyBuilder(scenario: scenario, model: model, storeURL: storeURL, main: main, recorder: recorder).build()
+        let stack: WorkbenchStack
+        do { stack = try TopologyBuilder(scenario: scenario, model: model, storeURL: storeURL, main: main, recorder: recorder).build() } catch {
+            // The caller ends the frames of a run it was given; this one never started.
+            main.endFrames()
+            throw error
+        }
         let control = VariantProgress(isStopping: shouldStop)
         let workload = Workload(scenario: scenario, stack: stack, recorder: recorder, main: main, model: model, progress: control)
         let ticker = phaseProgress.map { ProgressTicker(variant: "\(scenario.name) \(scenario.variantName)", phases: scenario.phases.count, counters: control, report: $0) }
-        defer { ticker?.stop() }
-        // Where a stop (Ctrl-C) ended the variant.
-        var stoppedIn: String?
-        // A stack without a view context queues nothing on the main queue; the harness does not either.
-        func drainMain() { if stack.topology.hasViewContext { main.drain() } }
-        let samples = Mutex<[TimeSample]>([])
-        let currentPhase = Mutex("setup")
-        let stopSampling = Atomic<Bool>(false)
-        let view = stack.viewContext
-        // The -wal file's largest size, sampled with memory (a pinned query generation keeps
-        // SQLite from checkpointing the log past it, so it grows with every commit made meanwhile).
-        // An in-memory store has no file and no log: no sampling, and no walSize row (absent, not zero).
-        let inMemory = scenario.stack.store == .inMemory
-        let walPath = storeURL.path + "-wal"
-        let peakWAL = Atomic<Int64>(0)
-        @Sendable func sampleWAL() {
-            guard !inMemory else { return }
-            let size = ((try? FileManager.default.attributesOfItem(atPath: walPath))?[.size] as? NSNumber)?.int64Value ?? 0
-            _ = peakWAL.max(size, ordering: .relaxed)
-        }
-        @Sendable func sample() {
-            sampleWAL()
-            let reading = MemoryProbe.reading()
-            let reached = Clock.now() - runStart
-            control.reachedNanos.store(reached, ordering: .relaxed)
-            let s = TimeSample(seconds: Double(reached) / 1e9, phase: currentPhase.withLock { $0 }, allocated: reading.allocated,
-                               resident: reading.resident, mainQueueDepth: main.depth, viewRegisteredObjects: nil)
-            samples.withLock { $0.append(s) }
-        }
+        let sampler = RunSampler(runStart: runStart, control: control, main: main, inMemory: scenario.stack.store == .inMemory, walPath: storeURL.path + "-wal")
         // Real mode samples on a thread of its own; a simulation samples every 50 ms of virtual time while a
-        // phase's actors run (below).
-        if simulation == nil {
-            let sampler = Thread {
-                while !stopSampling.load(ordering: .relaxed) {
-                    sample()
-                    usleep(50_000)
-                }
-            }
-            sampler.start()
-        }
-        var peakAllocated: Int64 = 0
-        var threadAllocated: Int64 = 0, threadFreed: Int64 = 0
-        let threadTotals = Mutex<(Int64, Int64)>((0, 0))
-        // The viewers on screen: a phase with viewers replaces those of the phases before it (Docs/scenarios.md).
-        var viewers: [ViewerState] = []
-        var migrators: [MigratorActor] = []
+        // phase's actors run (``runPhase(_:index:of:)``).
+        if simulation == nil { sampler.startThread() }
+        return VariantRun(simulation: simulation, baseline: baseline, wallStart: wallStart, runStart: runStart, model: model, recorder: recorder,
+                          main: main, storeURL: storeURL, stack: stack, control: control, workload: workload, ticker: ticker, sampler: sampler)
+    }
 
+    /// Runs the scenario's phases in order up to its verify phase (or a stop), then lets the main queue's last work
+    /// finish and ends the sampling.
+    func runPhases(_ run: VariantRun) throws {
+        let main = run.main
         for (index, phase) in scenario.phases.enumerated() {
-            currentPhase.withLock { $0 = phase.name }
+            run.sampler.currentPhase.withLock { $0 = phase.name }
             progress?("phase \(index + 1)/\(scenario.phases.count) \(phase.name)")
             if phase.kind == .verify { break }
-            control.beginPhase()
-            ticker?.begin(phase: phase.name, index: index + 1, duration: phase.duration, startNanos: Clock.now() - runStart)
-            // A seed phase's merges, saves and fetches stay out of the latency distributions. Each phase's main-queue
-            // work is done before the next begins (drained below), so a block counts in the phase that queued it.
-            recorder.measuredPhase.set(phase.kind != .seed)
-            let start = Clock.now()
-            let running = Atomic<Int>(0)
-            var actors: [any WorkloadActor] = []
-            let phaseViewers = phase.actors.filter { if case .viewer = $0 { return true } else { return false } }.count
-            if phaseViewers > 0 {
-                viewers = []
-                workload.showViewers(phaseViewers)
-            }
-            for (n, spec) in phase.actors.enumerated() {
-                let base = "\(phase.name).\(spec.kind)\(n)"
-                switch spec {
-                case .importer(let s):
-                    for p in 0..<s.parallel { actors.append(ImporterActor(name: s.parallel > 1 ? "\(base)-\(p)" : base, spec: s, workload: workload)) }
-                case .viewer(let s):
-                    stack.setViewReadOnly(s.readOnly)
-                    viewers.append(try ViewerState.start(s, index: viewers.count, workload: workload))
-                case .fetcher(let s):
-                    actors.append(FetcherActor(name: base, spec: s, workload: workload))
-                case .deleter(let s):
-                    actors.append(DeleterActor(name: base, spec: s, workload: workload))
-                case .editor(let s):
-                    actors.append(EditorActor(name: base, spec: s, workload: workload, duration: phase.duration))
-                case .temporary(let s):
-                    actors.append(EditingActor(name: base, role: "temporary", rate: s.rate, edits: s.edits, distribution: .uniform, saves: s.save, workload: workload, duration: phase.duration))
-                case .writer(let s):
-                    actors.append(EditingActor(name: base, role: "writer", rate: s.rate, edits: s.edits, distribution: s.distribution, saves: true, workload: workload, duration: phase.duration))
-                case .batch(let s):
-                    actors.append(BatchActor(name: base, spec: s, workload: workload, duration: phase.duration))
-                case .migrator(let s):
-                    let migrator = MigratorActor(name: base, spec: s, workload: workload, storeURL: storeURL)
-                    migrators.append(migrator)
-                    actors.append(migrator)
-                }
-            }
-            let boundedDone = Atomic<Bool>(false)
-            let hasBounded = actors.contains { $0.isBounded }
-            let boundedRunning = Atomic<Int>(actors.filter(\.isBounded).count)
-            let deadline = phase.duration.map { start + UInt64($0 * 1e9) }
-            let keepGoing: @Sendable () -> Bool = {
-                if control.isStopping() { return false }
-                if let deadline { return Clock.now() < deadline }
-                return !boundedDone.load(ordering: .relaxed) && hasBounded
-            }
-            var frameThread: Thread?
-            // The display refreshes while the phase's actors run and after them, while the main queue still has work
-            // (a merge or a refetch landing after the import ended): every main-queue block of the phase runs under
-            // the frame clock. A simulation's display link goes on by itself while main-queue work is queued or
-            // running (``DisplayClock``); real mode's frame thread stops once the phase's trailing work is done.
-            let framesStop: @Sendable () -> Bool = { running.load(ordering: .relaxed) == 0 && !keepGoing() }
-            let trailingWorkDone = Atomic<Bool>(false)
-            // One display link for the main queue: each frame reads every viewer's window, in the phase's order (the
-            // loader gives a phase's viewers one frame rate).
-            if let first = viewers.first {
-                let drawn = viewers
-                if let simulation {
-                    main.scheduleFrames(on: simulation, rate: first.spec.frameRate, from: start, until: framesStop) { for viewer in drawn { viewer.readFrame() } }
-                } else {
-                    frameThread = main.runFrames(rate: first.spec.frameRate, until: { trailingWorkDone.load(ordering: .relaxed) }) { for viewer in drawn { viewer.readFrame() } }
-                }
-            }
-            let group = DispatchGroup()
-            var unbounded: [DispatchGroup] = []
-            for actor in actors {
-                let g = actor.isBounded ? group : DispatchGroup()
-                if !actor.isBounded { unbounded.append(g) }
-                g.enter()
-                running.add(1, ordering: .relaxed)
-                let body: @Sendable () -> Void = {
-                    actor.run(start: start, duration: phase.duration, keepGoing: keepGoing)
-                    if let totals = MemoryProbe.threadTotals() { threadTotals.withLock { $0.0 += totals.allocated; $0.1 += totals.freed } }
-                    if actor.isBounded, boundedRunning.add(-1, ordering: .relaxed).newValue == 0 { boundedDone.store(true, ordering: .relaxed) }
-                    running.add(-1, ordering: .relaxed)
-                    g.leave()
-                }
-                if let simulation {
-                    simulation.spawn(name: actor.name, body)
-                } else {
-                    let thread = Thread(block: body)
-                    thread.name = actor.name
-                    thread.stackSize = 4 << 20
-                    thread.start()
-                }
-            }
-            if let simulation {
-                simulation.every(50_000_000, from: start, name: "sampler", while: { running.load(ordering: .relaxed) > 0 }) { _ in sample() }
-                // Every actor ends, the frames stop and the queues drain: then nothing is left to run.
-                simulation.waitUntilQuiet()
-            } else {
-                group.wait()
-            }
-            boundedDone.store(true, ordering: .relaxed)
-            // A stopped phase ends with its actors, not at its duration.
-            if let deadline, !control.isStopping() { Clock.sleep(until: deadline) }
-            for g in unbounded { g.wait() }
-            frameThread.map { _ in while running.load(ordering: .relaxed) > 0 { usleep(1000) } }
-            // Let the frame clock see the end, then let queued merges finish.
-            Clock.sleep(until: Clock.now() + 20_000_000)
-            drainMain()
-            // With `merge: notifyAndRefetch` the view learns of the phase's imports and deletes when it ends, and
-            // its controller fetches again (in batches), under the frame clock like any main-queue block.
-            let savesInBackground = phase.actors.contains { actor in
-                switch actor {
-                case .importer, .deleter: return true
-                default: return false
-                }
-            }
-            if scenario.stack.merge == .notifyAndRefetch, !viewers.isEmpty, savesInBackground {
-                let refetched = viewers
-                main.queue.async { ViewerState.refetch(refetched) }
-                drainMain()
-            }
-            trailingWorkDone.store(true, ordering: .relaxed)
-            if let frameThread {
-                while !frameThread.isFinished { usleep(1000) }
-                drainMain()
-            }
-            sample()
-            if let a = MemoryProbe.reading().allocated { peakAllocated = max(peakAllocated, a) }
-            if control.isStopping() {
-                let done = control.objectsDone.load(ordering: .relaxed), total = control.objectsTotal.load(ordering: .relaxed)
+            try runPhase(phase, index: index, of: run)
+            if run.control.isStopping() {
+                let done = run.control.objectsDone.load(ordering: .relaxed), total = run.control.objectsTotal.load(ordering: .relaxed)
                 let objects = total > 0 ? ", \(PhaseProgress.grouped(done)) of \(PhaseProgress.grouped(total)) objects" : ""
-                stoppedIn = "interrupted in phase \(index + 1)/\(scenario.phases.count) \(phase.name) at \(PhaseProgress.seconds(Double(Clock.now() - runStart) / 1e9)) on the run's clock\(objects)"
+                run.stoppedIn = "interrupted in phase \(index + 1)/\(scenario.phases.count) \(phase.name) at \(PhaseProgress.seconds(Double(Clock.now() - run.runStart) / 1e9)) on the run's clock\(objects)"
                 break
             }
         }
-        ticker?.stop()
-        currentPhase.withLock { $0 = "verify" }
+        run.ticker?.stop()
+        run.sampler.currentPhase.withLock { $0 = "verify" }
         main.endFrames()
-        drainMain()
+        run.drainMain()
         Clock.sleep(until: Clock.now() + 50_000_000)
-        drainMain()
-        stopSampling.store(true, ordering: .relaxed)
-        (threadAllocated, threadFreed) = threadTotals.withLock { $0 }
+        run.drainMain()
+        run.sampler.stopSampling.store(true, ordering: .relaxed)
+        (run.threadAllocated, run.threadFreed) = run.sampler.threadTotals.withLock { $0 }
+    }
 
+    /// Runs one phase: its actors, each on a thread of its own (or a simulation's), the display link while they run
+    /// and after them while the main queue has work, and the trailing main-queue work; then takes a sample.
+    func runPhase(_ phase: Phase, index: Int, of run: VariantRun) throws {
+        let control = run.control, main = run.main, sampler = run.sampler, simulation = run.simulation
+        control.beginPhase()
+        run.ticker?.begin(phase: phase.name, index: index + 1, duration: phase.duration, startNanos: Clock.now() - run.runStart)
+        // A seed phase's merges, saves and fetches stay out of the latency distributions. Each phase's main-queue
+        // work is done before the next begins (drained below), so a block counts in the phase that queued it.
+        run.recorder.measuredPhase.set(phase.kind != .seed)
+        let start = Clock.now()
+        let running = Atomic<Int>(0)
+        let actors = try makeActors(of: phase, for: run)
+        let boundedDone = Atomic<Bool>(false)
+        let hasBounded = actors.contains { $0.isBounded }
+        let boundedRunning = Atomic<Int>(actors.filter(\.isBounded).count)
+        let deadline = phase.duration.map { start + UInt64($0 * 1e9) }
+        let keepGoing: @Sendable () -> Bool = {
+            if control.isStopping() { return false }
+            if let deadline { return Clock.now() < deadline }
+            return !boundedDone.load(ordering: .relaxed) && hasBounded
+        }
+        var frameThread: Thread?
+        // The display refreshes while the phase's actors run and after them, while the main queue still has work
+        // (a merge or a refetch landing after the import ended): every main-queue block of the phase runs under
+        // the frame clock. A simulation's display link goes on by itself while main-queue work is queued or
+        // running (``DisplayClock``); real mode's frame thread stops once the phase's trailing work is done.
+        let framesStop: @Sendable () -> Bool = { running.load(ordering: .relaxed) == 0 && !keepGoing() }
+        let trailingWorkDone = Atomic<Bool>(false)
+        // One display link for the main queue: each frame reads every viewer's window, in the phase's order (the
+        // loader gives a phase's viewers one frame rate).
+        if let first = run.viewers.first {
+            let drawn = run.viewers
+            if let simulation {
+                main.scheduleFrames(on: simulation, rate: first.spec.frameRate, from: start, until: framesStop) { for viewer in drawn { viewer.readFrame() } }
+            } else {
+                frameThread = main.runFrames(rate: first.spec.frameRate, until: { trailingWorkDone.load(ordering: .relaxed) }) { for viewer in drawn { viewer.readFrame() } }
+            }
+        }
+        let group = DispatchGroup()
+        var unbounded: [DispatchGroup] = []
+        for actor in actors {
+            let g = actor.isBounded ? group : DispatchGroup()
+            if !actor.isBounded { unbounded.append(g) }
+            g.enter()
+            running.add(1, ordering: .relaxed)
+            let body: @Sendable () -> Void = {
+                actor.run(start: start, duration: phase.duration, keepGoing: keepGoing)
+                sampler.addThreadTotals()
+                if actor.isBounded, boundedRunning.add(-1, ordering: .relaxed).newValue == 0 { boundedDone.store(true, ordering: .relaxed) }
+                running.add(-1, ordering: .relaxed)
+                g.leave()
+            }
+            Self.spawn(actor.name, on: simulation, body)
+        }
+        if let simulation {
+            simulation.every(50_000_000, from: start, name: "sampler", while: { running.load(ordering: .relaxed) > 0 }) { _ in sampler.sample() }
+            // Every actor ends, the frames stop and the queues drain: then nothing is left to run.
+            simulation.waitUntilQuiet()
+        } else {
+            group.wait()
+        }
+        boundedDone.store(true, ordering: .relaxed)
+        // A stopped phase ends with its actors, not at its duration.
+        if let deadline, !control.isStopping() { Clock.sleep(until: deadline) }
+        for g in unbounded { g.wait() }
+        frameThread.map { _ in while running.load(ordering: .relaxed) > 0 { usleep(1000) } }
+        // Let the frame clock see the end, then let queued merges finish.
+        Clock.sleep(until: Clock.now() + 20_000_000)
+        run.drainMain()
+        refetchAfterPhase(phase, of: run)
+        trailingWorkDone.store(true, ordering: .relaxed)
+        if let frameThread {
+            while !frameThread.isFinished { usleep(1000) }
+            run.drainMain()
+        }
+        sampler.sample()
+        if let a = MemoryProbe.reading().allocated { run.peakAllocated = max(run.peakAllocated, a) }
+    }
+
+    /// The actors of `phase`, named `<phase>.<kind><n>` (`-<p>` for each of a parallel importer's). Its viewers
+    /// start here, on screen in place of those of the phases before.
+    func makeActors(of phase: Phase, for run: VariantRun) throws -> [any WorkloadActor] {
+        let workload = run.workload, stack = run.stack
+        var actors: [any WorkloadActor] = []
+        let phaseViewers = phase.actors.filter { if case .viewer = $0 { return true } else { return false } }.count
+        if phaseViewers > 0 {
+            run.viewers = []
+            workload.showViewers(phaseViewers)
+        }
+        for (n, spec) in phase.actors.enumerated() {
+            let base = "\(phase.name).\(spec.kind)\(n)"
+            switch spec {
+            case .importer(let s):
+                for p in 0..<s.parallel { actors.append(ImporterActor(name: s.parallel > 1 ? "\(base)-\(p)" : base, spec: s, workload: workload)) }
+            case .viewer(let s):
+                stack.setViewReadOnly(s.readOnly)
+                run.viewers.append(try ViewerState.start(s, index: run.viewers.count, workload: workload))
+            case .fetcher(let s):
+                actors.append(FetcherActor(name: base, spec: s, workload: workload))
+            case .deleter(let s):
+                actors.append(DeleterActor(name: base, spec: s, workload: workload))
+            case .editor(let s):
+                actors.append(EditorActor(name: base, spec: s, workload: workload, duration: phase.duration))
+            case .temporary(let s):
+                actors.append(EditingActor(name: base, role: "temporary", rate: s.rate, edits: s.edits, distribution: .uniform, saves: s.save, workload: workload, duration: phase.duration))
+            case .writer(let s):
+                actors.append(EditingActor(name: base, role: "writer", rate: s.rate, edits: s.edits, distribution: s.distribution, saves: true, workload: workload, duration: phase.duration))
+            case .batch(let s):
+                actors.append(BatchActor(name: base, spec: s, workload: workload, duration: phase.duration))
+            case .migrator(let s):
+                let migrator = MigratorActor(name: base, spec: s, workload: workload, storeURL: run.storeURL)
+                run.migrators.append(migrator)
+                actors.append(migrator)
+            }
+        }
+        return actors
+    }
+
+    /// Starts an actor's `body`: a task of the simulation, or a thread of its own in real mode.
+    static func spawn(_ name: String, on simulation: Scheduler?, _ body: @escaping @Sendable () -> Void) {
+        if let simulation {
+            simulation.spawn(name: name, body)
+        } else {
+            let thread = Thread(block: body)
+            thread.name = name
+            thread.stackSize = 4 << 20
+            thread.start()
+        }
+    }
+
+    /// With `merge: notifyAndRefetch` the view learns of the phase's imports and deletes when it ends, and
+    /// its controller fetches again (in batches), under the frame clock like any main-queue block.
+    func refetchAfterPhase(_ phase: Phase, of run: VariantRun) {
+        let savesInBackground = phase.actors.contains { actor in
+            switch actor {
+            case .importer, .deleter: return true
+            default: return false
+            }
+        }
+        if scenario.stack.merge == .notifyAndRefetch, !run.viewers.isEmpty, savesInBackground {
+            let refetched = run.viewers
+            run.main.queue.async { ViewerState.refetch(refetched) }
+            run.drainMain()
+        }
+    }
+
+    /// Checks the store once the actors are done: reads what the view context shows and what parents hold unsaved,
+    /// then runs the oracle over every recorded event, outside any simulation; lets the viewers go with the run.
+    func verify(_ run: VariantRun, leftovers: Leftovers) throws -> Verification {
+        let recorder = run.recorder, stack = run.stack, view = run.view, workload = run.workload
+        let inMemory = run.sampler.inMemory, storeURL = run.storeURL
         // After a migration the store is the next version's.
-        let verifyModel = migrators.compactMap { $0.migrated.withLock { $0 } }.last ?? model
-        var viewValues: [Int64: [String: String]] = [:]
-        var viewRegistered = 0, viewKeptIDChanges = 0
-        view.performAndWait {
-            viewRegistered = view.registeredObjectCount
-            viewKeptIDChanges = view.keptIDChangeCount
-            for id in workload.visibleIDs {
-                guard let object = view.registeredObject(for: id), let key = id.primaryKey else { continue }
-                // Deleted yet still in a window (a controller that kept a merged delete): the oracle expects a row.
-                if object.isDeleted {
-                    viewValues[key] = [:]
-                    continue
-                }
-                guard !object.isFault, !object.hasChanges else { continue }
-                var fields: [String: String] = [:]
-                for (field, _) in workload.fieldTypes { fields[field] = object.primitiveValue(forKey: field).description }
-                viewValues[key] = fields
-            }
-        }
-        // `saveParents: false` leaves children's saves in their parents: what the parents hold unsaved at the end, as
-        // a save of them would write it (an insert deleted again is no change to the store).
-        var unsaved: [(String, Int)] = []
-        if scenario.leavesParentsUnsaved {
-            var inserted = 0, updated = 0, deleted = 0
-            for parent in stack.parents {
-                parent.performAndWait {
-                    inserted += parent.insertedObjects.count
-                    updated += parent.updatedObjects.count { !$0.isInserted && !$0.isDeleted }
-                    deleted += parent.deletedObjects.count { !$0.isInserted }
-                }
-            }
-            unsaved = [("inserted", inserted), ("updated", updated), ("deleted", deleted)]
-        }
+        let verifyModel = run.migrators.compactMap { $0.migrated.withLock { $0 } }.last ?? run.model
+        let (viewValues, viewRegistered, viewKeptIDChanges) = Self.readView(view, workload: workload)
+        let unsaved = unsavedInParents(stack)
         // Read where the parents are read: what contexts whose save failed still hold is counted now.
         let refusedChanges = recorder.refusedChanges()
         let recorderState = recorder.state.withLock { $0 }
@@ -573,75 +556,7 @@ public struct VariantRunner {
             let reader = ManagedObjectContext(concurrencyType: .privateQueue)
             reader.persistentStoreCoordinator = verifier
             oracleObjects.withLock { $0 = [WatchedObject(name: "oracle coordinator", object: verifier), WatchedObject(name: "oracle context", object: reader)] }
-            let storeID = verifier.storeIdentifier ?? ""
-            let entityName = workload.entity.name
-            func rows(_ keys: [Int64]) throws -> [Int64: Oracle.Row] {
-                guard !keys.isEmpty else { return [:] }
-                return try reader.performAndWait {
-                    defer { reader.reset() }
-                    let ids = keys.compactMap { URL(string: "x-coredata://\(storeID)/\(entityName)/p\($0)").flatMap(verifier.managedObjectID(forURIRepresentation:)) }
-                    let objects: [ManagedObject]
-                    if inMemory {
-                        // An in-memory store walks its whole table for every fetch: one look-up per key keeps this linear.
-                        objects = ids.compactMap { try? reader.existingObject(with: $0) }
-                    } else {
-                        var request = FetchRequest(entityName: entityName,
-                                                   predicate: ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(ids.map { .objectID($0) })))))
-                        request.returnsObjectsAsFaults = false
-                        objects = try reader.fetch(request)
-                    }
-                    var found: [Int64: Oracle.Row] = [:]
-                    for object in objects {
-                        guard let key = object.objectID.primaryKey else { continue }
-                        var fields: [String: String] = [:]
-                        for (field, _) in workload.fieldTypes { fields[field] = object.primitiveValue(forKey: field).description }
-                        found[key] = (object.snapshotVersion, fields)
-                    }
-                    return found
-                }
-            }
-            var duplicates: [Int64] = []
-            var batchTouched: Set<Int64> = []
-            if inMemory, let idKey = workload.idKey {
-                // No SQL: the id of every row, counted here (batch requests, refused with this store, touch none).
-                var request = FetchRequest(entityName: entityName)
-                request.resultType = .dictionary
-                request.propertiesToFetch = [idKey]
-                var seen: [Int64: Int] = [:]
-                for row in try reader.performAndWait({ try reader.fetchDictionaries(request) }) {
-                    if let id = (row[idKey] as? Int64) ?? (row[idKey] as? Int).map(Int64.init) { seen[id, default: 0] += 1 }
-                }
-                duplicates = seen.filter { $0.value > 1 }.map(\.key).sorted()
-            } else if let idKey = workload.idKey, let slot = workload.entity.slotIndex(of: idKey) {
-                let store = try SQLiteFile(path: storeURL.path, readOnly: true)
-                let table = workload.entity.tableName, column = workload.entity.columnName(forSlot: slot)
-                // A sub-entity's table is its hierarchy's; only the workload entity's rows count.
-                let rows = workload.entity.entityCondition(alias: table, includesSubentities: true).map { " AND \($0)" } ?? ""
-                try store.query("SELECT \(column) FROM \(table) WHERE \(column) IS NOT NULL\(rows) GROUP BY \(column) HAVING COUNT(*) > 1 ORDER BY \(column)") { row in
-                    if let id = row.int(0) { duplicates.append(id) }
-                }
-                // Batch requests name records by id; the oracle knows them by primary key.
-                let touched = workload.batchTouchedKeys.sorted()
-                for start in stride(from: 0, to: touched.count, by: 500) {
-                    let list = touched[start..<min(start + 500, touched.count)].map(String.init).joined(separator: ",")
-                    try store.query("SELECT Z_PK FROM \(table) WHERE \(column) IN (\(list))\(rows)") { row in if let key = row.int(0) { batchTouched.insert(key) } }
-                }
-            }
-            var checker = Oracle.Checker(viewKeys: Set(viewValues.keys), batchTouched: batchTouched)
-            var pending: [(Int64, [WriteEvent])] = []
-            func checkPending() throws {
-                let found = try rows(pending.map(\.0))
-                for (key, events) in pending { checker.visit(key: key, events: events, row: found[key]) }
-                pending.removeAll(keepingCapacity: true)
-            }
-            try recorder.events.forEachKey { key, events in
-                pending.append((key, events))
-                if pending.count >= 1000 { try checkPending() }
-            }
-            try checkPending()
-            let report = checker.finish(viewValues: viewValues, viewRows: try rows(viewValues.keys.sorted()), duplicates: duplicates, readOnlySaves: readOnlySaves)
-            // events.jsonl keeps a bounded part of the history, and says which.
-            return (report, try recorder.events.kept(findingKeys: report.findings.map(\.key), limit: eventsKept))
+            return try checkEvents(run, reader: reader, verifier: verifier, viewValues: viewValues, readOnlySaves: readOnlySaves)
         }
         let eventHistory = EventHistory(recorded: recorder.events.count, kept: keptEvents.count, limit: eventsKept)
         var notes = recorderState.notes
@@ -651,23 +566,208 @@ public struct VariantRunner {
         // The controller's size (Rule 23): what it holds, not what a frame reads.
         // A frames-only viewer has no controller, so no size.
         // Each controller's size, changes and largest size; the unlabelled figures are their sums (one viewer: its own).
-        let controllerSizes = viewers.compactMap { v in v.controller.map { c in view.performAndWait { (c.objectCount, v.peakObjects, v.changes) } } }
+        let controllerSizes = run.viewers.compactMap { v in v.controller.map { c in view.performAndWait { (c.objectCount, v.peakObjects, v.changes) } } }
         // The viewers' controllers hold the objects on screen: they go with the rest of the run (``Leftovers``).
-        leftovers.objects += viewers
-        viewers = []
-        _ = stack
+        leftovers.objects += run.viewers
+        run.viewers = []
+        return Verification(oracle: oracle, keptEvents: keptEvents, eventHistory: eventHistory, notes: notes, viewRegistered: viewRegistered,
+                            viewKeptIDChanges: viewKeptIDChanges, unsaved: unsaved, refusedChanges: refusedChanges, recorderState: recorderState,
+                            readOnlySaves: readOnlySaves, oracleObjects: oracleObjects.withLock { $0 }, viewCounters: viewCounters,
+                            coordinatorCounters: coordinatorCounters, controllerSizes: controllerSizes)
+    }
 
-        // Metrics.
+    /// What the view context shows of the workload's visible objects (by primary key; a deleted one as no
+    /// fields), with its registered objects and kept ID changes.
+    static func readView(_ view: ManagedObjectContext, workload: Workload) -> ([Int64: [String: String]], Int, Int) {
+        var viewValues: [Int64: [String: String]] = [:]
+        var viewRegistered = 0, viewKeptIDChanges = 0
+        view.performAndWait {
+            viewRegistered = view.registeredObjectCount
+            viewKeptIDChanges = view.keptIDChangeCount
+            for id in workload.visibleIDs {
+                guard let object = view.registeredObject(for: id), let key = id.primaryKey else { continue }
+                // Deleted yet still in a window (a controller that kept a merged delete): the oracle expects a row.
+                if object.isDeleted {
+                    viewValues[key] = [:]
+                    continue
+                }
+                guard !object.isFault, !object.hasChanges else { continue }
+                var fields: [String: String] = [:]
+                for (field, _) in workload.fieldTypes { fields[field] = object.primitiveValue(forKey: field).description }
+                viewValues[key] = fields
+            }
+        }
+        return (viewValues, viewRegistered, viewKeptIDChanges)
+    }
+
+    /// `saveParents: false` leaves children's saves in their parents: what the parents hold unsaved at the end, as
+    /// a save of them would write it (an insert deleted again is no change to the store).
+    func unsavedInParents(_ stack: WorkbenchStack) -> [(String, Int)] {
+        var unsaved: [(String, Int)] = []
+        if scenario.leavesParentsUnsaved {
+            var inserted = 0, updated = 0, deleted = 0
+            for parent in stack.parents {
+                parent.performAndWait {
+                    inserted += parent.insertedObjects.count
+                    updated += parent.updatedObjects.count { !$0.isInserted && !$0.isDeleted }
+                    deleted += parent.deletedObjects.count { !$0.isInserted }
+                }
+            }
+            unsaved = [("inserted", inserted), ("updated", updated), ("deleted", deleted)]
+        }
+        return unsaved
+    }
+
+    /// The oracle's pass, on `reader` over `verifier`: every recorded event by key, a thousand keys at a time, against
+    /// its row; then the view's values, the duplicates and the batch-touched rows. Returns its report and the
+    /// events events.jsonl keeps.
+    func checkEvents(_ run: VariantRun, reader: ManagedObjectContext, verifier: PersistentStoreCoordinator, viewValues: [Int64: [String: String]],
+                     readOnlySaves: Int) throws -> (OracleReport, [WriteEvent]) {
+        let recorder = run.recorder
+        let (duplicates, batchTouched) = try Self.duplicatesAndBatchTouched(run, reader: reader)
+        func rows(_ keys: [Int64]) throws -> [Int64: Oracle.Row] {
+            try Self.oracleRows(keys, reader: reader, verifier: verifier, workload: run.workload, inMemory: run.sampler.inMemory)
+        }
+        var checker = Oracle.Checker(viewKeys: Set(viewValues.keys), batchTouched: batchTouched)
+        var pending: [(Int64, [WriteEvent])] = []
+        func checkPending() throws {
+            let found = try rows(pending.map(\.0))
+            for (key, events) in pending { checker.visit(key: key, events: events, row: found[key]) }
+            pending.removeAll(keepingCapacity: true)
+        }
+        try recorder.events.forEachKey { key, events in
+            pending.append((key, events))
+            if pending.count >= 1000 { try checkPending() }
+        }
+        try checkPending()
+        let report = checker.finish(viewValues: viewValues, viewRows: try rows(viewValues.keys.sorted()), duplicates: duplicates, readOnlySaves: readOnlySaves)
+        // events.jsonl keeps a bounded part of the history, and says which.
+        return (report, try recorder.events.kept(findingKeys: report.findings.map(\.key), limit: eventsKept))
+    }
+
+    /// The rows of `keys` (primary keys of the workload's entity) as the oracle reads them: each one's version and
+    /// field values, read through `reader` and let go after.
+    static func oracleRows(_ keys: [Int64], reader: ManagedObjectContext, verifier: PersistentStoreCoordinator, workload: Workload,
+                           inMemory: Bool) throws -> [Int64: Oracle.Row] {
+        guard !keys.isEmpty else { return [:] }
+        let storeID = verifier.storeIdentifier ?? ""
+        let entityName = workload.entity.name
+        return try reader.performAndWait {
+            defer { reader.reset() }
+            let ids = keys.compactMap { URL(string: "x-coredata://\(storeID)/\(entityName)/p\($0)").flatMap(verifier.managedObjectID(forURIRepresentation:)) }
+            let objects: [ManagedObject]
+            if inMemory {
+                // An in-memory store walks its whole table for every fetch: one look-up per key keeps this linear.
+                objects = ids.compactMap { try? reader.existingObject(with: $0) }
+            } else {
+                var request = FetchRequest(entityName: entityName,
+                                           predicate: ObjectPredicate(.comparison(PredicateComparison(.evaluatedObject, .in, .list(ids.map { .objectID($0) })))))
+                request.returnsObjectsAsFaults = false
+                objects = try reader.fetch(request)
+            }
+            var found: [Int64: Oracle.Row] = [:]
+            for object in objects {
+                guard let key = object.objectID.primaryKey else { continue }
+                var fields: [String: String] = [:]
+                for (field, _) in workload.fieldTypes { fields[field] = object.primitiveValue(forKey: field).description }
+                found[key] = (object.snapshotVersion, fields)
+            }
+            return found
+        }
+    }
+
+    /// The ids stored more than once, and the primary keys of the rows batch requests touched: by queries of the
+    /// store file, or for an in-memory store by a fetch of every id through `reader`.
+    static func duplicatesAndBatchTouched(_ run: VariantRun, reader: ManagedObjectContext) throws -> ([Int64], Set<Int64>) {
+        let workload = run.workload, storeURL = run.storeURL
+        let entityName = workload.entity.name
+        var duplicates: [Int64] = []
+        var batchTouched: Set<Int64> = []
+        if run.sampler.inMemory, let idKey = workload.idKey {
+            // No SQL: the id of every row, counted here (batch requests, refused with this store, touch none).
+            var request = FetchRequest(entityName: entityName)
+            request.resultType = .dictionary
+            request.propertiesToFetch = [idKey]
+            var seen: [Int64: Int] = [:]
+            for row in try reader.performAndWait({ try reader.fetchDictionaries(request) }) {
+                if let id = (row[idKey] as? Int64) ?? (row[idKey] as? Int).map(Int64.init) { seen[id, default: 0] += 1 }
+            }
+            duplicates = seen.filter { $0.value > 1 }.map(\.key).sorted()
+        } else if let idKey = workload.idKey, let slot = workload.entity.slotIndex(of: idKey) {
+            let store = try SQLiteFile(path: storeURL.path, readOnly: true)
+            let table = workload.entity.tableName, column = workload.entity.columnName(forSlot: slot)
+            // A sub-entity's table is its hierarchy's; only the workload entity's rows count.
+            let rows = workload.entity.entityCondition(alias: table, includesSubentities: true).map { " AND \($0)" } ?? ""
+            try store.query("SELECT \(column) FROM \(table) WHERE \(column) IS NOT NULL\(rows) GROUP BY \(column) HAVING COUNT(*) > 1 ORDER BY \(column)") { row in
+                if let id = row.int(0) { duplicates.append(id) }
+            }
+            // Batch requests name records by id; the oracle knows them by primary key.
+            let touched = workload.batchTouchedKeys.sorted()
+            for start in stride(from: 0, to: touched.count, by: 500) {
+                let list = touched[start..<min(start + 500, touched.count)].map(String.init).joined(separator: ",")
+                try store.query("SELECT Z_PK FROM \(table) WHERE \(column) IN (\(list))\(rows)") { row in if let key = row.int(0) { batchTouched.insert(key) } }
+            }
+        }
+        return (duplicates, batchTouched)
+    }
+
+    /// The variant's result: its exact figures (latencies, main-queue time, conflicts, the oracle's counts,
+    /// counters), the host's figures, the thresholds' outcomes; watches the run's objects until they go.
+    func collect(_ run: VariantRun, _ v: Verification, leftovers: Leftovers) -> VariantResult {
+        let recorder = run.recorder, main = run.main, stack = run.stack
+        let mainState = main.stats.state.withLock { $0 }
+        let runSeconds = max(0.001, Double(Clock.now() - run.runStart) / 1e9)
+        var rows = Self.latencyRows(run, v, mainState: mainState, runSeconds: runSeconds)
+        var counters = v.recorderState.counters
+        counters["migrationNanos"] = nil
+        Self.addConflictRows(v, to: &rows, counters: &counters)
+        let readings = run.sampler.samples.withLock { $0 }
+        let (host, wallSeconds) = Self.hostRows(run, readings: readings)
+        Self.addMainQueueRows(run, v, mainState: mainState, runSeconds: runSeconds, to: &rows)
+        counters["merges"] = v.viewCounters.merges
+        counters["mergeObjectsRefreshed"] = v.viewCounters.mergeObjectsRefreshed
+        counters["mergeObjectsExamined"] = v.viewCounters.mergeObjectsExamined
+        counters["faultsFired.view"] = v.viewCounters.faultsFired
+        counters["notifications.view"] = v.viewCounters.objectsDidChangeNotifications
+        counters["frames"] = mainState.frames
+        for (name, value) in counters.sorted(by: { $0.key < $1.key }) {
+            rows.append(MetricRow(name.split(separator: ".").first.map(String.init) ?? name, "value", Double(value), "count",
+                                  label: name.contains(".") ? String(name.split(separator: ".", maxSplits: 1)[1]) : ""))
+        }
+        var result = VariantResult(
+            scenario: scenario.name, variant: scenario.variantName, parameters: scenario.variantParameters, repetition: scenario.repetition,
+            topology: scenario.stack.topology.rawValue, policies: stack.policies, seed: scenario.seed, mode: scenario.mode.rawValue,
+            metrics: rows, host: host, counters: counters,
+            timeseries: readings, mergeCurve: recorder.mergeLatency.curve().map { [$0.0, $0.1] }, oracle: v.oracle, thresholds: [],
+            notes: v.notes, wallSeconds: run.simulation == nil ? runSeconds : wallSeconds, events: v.keptEvents)
+        result.eventHistory = v.eventHistory
+        result.partial = run.stoppedIn
+        result.mainBlockSamples = main.stats.blockSamples.withLock { $0 }
+        result.costRules = CostRule.applying(to: scenario)
+        result.thresholds = scenario.thresholds.map { t in
+            let value = result.metrics.first { $0.metric == t.metric && $0.statistic == t.statistic }?.value
+            let passed = value.map { t.polarity == .lowerIsBetter ? $0 <= t.limit : $0 >= t.limit } ?? false
+            return ThresholdOutcome(metric: t.metric, statistic: t.statistic, limit: t.limit, polarity: t.polarity.rawValue, value: value, passed: passed, fails: t.fails)
+        }
+        // The next variant's memory baseline waits for these to go.
+        let watched: [(String, AnyObject)] = [("stack", stack), ("view context", run.view), ("workload", run.workload), ("recorder", recorder), ("main queue", main)]
+            + stack.coordinators.map { ("coordinator \($0.0)", $0.1) }
+        Self.watch(watched.map { WatchedObject(name: $0.0, object: $0.1) } + v.oracleObjects)
+        leftovers.objects += watched.map(\.1)
+        return result
+    }
+
+    /// The latency distributions (merges, fetches, saves), the main queue's hitches, hangs and depth, the import's
+    /// throughput and the migration's time.
+    static func latencyRows(_ run: VariantRun, _ v: Verification, mainState: SimulatedMainThread.Stats.State, runSeconds: Double) -> [MetricRow] {
+        let recorder = run.recorder, main = run.main, recorderState = v.recorderState
         var rows: [MetricRow] = []
         rows += recorder.mergeLatency.rows("mergeLatency")
         rows += main.stats.mergeBusy.rows("mainBusy")
-        var host: [MetricRow] = main.stats.mergeBusyCPU.rows("mainBusyCPU")
         rows += recorder.fetchLatency.rows("fetchLatency")
         for (label, r) in recorder.fetchLatencyLabels where r.count > 0 { rows += r.rows("fetchLatency", label: label) }
         // A role that saved only in seed phases has no measured saves, and no row.
         for (role, r) in recorder.saveLatencyRoles where r.count > 0 { rows += r.rows("saveLatency", label: role) }
-        let mainState = main.stats.state.withLock { $0 }
-        let runSeconds = max(0.001, Double(Clock.now() - runStart) / 1e9)
         rows.append(MetricRow("hitchRatio", "value", (mainState.hitch60 / runSeconds * 100).rounded() / 100, "ms/s", label: "60Hz"))
         rows.append(MetricRow("hitchRatio120", "value", (mainState.hitch120 / runSeconds * 100).rounded() / 100, "ms/s", label: "120Hz"))
         rows.append(MetricRow("hangs", "count", Double(mainState.hangs), "count"))
@@ -680,10 +780,15 @@ public struct VariantRunner {
         if let nanos = recorderState.counters["migrationNanos"] {
             rows.append(MetricRow("migrationTime", "value", Double(nanos) / 1e6, "ms"))
         }
-        var counters = recorderState.counters
-        counters["migrationNanos"] = nil
+        return rows
+    }
+
+    /// Conflicts by layer and outcome, save failures, the oracle's counts and what parents hold unsaved; each
+    /// coordinator's SQL statements and row cache go to `counters`.
+    static func addConflictRows(_ v: Verification, to rows: inout [MetricRow], counters: inout [String: Int]) {
+        let recorderState = v.recorderState, oracle = v.oracle
         var conflictsByLayer = (cache: 0, database: 0, constraint: 0)
-        for (name, c) in coordinatorCounters {
+        for (name, c) in v.coordinatorCounters {
             conflictsByLayer.cache += c.cacheConflicts
             conflictsByLayer.database += c.databaseConflicts
             conflictsByLayer.constraint += c.constraintConflicts
@@ -708,17 +813,23 @@ public struct VariantRunner {
         rows.append(MetricRow("lostUpdates", "count", Double(oracle.lostUpdates), "count"))
         rows.append(MetricRow("lostUpdates", "count", Double(oracle.promisedLosses), "count", label: "promised"))
         // Beside the losses: what failed saves would have written, which the store never got (Docs/workbench.md).
-        rows.append(MetricRow("refusedChanges", "count", Double(refusedChanges), "count"))
+        rows.append(MetricRow("refusedChanges", "count", Double(v.refusedChanges), "count"))
         rows.append(MetricRow("staleReads", "count", Double(oracle.staleReads), "count"))
         rows.append(MetricRow("duplicates", "count", Double(oracle.duplicates), "count"))
-        rows.append(MetricRow("readOnlySavesReachedStore", "count", Double(readOnlySaves), "count"))
-        for (kind, n) in unsaved { rows.append(MetricRow("unsavedObjects", "value", Double(n), "objects", label: kind)) }
-        let readings = samples.withLock { $0 }
+        rows.append(MetricRow("readOnlySavesReachedStore", "count", Double(v.readOnlySaves), "count"))
+        for (kind, n) in v.unsaved { rows.append(MetricRow("unsavedObjects", "value", Double(n), "objects", label: kind)) }
+    }
+
+    /// The host's figures (never exact): the main queue's CPU time, memory above the baseline, the threads'
+    /// allocations, the store's SQLite figures, and the wall time, which it returns too.
+    static func hostRows(_ run: VariantRun, readings: [TimeSample]) -> ([MetricRow], Double) {
+        let baseline = run.baseline, sampler = run.sampler
+        var host: [MetricRow] = run.main.stats.mergeBusyCPU.rows("mainBusyCPU")
         // Allocation above the baseline taken before the variant began, once the previous one was freed: the peak of
         // this variant's own samples (and end-of-phase readings) less it, and its last sample less it.
         let allocatedSeries = readings.compactMap(\.allocated)
         if let start = baseline.reading.allocated, let last = allocatedSeries.last {
-            host.append(MetricRow("memoryAllocated", "peak", Double(max(0, max(peakAllocated, allocatedSeries.max()!) - start)), "bytes"))
+            host.append(MetricRow("memoryAllocated", "peak", Double(max(0, max(run.peakAllocated, allocatedSeries.max()!) - start)), "bytes"))
             host.append(MetricRow("memoryAllocated", "value", Double(max(0, last - start)), "bytes"))
         }
         if let resident = readings.compactMap(\.resident).max() {
@@ -728,21 +839,29 @@ public struct VariantRunner {
                 host.append(MetricRow("memoryResident", "peak", Double(max(0, resident - start)), "bytes", label: "growth"))
             }
         }
-        if threadAllocated > 0 {
-            host.append(MetricRow("threadAllocated", "total", Double(threadAllocated), "bytes"))
-            host.append(MetricRow("threadFreed", "total", Double(threadFreed), "bytes"))
+        if run.threadAllocated > 0 {
+            host.append(MetricRow("threadAllocated", "total", Double(run.threadAllocated), "bytes"))
+            host.append(MetricRow("threadFreed", "total", Double(run.threadFreed), "bytes"))
         }
         // The store's SQLite figures: absent for an in-memory store, whose run uses SQLite only for the harness's
         // event log (a zero or the log's figures would read as the store's).
-        if !inMemory {
-            sampleWAL()
-            host.append(MetricRow("walSize", "peak", Double(peakWAL.load(ordering: .relaxed)), "bytes"))
+        if !sampler.inMemory {
+            sampler.sampleWAL()
+            host.append(MetricRow("walSize", "peak", Double(sampler.peakWAL.load(ordering: .relaxed)), "bytes"))
             host.append(MetricRow("sqliteMemory", "peak", Double(SQLiteStatistics.memoryHighwater), "bytes"))
             host.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.memoryUsed), "bytes"))
             host.append(MetricRow("sqliteMemory", "value", Double(SQLiteStatistics.pageCacheOverflow), "bytes", label: "pageCacheOverflow"))
         }
-        let wallSeconds = Double(DispatchTime.now().uptimeNanoseconds - wallStart) / 1e9
+        let wallSeconds = Double(DispatchTime.now().uptimeNanoseconds - run.wallStart) / 1e9
         host.append(MetricRow("wallSeconds", "value", (wallSeconds * 1000).rounded() / 1000, "s"))
+        return (host, wallSeconds)
+    }
+
+    /// The main queue's time (virtual: by block kind, blocked, longest block; real: its wall time), missed
+    /// frames, the view context's registered objects, and the viewers' controllers.
+    static func addMainQueueRows(_ run: VariantRun, _ v: Verification, mainState: SimulatedMainThread.Stats.State, runSeconds: Double,
+                                 to rows: inout [MetricRow]) {
+        let main = run.main
         if let queue = main.queue.simulatedQueue as? VirtualQueue {
             // The main queue's whole virtual time: every block (merge, push, save, fetch, frame) and the waits inside.
             rows.append(MetricRow("mainBusy", "total", Double(queue.busyNanos) / 1e6, "ms"))
@@ -763,9 +882,10 @@ public struct VariantRunner {
             }
         }
         rows.append(MetricRow("framesMissed", "count", Double(mainState.framesMissed), "count"))
-        rows.append(MetricRow("registeredObjects", "value", Double(viewRegistered), "objects", label: "view"))
+        rows.append(MetricRow("registeredObjects", "value", Double(v.viewRegistered), "objects", label: "view"))
         // Semantics §2.2: the ID changes the view context keeps for its children until a reset.
-        rows.append(MetricRow("keptIDChanges", "value", Double(viewKeptIDChanges), "objects", label: "view"))
+        rows.append(MetricRow("keptIDChanges", "value", Double(v.viewKeptIDChanges), "objects", label: "view"))
+        let controllerSizes = v.controllerSizes
         if !controllerSizes.isEmpty {
             rows.append(MetricRow("frcObjects", "value", Double(controllerSizes.map(\.0).reduce(0, +)), "objects"))
             rows.append(MetricRow("frcObjects", "peak", Double(controllerSizes.map { max($0.0, $0.1) }.reduce(0, +)), "objects"))
@@ -778,38 +898,66 @@ public struct VariantRunner {
                 rows.append(MetricRow("frcChanges", "count", Double(changes), "count", label: "viewer=\(i + 1)"))
             }
         }
-        counters["merges"] = viewCounters.merges
-        counters["mergeObjectsRefreshed"] = viewCounters.mergeObjectsRefreshed
-        counters["mergeObjectsExamined"] = viewCounters.mergeObjectsExamined
-        counters["faultsFired.view"] = viewCounters.faultsFired
-        counters["notifications.view"] = viewCounters.objectsDidChangeNotifications
-        counters["frames"] = mainState.frames
-        for (name, value) in counters.sorted(by: { $0.key < $1.key }) {
-            rows.append(MetricRow(name.split(separator: ".").first.map(String.init) ?? name, "value", Double(value), "count",
-                                  label: name.contains(".") ? String(name.split(separator: ".", maxSplits: 1)[1]) : ""))
-        }
-        var result = VariantResult(
-            scenario: scenario.name, variant: scenario.variantName, parameters: scenario.variantParameters, repetition: scenario.repetition,
-            topology: scenario.stack.topology.rawValue, policies: stack.policies, seed: scenario.seed, mode: scenario.mode.rawValue,
-            metrics: rows, host: host, counters: counters,
-            timeseries: readings, mergeCurve: recorder.mergeLatency.curve().map { [$0.0, $0.1] }, oracle: oracle, thresholds: [],
-            notes: notes, wallSeconds: simulation == nil ? runSeconds : wallSeconds, events: keptEvents)
-        result.eventHistory = eventHistory
-        result.partial = stoppedIn
-        result.mainBlockSamples = main.stats.blockSamples.withLock { $0 }
-        result.costRules = CostRule.applying(to: scenario)
-        result.thresholds = scenario.thresholds.map { t in
-            let value = result.metrics.first { $0.metric == t.metric && $0.statistic == t.statistic }?.value
-            let passed = value.map { t.polarity == .lowerIsBetter ? $0 <= t.limit : $0 >= t.limit } ?? false
-            return ThresholdOutcome(metric: t.metric, statistic: t.statistic, limit: t.limit, polarity: t.polarity.rawValue, value: value, passed: passed, fails: t.fails)
-        }
-        // The next variant's memory baseline waits for these to go.
-        let watched: [(String, AnyObject)] = [("stack", stack), ("view context", view), ("workload", workload), ("recorder", recorder), ("main queue", main)]
-            + stack.coordinators.map { ("coordinator \($0.0)", $0.1) }
-        Self.watch(watched.map { WatchedObject(name: $0.0, object: $0.1) } + oracleObjects.withLock { $0 })
-        leftovers.objects += watched.map(\.1)
-        return result
     }
+}
+
+/// One variant's run as its steps share it: what ``VariantRunner/prepare(in:simulation:baseline:wallStart:runStart:)``
+/// built, and what the phases leave for the oracle and the figures. Used on the runner's thread only.
+final class VariantRun {
+    let simulation: Scheduler?
+    let baseline: VariantRunner.MemoryBaseline
+    /// When the variant began: wall time, and the run's clock (virtual in simulated mode).
+    let wallStart: UInt64, runStart: UInt64
+    let model: ManagedObjectModel
+    let recorder: RunRecorder
+    let main: SimulatedMainThread
+    let storeURL: URL
+    let stack: WorkbenchStack
+    let control: VariantProgress
+    let workload: Workload
+    let ticker: ProgressTicker?
+    let sampler: RunSampler
+    /// Where a stop (Ctrl-C) ended the variant.
+    var stoppedIn: String?
+    var peakAllocated: Int64 = 0
+    var threadAllocated: Int64 = 0, threadFreed: Int64 = 0
+    /// The viewers on screen: a phase with viewers replaces those of the phases before it (Docs/scenarios.md).
+    var viewers: [ViewerState] = []
+    var migrators: [MigratorActor] = []
+
+    init(simulation: Scheduler?, baseline: VariantRunner.MemoryBaseline, wallStart: UInt64, runStart: UInt64, model: ManagedObjectModel,
+         recorder: RunRecorder, main: SimulatedMainThread, storeURL: URL, stack: WorkbenchStack, control: VariantProgress, workload: Workload,
+         ticker: ProgressTicker?, sampler: RunSampler) {
+        (self.simulation, self.baseline, self.wallStart, self.runStart, self.model) = (simulation, baseline, wallStart, runStart, model)
+        (self.recorder, self.main, self.storeURL, self.stack, self.control) = (recorder, main, storeURL, stack, control)
+        (self.workload, self.ticker, self.sampler) = (workload, ticker, sampler)
+    }
+
+    var view: ManagedObjectContext { stack.viewContext }
+
+    /// A stack without a view context queues nothing on the main queue; the harness does not either.
+    func drainMain() { if stack.topology.hasViewContext { main.drain() } }
+}
+
+/// What ``VariantRunner/verify(_:leftovers:)`` found: the oracle's report, and what the figures read of the stack once
+/// the actors were done.
+struct Verification {
+    var oracle: OracleReport
+    var keptEvents: [WriteEvent]
+    var eventHistory: EventHistory
+    var notes: [String]
+    var viewRegistered: Int
+    var viewKeptIDChanges: Int
+    var unsaved: [(String, Int)]
+    var refusedChanges: Int
+    var recorderState: RunRecorder.State
+    var readOnlySaves: Int
+    /// The oracle's coordinator and context, watched with the run's objects.
+    var oracleObjects: [VariantRunner.WatchedObject]
+    var viewCounters: ContextCounters
+    var coordinatorCounters: [(String, CoordinatorCounters)]
+    /// Each controller's size, largest size and changes, in the viewers' order.
+    var controllerSizes: [(Int, Int, Int)]
 }
 
 /// The viewer (workbench.md `viewer`; Rule 23): a fetched results controller on the view context over
