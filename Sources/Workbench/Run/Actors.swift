@@ -5,9 +5,24 @@ import Synchronization
 /// One actor of a phase, run on its own thread (workbench.md "actors").
 protocol WorkloadActor: AnyObject, Sendable {
     var name: String { get }
+    var workload: Workload { get }
     /// Whether the phase waits for this actor to finish its fixed number of operations.
     var isBounded: Bool { get }
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool)
+}
+
+/// What every actor's run begins with: its own random draws and its operations' times.
+extension WorkloadActor {
+    /// The actor's own draws, seeded with the scenario's seed and the actor's name: each actor's draws replay
+    /// exactly, whatever the others draw and however their threads interleave.
+    func seededGenerator() -> SeededGenerator {
+        SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+    }
+
+    /// The actor's operation times from the phase's `start` at `rate`, cut short by a stop of the variant (Ctrl-C).
+    func schedule(_ rate: Rate, from start: UInt64) -> Schedule {
+        Schedule(rate: rate, start: start, isStopping: workload.progress.isStopping)
+    }
 }
 
 /// Operation times: back to back (unlimited) or at intended times `start + k / rate` (open loop, so queueing
@@ -151,10 +166,10 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
     }
 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
-        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        var rng = seededGenerator()
         let w = workload
         let chunks = (spec.objects + spec.chunkSize - 1) / spec.chunkSize
-        let schedule = Schedule(rate: spec.rate, start: start)
+        let schedule = self.schedule(spec.rate, from: start)
         let deadline = duration.map { start + UInt64($0 * 1e9) }
         // `reset: never`: one context for the whole import, saved and never reset (Rule 1:
         // what records and groups hold stays registered, and memory grows as in a Core Data import that never
@@ -409,9 +424,9 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
     }
 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
-        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        var rng = seededGenerator()
         let w = workload
-        Schedule(rate: spec.rate, start: start, isStopping: w.progress.isStopping).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
+        schedule(spec.rate, from: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let visible = w.visibleIDs
             guard !visible.isEmpty else { return false }
@@ -501,9 +516,9 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
     }
 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
-        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        var rng = seededGenerator()
         let w = workload
-        Schedule(rate: rate, start: start, isStopping: w.progress.isStopping).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
+        schedule(rate, from: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let keys = w.pickKeys(edits, distribution, hot: Int64(w.viewerCount), rng: &rng)
             guard !keys.isEmpty else { return false }
@@ -577,7 +592,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
     }
 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
-        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        var rng = seededGenerator()
         let w = workload
         // A batch insert fails on a row without a required value (Docs/coredata-behaviour.md §6): each row carries
         // its id and a value for every other required attribute without a default (the shipped models have none).
@@ -658,7 +673,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             }
             return acted
         }
-        let schedule = Schedule(rate: spec.rate, start: start, isStopping: w.progress.isStopping)
+        let schedule = self.schedule(spec.rate, from: start)
         if let requests = spec.requests {
             _ = schedule.forEach(requests, duration: duration, keepGoing: keepGoing) { k, intended in request(k, intended) ? .acted : .idle }
         } else {
