@@ -37,16 +37,20 @@ let package = Package(
             providers: [.apt(["libjemalloc-dev"])]
         ),
         .target(name: "CObjectRuntime"),
+        // The model file format (`ModelFile`), Foundation only: ObjectGraph builds models from it, and the operation
+        // trace carries a run's model in it.
+        .target(name: "ModelSchema"),
         .target(
             name: "ObjectGraph",
-            dependencies: ["CSQLite", "CObjectRuntime"]
+            dependencies: ["CSQLite", "CObjectRuntime", "ModelSchema"]
         ),
         .target(
             name: "Ambar",
             dependencies: ["ObjectGraph"]
         ),
-        // The operation trace and its replay (Docs/calibration.md): shared by every replayer, Foundation only.
-        .target(name: "TraceReplay"),
+        // The operation trace and its replay (Docs/calibration.md): shared by every replayer, Foundation only; its
+        // model is ModelSchema's, the one ObjectGraph reads.
+        .target(name: "TraceReplay", dependencies: ["ModelSchema"]),
         // The replay over Apple's Core Data and its tool (Docs/calibration.md "The Apple side"): every source is
         // inside `#if canImport(CoreData)`, so on Linux they are an empty module and a tool that says it needs
         // Core Data. Never compiled or run on an Apple platform here.
