@@ -58,7 +58,7 @@ let package = Package(
         .executableTarget(name: "ambar-calibrate", dependencies: ["TraceReplay", "TraceReplayCoreData"]),
         .target(
             name: "Workbench",
-            dependencies: ["Ambar", "ObjectGraph", "CSQLite", "TraceReplay"] + jemalloc + [
+            dependencies: ["Ambar", "ObjectGraph", "TraceReplay"] + jemalloc + [
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "CSV", package: "CSV.swift"),
