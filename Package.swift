@@ -45,6 +45,8 @@ let package = Package(
             name: "Ambar",
             dependencies: ["ObjectGraph"]
         ),
+        // SplitMix64 for the seeded workloads, the kill tests and the seeded tests: not part of the Core Data API.
+        .target(name: "SeededRandom"),
         // The operation trace and its replay (Docs/calibration.md): shared by every replayer, Foundation only.
         .target(name: "TraceReplay"),
         // The replay over Apple's Core Data and its tool (Docs/calibration.md "The Apple side"): every source is
@@ -54,7 +56,7 @@ let package = Package(
         .executableTarget(name: "ambar-calibrate", dependencies: ["TraceReplay", "TraceReplayCoreData"]),
         .target(
             name: "Workbench",
-            dependencies: ["Ambar", "ObjectGraph", "CSQLite", "TraceReplay"] + jemalloc + [
+            dependencies: ["Ambar", "ObjectGraph", "CSQLite", "TraceReplay", "SeededRandom"] + jemalloc + [
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "CSV", package: "CSV.swift"),
@@ -68,11 +70,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "ambar-crash",
-            dependencies: ["Ambar", "ObjectGraph", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Ambar", "ObjectGraph", "SeededRandom", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(
             name: "ObjectGraphTests",
-            dependencies: ["ObjectGraph"]
+            dependencies: ["ObjectGraph", "SeededRandom"]
         ),
         .testTarget(
             name: "AmbarTests",
@@ -80,12 +82,12 @@ let package = Package(
         ),
         .testTarget(
             name: "WorkbenchTests",
-            dependencies: ["Workbench", "Ambar", "ObjectGraph", "TraceReplay", .product(name: "Yams", package: "Yams")],
+            dependencies: ["Workbench", "Ambar", "ObjectGraph", "TraceReplay", "SeededRandom", .product(name: "Yams", package: "Yams")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "ReliabilityTests",
-            dependencies: ["ambar-crash", "Workbench", "Ambar", "ObjectGraph"]
+            dependencies: ["ambar-crash", "Workbench", "Ambar", "ObjectGraph", "SeededRandom"]
         ),
     ]
 )

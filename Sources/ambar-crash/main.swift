@@ -7,6 +7,7 @@ import Ambar
 import ArgumentParser
 import Foundation
 import ObjectGraph
+import SeededRandom
 
 /// The tool. Exit codes: `harness` and `migrate-harness` 0 every trial passed, 1 a trial failed, 2 bad input
 /// (nothing ran), 3 an internal or I/O failure; `probe` 0 saved, 2 the save was refused, 3 bad input or failure.
