@@ -47,6 +47,8 @@ let package = Package(
         ),
         // SplitMix64 for the seeded workloads, the kill tests and the seeded tests: not part of the Core Data API.
         .target(name: "SeededRandom"),
+        // ArgumentParser's main with bad input as an exit code of the tool's own, for ambar-bench and ambar-crash.
+        .target(name: "CommandShell", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // The operation trace and its replay (Docs/calibration.md): shared by every replayer, Foundation only.
         .target(name: "TraceReplay"),
         // The replay over Apple's Core Data and its tool (Docs/calibration.md "The Apple side"): every source is
@@ -66,11 +68,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "ambar-bench",
-            dependencies: ["Workbench", "ObjectGraph", "TraceReplay", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Workbench", "ObjectGraph", "TraceReplay", "CommandShell", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "ambar-crash",
-            dependencies: ["Ambar", "ObjectGraph", "SeededRandom", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Ambar", "ObjectGraph", "SeededRandom", "CommandShell", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(
             name: "ObjectGraphTests",
