@@ -218,7 +218,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     package var orphanedFaultsFailToFire = false
 
     /// The model of the coordinator.
-    public var model: ManagedObjectModel {
+    package var model: ManagedObjectModel {
         guard let coordinator = persistentStoreCoordinator else {
             preconditionFailure("the context has neither a coordinator nor a parent")
         }
