@@ -48,6 +48,10 @@ let package = Package(
             name: "Ambar",
             dependencies: ["ObjectGraph"]
         ),
+        // SplitMix64 for the seeded workloads, the kill tests and the seeded tests: not part of the Core Data API.
+        .target(name: "SeededRandom"),
+        // ArgumentParser's main with bad input as an exit code of the tool's own, for ambar-bench and ambar-crash.
+        .target(name: "CommandShell", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // The operation trace and its replay (Docs/calibration.md): shared by every replayer, Foundation only; its
         // model is ModelSchema's, the one ObjectGraph reads.
         .target(name: "TraceReplay", dependencies: ["ModelSchema"]),
@@ -58,7 +62,7 @@ let package = Package(
         .executableTarget(name: "ambar-calibrate", dependencies: ["TraceReplay", "TraceReplayCoreData"]),
         .target(
             name: "Workbench",
-            dependencies: ["Ambar", "ObjectGraph", "TraceReplay"] + jemalloc + [
+            dependencies: ["Ambar", "ObjectGraph", "TraceReplay", "SeededRandom"] + jemalloc + [
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "CSV", package: "CSV.swift"),
@@ -68,15 +72,15 @@ let package = Package(
         ),
         .executableTarget(
             name: "ambar-bench",
-            dependencies: ["Workbench", "ObjectGraph", "TraceReplay", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Workbench", "ObjectGraph", "TraceReplay", "CommandShell", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "ambar-crash",
-            dependencies: ["Ambar", "ObjectGraph", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Ambar", "ObjectGraph", "SeededRandom", "CommandShell", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(
             name: "ObjectGraphTests",
-            dependencies: ["ObjectGraph"]
+            dependencies: ["ObjectGraph", "SeededRandom"]
         ),
         .testTarget(
             name: "AmbarTests",
@@ -84,12 +88,12 @@ let package = Package(
         ),
         .testTarget(
             name: "WorkbenchTests",
-            dependencies: ["Workbench", "Ambar", "ObjectGraph", "TraceReplay", .product(name: "Yams", package: "Yams")],
+            dependencies: ["Workbench", "Ambar", "ObjectGraph", "TraceReplay", "SeededRandom", .product(name: "Yams", package: "Yams")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "ReliabilityTests",
-            dependencies: ["ambar-crash", "Workbench", "Ambar", "ObjectGraph"]
+            dependencies: ["ambar-crash", "Workbench", "Ambar", "ObjectGraph", "SeededRandom"]
         ),
     ]
 )

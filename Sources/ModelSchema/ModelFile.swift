@@ -52,7 +52,7 @@ public struct ModelFile: Codable, Sendable, Equatable {
 
     /// The entity named `name` and those above it, the entity first; a parent that is missing
     /// or a cycle ends the chain (the model refuses both).
-    public func lineage(of name: String) -> [Entity] {
+    func lineage(of name: String) -> [Entity] {
         var chain: [Entity] = []
         var next = entities.first { $0.name == name }
         while let entity = next, !chain.contains(where: { $0.name == entity.name }) {
@@ -63,10 +63,10 @@ public struct ModelFile: Codable, Sendable, Equatable {
     }
 
     /// The attributes of the entity named `name`, those it inherits first.
-    public func allAttributes(of name: String) -> [Attribute] { lineage(of: name).reversed().flatMap { $0.attributes ?? [] } }
+    package func allAttributes(of name: String) -> [Attribute] { lineage(of: name).reversed().flatMap { $0.attributes ?? [] } }
 
     /// The relationships of the entity named `name`, those it inherits first.
-    public func allRelationships(of name: String) -> [Relationship] { lineage(of: name).reversed().flatMap { $0.relationships ?? [] } }
+    package func allRelationships(of name: String) -> [Relationship] { lineage(of: name).reversed().flatMap { $0.relationships ?? [] } }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)

@@ -41,19 +41,19 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// The entities whose parent this is (`subentities`), in the model's order.
     @exclusivity(unchecked) public internal(set) var subentities: [EntityDescription] = []
     /// The root of the entity's hierarchy (itself for an entity without a parent): its table holds the hierarchy.
-    package var rootEntity: EntityDescription { storedRoot ?? self }
+    var rootEntity: EntityDescription { storedRoot ?? self }
     @exclusivity(unchecked) private var storedRoot: EntityDescription?
     /// `Z_ENT` of this entity and of every entity below it, ascending.
-    @exclusivity(unchecked) package internal(set) var kindNumbers: [Int] = []
+    @exclusivity(unchecked) var kindNumbers: [Int] = []
     /// Whether the entity has a parent or sub-entities (its table is shared, `Z_ENT` tells its rows apart).
-    package var isInHierarchy: Bool { superentity != nil || !subentities.isEmpty }
+    var isInHierarchy: Bool { superentity != nil || !subentities.isEmpty }
     /// Per uniqueness constraint (``uniquenessConstraints``), the entity that declares it.
-    @exclusivity(unchecked) package private(set) var constraintDeclarers: [EntityDescription] = []
+    @exclusivity(unchecked) private(set) var constraintDeclarers: [EntityDescription] = []
     /// Per slot, for a to-one whose destination has sub-entities, the column that keeps the destination's
     /// `Z_ENT` beside its key (`Z<n><NAME>`), so that the reference names its concrete entity; else nil.
-    @exclusivity(unchecked) package internal(set) var entityColumns: [String?] = []
+    @exclusivity(unchecked) var entityColumns: [String?] = []
     /// The slots that have an ``entityColumns`` entry, in slot order (empty in a model without inheritance).
-    @exclusivity(unchecked) package internal(set) var entityColumnSlots: [Int] = []
+    @exclusivity(unchecked) var entityColumnSlots: [Int] = []
 
     /// Whether this entity is `entity` or one of its sub-entities, at any depth (`isKindOfEntity:`).
     public func isKindOf(entity: EntityDescription) -> Bool {
@@ -78,7 +78,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// Whether a fetch of this entity returns objects of `entity`: this entity or, when `includesSubentities`,
     /// one below it (semantics: `NSFetchRequest.includesSubentities`).
     @inline(__always)
-    package func fetchIncludes(_ entity: EntityDescription, subentities: Bool) -> Bool {
+    func fetchIncludes(_ entity: EntityDescription, subentities: Bool) -> Bool {
         entity === self || (subentities && entity.superentity != nil && entity.isKindOf(entity: self))
     }
     /// The class instantiated for this entity's objects.
@@ -90,7 +90,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// The model this entity belongs to, set when the model seals it.
     public internal(set) weak var model: ManagedObjectModel?
     /// Core Data's `Z_ENT`: the entity's number in the store.
-    @exclusivity(unchecked) public internal(set) var entityNumber: Int = 0
+    @exclusivity(unchecked) package internal(set) var entityNumber: Int = 0
 
     // MARK: Layout resolved by the model
     // Written once while the model seals the entity, then only read (from any thread): no run-time exclusivity
@@ -161,7 +161,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// Every slot of ``constraintSlots``, as a set.
     @exclusivity(unchecked) private(set) var constrainedValueSlots = SlotSet()
 
-    package struct InsertTemplate {
+    struct InsertTemplate {
         var values: [PropertyValue] = []
         var changedSlots = SlotSet()
         var toMany: [ManagedObject.ToManyState?] = []
@@ -169,7 +169,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     }
 
     /// A persistent slot of a snapshot.
-    package enum Slot: Sendable {
+    enum Slot: Sendable {
         case attribute(AttributeDescription)
         case toOne(RelationshipDescription)
 
@@ -251,7 +251,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     package var tableName: String { storedTableName.isEmpty ? "Z" + name.uppercased() : storedTableName }
     @exclusivity(unchecked) private var storedTableName = ""
     package func columnName(forSlot slot: Int) -> String { columnNames[slot] }
-    package var slotCount: Int { slots.count }
+    var slotCount: Int { slots.count }
 
     package func slotIndex(of key: String) -> Int? {
         switch propertiesByName[key] {
@@ -545,14 +545,14 @@ extension EntityDescription {
 
     /// The entity that declares the relationship `name`: this one, or the highest parent that has it. A
     /// many-to-many join table is named after the declaring entity, so a hierarchy shares it.
-    package func declaringEntity(ofRelationship name: String) -> EntityDescription {
+    func declaringEntity(ofRelationship name: String) -> EntityDescription {
         var entity = self
         while let parent = entity.superentity, parent.relationship(named: name) != nil { entity = parent }
         return entity
     }
 
     /// The entities of this root's hierarchy, the root first, in `Z_ENT` order.
-    package var hierarchy: [EntityDescription] {
+    var hierarchy: [EntityDescription] {
         guard !subentities.isEmpty, let model else { return [self] }
         return model.entitiesByNumber.filter { $0.rootEntity === self }
     }

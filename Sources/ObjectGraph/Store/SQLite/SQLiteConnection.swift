@@ -142,16 +142,16 @@ package final class SQLiteConnection {
 }
 
 /// Statements run, by kind: deterministic counters, the same on every run of the same work.
-public struct StatementCounts: Sendable, Equatable, Codable {
-    public var select = 0
-    public var insert = 0
-    public var update = 0
-    public var delete = 0
-    public var other = 0
+package struct StatementCounts: Sendable, Equatable, Codable {
+    package var select = 0
+    package var insert = 0
+    package var update = 0
+    package var delete = 0
+    package var other = 0
 
-    public init() {}
+    package init() {}
 
-    public static func + (a: StatementCounts, b: StatementCounts) -> StatementCounts {
+    package static func + (a: StatementCounts, b: StatementCounts) -> StatementCounts {
         var r = a
         r.select += b.select; r.insert += b.insert; r.update += b.update; r.delete += b.delete; r.other += b.other
         return r
