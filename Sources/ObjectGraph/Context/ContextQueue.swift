@@ -21,9 +21,9 @@ public final class ContextQueue: @unchecked Sendable {  // immutable after init
     private let marker: Int
     private let isDispatchMain: Bool
     /// Wraps every block the queue runs (both `async` and `sync`), for instrumentation.
-    public let around: (@Sendable (_ block: () -> Void) -> Void)?
+    let around: (@Sendable (_ block: () -> Void) -> Void)?
     /// Told each time a block is queued with ``async(_:)`` (for queue-depth measurement).
-    public let willEnqueue: (@Sendable () -> Void)?
+    let willEnqueue: (@Sendable () -> Void)?
 
     private static let key = DispatchSpecificKey<Int>()
     private static let nextMarker = Atomic<Int>(1)
@@ -72,7 +72,7 @@ public final class ContextQueue: @unchecked Sendable {  // immutable after init
     public static func setMain(_ queue: ContextQueue?) { installedMain.withLock { $0 = queue } }
 
     /// The simulation's queue behind this one, nil for a dispatch queue.
-    public var simulatedQueue: (any SimulatedQueue)? { simulated }
+    package var simulatedQueue: (any SimulatedQueue)? { simulated }
 
     /// Whether the calling code runs on this queue.
     public var isCurrent: Bool {

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import SeededRandom
 import Synchronization
 
 /// One actor of a phase, run on its own thread (workbench.md "actors").

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import SeededRandom
 import Synchronization
 
 /// The `fetcher` (Docs/scenarios.md): fetch requests an app makes as it runs, by key (a detail screen's record,

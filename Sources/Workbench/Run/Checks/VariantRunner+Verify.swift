@@ -178,18 +178,18 @@ extension VariantRunner {
             }
             duplicates = seen.filter { $0.value > 1 }.map(\.key).sorted()
         } else if let idKey = workload.idKey, let slot = workload.entity.slotIndex(of: idKey) {
-            let store = try SQLiteFile(path: storeURL.path, readOnly: true)
+            let store = try SQLiteConnection(path: storeURL.path, readOnly: true, busyTimeout: 0)
             let table = workload.entity.tableName, column = workload.entity.columnName(forSlot: slot)
             // A sub-entity's table is its hierarchy's; only the workload entity's rows count.
             let rows = workload.entity.entityCondition(alias: table, includesSubentities: true).map { " AND \($0)" } ?? ""
-            try store.query("SELECT \(column) FROM \(table) WHERE \(column) IS NOT NULL\(rows) GROUP BY \(column) HAVING COUNT(*) > 1 ORDER BY \(column)") { row in
+            try store.forEachRow("SELECT \(column) FROM \(table) WHERE \(column) IS NOT NULL\(rows) GROUP BY \(column) HAVING COUNT(*) > 1 ORDER BY \(column)") { row in
                 if let id = row.int(0) { duplicates.append(id) }
             }
             // Batch requests name records by id; the oracle knows them by primary key.
             let touched = workload.batchTouchedKeys.sorted()
             for start in stride(from: 0, to: touched.count, by: 500) {
                 let list = touched[start..<min(start + 500, touched.count)].map(String.init).joined(separator: ",")
-                try store.query("SELECT Z_PK FROM \(table) WHERE \(column) IN (\(list))\(rows)") { row in if let key = row.int(0) { batchTouched.insert(key) } }
+                try store.forEachRow("SELECT Z_PK FROM \(table) WHERE \(column) IN (\(list))\(rows)") { row in if let key = row.int(0) { batchTouched.insert(key) } }
             }
         }
         return (duplicates, batchTouched)

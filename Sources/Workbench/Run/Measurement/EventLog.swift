@@ -1,5 +1,5 @@
-import CSQLite
 import Foundation
+import ObjectGraph
 
 /// A variant's write events, kept on disk rather than in memory. Events are buffered a few
 /// thousand at a time and appended to a SQLite table in the variant's temporary folder (removed with it); the
@@ -9,7 +9,7 @@ import Foundation
 final class EventLog: @unchecked Sendable {  // every mutable member is guarded by `lock`
     private let lock = NSLock()
     private var buffer: [WriteEvent] = []
-    private var db: SQLiteFile?
+    private var db: SQLiteConnection?
     private var finished = false
     private(set) var failure: String?
     /// Events recorded so far.
@@ -20,14 +20,16 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
     init(directory: URL?) {
         guard let directory else { return }
         do {
-            let file = try SQLiteFile(path: directory.appendingPathComponent("events.sqlite").path, readOnly: false)
-            // A scratch table, rebuilt by nobody: no journal, no syncs, a small page cache.
-            try file.exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-2048;")
-            try file.exec("""
-                CREATE TABLE e(seq INTEGER PRIMARY KEY, key INTEGER NOT NULL, actor TEXT, role TEXT, policy TEXT, field TEXT,
-                intended TEXT, committed TEXT, version INTEGER, time INTEGER, step INTEGER, changed INTEGER, deleted INTEGER)
-                """)
-            db = file
+            db = try uncounted {
+                let file = try SQLiteConnection(path: directory.appendingPathComponent("events.sqlite").path, busyTimeout: 0)
+                // A scratch table, rebuilt by nobody: no journal, no syncs, a small page cache.
+                try file.configure([("journal_mode", "OFF"), ("synchronous", "OFF"), ("cache_size", "-2048")])
+                try file.execute("""
+                    CREATE TABLE e(seq INTEGER PRIMARY KEY, key INTEGER NOT NULL, actor TEXT, role TEXT, policy TEXT, field TEXT,
+                    intended TEXT, committed TEXT, version INTEGER, time INTEGER, step INTEGER, changed INTEGER, deleted INTEGER)
+                    """)
+                return file
+            }
         } catch {
             failure = "\(error)"
         }
@@ -46,31 +48,32 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
 
     private func flushLocked() {
         guard let db, !buffer.isEmpty else { return }
-        do {
-            try db.exec("BEGIN")
-            try db.prepare("INSERT INTO e(key, actor, role, policy, field, intended, committed, version, time, step, changed, deleted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)") { statement in
+        uncounted {
+            do {
+                try db.execute("BEGIN")
+                let statement = try db.statement("INSERT INTO e(key, actor, role, policy, field, intended, committed, version, time, step, changed, deleted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
                 for e in buffer {
                     statement.reset()
-                    statement.bind(1, e.key)
-                    statement.bind(2, e.actor)
-                    statement.bind(3, e.role)
-                    statement.bind(4, e.policy)
-                    statement.bind(5, e.field)
-                    statement.bind(6, e.intended)
-                    statement.bind(7, e.committed)
-                    statement.bind(8, e.version)
-                    statement.bind(9, Int64(bitPattern: e.time))
-                    statement.bind(10, e.step.map(Int64.init))
-                    statement.bind(11, e.changed.map { $0 ? Int64(1) : 0 })
-                    statement.bind(12, e.deleted.map { $0 ? Int64(1) : 0 })
+                    try statement.bind(.integer(e.key), at: 1)
+                    try statement.bind(.string(e.actor), at: 2)
+                    try statement.bind(.string(e.role), at: 3)
+                    try statement.bind(.string(e.policy), at: 4)
+                    try statement.bind(.string(e.field), at: 5)
+                    try statement.bind(e.intended.map(PropertyValue.string) ?? .null, at: 6)
+                    try statement.bind(.string(e.committed), at: 7)
+                    try statement.bind(.integer(e.version), at: 8)
+                    try statement.bind(.integer(Int64(bitPattern: e.time)), at: 9)
+                    try statement.bind(e.step.map { .integer(Int64($0)) } ?? .null, at: 10)
+                    try statement.bind(e.changed.map { .integer($0 ? 1 : 0) } ?? .null, at: 11)
+                    try statement.bind(e.deleted.map { .integer($0 ? 1 : 0) } ?? .null, at: 12)
                     try statement.step()
                 }
+                try db.execute("COMMIT")
+                buffer.removeAll(keepingCapacity: true)
+            } catch {
+                try? db.execute("ROLLBACK")
+                failure = failure ?? "\(error)"
             }
-            try db.exec("COMMIT")
-            buffer.removeAll(keepingCapacity: true)
-        } catch {
-            try? db.exec("ROLLBACK")
-            failure = failure ?? "\(error)"
         }
     }
 
@@ -80,11 +83,11 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
             guard !finished else { return }
             finished = true
             flushLocked()
-            do { try db?.exec("CREATE INDEX e_key ON e(key, seq)") } catch { failure = failure ?? "\(error)" }
+            do { try uncounted { try db?.execute("CREATE INDEX e_key ON e(key, seq)") } } catch { failure = failure ?? "\(error)" }
         }
     }
 
-    private static func event(_ row: SQLiteFile.Row) -> WriteEvent {
+    private static func event(_ row: SQLiteStatement) -> WriteEvent {
         var e = WriteEvent(actor: row.text(1) ?? "", role: row.text(2) ?? "", policy: row.text(3) ?? "", key: row.int(0) ?? 0, field: row.text(4) ?? "",
                            intended: row.text(5), committed: row.text(6) ?? "", version: row.int(7) ?? 0, time: UInt64(bitPattern: row.int(8) ?? 0),
                            step: row.int(9).map(Int.init))
@@ -105,7 +108,7 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
         }
         var key: Int64?
         var history: [WriteEvent] = []
-        try db.query("SELECT \(Self.columns) FROM e ORDER BY key, seq") { row in
+        try db.forEachRow("SELECT \(Self.columns) FROM e ORDER BY key, seq") { row in
             let e = Self.event(row)
             if e.key != key, let done = key {
                 try body(done, history)
@@ -133,85 +136,42 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
         }
         for start in stride(from: 0, to: wanted.count, by: 500) where result.count < limit {
             let keys = wanted[start..<min(start + 500, wanted.count)].map(String.init).joined(separator: ",")
-            try db.query("SELECT \(Self.columns) FROM e WHERE key IN (\(keys)) ORDER BY key, seq LIMIT \(limit - result.count)") { result.append(Self.event($0)) }
+            try db.forEachRow("SELECT \(Self.columns) FROM e WHERE key IN (\(keys)) ORDER BY key, seq LIMIT \(limit - result.count)") { result.append(Self.event($0)) }
         }
         if result.count < limit {
             let keys = wanted.isEmpty ? "" : " WHERE key NOT IN (\(wanted.map(String.init).joined(separator: ",")))"
-            try db.query("SELECT \(Self.columns) FROM e\(keys) ORDER BY key, seq LIMIT \(limit - result.count)") { result.append(Self.event($0)) }
+            try db.forEachRow("SELECT \(Self.columns) FROM e\(keys) ORDER BY key, seq LIMIT \(limit - result.count)") { result.append(Self.event($0)) }
         }
         return result
     }
 }
 
-/// A minimal SQLite connection for the workbench's own files (the event log) and read-only queries of a run's
-/// store (the oracle's duplicate and batch checks).
-final class SQLiteFile {
-    private var db: OpaquePointer?
+/// Runs `body` with the calling thread's simulation membership lifted. The event log is the harness's bookkeeping,
+/// not the app's work: its SQL goes through the library's connection, which counts every statement and row
+/// examined on the calling thread (an actor's, inside a simulation), and no figure of the run may count it.
+private func uncounted<T>(_ body: () throws -> T) rethrows -> T {
+    guard let membership = ExecutionThread.current else { return try body() }
+    ExecutionThread.install(nil)
+    defer { ExecutionThread.install(membership) }
+    return try body()
+}
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+extension SQLiteConnection {
+    /// Runs a query, calling `row` with the statement on each result row: one row in memory at a time, for the
+    /// workbench's own files (the event log) and read-only queries of a run's store (the oracle's duplicate and
+    /// batch checks). The query is the harness's and counts in no figure; what `row` does counts as usual.
+    func forEachRow(_ sql: String, _ row: (SQLiteStatement) throws -> Void) throws {
+        let statement = try uncounted { try self.statement(sql) }
+        // A reset takes the rows the statement examined, which its release would count on whatever thread it is.
+        defer { uncounted { statement.reset() } }
+        while try uncounted({ try statement.step() }) { try row(statement) }
     }
+}
 
-    init(path: String, readOnly: Bool) throws {
-        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
-        guard sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close(db)
-            db = nil
-            throw Failure(description: "cannot open \(path): \(message)")
-        }
-    }
+extension SQLiteStatement {
+    /// Column `column` of the current row as an integer, nil when NULL.
+    func int(_ column: Int) -> Int64? { isNull(at: column) ? nil : int64(at: column) }
 
-    deinit { sqlite3_close_v2(db) }
-
-    private var message: String { db.map { String(cString: sqlite3_errmsg($0)) } ?? "closed" }
-
-    func exec(_ sql: String) throws {
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw Failure(description: "\(sql.prefix(60)): \(message)") }
-    }
-
-    final class Statement {
-        let handle: OpaquePointer
-        init(_ handle: OpaquePointer) { self.handle = handle }
-        func reset() {
-            sqlite3_reset(handle)
-            sqlite3_clear_bindings(handle)
-        }
-        func bind(_ index: Int32, _ value: Int64?) {
-            if let value { sqlite3_bind_int64(handle, index, value) } else { sqlite3_bind_null(handle, index) }
-        }
-        func bind(_ index: Int32, _ value: String?) {
-            // SQLITE_TRANSIENT: SQLite copies the text.
-            if let value { sqlite3_bind_text(handle, index, value, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self)) } else { sqlite3_bind_null(handle, index) }
-        }
-        func step() throws {
-            let rc = sqlite3_step(handle)
-            guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw Failure(description: "step failed (\(rc))") }
-        }
-    }
-
-    struct Row {
-        let handle: OpaquePointer
-        func int(_ column: Int32) -> Int64? { sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_int64(handle, column) }
-        func text(_ column: Int32) -> String? { sqlite3_column_text(handle, column).map { String(cString: $0) } }
-    }
-
-    func prepare(_ sql: String, _ body: (Statement) throws -> Void) throws {
-        var handle: OpaquePointer?
-        guard sqlite3_prepare_v2(db, sql, -1, &handle, nil) == SQLITE_OK, let handle else { throw Failure(description: "\(sql.prefix(60)): \(message)") }
-        defer { sqlite3_finalize(handle) }
-        try body(Statement(handle))
-    }
-
-    /// Runs a query, calling `row` for each result row.
-    func query(_ sql: String, _ row: (Row) throws -> Void) throws {
-        try prepare(sql) { statement in
-            while true {
-                let rc = sqlite3_step(statement.handle)
-                if rc == SQLITE_DONE { return }
-                guard rc == SQLITE_ROW else { throw Failure(description: "\(sql.prefix(60)): \(message)") }
-                try row(Row(handle: statement.handle))
-            }
-        }
-    }
+    /// Column `column` of the current row as text, nil when NULL.
+    func text(_ column: Int) -> String? { isNull(at: column) ? nil : string(at: column) }
 }
