@@ -37,16 +37,24 @@ let package = Package(
             providers: [.apt(["libjemalloc-dev"])]
         ),
         .target(name: "CObjectRuntime"),
+        // The model file format (`ModelFile`), Foundation only: ObjectGraph builds models from it, and the operation
+        // trace carries a run's model in it.
+        .target(name: "ModelSchema"),
         .target(
             name: "ObjectGraph",
-            dependencies: ["CSQLite", "CObjectRuntime"]
+            dependencies: ["CSQLite", "CObjectRuntime", "ModelSchema"]
         ),
         .target(
             name: "Ambar",
             dependencies: ["ObjectGraph"]
         ),
-        // The operation trace and its replay (Docs/calibration.md): shared by every replayer, Foundation only.
-        .target(name: "TraceReplay"),
+        // SplitMix64 for the seeded workloads, the kill tests and the seeded tests: not part of the Core Data API.
+        .target(name: "SeededRandom"),
+        // ArgumentParser's main with bad input as an exit code of the tool's own, for ambar-bench and ambar-crash.
+        .target(name: "CommandShell", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        // The operation trace and its replay (Docs/calibration.md): shared by every replayer, Foundation only; its
+        // model is ModelSchema's, the one ObjectGraph reads.
+        .target(name: "TraceReplay", dependencies: ["ModelSchema"]),
         // The replay over Apple's Core Data and its tool (Docs/calibration.md "The Apple side"): every source is
         // inside `#if canImport(CoreData)`, so on Linux they are an empty module and a tool that says it needs
         // Core Data. Never compiled or run on an Apple platform here.
@@ -54,7 +62,7 @@ let package = Package(
         .executableTarget(name: "ambar-calibrate", dependencies: ["TraceReplay", "TraceReplayCoreData"]),
         .target(
             name: "Workbench",
-            dependencies: ["Ambar", "ObjectGraph", "CSQLite", "TraceReplay"] + jemalloc + [
+            dependencies: ["Ambar", "ObjectGraph", "TraceReplay", "SeededRandom"] + jemalloc + [
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "CSV", package: "CSV.swift"),
@@ -64,15 +72,15 @@ let package = Package(
         ),
         .executableTarget(
             name: "ambar-bench",
-            dependencies: ["Workbench", "ObjectGraph", "TraceReplay", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Workbench", "ObjectGraph", "TraceReplay", "CommandShell", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "ambar-crash",
-            dependencies: ["Ambar", "ObjectGraph", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Ambar", "ObjectGraph", "SeededRandom", "CommandShell", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(
             name: "ObjectGraphTests",
-            dependencies: ["ObjectGraph"]
+            dependencies: ["ObjectGraph", "SeededRandom"]
         ),
         .testTarget(
             name: "AmbarTests",
@@ -80,12 +88,12 @@ let package = Package(
         ),
         .testTarget(
             name: "WorkbenchTests",
-            dependencies: ["Workbench", "Ambar", "ObjectGraph", "TraceReplay", .product(name: "Yams", package: "Yams")],
+            dependencies: ["Workbench", "Ambar", "ObjectGraph", "TraceReplay", "SeededRandom", .product(name: "Yams", package: "Yams")],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "ReliabilityTests",
-            dependencies: ["ambar-crash", "Workbench", "Ambar", "ObjectGraph"]
+            dependencies: ["ambar-crash", "Workbench", "Ambar", "ObjectGraph", "SeededRandom"]
         ),
     ]
 )

@@ -100,14 +100,14 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
 
     /// One smart merge, for measurement: when the save was announced (commit), when the merge finished on the
     /// main queue (uptime nanoseconds), and what it carried.
-    public struct MergeEvent: Sendable {
-        public var committedAt: UInt64
-        public var finishedAt: UInt64
-        public var changes: ContextObjectIDChanges
+    package struct MergeEvent: Sendable {
+        package var committedAt: UInt64
+        package var finishedAt: UInt64
+        package var changes: ContextObjectIDChanges
     }
 
     /// Told after each smart merge ran on the main queue.
-    public var mergeObserver: (@Sendable (MergeEvent) -> Void)? {
+    package var mergeObserver: (@Sendable (MergeEvent) -> Void)? {
         get { state.withLock { $0.mergeObserver } }
         set { state.withLock { $0.mergeObserver = newValue } }
     }

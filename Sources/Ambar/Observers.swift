@@ -59,7 +59,7 @@ public final class CountObserver<T: ManagedObjectType>: @unchecked Sendable {  /
     /// The last count.
     public private(set) var count = 0
     /// Recounts done after the first (deterministic counter).
-    public private(set) var recounts = 0
+    private(set) var recounts = 0
     private var token: (any NSObjectProtocol)?
     private var handler: ((Int) -> Void)?
     private let keys: Set<String>

@@ -1,4 +1,6 @@
 import Foundation
+// The trace's model is the model file's (``TraceModel``): a replayer reads its entities without importing more.
+@_exported import ModelSchema
 
 /// The operation trace (Docs/calibration.md "The operation trace"): which context made which Core Data call, in
 /// order, with its objects and values, written by a simulated run and replayed by a ``ReplayBackend``. JSON Lines:
@@ -35,103 +37,27 @@ public struct TraceHeader: Codable, Sendable, Equatable {
     }
 }
 
-/// A model in the trace: the shape of the project's model files (`entities` with `attributes`, `relationships`,
-/// `uniquenessConstraints`, `parent`/`abstract` for inheritance, `indexed` and `fetchIndexes`), enough to build the same model with Core Data's `NSEntityDescription`s.
+/// A model in the trace: one version's entities, of the one type a model file has them in (ModelSchema's
+/// ``ModelFile/Entity``, which ObjectGraph reads too, so the two cannot differ by a field), with the version's name;
+/// enough to build the same model with Core Data's `NSEntityDescription`s.
 public struct TraceModel: Codable, Sendable, Equatable {
-    public struct Attribute: Codable, Sendable, Equatable {
-        public var name: String
-        /// integer16, integer32, integer64, double, float, decimal, string, boolean, date, binaryData, uuid, uri.
-        public var type: String
-        public var optional: Bool?
-        public var defaultValue: Scalar?
-        public var minValue: Double?
-        public var maxValue: Double?
-        public var minLength: Int?
-        public var maxLength: Int?
-        public var transient: Bool?
-        /// Kept in a persistent-history tombstone when its object is deleted.
-        public var preservesValueInHistoryOnDeletion: Bool?
-        public var renamingIdentifier: String?
-        /// The store keeps an index on its column (`isIndexed`).
-        public var indexed: Bool?
-        public init(name: String, type: String, optional: Bool? = nil) { (self.name, self.type, self.optional) = (name, type, optional) }
-    }
+    /// An entity: name, attributes, relationships, uniqueness constraints, indexes, renaming, `parent`/`abstract`.
+    public typealias Entity = ModelFile.Entity
+    /// An attribute: type, optionality, default value, bounds, transient, indexed, renaming.
+    public typealias Attribute = ModelFile.Attribute
+    /// A relationship: destination, inverse, to-many, delete rule, counts, transient, renaming.
+    public typealias Relationship = ModelFile.Relationship
+    /// A fetch index (`NSFetchIndexDescription`): its name and elements.
+    public typealias FetchIndex = ModelFile.FetchIndex
     /// A default value: a JSON string, number or Boolean.
-    public enum Scalar: Codable, Sendable, Equatable {
-        case string(String), number(Double), bool(Bool)
-        public init(from decoder: any Decoder) throws {
-            let c = try decoder.singleValueContainer()
-            if let b = try? c.decode(Bool.self) { self = .bool(b) } else if let d = try? c.decode(Double.self) { self = .number(d) } else { self = .string(try c.decode(String.self)) }
-        }
-        public func encode(to encoder: any Encoder) throws {
-            var c = encoder.singleValueContainer()
-            switch self {
-            case .string(let s): try c.encode(s)
-            case .number(let d): try c.encode(d)
-            case .bool(let b): try c.encode(b)
-            }
-        }
-    }
-    public struct Relationship: Codable, Sendable, Equatable {
-        public var name: String
-        public var destination: String
-        public var inverse: String
-        public var toMany: Bool?
-        public var optional: Bool?
-        /// nullify (default), cascade, deny, noAction.
-        public var deleteRule: String?
-        public var minCount: Int?
-        public var maxCount: Int?
-        public var renamingIdentifier: String?
-        public var transient: Bool?
-        public init(name: String, destination: String, inverse: String, toMany: Bool? = nil) {
-            (self.name, self.destination, self.inverse, self.toMany) = (name, destination, inverse, toMany)
-        }
-    }
-    public struct Entity: Codable, Sendable, Equatable {
-        public var name: String
-        public var attributes: [Attribute]?
-        public var relationships: [Relationship]?
-        public var uniquenessConstraints: [[String]]?
-        public var renamingIdentifier: String?
-        /// The parent entity's name: the entity inherits its properties and constraints (`NSEntityDescription`'s
-        /// `superentity`, the parent listing it in `subentities`).
-        public var parent: String?
-        /// Only its sub-entities have objects (`isAbstract`).
-        public var abstract: Bool?
-        /// The store's indexes on its rows (`NSEntityDescription.indexes`).
-        public var fetchIndexes: [FetchIndex]?
-        public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil, parent: String? = nil, abstract: Bool? = nil) {
-            (self.name, self.attributes, self.relationships, self.parent, self.abstract) = (name, attributes, relationships, parent, abstract)
-        }
-    }
-    /// A fetch index (`NSFetchIndexDescription`): its name and elements, each a property name or
-    /// `{property, ascending}`.
-    public struct FetchIndex: Codable, Sendable, Equatable {
-        public struct Element: Codable, Sendable, Equatable {
-            public var property: String
-            public var ascending: Bool?
-            enum CodingKeys: String, CodingKey { case property, ascending }
-            public init(from decoder: any Decoder) throws {
-                if let name = try? decoder.singleValueContainer().decode(String.self) {
-                    (property, ascending) = (name, nil)
-                    return
-                }
-                let c = try decoder.container(keyedBy: CodingKeys.self)
-                (property, ascending) = (try c.decode(String.self, forKey: .property), try c.decodeIfPresent(Bool.self, forKey: .ascending))
-            }
-            public func encode(to encoder: any Encoder) throws {
-                var c = encoder.container(keyedBy: CodingKeys.self)
-                try c.encode(property, forKey: .property)
-                try c.encodeIfPresent(ascending, forKey: .ascending)
-            }
-        }
-        public var name: String
-        public var elements: [Element]
-    }
+    public typealias Scalar = ModelFile.Scalar
+
+    /// The version's entities.
     public var entities: [Entity]
     /// The version's name when the model has several (a migration's `next`); a model with no name is the first.
     public var version: String?
+
+    /// Creates a trace model from one version's entities and its name.
     public init(entities: [Entity], version: String? = nil) { (self.entities, self.version) = (entities, version) }
 }
 
@@ -341,6 +267,8 @@ public enum TraceCoding {
     private static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // The trace's format writes every fetch index element as a mapping, `{"property": …}` at the least.
+        encoder.userInfo[ModelFile.FetchIndex.Element.encodesAsMapping] = true
         return encoder
     }
 

@@ -24,7 +24,7 @@ public enum CoreDataModelBuilder {
             entity.isAbstract = e.abstract ?? false
             if let renaming = e.renamingIdentifier { entity.renamingIdentifier = renaming }
             var properties: [NSPropertyDescription] = []
-            for a in e.attributes ?? [] { properties.append(try attribute(a, entity: e.name)) }
+            for a in e.attributes ?? [] { properties.append(attribute(a)) }
             entity.properties = properties
             entities[e.name] = entity
         }
@@ -42,11 +42,11 @@ public enum CoreDataModelBuilder {
                 rel.isTransient = r.transient ?? false
                 rel.minCount = r.minCount ?? 0
                 rel.maxCount = (r.toMany ?? false) ? (r.maxCount ?? 0) : 1
-                switch r.deleteRule ?? "nullify" {
-                case "cascade": rel.deleteRule = .cascadeDeleteRule
-                case "deny": rel.deleteRule = .denyDeleteRule
-                case "noAction": rel.deleteRule = .noActionDeleteRule
-                default: rel.deleteRule = .nullifyDeleteRule
+                switch r.deleteRule ?? .nullify {
+                case .nullify: rel.deleteRule = .nullifyDeleteRule
+                case .cascade: rel.deleteRule = .cascadeDeleteRule
+                case .deny: rel.deleteRule = .denyDeleteRule
+                case .noAction: rel.deleteRule = .noActionDeleteRule
                 }
                 relationships[e.name, default: [:]][r.name] = rel
             }
@@ -106,23 +106,22 @@ public enum CoreDataModelBuilder {
         return model
     }
 
-    static func attribute(_ a: TraceModel.Attribute, entity: String) throws -> NSAttributeDescription {
+    static func attribute(_ a: TraceModel.Attribute) -> NSAttributeDescription {
         let d = NSAttributeDescription()
         d.name = a.name
         switch a.type {
-        case "integer16": d.attributeType = .integer16AttributeType
-        case "integer32": d.attributeType = .integer32AttributeType
-        case "integer64": d.attributeType = .integer64AttributeType
-        case "double": d.attributeType = .doubleAttributeType
-        case "float": d.attributeType = .floatAttributeType
-        case "decimal": d.attributeType = .decimalAttributeType
-        case "string": d.attributeType = .stringAttributeType
-        case "boolean": d.attributeType = .booleanAttributeType
-        case "date": d.attributeType = .dateAttributeType
-        case "binaryData": d.attributeType = .binaryDataAttributeType
-        case "uuid": d.attributeType = .UUIDAttributeType
-        case "uri": d.attributeType = .URIAttributeType
-        default: throw ReplayError("model: entity \(entity), attribute \(a.name): unknown type \(a.type)")
+        case .integer16: d.attributeType = .integer16AttributeType
+        case .integer32: d.attributeType = .integer32AttributeType
+        case .integer64: d.attributeType = .integer64AttributeType
+        case .double: d.attributeType = .doubleAttributeType
+        case .float: d.attributeType = .floatAttributeType
+        case .decimal: d.attributeType = .decimalAttributeType
+        case .string: d.attributeType = .stringAttributeType
+        case .boolean: d.attributeType = .booleanAttributeType
+        case .date: d.attributeType = .dateAttributeType
+        case .binaryData: d.attributeType = .binaryDataAttributeType
+        case .uuid: d.attributeType = .UUIDAttributeType
+        case .uri: d.attributeType = .URIAttributeType
         }
         d.isOptional = a.optional ?? true
         d.isTransient = a.transient ?? false

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandShell
 import Foundation
 import ObjectGraph
 import TraceReplay
@@ -22,16 +23,7 @@ struct AmbarBench: ParsableCommand {
     /// ArgumentParser's own main, except that a command-line mistake is bad input: exit code 2 (Docs/workbench.md),
     /// not sysexits' 64.
     static func main() {
-        do {
-            var command = try parseAsRoot()
-            try command.run()
-        } catch {
-            if exitCode(for: error) == .validationFailure {
-                stderr(fullMessage(for: error))
-                Foundation.exit(2)
-            }
-            exit(withError: error)
-        }
+        main(badInputExitCode: 2, reportingTo: { stderr($0) })
     }
 }
 

@@ -1,6 +1,7 @@
 import Ambar
 import Foundation
 import ObjectGraph
+import SeededRandom
 
 /// The kill-test harness: starts the child, kills it with SIGKILL at a seeded moment, then checks the store with
 /// the `sqlite3` CLI (an independent reader) and with the container, and continues the workload from it.

@@ -12,6 +12,7 @@
 // trial must leave is known in advance, on a loaded machine as on a quiet one.
 import Foundation
 import ObjectGraph
+import SeededRandom
 
 enum MigrationModels {
     /// v1: Item (id, name, price).

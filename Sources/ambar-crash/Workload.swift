@@ -1,6 +1,7 @@
 import Ambar
 import Foundation
 import ObjectGraph
+import SeededRandom
 
 /// The kill tests' model: items written by numbered saves, and one ledger row each save updates. A save is
 /// atomic exactly when, in the store, every save number has all or none of its items and the ledger's totals

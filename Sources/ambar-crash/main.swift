@@ -5,8 +5,10 @@
 // `Harness` and `MigrationHarness` pass, and are left out of the help.
 import Ambar
 import ArgumentParser
+import CommandShell
 import Foundation
 import ObjectGraph
+import SeededRandom
 
 /// The tool. Exit codes: `harness` and `migrate-harness` 0 every trial passed, 1 a trial failed, 2 bad input
 /// (nothing ran), 3 an internal or I/O failure; `probe` 0 saved, 2 the save was refused, 3 bad input or failure.
@@ -32,16 +34,7 @@ struct AmbarCrash: ParsableCommand {
     /// ArgumentParser's own main, except that a command-line mistake is bad input: exit code 2 (3 for the
     /// internal modes), not sysexits' 64.
     static func main() {
-        do {
-            var command = try parseAsRoot()
-            try command.run()
-        } catch {
-            if exitCode(for: error) == .validationFailure {
-                standardError(fullMessage(for: error))
-                Foundation.exit(internalModes.contains(CommandLine.arguments.dropFirst().first ?? "") ? 3 : 2)
-            }
-            exit(withError: error)
-        }
+        main(badInputExitCode: internalModes.contains(CommandLine.arguments.dropFirst().first ?? "") ? 3 : 2, reportingTo: standardError)
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
+import SeededRandom
 
 /// The SQL path and the in-memory path of a predicate return the same objects.
 @Suite struct PredicatePropertyTests {

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import ObjectGraph
+import SeededRandom
 
 /// Seeded hostile inputs: mutations of valid seeds (bit flips, truncation, deletion, duplication, token
 /// splicing, crossing two seeds) and random token soups and byte strings.

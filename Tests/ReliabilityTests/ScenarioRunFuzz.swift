@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import Ambar
 import ObjectGraph
+import SeededRandom
 @testable import Workbench
 
 // A fuzz target over scenario files that *runs* each generated scenario that validates, for a

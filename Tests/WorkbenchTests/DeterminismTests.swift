@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import SeededRandom
 import Testing
 @testable import Workbench
 

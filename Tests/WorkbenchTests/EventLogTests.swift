@@ -1,4 +1,5 @@
 import Foundation
+import ObjectGraph
 import Testing
 @testable import Workbench
 
@@ -43,6 +44,25 @@ struct EventLogTests {
         #expect(kept.count == 50)
         let firstTwo = expected.filter { $0.key == seen[2] } + expected.filter { $0.key == seen[5] }
         #expect(Array(kept.prefix(firstTwo.count)) == Array(firstTwo.prefix(50)))
+    }
+
+    // The log is the harness's bookkeeping: its SQL, run on an actor's thread inside a simulation, counts in none of
+    // the run's figures (no statement, row examined or sort on the recording thread).
+    @Test("The on-disk event log counts no operation on the thread that records or reads it")
+    func countsNothingOnItsThread() throws {
+        let folder = try TemporaryDirectory("event-log")
+        let counting = ExecutionThread.countingOnly()
+        ExecutionThread.install(counting)
+        defer { ExecutionThread.install(nil) }
+        let log = EventLog(directory: folder.url)
+        log.append((0..<(EventLog.batch + 1)).map { Self.event(key: Int64($0 % 50), $0) })
+        var keys = 0
+        try log.forEachKey { _, _ in keys += 1 }
+        let kept = try log.kept(findingKeys: [1, 2], limit: 10)
+        #expect(keys == 50 && kept.count == 10)
+        #expect(log.failure == nil)
+        #expect((0..<CostedOperation.count).allSatisfy { counting.counts[$0] == 0 })
+        #expect((0..<StatementKind.count).allSatisfy { counting.statementCounts[$0] == 0 })
     }
 
     // A run with more events than the cap: the oracle checks them all (its report does not change with the cap),

@@ -29,7 +29,7 @@ struct HistoryFreeTextTests {
          "an error message about the token's state at run time, not about the code"),
         ("Sources/ObjectGraph/Context/ManagedObjectContext.swift", "the row no longer exists",
          "an error message about the row's state at run time, not about the code"),
-        ("Sources/Workbench/Run/Oracle.swift", "the store no longer has",
+        ("Sources/Workbench/Run/Checks/Oracle.swift", "the store no longer has",
          "an oracle finding about the store's state at the end of a run, not about the code"),
     ]
 

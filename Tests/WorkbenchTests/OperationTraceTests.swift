@@ -34,27 +34,6 @@ import TraceReplay
         #expect(steps.isEmpty, "\(name): \(steps.count) step counts differ, first \(steps.prefix(3))", sourceLocation: sourceLocation)
     }
 
-    /// The trace's header carries the run's model in its own shape (TraceReplay stands without ObjectGraph), and the
-    /// replay rebuilds a model file from it: every field a model file has must come back, or the replay builds
-    /// another model (Docs/calibration.md).
-    @Test("A model file survives the trace header's model shape unchanged, every field included")
-    func modelFileRoundTripsThroughTheTraceModel() throws {
-        let text = """
-        {"entities":[{"name":"A","renamingIdentifier":"OldA","uniquenessConstraints":[["x"]],
-          "attributes":[{"name":"x","type":"string","optional":true,"transient":false,"preservesValueInHistoryOnDeletion":true,
-                         "renamingIdentifier":"oldX","minLength":1,"maxLength":9,"defaultValue":"none"},
-                        {"name":"n","type":"integer32","minValue":0,"maxValue":10}],
-          "relationships":[{"name":"bs","destination":"B","inverse":"a","toMany":true,"renamingIdentifier":"oldBs",
-                            "deleteRule":"cascade","minCount":0,"maxCount":5}]},
-         {"name":"B","relationships":[{"name":"a","destination":"A","inverse":"bs","optional":true}]},
-         {"name":"C","parent":"B","abstract":false}]}
-        """
-        let file = try JSONDecoder().decode(ModelFile.self, from: Data(text.utf8))
-        let trace = try JSONDecoder().decode(TraceModel.self, from: TraceCoding.line(file))
-        let back = try JSONDecoder().decode(ModelFile.self, from: TraceCoding.line(trace))
-        #expect(back == file)
-    }
-
     /// The tiny scenario's threads stop inside calls and call out to observers: the trace says where (`resume`
     /// records, calls made `within` another), and the replay follows it (Docs/calibration.md "Interleaving").
     @Test func tinyScenarioReplaysExactly() throws {

@@ -21,9 +21,9 @@ public final class ContextQueue: @unchecked Sendable {  // immutable after init
     private let marker: Int
     private let isDispatchMain: Bool
     /// Wraps every block the queue runs (both `async` and `sync`), for instrumentation.
-    public let around: (@Sendable (_ block: () -> Void) -> Void)?
+    let around: (@Sendable (_ block: () -> Void) -> Void)?
     /// Told each time a block is queued with ``async(_:)`` (for queue-depth measurement).
-    public let willEnqueue: (@Sendable () -> Void)?
+    let willEnqueue: (@Sendable () -> Void)?
 
     private static let key = DispatchSpecificKey<Int>()
     private static let nextMarker = Atomic<Int>(1)

@@ -22,7 +22,7 @@ extension ManagedObjectContext {
     }
 
     /// Merges a change set of object IDs on this context's queue, as ``mergeChanges(fromContextDidSave:)`` does.
-    public func mergeChanges(fromObjectIDs changes: ContextObjectIDChanges) {
+    package func mergeChanges(fromObjectIDs changes: ContextObjectIDChanges) {
         assertOnQueue()
         Probe.call(.merge(self, changes)) { merge(changes) }
     }

@@ -2,27 +2,27 @@ import Foundation
 import Synchronization
 
 /// Deterministic counters of a context.
-public struct ContextCounters: Sendable, Equatable, Codable {
+package struct ContextCounters: Sendable, Equatable, Codable {
     /// Faults fired (object data loaded).
-    public var faultsFired = 0
+    package var faultsFired = 0
     /// To-many relationship faults fired.
-    public var relationshipFaultsFired = 0
+    package var relationshipFaultsFired = 0
     /// Objects created in the registry (faults or inserted).
-    public var objectsRegistered = 0
+    package var objectsRegistered = 0
     /// Saves that wrote something.
-    public var saves = 0
+    package var saves = 0
     /// Merges performed (`mergeChanges(fromContextDidSave:)` and friends).
-    public var merges = 0
+    package var merges = 0
     /// IDs in merged notifications that were looked up in the registry.
-    public var mergeObjectsExamined = 0
+    package var mergeObjectsExamined = 0
     /// Registered objects refreshed by merges.
-    public var mergeObjectsRefreshed = 0
+    package var mergeObjectsRefreshed = 0
     /// Objects-did-change notifications posted.
-    public var objectsDidChangeNotifications = 0
+    package var objectsDidChangeNotifications = 0
     /// Conflicts handed to the merge policy.
-    public var conflictsResolved = 0
+    package var conflictsResolved = 0
 
-    public init() {}
+    package init() {}
 }
 
 /// A scratch pad of objects (`NSManagedObjectContext`) on a private queue or the main queue, whose parent is a
@@ -142,7 +142,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     }
     @exclusivity(unchecked) private var storedRetainsRegisteredObjects = false
     /// Deterministic counters.
-    public internal(set) var counters: ContextCounters {
+    package internal(set) var counters: ContextCounters {
         get { storedCounters }
         set { storedCounters = newValue }
     }
@@ -175,7 +175,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     @exclusivity(unchecked) var lockedObjects: Set<ManagedObject> = []
     /// The change set a merge is announcing, while its objects-did-change is posted (a fetched results controller
     /// folds the updates it must look up into the same change cycle, Rule 10).
-    @exclusivity(unchecked) package var changesBeingMerged: ContextObjectIDChanges?
+    @exclusivity(unchecked) var changesBeingMerged: ContextObjectIDChanges?
     var automaticMergeObserver: (any NSObjectProtocol)?
     /// The context's undo manager; see ``undoManager``.
     @exclusivity(unchecked) var storedUndoManager: UndoManager?
@@ -215,10 +215,10 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Whether an object this context dropped at ``reset()`` (or when it was deinitialized) fails when touched,
     /// instead of fulfilling its fault from the store without a context as Core Data does (Rule 2).
     /// Default false.
-    public var orphanedFaultsFailToFire = false
+    package var orphanedFaultsFailToFire = false
 
     /// The model of the coordinator.
-    public var model: ManagedObjectModel {
+    package var model: ManagedObjectModel {
         guard let coordinator = persistentStoreCoordinator else {
             preconditionFailure("the context has neither a coordinator nor a parent")
         }
@@ -322,13 +322,13 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     }
 
     /// The number of live registered objects.
-    public var registeredObjectCount: Int {
+    package var registeredObjectCount: Int {
         registry.liveCount()
     }
 
     /// The temporary-to-permanent ID changes this context keeps for its children (semantics §2.2): one per object
     /// that took a permanent ID here since the context first served a child; ``reset()`` empties them.
-    public var keptIDChangeCount: Int {
+    package var keptIDChangeCount: Int {
         assertOnQueue()
         return keptIDChanges?.count ?? 0
     }

@@ -107,7 +107,7 @@ public final class UndoManager: @unchecked Sendable {  // confined to its contex
     }
 
     /// Closes the group a registration opened (``groupsByEvent``): the end of a context's event.
-    package func endEventGroup() {
+    func endEventGroup() {
         guard implicitGroupOpen, openGroups.count == 1 else { return }
         closeGroup()
     }
@@ -155,12 +155,12 @@ public final class UndoManager: @unchecked Sendable {  // confined to its contex
 
     // MARK: Contexts
 
-    package func addCheckpointContext(_ context: ManagedObjectContext) {
+    func addCheckpointContext(_ context: ManagedObjectContext) {
         checkpointContexts.removeAll { $0.context == nil || $0.context === context }
         checkpointContexts.append(WeakCheckpoint(context: context))
     }
 
-    package func removeCheckpointContext(_ context: ManagedObjectContext) {
+    func removeCheckpointContext(_ context: ManagedObjectContext) {
         checkpointContexts.removeAll { $0.context == nil || $0.context === context }
     }
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// A row-level layer-1 conflict (semantics §1.1: context snapshot vs the coordinator's row cache) or layer-2
 /// conflict (row cache vs database), before the context turns it into a ``MergeConflict``.
-package struct VersionConflictRecord {
+struct VersionConflictRecord {
     var id: ManagedObjectID
     var oldVersion: Int64
     var newVersion: Int64
@@ -13,7 +13,7 @@ package struct VersionConflictRecord {
     var isDatabaseLayer: Bool
 }
 
-package enum CoordinatorSaveOutcome {
+enum CoordinatorSaveOutcome {
     /// `savedRows`: the references taken on the written rows for the did-save notification (``SaveReferences``).
     case committed(newIDs: [ManagedObjectID: ManagedObjectID], historyToken: PersistentHistoryToken?, savedRows: SaveReferences?)
     case versionConflicts([VersionConflictRecord])

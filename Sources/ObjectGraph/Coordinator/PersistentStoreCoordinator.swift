@@ -3,27 +3,27 @@ import Foundation
 import Synchronization
 
 /// Deterministic counters of a coordinator: what reached its store and its row cache.
-public struct CoordinatorCounters: Sendable, Equatable, Codable {
+package struct CoordinatorCounters: Sendable, Equatable, Codable {
     /// SQL statements by kind (SQLite store; zero for the in-memory store).
-    public var statements = StatementCounts()
-    public var rowsRead = 0
-    public var rowsInserted = 0
-    public var rowsUpdated = 0
-    public var rowsDeleted = 0
-    public var rowCacheHits = 0
-    public var rowCacheMisses = 0
+    package var statements = StatementCounts()
+    package var rowsRead = 0
+    package var rowsInserted = 0
+    package var rowsUpdated = 0
+    package var rowsDeleted = 0
+    package var rowCacheHits = 0
+    package var rowCacheMisses = 0
     /// Saves that committed.
-    public var saves = 0
+    package var saves = 0
     /// Optimistic-locking conflicts found against the row cache (layer 1).
-    public var cacheConflicts = 0
+    package var cacheConflicts = 0
     /// Optimistic-locking conflicts found against the database (layer 2).
-    public var databaseConflicts = 0
+    package var databaseConflicts = 0
     /// Uniqueness conflicts found against the database.
-    public var constraintConflicts = 0
+    package var constraintConflicts = 0
     /// Entries in the row cache when the counters were read.
-    public var rowCacheEntries = 0
+    package var rowCacheEntries = 0
 
-    public init() {}
+    package init() {}
 }
 
 /// Mediates between contexts and a store (`NSPersistentStoreCoordinator`): one serial queue for the writer and
@@ -119,7 +119,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     }
 
     /// The rows a lightweight migration copied when the store was added (nil: no migration ran).
-    public var migratedRowCount: Int? { queue.sync { (store as? SQLiteStore)?.migratedRows } }
+    package var migratedRowCount: Int? { queue.sync { (store as? SQLiteStore)?.migratedRows } }
 
     /// The open store's identifier (a UUID kept in its metadata), nil before a store is added.
     public var storeIdentifier: String? { queue.sync { store?.identifier } }
@@ -129,7 +129,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     public var storeType: PersistentStoreType? { queue.sync { store?.type } }
 
     /// A snapshot of the counters.
-    public var counters: CoordinatorCounters {
+    package var counters: CoordinatorCounters {
         let statements = queue.sync { store?.statementCounts ?? StatementCounts() }
         var c = counterState.withLock { $0 }
         c.statements = statements
@@ -141,7 +141,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// coordinators on one file): the snapshot transfer a did-save merge from another coordinator needs so that
     /// refreshed objects show the saved values instead of this cache's stale rows (semantics §2.4). Only rows
     /// this coordinator already caches are touched; rows `other` does not cache are invalidated here.
-    public func adoptSnapshots(updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>, from other: PersistentStoreCoordinator) {
+    package func adoptSnapshots(updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>, from other: PersistentStoreCoordinator) {
         return Probe.call(.adoptSnapshots(self, updated: updated, deleted: deleted, from: other)) { performAdoptSnapshots(updated: updated, deleted: deleted, from: other) }
     }
 
@@ -201,7 +201,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     }
 
     /// Read connections of the store open now (held by a read or idle), 0 without a pool.
-    public var openReadConnections: Int { readers.withLock { $0 }?.openReaders ?? 0 }
+    package var openReadConnections: Int { readers.withLock { $0 }?.openReaders ?? 0 }
 
     /// The pool size new coordinators model (inferred: Apple says only "greater than one").
     public static let defaultConnectionPoolSize = 4

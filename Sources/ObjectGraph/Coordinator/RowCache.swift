@@ -463,7 +463,7 @@ final class SavedRows: Sendable {
 /// The references a coordinator's save took on the rows it wrote and cached, one per inserted and updated row, in
 /// the same hash lookup as their install: the did-save notification's ``SavedRows`` adopts them
 /// instead of looking every row up once more. Given back when this goes, unless adopted.
-package final class SaveReferences: Sendable {
+final class SaveReferences: Sendable {
     fileprivate let cache: RowCache
     /// The rows held: the request's inserts (their permanent IDs) and updates.
     private let inserted: [ManagedObjectID]

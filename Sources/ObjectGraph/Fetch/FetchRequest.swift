@@ -118,7 +118,7 @@ extension FetchRequest {
     /// Whether objects of `entity` are among what this request fetches: its entity or, with
     /// ``includesSubentities``, one below it (`isKindOfEntity:`). A controller's and an observer's filter of
     /// changed objects by entity.
-    public func includes(_ entity: EntityDescription) -> Bool {
+    func includes(_ entity: EntityDescription) -> Bool {
         entity.name == entityName || (includesSubentities && entity.superentity != nil && entity.isKindOf(entityNamed: entityName))
     }
 }

@@ -122,15 +122,15 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// ``sections`` as last built, until the results change.
     private var sectionInfos: [FetchedSectionInfo]?
     /// Changes handled since the fetch (deterministic counter).
-    public private(set) var changesProcessed = 0
+    package private(set) var changesProcessed = 0
     /// Relevance passes run since the fetch: one per observed notification that named changed objects of the
     /// entity (an objects-did-change, or a merge's did-merge when its objects-did-change named none; semantics §5).
-    public private(set) var changePasses = 0
+    package private(set) var changePasses = 0
     /// Objects whose membership the controller evaluated for a change (deterministic counter, reported as
     /// `frcObjectsEvaluated`; also counted as ``CostedOperation/controllerObjectEvaluated`` in a simulation).
-    public private(set) var objectsEvaluated = 0
+    package private(set) var objectsEvaluated = 0
     /// The number of objects in the results (reported as `frcObjects`); 0 before ``performFetch()``.
-    public var objectCount: Int { results?.count ?? 0 }
+    package var objectCount: Int { results?.count ?? 0 }
 
     /// The context's ``ControllerHub``, which tells this controller of its changes (from its first fetch).
     private var hub: ControllerHub?
@@ -138,7 +138,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// Whether objects that come to match the predicate through a merged update of an object the context had
     /// not loaded are picked up (iOS 10 and later, semantics §5). It costs one query over the updated IDs per
     /// merge, and only for controllers with a predicate. Default true.
-    public var includesUnloadedUpdates = true
+    var includesUnloadedUpdates = true
 
     /// Creates a controller; call ``performFetch()`` next.
     /// - Parameter changeEvaluation: how changed objects are evaluated; Core Data's by default.

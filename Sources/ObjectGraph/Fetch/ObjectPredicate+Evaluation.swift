@@ -27,7 +27,7 @@ extension ObjectPredicate {
 
     /// Every key path of the predicate as evaluation hands it to ``PredicateSubject/resolve(keyPath:)`` (a
     /// collection operator taken out), in the predicate's order.
-    package var plainKeyPaths: [[Substring]] {
+    var plainKeyPaths: [[Substring]] {
         func paths(_ n: Node) -> [[Substring]] {
             switch n {
             case .constant: return []
@@ -247,7 +247,7 @@ extension PropertyValue {
 }
 
 /// The string operators, shared by in-memory evaluation and the SQLite store's SQL functions so both agree.
-package enum StringMatching {
+enum StringMatching {
     static func fold(_ s: String, _ options: PredicateComparison.Options) -> String {
         var r = s
         if options.contains(.diacriticInsensitive) { r = r.folding(options: .diacriticInsensitive, locale: nil) }

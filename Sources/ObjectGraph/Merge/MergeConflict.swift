@@ -20,10 +20,10 @@ public final class MergeConflict: @unchecked Sendable, CustomStringConvertible {
     public let oldVersionNumber: Int
 
     /// The base the merge compares against: the object's snapshot (layer 1) or the cached row (layer 2).
-    package let baseValues: [PropertyValue]?
+    let baseValues: [PropertyValue]?
     /// The external row: the cached row (layer 1) or the database row (layer 2); nil when deleted.
-    package let externalValues: [PropertyValue]?
-    package let isDatabaseLayer: Bool
+    let externalValues: [PropertyValue]?
+    let isDatabaseLayer: Bool
 
     init(source: ManagedObject, record: VersionConflictRecord) {
         sourceObject = source
@@ -61,7 +61,7 @@ public final class MergeConflict: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The properties whose values differ between the base and the external row.
-    public var externallyChangedKeys: [String] {
+    var externallyChangedKeys: [String] {
         guard let base = baseValues, let external = externalValues else { return [] }
         return sourceObject.entity.slots.indices.filter { !base[$0].epsilonEquals(external[$0]) }.map { sourceObject.entity.slots[$0].name }
     }

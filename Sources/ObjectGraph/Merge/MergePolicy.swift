@@ -22,7 +22,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {  // immut
         case rollback = 4
 
         /// The name used in scenarios and reports.
-        public var name: String {
+        package var name: String {
             switch self {
             case .error: return "error"
             case .mergeByPropertyStoreTrump: return "storeTrump"
@@ -65,7 +65,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {  // immut
     public static let rollback = MergePolicy(type: .rollback)
 
     /// The policy named as in scenarios (`storeTrump`, `objectTrump`, `overwrite`, `rollback`, `error`).
-    public static func named(_ name: String) -> MergePolicy? {
+    package static func named(_ name: String) -> MergePolicy? {
         PolicyType.allCases.first { $0.name == name }.map { MergePolicy(type: $0) }
     }
 

@@ -1,9 +1,8 @@
 import Foundation
+import ModelSchema
 
-/// The attribute types Core Data offers.
-public enum AttributeType: String, Sendable, Codable, CaseIterable {
-    case integer16, integer32, integer64, double, float, decimal, string, boolean, date, binaryData, uuid, uri
-
+// What the model needs of each attribute type (the type itself is the model file's: ModelSchema).
+extension AttributeType {
     var integerRange: ClosedRange<Int64> {
         switch self {
         case .integer16: return Int64(Int16.min)...Int64(Int16.max)
@@ -78,18 +77,6 @@ public struct AttributeDescription: Sendable, Hashable {
         self.isTransient = isTransient
         self.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
     }
-}
-
-/// What happens to a relationship's destinations when its source is deleted.
-public enum DeleteRule: String, Sendable, Codable, CaseIterable {
-    /// Remove the deleted object from the destinations' inverse relationship.
-    case nullify
-    /// Delete the destinations too.
-    case cascade
-    /// Refuse the delete (a validation error at save) while there are destinations.
-    case deny
-    /// Do nothing; the destinations keep pointing at the deleted object.
-    case noAction
 }
 
 /// Describes one relationship of an entity, as `NSRelationshipDescription` does.

@@ -41,19 +41,19 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// The entities whose parent this is (`subentities`), in the model's order.
     @exclusivity(unchecked) public internal(set) var subentities: [EntityDescription] = []
     /// The root of the entity's hierarchy (itself for an entity without a parent): its table holds the hierarchy.
-    package var rootEntity: EntityDescription { storedRoot ?? self }
+    var rootEntity: EntityDescription { storedRoot ?? self }
     @exclusivity(unchecked) private var storedRoot: EntityDescription?
     /// `Z_ENT` of this entity and of every entity below it, ascending.
-    @exclusivity(unchecked) package internal(set) var kindNumbers: [Int] = []
+    @exclusivity(unchecked) var kindNumbers: [Int] = []
     /// Whether the entity has a parent or sub-entities (its table is shared, `Z_ENT` tells its rows apart).
-    package var isInHierarchy: Bool { superentity != nil || !subentities.isEmpty }
+    var isInHierarchy: Bool { superentity != nil || !subentities.isEmpty }
     /// Per uniqueness constraint (``uniquenessConstraints``), the entity that declares it.
-    @exclusivity(unchecked) package private(set) var constraintDeclarers: [EntityDescription] = []
+    @exclusivity(unchecked) private(set) var constraintDeclarers: [EntityDescription] = []
     /// Per slot, for a to-one whose destination has sub-entities, the column that keeps the destination's
     /// `Z_ENT` beside its key (`Z<n><NAME>`), so that the reference names its concrete entity; else nil.
-    @exclusivity(unchecked) package internal(set) var entityColumns: [String?] = []
+    @exclusivity(unchecked) var entityColumns: [String?] = []
     /// The slots that have an ``entityColumns`` entry, in slot order (empty in a model without inheritance).
-    @exclusivity(unchecked) package internal(set) var entityColumnSlots: [Int] = []
+    @exclusivity(unchecked) var entityColumnSlots: [Int] = []
 
     /// Whether this entity is `entity` or one of its sub-entities, at any depth (`isKindOfEntity:`).
     public func isKindOf(entity: EntityDescription) -> Bool {
@@ -78,7 +78,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// Whether a fetch of this entity returns objects of `entity`: this entity or, when `includesSubentities`,
     /// one below it (semantics: `NSFetchRequest.includesSubentities`).
     @inline(__always)
-    package func fetchIncludes(_ entity: EntityDescription, subentities: Bool) -> Bool {
+    func fetchIncludes(_ entity: EntityDescription, subentities: Bool) -> Bool {
         entity === self || (subentities && entity.superentity != nil && entity.isKindOf(entity: self))
     }
     /// The class instantiated for this entity's objects.
@@ -90,7 +90,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// The model this entity belongs to, set when the model seals it.
     public internal(set) weak var model: ManagedObjectModel?
     /// Core Data's `Z_ENT`: the entity's number in the store.
-    @exclusivity(unchecked) public internal(set) var entityNumber: Int = 0
+    @exclusivity(unchecked) package internal(set) var entityNumber: Int = 0
 
     // MARK: Layout resolved by the model
     // Written once while the model seals the entity, then only read (from any thread): no run-time exclusivity
@@ -161,7 +161,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// Every slot of ``constraintSlots``, as a set.
     @exclusivity(unchecked) private(set) var constrainedValueSlots = SlotSet()
 
-    package struct InsertTemplate {
+    struct InsertTemplate {
         var values: [PropertyValue] = []
         var changedSlots = SlotSet()
         var toMany: [ManagedObject.ToManyState?] = []
@@ -169,7 +169,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     }
 
     /// A persistent slot of a snapshot.
-    package enum Slot: Sendable {
+    enum Slot: Sendable {
         case attribute(AttributeDescription)
         case toOne(RelationshipDescription)
 
@@ -251,7 +251,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     package var tableName: String { storedTableName.isEmpty ? "Z" + name.uppercased() : storedTableName }
     @exclusivity(unchecked) private var storedTableName = ""
     package func columnName(forSlot slot: Int) -> String { columnNames[slot] }
-    package var slotCount: Int { slots.count }
+    var slotCount: Int { slots.count }
 
     package func slotIndex(of key: String) -> Int? {
         switch propertiesByName[key] {
@@ -268,35 +268,66 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.model = model
         self.entityNumber = number
         let parent = superentity
-        var seen = Set<String>()
-        var slots: [Slot] = parent?.slots ?? []
-        var transients: [AttributeDescription] = parent?.transientAttributes ?? []
-        var byName: [String: PropertyRef] = parent?.propertiesByName ?? [:]
+        var layout = PropertyLayout(
+            slots: parent?.slots ?? [], transients: parent?.transientAttributes ?? [],
+            toMany: parent?.toManyRelationships ?? [], byName: parent?.propertiesByName ?? [:])
         if let parent {
             storedRoot = parent.rootEntity
-            for property in parent.propertyList { seen.insert(property.name.uppercased()) }
+            for property in parent.propertyList { layout.seen.insert(property.name.uppercased()) }
         }
-        let reserved: Set<String> = ["objectID", "entity", "self", "z_pk", "z_ent", "z_opt", "isfault", "description"]
-        func claim(_ property: String) throws {
-            guard !property.isEmpty, property.first!.isLetter || property.first == "_" else {
-                throw ModelError(entity: name, property: property, "a property name must start with a letter")
-            }
-            // The name becomes a store column (Z<NAME>), so it is held to the same rule as entity names.
-            guard property.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
-                throw ModelError(entity: name, property: property, "a property name must be a letter followed by letters, digits or '_'")
-            }
-            guard !reserved.contains(property.lowercased()), !reserved.contains(property) else {
-                throw ModelError(entity: name, property: property, "'\(property)' is a reserved name")
-            }
-            guard seen.insert(property.uppercased()).inserted else {
-                if let parent, parent.propertyRef(property) != nil || parent.propertyList.contains(where: { $0.name.uppercased() == property.uppercased() }) {
-                    throw ModelError(entity: name, property: property, "'\(property)' is inherited from '\(parent.name)'; a sub-entity cannot declare it again")
-                }
-                throw ModelError(entity: name, property: property, "more than one property named '\(property)' (names are compared case-insensitively, as store columns)")
-            }
+        try layOutAttributes(&layout)
+        try layOutRelationships(&layout)
+        let constraintSlots = try uniquenessConstraintSlots(layout.byName, inherited: parent?.constraintSlots ?? [])
+        try checkFetchIndexes(layout.byName)
+        if let parent {
+            attributes = parent.attributes + declaredAttributes
+            relationships = parent.relationships + declaredRelationships
+            transientRelationships = parent.transientRelationships + declaredTransientRelationships
+            uniquenessConstraints = parent.uniquenessConstraints + declaredUniquenessConstraints
+            constraintDeclarers = parent.constraintDeclarers
         }
+        constraintDeclarers += declaredUniquenessConstraints.map { _ in self }
+        install(layout, constraintSlots: constraintSlots)
+        installValidation()
+    }
+
+    /// The entity's properties as sealing lays them out: the parent's first, then its own.
+    private struct PropertyLayout {
+        /// The names taken, upper-cased: they become store columns, compared without case.
+        var seen = Set<String>()
+        var slots: [Slot]
+        var transients: [AttributeDescription]
+        var toMany: [RelationshipDescription]
+        var byName: [String: PropertyRef]
+    }
+
+    private static let reservedPropertyNames: Set<String> = ["objectID", "entity", "self", "z_pk", "z_ent", "z_opt", "isfault", "description"]
+
+    /// Takes `property` as a name of the entity, or refuses it: not an identifier, reserved, inherited, or taken.
+    private func claim(_ property: String, in layout: inout PropertyLayout) throws {
+        let reserved = Self.reservedPropertyNames
+        guard !property.isEmpty, property.first!.isLetter || property.first == "_" else {
+            throw ModelError(entity: name, property: property, "a property name must start with a letter")
+        }
+        // The name becomes a store column (Z<NAME>), so it is held to the same rule as entity names.
+        guard property.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+            throw ModelError(entity: name, property: property, "a property name must be a letter followed by letters, digits or '_'")
+        }
+        guard !reserved.contains(property.lowercased()), !reserved.contains(property) else {
+            throw ModelError(entity: name, property: property, "'\(property)' is a reserved name")
+        }
+        guard layout.seen.insert(property.uppercased()).inserted else {
+            if let parent = superentity, parent.propertyRef(property) != nil || parent.propertyList.contains(where: { $0.name.uppercased() == property.uppercased() }) {
+                throw ModelError(entity: name, property: property, "'\(property)' is inherited from '\(parent.name)'; a sub-entity cannot declare it again")
+            }
+            throw ModelError(entity: name, property: property, "more than one property named '\(property)' (names are compared case-insensitively, as store columns)")
+        }
+    }
+
+    /// Checks each declared attribute and gives it a slot (stored) or a transient index.
+    private func layOutAttributes(_ layout: inout PropertyLayout) throws {
         for attribute in declaredAttributes {
-            try claim(attribute.name)
+            try claim(attribute.name, in: &layout)
             if attribute.defaultValue != .null, attribute.defaultValue.converted(to: attribute.type) == nil {
                 throw ModelError(entity: name, property: attribute.name, "default value \(attribute.defaultValue) does not fit type \(attribute.type.rawValue)")
             }
@@ -310,30 +341,38 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
                 throw ModelError(entity: name, property: attribute.name, "a transient attribute is not stored, so it cannot be indexed")
             }
             if attribute.isTransient {
-                byName[attribute.name] = .transient(index: transients.count)
-                transients.append(attribute)
+                layout.byName[attribute.name] = .transient(index: layout.transients.count)
+                layout.transients.append(attribute)
             } else {
-                byName[attribute.name] = .attribute(slot: slots.count)
-                slots.append(.attribute(attribute))
+                layout.byName[attribute.name] = .attribute(slot: layout.slots.count)
+                layout.slots.append(.attribute(attribute))
             }
         }
-        var toMany: [RelationshipDescription] = parent?.toManyRelationships ?? []
+    }
+
+    /// Gives each declared relationship a slot (to-one), a to-many index, or a transient relationship index.
+    private func layOutRelationships(_ layout: inout PropertyLayout) throws {
         for relationship in declaredRelationships {
-            try claim(relationship.name)
+            try claim(relationship.name, in: &layout)
             if relationship.isToMany {
-                byName[relationship.name] = .toMany(index: toMany.count)
-                toMany.append(relationship)
+                layout.byName[relationship.name] = .toMany(index: layout.toMany.count)
+                layout.toMany.append(relationship)
             } else {
-                byName[relationship.name] = .toOne(slot: slots.count)
-                slots.append(.toOne(relationship))
+                layout.byName[relationship.name] = .toOne(slot: layout.slots.count)
+                layout.slots.append(.toOne(relationship))
             }
         }
-        let inheritedTransientRelationships = parent?.transientRelationships.count ?? 0
+        let inheritedTransientRelationships = superentity?.transientRelationships.count ?? 0
         for (index, relationship) in declaredTransientRelationships.enumerated() {
-            try claim(relationship.name)
-            byName[relationship.name] = .transientRelationship(index: inheritedTransientRelationships + index)
+            try claim(relationship.name, in: &layout)
+            layout.byName[relationship.name] = .transientRelationship(index: inheritedTransientRelationships + index)
         }
-        var constraintSlots: [[Int]] = parent?.constraintSlots ?? []
+    }
+
+    /// The slots of each uniqueness constraint, the inherited ones first; refuses an empty constraint or one
+    /// that names anything but a stored attribute.
+    private func uniquenessConstraintSlots(_ byName: [String: PropertyRef], inherited: [[Int]]) throws -> [[Int]] {
+        var constraintSlots = inherited
         for constraint in declaredUniquenessConstraints {
             guard !constraint.isEmpty else {
                 throw ModelError(entity: name, property: nil, "an empty uniqueness constraint")
@@ -347,15 +386,12 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             }
             constraintSlots.append(indices)
         }
-        try checkFetchIndexes(byName)
-        if let parent {
-            attributes = parent.attributes + declaredAttributes
-            relationships = parent.relationships + declaredRelationships
-            transientRelationships = parent.transientRelationships + declaredTransientRelationships
-            uniquenessConstraints = parent.uniquenessConstraints + declaredUniquenessConstraints
-            constraintDeclarers = parent.constraintDeclarers
-        }
-        constraintDeclarers += declaredUniquenessConstraints.map { _ in self }
+        return constraintSlots
+    }
+
+    /// Keeps the layout: slots and their columns, properties by name, the insert template.
+    private func install(_ layout: PropertyLayout, constraintSlots: [[Int]]) {
+        let (slots, transients, toMany, byName) = (layout.slots, layout.transients, layout.toMany, layout.byName)
         self.slots = slots
         // A sub-entity's own columns are named by the model (``assignHierarchyColumns(_:)``): siblings may
         // declare the same name, and share one table.
@@ -379,6 +415,11 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             changedSlots: SlotSet(insertValues.indices.filter { !insertValues[$0].isNull }),
             toMany: toMany.map { _ in ManagedObject.ToManyState(current: [], original: []) },
             transients: transients.map { $0.defaultValue.converted(to: $0.type) ?? .null })
+    }
+
+    /// Keeps which slots and to-manys validation must look at, and whether it asks only that values be present.
+    private func installValidation() {
+        let (slots, toMany) = (self.slots, toManyRelationships)
         self.constrainedSlots = slots.indices.filter { index in
             switch slots[index] {
             case .attribute(let a):
@@ -504,14 +545,14 @@ extension EntityDescription {
 
     /// The entity that declares the relationship `name`: this one, or the highest parent that has it. A
     /// many-to-many join table is named after the declaring entity, so a hierarchy shares it.
-    package func declaringEntity(ofRelationship name: String) -> EntityDescription {
+    func declaringEntity(ofRelationship name: String) -> EntityDescription {
         var entity = self
         while let parent = entity.superentity, parent.relationship(named: name) != nil { entity = parent }
         return entity
     }
 
     /// The entities of this root's hierarchy, the root first, in `Z_ENT` order.
-    package var hierarchy: [EntityDescription] {
+    var hierarchy: [EntityDescription] {
         guard !subentities.isEmpty, let model else { return [self] }
         return model.entitiesByNumber.filter { $0.rootEntity === self }
     }

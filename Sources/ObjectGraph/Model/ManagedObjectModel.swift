@@ -121,10 +121,10 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
     }
 
     /// The entities by `Z_ENT` (`entitiesByNumber[n - 1]` is entity number n).
-    package private(set) var entitiesByNumber: [EntityDescription] = []
+    private(set) var entitiesByNumber: [EntityDescription] = []
 
     /// The entity whose `Z_ENT` is `number`.
-    package func entity(number: Int) -> EntityDescription? {
+    func entity(number: Int) -> EntityDescription? {
         number >= 1 && number <= entitiesByNumber.count ? entitiesByNumber[number - 1] : nil
     }
 

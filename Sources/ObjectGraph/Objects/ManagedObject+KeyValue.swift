@@ -39,7 +39,7 @@ extension ManagedObject {
         }
     }
 
-    package func ref(_ key: String) -> EntityDescription.PropertyRef? { entity.propertyRef(key) }
+    func ref(_ key: String) -> EntityDescription.PropertyRef? { entity.propertyRef(key) }
 
     /// The value of a property: an attribute's Swift value, a to-one's object, a to-many's `Set<ManagedObject>`.
     /// Fires the fault. A key that is not a property of the entity traps, as Core Data's `valueForKey:` raises;
@@ -187,7 +187,7 @@ extension ManagedObject {
         return try relatedIDs(index)
     }
 
-    package func relatedIDs(_ index: Int) throws -> Set<ManagedObjectID> {
+    func relatedIDs(_ index: Int) throws -> Set<ManagedObjectID> {
         if let state = toMany[index] { return state.current }
         guard let context = managedObjectContext else { return [] }
         try context.fulfillToMany(self, index: index)
@@ -255,7 +255,7 @@ extension ManagedObject {
     // MARK: Transient relationships (Rule 21.2)
 
     /// The IDs a transient relationship holds.
-    package func transientLink(_ index: Int) -> Set<ManagedObjectID> {
+    func transientLink(_ index: Int) -> Set<ManagedObjectID> {
         transientLinks.isEmpty ? [] : transientLinks[index]
     }
 
@@ -299,7 +299,7 @@ extension ManagedObject {
         }
     }
 
-    package func storeTransientLink(_ index: Int, _ ids: Set<ManagedObjectID>) {
+    func storeTransientLink(_ index: Int, _ ids: Set<ManagedObjectID>) {
         withContext { $0.noteWillChange(self) }
         if transientLinks.isEmpty { transientLinks = Array(repeating: [], count: entity.transientRelationships.count) }
         transientLinks[index] = ids
@@ -308,7 +308,7 @@ extension ManagedObject {
     }
 
     /// Removes `id` from a transient relationship (no further inverse maintenance).
-    package func transientLinkRemove(_ index: Int, _ id: ManagedObjectID) {
+    func transientLinkRemove(_ index: Int, _ id: ManagedObjectID) {
         var ids = transientLink(index)
         guard ids.remove(id) != nil else { return }
         storeTransientLink(index, ids)
@@ -351,13 +351,13 @@ extension ManagedObject {
     }
 
     /// Holds the object of a to-one slot strongly (as read).
-    package func hold(one object: ManagedObject, at slot: Int) {
+    func hold(one object: ManagedObject, at slot: Int) {
         if heldObjects == nil { heldObjects = HeldObjects() }
         heldObjects!.hold(one: object, at: slot)
     }
 
     /// Holds the objects of a to-many (at its offset key) strongly (as read).
-    package func hold(many objects: [ManagedObject], at key: Int) {
+    func hold(many objects: [ManagedObject], at key: Int) {
         if heldObjects == nil { heldObjects = HeldObjects() }
         heldObjects!.hold(many: objects, at: key)
     }
@@ -368,7 +368,7 @@ extension ManagedObject {
     }
 
     /// Stores a value in a slot and keeps the changed set exact against the committed snapshot.
-    package func setSlot(_ slot: Int, _ value: PropertyValue) {
+    func setSlot(_ slot: Int, _ value: PropertyValue) {
         if values[slot] == value { return }
         withContext { $0.noteWillChange(self) }
         // An object filled from a row shares its values with its snapshot (and the row cache): the first change
@@ -494,7 +494,7 @@ extension ManagedObject {
         }
     }
 
-    package func setToManyIDs(_ index: Int, _ ids: Set<ManagedObjectID>) {
+    func setToManyIDs(_ index: Int, _ ids: Set<ManagedObjectID>) {
         // The objects still in the relationship stay held (Rule 1); the others go.
         if heldObjects != nil { heldObjects!.prune(toMany: Self.heldToManyOffset + index) { ids.contains($0) } }
         if var state = toMany[index] {
@@ -510,7 +510,7 @@ extension ManagedObject {
     }
 
     /// Removes `id` from the inverse side `inverse` of this object (no further inverse maintenance).
-    package func inverseRemove(_ inverse: EntityDescription.PropertyRef, _ id: ManagedObjectID) throws {
+    func inverseRemove(_ inverse: EntityDescription.PropertyRef, _ id: ManagedObjectID) throws {
         switch inverse {
         case .toOne(let slot):
             try materialize()
@@ -526,7 +526,7 @@ extension ManagedObject {
 
     /// Adds `id` on the inverse side `inverse` of this object (no further inverse maintenance); `object`, the
     /// object of `id` when the caller has it, is then held by the relationship (Rule 1).
-    package func inverseAdd(_ inverse: EntityDescription.PropertyRef, _ id: ManagedObjectID, object: ManagedObject? = nil) throws {
+    func inverseAdd(_ inverse: EntityDescription.PropertyRef, _ id: ManagedObjectID, object: ManagedObject? = nil) throws {
         switch inverse {
         case .toOne(let slot):
             try materialize()
@@ -621,7 +621,7 @@ extension ManagedObject {
         return result
     }
 
-    package func attributeType(_ slot: Int) -> AttributeType? {
+    func attributeType(_ slot: Int) -> AttributeType? {
         if case .attribute(let a) = entity.slots[slot] { return a.type }
         return nil
     }
@@ -688,7 +688,7 @@ extension ManagedObject: PredicateSubject {
     }
 
     /// The value of a key path for sorting (to-one paths only).
-    package func sortValue(_ keyPath: String) throws -> PropertyValue {
+    func sortValue(_ keyPath: String) throws -> PropertyValue {
         if case .single(let v) = try resolve(keyPath: keyPath.split(separator: ".")) { return v }
         return .null
     }

@@ -3,7 +3,7 @@ import Foundation
 extension ManagedObject {
     /// Checks the model's constraints on every property (semantics §2.1 step 3): mandatory values, number and
     /// date ranges, string and data lengths, to-many counts. Several failures become one 1560 error.
-    public func validatePropertyConstraints() throws {
+    func validatePropertyConstraints() throws {
         try materialize()
         // The usual case, rules that only ask for a value, all present: nothing to build or report.
         if entity.constraintsAskOnlyPresence, entity.constrainedSlots.allSatisfy({ !values[$0].isNull }) { return }
@@ -50,7 +50,7 @@ extension ManagedObject {
     }
 
     /// Refuses the delete while a `deny` relationship still has destinations (1600).
-    public func validateDenyRules() throws {
+    func validateDenyRules() throws {
         var errors: [ObjectGraphError] = []
         for r in entity.relationships where r.deleteRule == .deny {
             let hasDestination: Bool

@@ -165,9 +165,9 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     }
     /// Slots changed since the last objects-did-change was posted (`changedValuesForCurrentEvent`).
     @exclusivity(unchecked) var eventChangedSlots = SlotSet()
-    package static let heldToManyOffset = 1 << 20
+    static let heldToManyOffset = 1 << 20
     /// Where the objects held for transient relationships are keyed in ``heldObjects`` (offset + index).
-    package static let heldTransientOffset = 1 << 21
+    static let heldTransientOffset = 1 << 21
     /// Inverse changes to one-to-many relationships that are not loaded (faults), by to-many index: applied when
     /// the relationship is loaded, dropped once saved (the store then holds them as foreign keys). Setting
     /// `item.group` thus never loads `group.items`, as in Core Data (semantics §4). Each change is appended to a
@@ -175,7 +175,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// change of each ID counts when the log is laid on the stored IDs.
     @exclusivity(unchecked) var pendingToMany: [PendingToManyLog]?
 
-    package struct PendingToManyLog {
+    struct PendingToManyLog {
         private(set) var changes: [(id: ManagedObjectID, added: Bool)] = []
         var isEmpty: Bool { changes.isEmpty }
 
@@ -208,7 +208,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     }
 
     /// Loads a to-many relationship's stored IDs, with the pending inverse changes laid on top.
-    package func installToMany(_ index: Int, stored ids: Set<ManagedObjectID>) {
+    func installToMany(_ index: Int, stored ids: Set<ManagedObjectID>) {
         var state = ToManyState(current: ids, original: ids)
         if let pending = pendingToMany, index < pending.count, !pending[index].isEmpty {
             pending[index].apply(to: &state.current)
@@ -218,7 +218,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
         toMany[index] = state
     }
 
-    package struct ToManyState {
+    struct ToManyState {
         var current: Set<ManagedObjectID>
         var original: Set<ManagedObjectID>
         var isChanged: Bool { current != original }
@@ -249,7 +249,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     }
 
     /// Sets the state of a newly inserted object: defaults, empty to-manys.
-    package func prepareForInsert() {
+    func prepareForInsert() {
         let template = entity.insertTemplate
         isFaultFlag = false
         values = template.values
@@ -262,7 +262,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     }
 
     /// Makes the object a fault for `id`.
-    package func becomeFault() {
+    func becomeFault() {
         heldObjects = nil
         isFaultFlag = true
         values = []
@@ -275,7 +275,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
 
     /// Puts the transient attributes back to their defaults (semantics §3.2: refresh without merging and
     /// reset clear them; Rule 5).
-    package func resetTransients() {
+    func resetTransients() {
         transientsChanged = false
         // Rule 21.2: transient relationships are cleared with the transient attributes.
         if !transientLinks.isEmpty {
@@ -287,7 +287,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     }
 
     /// Makes a newly created, never used object a fault: its other state is still at its initial values.
-    package func becomeNewFault() {
+    func becomeNewFault() {
         isFaultFlag = true
         let toManyCount = entity.toManyRelationships.count
         if toManyCount > 0 { toMany = Array(repeating: nil, count: toManyCount) }
@@ -297,7 +297,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
 
     /// Fills a fault from a row. Objects the fault already held (a to-many read while it was a fault) stay held:
     /// filling must not forget relationship targets (Rule 1); only to-ones the new row does not name go.
-    package func fill(from row: RowSnapshot) {
+    func fill(from row: RowSnapshot) {
         if heldObjects != nil {
             heldObjects!.pruneToOnes(row.values)
             if heldObjects!.isEmpty { heldObjects = nil }
@@ -324,12 +324,12 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// Whether the object is inserted, deleted or updated.
     public var hasChanges: Bool { isInsertedFlag || isDeletedFlag || transientsChanged || hasPersistentChanges }
 
-    package var hasPersistentChanges: Bool {
+    var hasPersistentChanges: Bool {
         !changedSlots.isEmpty || toMany.contains { $0?.isChanged == true } || pendingToMany != nil
     }
 
     /// The version (`Z_OPT`) of the committed snapshot; 0 for inserted objects.
-    public var snapshotVersion: Int64 { original?.version ?? 0 }
+    package var snapshotVersion: Int64 { original?.version ?? 0 }
 
     // MARK: Life cycle hooks
     /// Called once when the object is inserted (and again in each parent of a child context, semantics §2.2).
@@ -374,7 +374,7 @@ extension ManagedObject: CustomStringConvertible {
 }
 
 /// Faults fetched together with `fetchBatchSize`: firing one loads the whole batch in one query.
-package final class FaultBatch {
+final class FaultBatch {
     let ids: [ManagedObjectID]
     var isLoaded = false
     init(ids: [ManagedObjectID]) { self.ids = ids }

@@ -51,7 +51,7 @@ public struct ManagedObjectID: Hashable, Sendable {
     public var isTemporaryID: Bool { storeNumber == 0 }
 
     /// The row's primary key (`Z_PK`), nil for a temporary ID.
-    public var primaryKey: Int64? { isTemporaryID ? nil : key }
+    package var primaryKey: Int64? { isTemporaryID ? nil : key }
 
     /// The identifier of the store that holds the row, nil for a temporary ID.
     public var storeIdentifier: String? { isTemporaryID ? nil : StoreRegistry.identifier(for: storeNumber) }

@@ -59,7 +59,7 @@ package struct StoreFetch {
 }
 
 /// The changes of one save, as the store writes them in one transaction.
-package struct SaveRequest {
+struct SaveRequest {
     struct Insert {
         var id: ManagedObjectID
         var values: [PropertyValue]
@@ -102,7 +102,7 @@ package struct SaveRequest {
 }
 
 /// A row whose version in the database is not the one the save expected (layer 2, semantics §1.1).
-package struct StoreVersionConflict {
+struct StoreVersionConflict {
     var id: ManagedObjectID
     var expectedVersion: Int64
     /// The row in the database; nil when it was deleted (new version 0).
@@ -110,7 +110,7 @@ package struct StoreVersionConflict {
 }
 
 /// A uniqueness violation found by the store against existing rows (semantics §1.6, database level).
-package struct StoreConstraintViolation {
+struct StoreConstraintViolation {
     var entity: EntityDescription
     var constraint: [String]
     var values: [PropertyValue]
@@ -121,7 +121,7 @@ package struct StoreConstraintViolation {
     var databaseRow: RowSnapshot
 }
 
-package enum StoreSaveOutcome {
+enum StoreSaveOutcome {
     /// `newIDs`: the permanent ID of each temporary one; `insertIDs`: the ID each of the request's inserts was
     /// written under, in the request's order (empty when nothing was written).
     case committed(newIDs: [ManagedObjectID: ManagedObjectID], insertIDs: [ManagedObjectID])
@@ -130,7 +130,7 @@ package enum StoreSaveOutcome {
 }
 
 /// What the SQLite and in-memory stores do for a coordinator. Called only on the coordinator's queue.
-package protocol PersistentStore: AnyObject {
+protocol PersistentStore: AnyObject {
     var identifier: String { get }
     /// What the IDs it mints carry: its identifier's number, with its coordinator's tag above (``ManagedObjectID``).
     var storeNumber: UInt32 { get }
@@ -175,7 +175,7 @@ package protocol PersistentStore: AnyObject {
 }
 
 /// What a batch insert does with a row whose unique attributes match an existing row (semantics §6).
-package enum BatchUpsertRule {
+enum BatchUpsertRule {
     /// Update the existing row in place, the whole row (missing attributes to their defaults).
     case replace
     /// Keep the existing row; skip the new one.
@@ -206,7 +206,7 @@ extension PersistentStore {
         return try identifiedRows(fetch).map { FetchEntry(id: $0.id, row: $0.row, retained: $0.row != nil) }
     }
 
-    package func countIfEvaluable(_ fetch: StoreFetch) throws -> Int? {
+    func countIfEvaluable(_ fetch: StoreFetch) throws -> Int? {
         canEvaluate(fetch) ? try count(fetch) : nil
     }
 }
@@ -223,5 +223,5 @@ extension SaveRequest {
 }
 
 extension PersistentStore {
-    package var isInTransaction: Bool { false }
+    var isInTransaction: Bool { false }
 }

@@ -320,13 +320,10 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
 
     /// The model file of version `i` of the header's models: the first alone, a later one with the versions before
     /// it (the store a migration opens was made with the previous one).
-    static func modelFile(_ models: [TraceModel], version i: Int) throws -> ModelFile {
-        func entities(_ model: TraceModel) throws -> [ModelFile.Entity] {
-            try JSONDecoder().decode(ModelFile.self, from: TraceCoding.line(TraceModel(entities: model.entities))).entities
-        }
-        guard i > 0 else { return ModelFile(entities: try entities(models[0])) }
-        let versions = try (0...i).map { j in
-            ModelFile.Version(name: models[j].version ?? (j == i - 1 ? "previous" : "v\(j)"), entities: try entities(models[j]))
+    static func modelFile(_ models: [TraceModel], version i: Int) -> ModelFile {
+        guard i > 0 else { return ModelFile(entities: models[0].entities) }
+        let versions = (0...i).map { j in
+            ModelFile.Version(name: models[j].version ?? (j == i - 1 ? "previous" : "v\(j)"), entities: models[j].entities)
         }
         return ModelFile(versions: versions, current: versions.last!.name)
     }

@@ -22,8 +22,27 @@ enum HTMLReport {
 
     static let palette = ["#2f6fb0", "#d9822b", "#3a9a5b", "#b8434f", "#7d5ba6", "#8c6d3f", "#c55a9b", "#5d6d7e", "#1f9aa0", "#a3a32a"]
 
+    /// The whole report: the head and stylesheet, the summary, then one section after another.
     static func render(title: String, results: [VariantResult], manifest: Manifest, resolvedYAML: String) -> String {
-        var html = """
+        var html = head(title: title)
+        html += summary(title: title, results: results, manifest: manifest)
+        html += verdictSection(results)
+        html += sideBySideSection(results)
+        html += metricsSection(results)
+        html += mainQueueSection(results)
+        html += costRulesSection(results)
+        html += repeatsSection(results)
+        html += latencyAndMemorySection(results)
+        html += conflictsSection(results)
+        html += findingsSection(results)
+        html += countersSection(results)
+        html += scenarioAndEnvironment(resolvedYAML: resolvedYAML, manifest: manifest)
+        return html
+    }
+
+    /// The document's head with its inline stylesheet, and the opening of its body.
+    static func head(title: String) -> String {
+        """
         <!DOCTYPE html>
         <html lang="en"><head><meta charset="utf-8"><title>\(escape(title))</title>
         <style>
@@ -40,9 +59,13 @@ enum HTMLReport {
         svg text{font-size:11px;fill:#4a5565}.scroll{overflow-x:auto}th.w{white-space:normal;vertical-align:bottom;min-width:40px}
         </style></head><body>
         """
+    }
+
+    /// The title, the overall verdict, what did not run or ran in part, the knee sentences, the ranking and what
+    /// the times mean.
+    static func summary(title: String, results: [VariantResult], manifest: Manifest) -> String {
         let overall = overallVerdict(results, interrupted: manifest.interrupted != nil, failed: manifest.failed != nil)
-        let failedThresholds = results.flatMap(\.thresholds).filter { !$0.passed && $0.fails }
-        html += "<h1>\(escape(title))</h1>\n<p class=\"sub\">\(escape(manifest.description))</p>\n"
+        var html = "<h1>\(escape(title))</h1>\n<p class=\"sub\">\(escape(manifest.description))</p>\n"
         html += "<p><span class=\"verdict \(overall)\">\(overall.uppercased())</span> &nbsp; \(results.count) variant run(s), seed \(manifest.seed), \(escape(manifest.generatedAt))</p>\n"
 
         if let stopped = manifest.failed ?? manifest.interrupted {
@@ -54,8 +77,13 @@ enum HTMLReport {
         for sentence in manifest.kneeSentences(results) { html += "<p class=\"knee\"><strong>\(escape(sentence))</strong></p>\n" }
         html += rankingSection(manifest.ranking(results))
         html += modeSection(results, manifest: manifest)
+        return html
+    }
 
-        html += "<h2>Verdict and thresholds</h2>\n"
+    /// The thresholds met and missed, and each variant's oracle verdict and findings in brief.
+    static func verdictSection(_ results: [VariantResult]) -> String {
+        let failedThresholds = results.flatMap(\.thresholds).filter { !$0.passed && $0.fails }
+        var html = "<h2>Verdict and thresholds</h2>\n"
         let thresholdRows = results.flatMap { r in r.thresholds.map { (r, $0) } }
         if thresholdRows.isEmpty {
             html += "<p class=\"sub\">No thresholds in this scenario.</p>\n"
@@ -73,10 +101,13 @@ enum HTMLReport {
         }
         html += "</table>\n"
         if !failedThresholds.isEmpty { html += "<p class=\"bad\">\(failedThresholds.count) threshold(s) missed.</p>\n" }
+        return html
+    }
 
-        // A figure a row and a variant a column, six variants a table, so that every column fits
-        // the page (no scrolling, nothing hidden).
-        html += "<h2>Variants side by side</h2>\n"
+    /// Every summary figure, a figure a row and a variant a column, six variants a table, so that every column fits
+    /// the page (no scrolling, nothing hidden).
+    static func sideBySideSection(_ results: [VariantResult]) -> String {
+        var html = "<h2>Variants side by side</h2>\n"
         let columns = CSVOutput.summaryColumns.filter { !["scenario", "repetition", "variant"].contains($0.0) }
         for start in stride(from: 0, to: results.count, by: 6) {
             let group = Array(results[start..<min(start + 6, results.count)])
@@ -87,8 +118,12 @@ enum HTMLReport {
             }
             html += "</table>\n"
         }
+        return html
+    }
 
-        html += "<h2>Metrics</h2>\n<div class=\"grid\">\n"
+    /// A bar chart per key metric, one bar per variant.
+    static func metricsSection(_ results: [VariantResult]) -> String {
+        var html = "<h2>Metrics</h2>\n<div class=\"grid\">\n"
         let bars: [(String, String, String, String)] = [
             ("mergeLatency p99 (ms)", "mergeLatency", "p99", ""), ("mainBusy p99 (ms)", "mainBusy", "p99", ""),
             ("hitchRatio (ms/s, 60 Hz)", "hitchRatio", "value", "60Hz"), ("saveFailures", "saveFailures", "count", ""),
@@ -101,24 +136,32 @@ enum HTMLReport {
             html += "<div class=\"card\"><h3>\(escape(heading))</h3>\(barChart(values))</div>\n"
         }
         html += "</div>\n"
+        return html
+    }
 
-        html += mainQueueSection(results)
-        html += costRulesSection(results)
-        html += repeatsSection(results)
-
-        html += "<h2>Merge latency percentiles</h2>\n<div class=\"card\">\(curveChart(results))</div>\n"
+    /// The merge latency percentile curves and the memory over time.
+    static func latencyAndMemorySection(_ results: [VariantResult]) -> String {
+        var html = "<h2>Merge latency percentiles</h2>\n<div class=\"card\">\(curveChart(results))</div>\n"
         let hostNote = results.contains { $0.mode == ExecutionMode.simulated.rawValue } ? " A host figure: this machine's allocator, not the device's, and not exact from run to run; the time axis is virtual." : ""
         html += "<h2>Memory over time</h2>\n<p class=\"sub\">jemalloc allocated bytes (less thread caches) above each variant's first sample. Variants run one after another in one process: each one is measured from its own start, after jemalloc returned the pages the previous variant freed (an arena purge); its resident memory at that start and its growth above it are <code>memoryResident.value[start]</code> and <code>memoryResident.peak[growth]</code> in metrics.csv (<code>memoryResident.peak</code> is the process's).\(hostNote)</p>\n<div class=\"card\">\(memoryChart(results))</div>\n"
+        return html
+    }
 
-        html += "<h2>Conflicts by layer and policy outcome</h2>\n<table><tr><th class=\"l\">variant</th><th class=\"l\">series</th><th>count</th></tr>\n"
+    /// The conflicts of each variant by layer and by what its merge policy did with them.
+    static func conflictsSection(_ results: [VariantResult]) -> String {
+        var html = "<h2>Conflicts by layer and policy outcome</h2>\n<table><tr><th class=\"l\">variant</th><th class=\"l\">series</th><th>count</th></tr>\n"
         for r in results {
             for m in r.metrics where m.metric == "conflicts" && (m.value > 0 || m.label.hasPrefix("layer:")) {
                 html += "<tr><td>\(escape(label(r)))</td><td class=\"l\">\(escape(m.label))</td><td>\(fmt(m.value))</td></tr>\n"
             }
         }
         html += "</table>\n"
+        return html
+    }
 
-        html += "<h2>Oracle findings</h2>\n"
+    /// The oracle's findings, the first 30 of each variant, and how to replay the first one that has a step.
+    static func findingsSection(_ results: [VariantResult]) -> String {
+        var html = "<h2>Oracle findings</h2>\n"
         let findings = results.flatMap { r in r.oracle.findings.prefix(30).map { (r, $0) } }
         if findings.isEmpty {
             html += "<p class=\"sub\">No findings: no lost update, stale value, duplicate or read-only save.</p>\n"
@@ -135,8 +178,12 @@ enum HTMLReport {
                 html += "<p class=\"sub\">To see the interleaving that led to a finding (which queue ran what, at which virtual time): <code>ambar-bench replay SCENARIO.yaml --seed \(r.seed) --until \(step) --variant '\(escape(r.variant))'</code></p>\n"
             }
         }
+        return html
+    }
 
-        html += "<h2>Counters</h2>\n<p class=\"sub\">\(results.contains { $0.mode == ExecutionMode.simulated.rawValue } ? "Simulated: every counter is exact for this scenario and seed, and the CI gate compares them all exactly." : "The first columns are deterministic: the same scenario and seed give the same numbers on any machine, and the CI gate compares them exactly. The others depend on timing.")</p>\n<div class=\"scroll\"><table><tr><th class=\"l\">variant</th>"
+    /// The counters of every variant: the deterministic ones first, then the timing-dependent ones worth reading.
+    static func countersSection(_ results: [VariantResult]) -> String {
+        var html = "<h2>Counters</h2>\n<p class=\"sub\">\(results.contains { $0.mode == ExecutionMode.simulated.rawValue } ? "Simulated: every counter is exact for this scenario and seed, and the CI gate compares them all exactly." : "The first columns are deterministic: the same scenario and seed give the same numbers on any machine, and the CI gate compares them exactly. The others depend on timing.")</p>\n<div class=\"scroll\"><table><tr><th class=\"l\">variant</th>"
         let counterNames = Array(Set(results.flatMap { $0.counters.keys }).filter { !$0.hasPrefix("setup") }).sorted()
         let shown = counterNames.filter { MetricCatalog.deterministic.contains($0) }
             + counterNames.filter { name in !MetricCatalog.deterministic.contains(name) && (["mergeObjectsRefreshed", "mergeObjectsExamined", "faultsFired.view"].contains(name) || name.hasPrefix("sql")) }
@@ -144,8 +191,12 @@ enum HTMLReport {
         html += "</tr>\n"
         for r in results { html += "<tr><td>\(escape(label(r)))</td>" + shown.map { "<td>\(r.counters[$0] ?? 0)</td>" }.joined() + "</tr>\n" }
         html += "</table></div>\n"
+        return html
+    }
 
-        html += "<h2>Resolved scenario</h2>\n<pre>\(escape(resolvedYAML))</pre>\n"
+    /// The scenario as it ran, the environment, and the end of the document.
+    static func scenarioAndEnvironment(resolvedYAML: String, manifest: Manifest) -> String {
+        var html = "<h2>Resolved scenario</h2>\n<pre>\(escape(resolvedYAML))</pre>\n"
         html += "<h2>Environment</h2>\n<table>\n"
         for (k, v) in manifest.environment.sorted(by: { $0.key < $1.key }) { html += "<tr><th class=\"l\">\(escape(k))</th><td class=\"l\">\(escape(v))</td></tr>\n" }
         html += "</table>\n</body></html>\n"

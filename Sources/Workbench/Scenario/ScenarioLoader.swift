@@ -811,6 +811,7 @@ struct Reader {
         }
     }
 
+    /// One actor of a phase (`kind: settings`): the settings are read by the kind's own step below.
     func actor(_ node: Node, phasePath: String, model: ModelSpec) throws -> ActorSpec {
         guard case .map(let pairs, _) = node.tree, pairs.count == 1 else {
             throw fail(node, "an actor is one of \(ScenarioKeys.actor.keyNames.joined(separator: ", ")), with its settings")
@@ -819,165 +820,216 @@ struct Reader {
         let body = Node(tree: pairs[0].value, path: "\(phasePath).\(kind)")
         let settings: Node
         if case .scalar(let s, _) = body.tree, s.isEmpty || s == "~" || s == "null" { settings = Node(tree: .map([], body.tree.position), path: body.path) } else { settings = body }
-        func opt<T>(_ key: String, _ read: (Node) throws -> T, _ fallback: T) throws -> T {
-            try child(settings, key).map(read) ?? fallback
-        }
-        // The kind's keys, bounds and members are the table's (ScenarioKeys).
-        func table() -> ScenarioObject { ScenarioKeys.object(kind) }
-        func checkKeys() throws { _ = try keys(settings, table()) }
-        func integer(_ key: String) -> (Node) throws -> Int { { try int($0, table()[key]) } }
-        func number(_ key: String) -> (Node) throws -> Double { { try double($0, table()[key]) } }
-        // Actors that pick records by number need the entity's integer id.
-        func needsID(_ what: String) throws {
-            guard model.idKey == nil else { return }
-            throw fail(body, "\(what) picks records by their integer id, and \(model.entity) has none (give the model an idKey)")
-        }
+        let actor = ActorSettings(reader: self, kind: kind, body: body, settings: settings, model: model)
         switch kind {
-        case "importer":
-            try checkKeys()
-            let groups = try opt("groups", integer("groups"), 0)
-            if groups > 0 {
-                let file = model.entities ?? ScenarioLoader.workloadModel
-                let entity = file.entities.first { $0.name == model.entity }
-                guard entity?.relationships?.contains(where: { !($0.toMany ?? false) }) == true else {
-                    throw fail(child(settings, "groups")!, "\(model.entity) has no to-one relationship to link records to groups through")
-                }
-            }
-            let objects = try opt("objects", integer("objects"), 1000)
-            let chunkSize = try opt("chunkSize", integer("chunkSize"), 500)
-            let saveEvery = try opt("saveEvery", integer("saveEvery"), 1)
-            // One save holds its objects in memory until it is done: bound what one save carries by this machine's
-            // memory (about 2 KB an object, registry, snapshot and row cache together), not by a fixed number.
-            let perSave = min(objects, chunkSize.multipliedReportingOverflow(by: saveEvery).overflow ? Int.max : chunkSize * saveEvery)
-            let bytes = Double(perSave) * Self.bytesPerImportedObject
-            let budget = Double(ProcessInfo.processInfo.physicalMemory) / 2
-            if bytes > budget {
-                throw fail(child(settings, "chunkSize") ?? child(settings, "objects") ?? settings,
-                           "one save would hold \(perSave) objects, about \(Int(bytes / 1e9)) GB at 2 KB each: more than half of this machine's \(Int(Double(ProcessInfo.processInfo.physicalMemory) / 1e9)) GB (lower chunkSize or saveEvery)")
-            }
-            var importer = ActorSpec.Importer(
-                objects: objects,
-                chunkSize: chunkSize,
-                updateFraction: try opt("updateFraction", number("updateFraction"), 0),
-                distribution: try opt("distribution", { try choice($0, Distribution.self) }, .uniform),
-                parallel: try opt("parallel", integer("parallel"), 1),
-                rate: try opt("rate", rate, .unlimited))
-            if importer.updateFraction > 0 { try needsID("an importer with updateFraction") }
-            importer.deleteFraction = try opt("deleteFraction", number("deleteFraction"), 0)
-            if importer.deleteFraction > 0 {
-                try needsID("an importer with deleteFraction")
-                // Each chunk's objects are updates, deletes or inserts: the two fractions share the chunk.
-                guard importer.updateFraction + importer.deleteFraction <= 1 else {
-                    throw fail(child(settings, "deleteFraction")!, "updateFraction + deleteFraction must be at most 1 (each chunk's objects are updated, deleted or inserted), found \(importer.updateFraction) + \(importer.deleteFraction)")
-                }
-            }
-            importer.reset = try opt("reset", { try choice($0, ImportReset.self) }, .afterChunk)
-            importer.saveEvery = saveEvery
-            importer.groups = groups
-            importer.groupParents = try opt("groupParents", integer("groupParents"), 0)
-            importer.saveParents = try opt("saveParents", bool, true)
-            if importer.groupParents > 0 {
-                let file = model.entities ?? ScenarioLoader.workloadModel
-                let entity = file.entities.first { $0.name == model.entity }
-                let link = entity?.relationships?.first { !($0.toMany ?? false) }
-                let groupEntity = file.entities.first { $0.name == link?.destination }
-                guard groups > 0, groupEntity?.relationships?.contains(where: { !($0.toMany ?? false) && $0.name != link?.inverse }) == true else {
-                    throw fail(child(settings, "groupParents")!, "groupParents needs groups, and a to-one relationship from \(link?.destination ?? "the group entity") to hang them under")
-                }
-            }
-            return .importer(importer)
-        case "viewer":
-            try checkKeys()
-            let frameRate = try opt("frameRate", { try int($0) }, 60)
-            guard case .integerChoice(let rates) = table()["frameRate"].kind else { preconditionFailure("frameRate is a choice of integers") }
-            guard rates.contains(frameRate) else {
-                throw fail(child(settings, "frameRate")!, "expected \(rates.map(String.init).joined(separator: " or ")), found \(frameRate)")
-            }
-            let visible = try opt("visibleObjects", integer("visibleObjects"), 20)
-            var viewer = ActorSpec.Viewer(
-                visibleObjects: visible,
-                readOnly: try opt("readOnly", bool, false), frameRate: frameRate,
-                request: try child(settings, "request").map { try viewerRequest($0, model: model) } ?? ViewerRequest(),
-                window: try opt("window", integer("window"), visible),
-                frc: try opt("frc", { try choice($0, ControllerEvaluation.self) }, .coreData))
-            viewer.scroll = try opt("scroll", scrollRate, 0)
-            viewer.frames = try opt("frames", { try choice($0, ViewerFrames.self) }, .window)
-            viewer.tracksChanges = try opt("tracksChanges", bool, true)
-            // A frames-only viewer has no controller and reads nothing; a key about its data is a
-            // mistake, not something to ignore.
-            if viewer.frames == .only, let key = ["window", "scroll", "request", "frc", "tracksChanges"].first(where: { child(settings, $0) != nil }) {
-                throw fail(child(settings, key)!, "a viewer with 'frames: only' draws frames and reads no data: remove '\(key)' or set 'frames: window'")
-            }
-            // A controller that tracks no change evaluates none: how it would evaluate them is a mistake to flag.
-            if !viewer.tracksChanges, let frc = child(settings, "frc") {
-                throw fail(frc, "a viewer with 'tracksChanges: false' evaluates no change: remove 'frc' or set 'tracksChanges: true'")
-            }
-            return .viewer(viewer)
-        case "editor":
-            try checkKeys()
-            return .editor(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", integer("edits"), 1),
-                                 saveViewContext: try opt("saveViewContext", bool, true)))
-        case "temporary":
-            try checkKeys()
-            try needsID("a temporary context")
-            return .temporary(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", integer("edits"), 1),
-                                    save: try opt("save", bool, false)))
-        case "writer":
-            try checkKeys()
-            try needsID("a writer")
-            return .writer(.init(rate: try opt("rate", rate, .perSecond(5)), edits: try opt("edits", integer("edits"), 1),
-                                 distribution: try opt("distribution", { try choice($0, Distribution.self) }, .hotspot)))
-        case "migrator":
-            // The store opened with the model's next version, migrated in place.
-            try checkKeys()
-            return .migrator(.init(to: try nextVersion(child(settings, "entities"), model: model, at: body)))
-        case "fetcher":
-            return .fetcher(try fetcher(settings, model: model, needsID: needsID))
-        case "deleter":
-            try checkKeys()
-            let select = try opt("select", { try choice($0, ActorSpec.Deleter.Select.self) }, .keys)
-            // `select: all` fetches whatever the entity holds: it needs no id to pick by.
-            if select == .keys { try needsID("a deleter") }
-            let objects = try child(settings, "objects").map(integer("objects"))
-            let fraction = try child(settings, "fraction").map { n in
-                let f = try double(n, max: table()["fraction"].kind.numberRange?.max)
-                guard f > 0 else { throw fail(n, "a fraction of the records stored, more than 0 and at most 1, found \(f)") }
-                return f
-            }
-            guard (objects == nil) != (fraction == nil) else {
-                throw fail(child(settings, "fraction") ?? settings, objects == nil ? "a deleter needs 'objects' (how many records) or 'fraction' (of the records stored when it starts)" : "give 'objects' or 'fraction', not both")
-            }
-            return .deleter(.init(objects: objects, fraction: fraction, chunkSize: try opt("chunkSize", integer("chunkSize"), 100),
-                                  rate: try opt("rate", rate, .unlimited), select: select, saveParents: try opt("saveParents", bool, true)))
-        case "batch":
-            try checkKeys()
-            let kind = try opt("kind", { try choice($0, ActorSpec.Batch.Kind.self) }, .update)
-            var size = 100, allRecords = false
-            if let node = child(settings, "size") {
-                if case .scalar("all", _) = node.tree {
-                    guard kind == .delete else {
-                        throw fail(node, "size: all is every record of the entity, which only a batch delete takes (set kind: delete, found \(kind.rawValue))")
-                    }
-                    allRecords = true
-                } else if case .scalar(let s, _) = node.tree, !ScenarioLoader.isIntegerLiteral(s.replacingOccurrences(of: "_", with: "")) {
-                    throw fail(node, "expected a number of records or all, found '\(s)'")
-                } else {
-                    size = try int(node, table()["size"])
-                }
-            }
-            // A delete of every record names none by its id.
-            if !allRecords { try needsID("a batch request") }
-            var batch = ActorSpec.Batch(kind: kind, rate: try opt("rate", rate, .perSecond(1)), size: size,
-                                        mergeBy: try opt("mergeBy", { try choice($0, ActorSpec.Batch.MergeBy.self) }, .ids))
-            batch.allRecords = allRecords
-            batch.requests = try child(settings, "requests").map(integer("requests"))
-            return .batch(batch)
+        case "importer": return try importer(actor)
+        case "viewer": return try viewer(actor)
+        case "editor": return try editor(actor)
+        case "temporary": return try temporary(actor)
+        case "writer": return try writer(actor)
+        case "migrator": return try migrator(actor)
+        case "fetcher": return .fetcher(try fetcher(settings, model: model, needsID: actor.needsID))
+        case "deleter": return try deleter(actor)
+        case "batch": return try batch(actor)
         default:
             let allowed = ScenarioKeys.actor.keyNames
             let suggestion = allowed.min { Self.distance($0, kind) < Self.distance($1, kind) }!
             throw ScenarioError(file: file, line: pairs[0].position?.line, column: pairs[0].position?.column, field: "\(phasePath).\(kind)",
                                 message: "unknown actor; expected one of \(allowed.joined(separator: ", ")) (did you mean '\(suggestion)'?)")
         }
+    }
+
+    /// An actor's settings as its kind's reader sees them, with the helpers every kind uses: the kind's keys,
+    /// bounds and members are the table's (ScenarioKeys).
+    struct ActorSettings {
+        let reader: Reader
+        let kind: String
+        /// The node under the kind's key, as written: where a complaint about the actor as a whole points.
+        let body: Node
+        /// The actor's settings: `body`, or an empty mapping for an actor written with none.
+        let settings: Node
+        let model: ModelSpec
+
+        func opt<T>(_ key: String, _ read: (Node) throws -> T, _ fallback: T) throws -> T {
+            try reader.child(settings, key).map(read) ?? fallback
+        }
+        func table() -> ScenarioObject { ScenarioKeys.object(kind) }
+        func checkKeys() throws { _ = try reader.keys(settings, table()) }
+        func integer(_ key: String) -> (Node) throws -> Int { { try reader.int($0, table()[key]) } }
+        func number(_ key: String) -> (Node) throws -> Double { { try reader.double($0, table()[key]) } }
+        /// Actors that pick records by number need the entity's integer id.
+        func needsID(_ what: String) throws {
+            guard model.idKey == nil else { return }
+            throw reader.fail(body, "\(what) picks records by their integer id, and \(model.entity) has none (give the model an idKey)")
+        }
+    }
+
+    /// An importer (``ActorSpec/Importer``): its groups and group parents need the to-one relationships they link
+    /// through, and what one save holds must fit in this machine's memory.
+    func importer(_ actor: ActorSettings) throws -> ActorSpec {
+        let settings = actor.settings, model = actor.model
+        try actor.checkKeys()
+        let groups = try actor.opt("groups", actor.integer("groups"), 0)
+        if groups > 0 {
+            let file = model.entities ?? ScenarioLoader.workloadModel
+            let entity = file.entities.first { $0.name == model.entity }
+            guard entity?.relationships?.contains(where: { !($0.toMany ?? false) }) == true else {
+                throw fail(child(settings, "groups")!, "\(model.entity) has no to-one relationship to link records to groups through")
+            }
+        }
+        let objects = try actor.opt("objects", actor.integer("objects"), 1000)
+        let chunkSize = try actor.opt("chunkSize", actor.integer("chunkSize"), 500)
+        let saveEvery = try actor.opt("saveEvery", actor.integer("saveEvery"), 1)
+        // One save holds its objects in memory until it is done: bound what one save carries by this machine's
+        // memory (about 2 KB an object, registry, snapshot and row cache together), not by a fixed number.
+        let perSave = min(objects, chunkSize.multipliedReportingOverflow(by: saveEvery).overflow ? Int.max : chunkSize * saveEvery)
+        let bytes = Double(perSave) * Self.bytesPerImportedObject
+        let budget = Double(ProcessInfo.processInfo.physicalMemory) / 2
+        if bytes > budget {
+            throw fail(child(settings, "chunkSize") ?? child(settings, "objects") ?? settings,
+                       "one save would hold \(perSave) objects, about \(Int(bytes / 1e9)) GB at 2 KB each: more than half of this machine's \(Int(Double(ProcessInfo.processInfo.physicalMemory) / 1e9)) GB (lower chunkSize or saveEvery)")
+        }
+        var importer = ActorSpec.Importer(
+            objects: objects,
+            chunkSize: chunkSize,
+            updateFraction: try actor.opt("updateFraction", actor.number("updateFraction"), 0),
+            distribution: try actor.opt("distribution", { try choice($0, Distribution.self) }, .uniform),
+            parallel: try actor.opt("parallel", actor.integer("parallel"), 1),
+            rate: try actor.opt("rate", rate, .unlimited))
+        if importer.updateFraction > 0 { try actor.needsID("an importer with updateFraction") }
+        importer.deleteFraction = try actor.opt("deleteFraction", actor.number("deleteFraction"), 0)
+        if importer.deleteFraction > 0 {
+            try actor.needsID("an importer with deleteFraction")
+            // Each chunk's objects are updates, deletes or inserts: the two fractions share the chunk.
+            guard importer.updateFraction + importer.deleteFraction <= 1 else {
+                throw fail(child(settings, "deleteFraction")!, "updateFraction + deleteFraction must be at most 1 (each chunk's objects are updated, deleted or inserted), found \(importer.updateFraction) + \(importer.deleteFraction)")
+            }
+        }
+        importer.reset = try actor.opt("reset", { try choice($0, ImportReset.self) }, .afterChunk)
+        importer.saveEvery = saveEvery
+        importer.groups = groups
+        importer.groupParents = try actor.opt("groupParents", actor.integer("groupParents"), 0)
+        importer.saveParents = try actor.opt("saveParents", bool, true)
+        if importer.groupParents > 0 {
+            let file = model.entities ?? ScenarioLoader.workloadModel
+            let entity = file.entities.first { $0.name == model.entity }
+            let link = entity?.relationships?.first { !($0.toMany ?? false) }
+            let groupEntity = file.entities.first { $0.name == link?.destination }
+            guard groups > 0, groupEntity?.relationships?.contains(where: { !($0.toMany ?? false) && $0.name != link?.inverse }) == true else {
+                throw fail(child(settings, "groupParents")!, "groupParents needs groups, and a to-one relationship from \(link?.destination ?? "the group entity") to hang them under")
+            }
+        }
+        return .importer(importer)
+    }
+
+    /// A viewer (``ActorSpec/Viewer``): a frame rate of the table's, and no key about data for a viewer that reads
+    /// none.
+    func viewer(_ actor: ActorSettings) throws -> ActorSpec {
+        let settings = actor.settings, model = actor.model
+        try actor.checkKeys()
+        let frameRate = try actor.opt("frameRate", { try int($0) }, 60)
+        guard case .integerChoice(let rates) = actor.table()["frameRate"].kind else { preconditionFailure("frameRate is a choice of integers") }
+        guard rates.contains(frameRate) else {
+            throw fail(child(settings, "frameRate")!, "expected \(rates.map(String.init).joined(separator: " or ")), found \(frameRate)")
+        }
+        let visible = try actor.opt("visibleObjects", actor.integer("visibleObjects"), 20)
+        var viewer = ActorSpec.Viewer(
+            visibleObjects: visible,
+            readOnly: try actor.opt("readOnly", bool, false), frameRate: frameRate,
+            request: try child(settings, "request").map { try viewerRequest($0, model: model) } ?? ViewerRequest(),
+            window: try actor.opt("window", actor.integer("window"), visible),
+            frc: try actor.opt("frc", { try choice($0, ControllerEvaluation.self) }, .coreData))
+        viewer.scroll = try actor.opt("scroll", scrollRate, 0)
+        viewer.frames = try actor.opt("frames", { try choice($0, ViewerFrames.self) }, .window)
+        viewer.tracksChanges = try actor.opt("tracksChanges", bool, true)
+        // A frames-only viewer has no controller and reads nothing; a key about its data is a
+        // mistake, not something to ignore.
+        if viewer.frames == .only, let key = ["window", "scroll", "request", "frc", "tracksChanges"].first(where: { child(settings, $0) != nil }) {
+            throw fail(child(settings, key)!, "a viewer with 'frames: only' draws frames and reads no data: remove '\(key)' or set 'frames: window'")
+        }
+        // A controller that tracks no change evaluates none: how it would evaluate them is a mistake to flag.
+        if !viewer.tracksChanges, let frc = child(settings, "frc") {
+            throw fail(frc, "a viewer with 'tracksChanges: false' evaluates no change: remove 'frc' or set 'tracksChanges: true'")
+        }
+        return .viewer(viewer)
+    }
+
+    /// An editor (``ActorSpec/Editor``).
+    func editor(_ actor: ActorSettings) throws -> ActorSpec {
+        try actor.checkKeys()
+        return .editor(.init(rate: try actor.opt("rate", rate, .perSecond(5)), edits: try actor.opt("edits", actor.integer("edits"), 1),
+                             saveViewContext: try actor.opt("saveViewContext", bool, true)))
+    }
+
+    /// A temporary context (``ActorSpec/Temporary``): it picks records by id.
+    func temporary(_ actor: ActorSettings) throws -> ActorSpec {
+        try actor.checkKeys()
+        try actor.needsID("a temporary context")
+        return .temporary(.init(rate: try actor.opt("rate", rate, .perSecond(5)), edits: try actor.opt("edits", actor.integer("edits"), 1),
+                                save: try actor.opt("save", bool, false)))
+    }
+
+    /// A writer (``ActorSpec/Writer``): it picks records by id.
+    func writer(_ actor: ActorSettings) throws -> ActorSpec {
+        try actor.checkKeys()
+        try actor.needsID("a writer")
+        return .writer(.init(rate: try actor.opt("rate", rate, .perSecond(5)), edits: try actor.opt("edits", actor.integer("edits"), 1),
+                             distribution: try actor.opt("distribution", { try choice($0, Distribution.self) }, .hotspot)))
+    }
+
+    /// A migrator (``ActorSpec/Migrator``): the store opened with the model's next version, migrated in place.
+    func migrator(_ actor: ActorSettings) throws -> ActorSpec {
+        let settings = actor.settings, model = actor.model, body = actor.body
+        try actor.checkKeys()
+        return .migrator(.init(to: try nextVersion(child(settings, "entities"), model: model, at: body)))
+    }
+
+    /// A deleter (``ActorSpec/Deleter``): `objects` or `fraction`, and an id to pick records by unless it selects
+    /// all.
+    func deleter(_ actor: ActorSettings) throws -> ActorSpec {
+        let settings = actor.settings
+        try actor.checkKeys()
+        let select = try actor.opt("select", { try choice($0, ActorSpec.Deleter.Select.self) }, .keys)
+        // `select: all` fetches whatever the entity holds: it needs no id to pick by.
+        if select == .keys { try actor.needsID("a deleter") }
+        let objects = try child(settings, "objects").map(actor.integer("objects"))
+        let fraction = try child(settings, "fraction").map { n in
+            let f = try double(n, max: actor.table()["fraction"].kind.numberRange?.max)
+            guard f > 0 else { throw fail(n, "a fraction of the records stored, more than 0 and at most 1, found \(f)") }
+            return f
+        }
+        guard (objects == nil) != (fraction == nil) else {
+            throw fail(child(settings, "fraction") ?? settings, objects == nil ? "a deleter needs 'objects' (how many records) or 'fraction' (of the records stored when it starts)" : "give 'objects' or 'fraction', not both")
+        }
+        return .deleter(.init(objects: objects, fraction: fraction, chunkSize: try actor.opt("chunkSize", actor.integer("chunkSize"), 100),
+                              rate: try actor.opt("rate", rate, .unlimited), select: select, saveParents: try actor.opt("saveParents", bool, true)))
+    }
+
+    /// A batch request actor (``ActorSpec/Batch``): `size` a number of records, or `all` for a batch delete.
+    func batch(_ actor: ActorSettings) throws -> ActorSpec {
+        let settings = actor.settings
+        try actor.checkKeys()
+        let kind = try actor.opt("kind", { try choice($0, ActorSpec.Batch.Kind.self) }, .update)
+        var size = 100, allRecords = false
+        if let node = child(settings, "size") {
+            if case .scalar("all", _) = node.tree {
+                guard kind == .delete else {
+                    throw fail(node, "size: all is every record of the entity, which only a batch delete takes (set kind: delete, found \(kind.rawValue))")
+                }
+                allRecords = true
+            } else if case .scalar(let s, _) = node.tree, !ScenarioLoader.isIntegerLiteral(s.replacingOccurrences(of: "_", with: "")) {
+                throw fail(node, "expected a number of records or all, found '\(s)'")
+            } else {
+                size = try int(node, actor.table()["size"])
+            }
+        }
+        // A delete of every record names none by its id.
+        if !allRecords { try actor.needsID("a batch request") }
+        var batch = ActorSpec.Batch(kind: kind, rate: try actor.opt("rate", rate, .perSecond(1)), size: size,
+                                    mergeBy: try actor.opt("mergeBy", { try choice($0, ActorSpec.Batch.MergeBy.self) }, .ids))
+        batch.allRecords = allRecords
+        batch.requests = try child(settings, "requests").map(actor.integer("requests"))
+        return .batch(batch)
     }
 
     /// The node of a model's `entities` list that `error` names: the entity, then its fetch index and the index's

@@ -25,7 +25,7 @@ struct SQLiteError: Error, CustomStringConvertible {
 }
 
 /// One SQLite connection. Not thread-safe: its owner (a store, on its coordinator's queue) serializes use.
-final class SQLiteConnection {
+package final class SQLiteConnection {
     let handle: SQLiteHandle
     let path: String
     private var cache: [String: SQLiteStatement] = [:]
@@ -36,7 +36,7 @@ final class SQLiteConnection {
     private(set) var batchNumber = 0
     private var batchesRun = 0
 
-    init(path: String, readOnly: Bool = false, busyTimeout: TimeInterval) throws {
+    package init(path: String, readOnly: Bool = false, busyTimeout: TimeInterval) throws {
         var db: SQLiteHandle?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -74,7 +74,7 @@ final class SQLiteConnection {
     }
 
     /// Runs one or more statements with no results.
-    func execute(_ sql: String) throws {
+    package func execute(_ sql: String) throws {
         statementCounts.other += 1
         Probe.countStatement(.other)
         try executeUncounted(sql)
@@ -83,7 +83,7 @@ final class SQLiteConnection {
     /// Sets a connection up as it opens (a reader of the pool, with the writer's per-connection pragmas): not
     /// counted with the store's statements, as opening the connection is not (how many readers open depends on
     /// the threads, and the counters must not).
-    func configure(_ pragmas: [(name: String, value: String)]) throws {
+    package func configure(_ pragmas: [(name: String, value: String)]) throws {
         for (name, value) in pragmas { try executeUncounted("PRAGMA \(name) = \(value)") }
     }
 
@@ -121,7 +121,7 @@ final class SQLiteConnection {
     }
 
     /// A prepared statement that is not cached (for one-off SQL such as IN lists of varying length).
-    func statement(_ sql: String) throws -> SQLiteStatement {
+    package func statement(_ sql: String) throws -> SQLiteStatement {
         try SQLiteStatement(connection: self, sql: sql)
     }
 
@@ -142,16 +142,16 @@ final class SQLiteConnection {
 }
 
 /// Statements run, by kind: deterministic counters, the same on every run of the same work.
-public struct StatementCounts: Sendable, Equatable, Codable {
-    public var select = 0
-    public var insert = 0
-    public var update = 0
-    public var delete = 0
-    public var other = 0
+package struct StatementCounts: Sendable, Equatable, Codable {
+    package var select = 0
+    package var insert = 0
+    package var update = 0
+    package var delete = 0
+    package var other = 0
 
-    public init() {}
+    package init() {}
 
-    public static func + (a: StatementCounts, b: StatementCounts) -> StatementCounts {
+    package static func + (a: StatementCounts, b: StatementCounts) -> StatementCounts {
         var r = a
         r.select += b.select; r.insert += b.insert; r.update += b.update; r.delete += b.delete; r.other += b.other
         return r
@@ -187,7 +187,7 @@ enum SQLiteValue: Equatable {
 }
 
 /// A prepared statement. Bind, step, read columns; owned by one connection.
-final class SQLiteStatement {
+package final class SQLiteStatement {
     enum Kind {
         case select, insert, update, delete, other
 
@@ -237,7 +237,7 @@ final class SQLiteStatement {
         sqlite3_finalize(handle)
     }
 
-    func reset() {
+    package func reset() {
         countScan()
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
@@ -270,7 +270,7 @@ final class SQLiteStatement {
         for (i, v) in values.enumerated() { try bind(v, at: Int32(i + 1)) }
     }
 
-    func bind(_ value: PropertyValue, at index: Int32) throws {
+    package func bind(_ value: PropertyValue, at index: Int32) throws {
         let rc: Int32
         switch value {
         case .null: rc = sqlite3_bind_null(handle, index)
@@ -315,7 +315,7 @@ final class SQLiteStatement {
 
     /// Steps once; true when a row is available.
     @discardableResult
-    func step() throws -> Bool {
+    package func step() throws -> Bool {
         let rc = sqlite3_step(handle)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE {
@@ -340,11 +340,11 @@ final class SQLiteStatement {
         return connection.changes
     }
 
-    func isNull(at column: Int) -> Bool { sqlite3_column_type(handle, Int32(column)) == SQLITE_NULL }
-    func int64(at column: Int) -> Int64 { sqlite3_column_int64(handle, Int32(column)) }
+    package func isNull(at column: Int) -> Bool { sqlite3_column_type(handle, Int32(column)) == SQLITE_NULL }
+    package func int64(at column: Int) -> Int64 { sqlite3_column_int64(handle, Int32(column)) }
     func double(at column: Int) -> Double { sqlite3_column_double(handle, Int32(column)) }
 
-    func string(at column: Int) -> String {
+    package func string(at column: Int) -> String {
         guard let p = sqlite3_column_text(handle, Int32(column)) else { return "" }
         return String(decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, Int32(column)))), as: UTF8.self)
     }

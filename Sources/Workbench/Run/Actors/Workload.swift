@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import SeededRandom
 import Synchronization
 
 extension Distribution {

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import SeededRandom
 import Synchronization
 
 /// The `fetcher` (Docs/scenarios.md): fetch requests an app makes as it runs, by key (a detail screen's record,
@@ -25,7 +26,7 @@ final class FetcherActor: WorkloadActor, @unchecked Sendable {  // state used on
     }
 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
-        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        var rng = seededGenerator()
         let w = workload
         let byPredicate: FetchRequest?
         do { byPredicate = spec.by == .predicate ? try Self.predicateRequest(spec, workload: w) : nil } catch {
@@ -36,7 +37,7 @@ final class FetcherActor: WorkloadActor, @unchecked Sendable {  // state used on
         let onView = spec.context == .view
         let context = onView ? w.stack.viewContext : w.stack.makeTemporary()
         let latency = w.recorder.labelledFetchLatency("fetcher:\(spec.context.rawValue)")
-        let finished = Schedule(rate: spec.rate, start: start, isStopping: w.progress.isStopping).forEach(spec.requests, duration: duration, keepGoing: keepGoing) { k, intended in
+        let finished = schedule(spec.rate, from: start).forEach(spec.requests, duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let request: FetchRequest
             if let byPredicate {
@@ -88,13 +89,13 @@ final class DeleterActor: WorkloadActor, @unchecked Sendable {  // state used on
     }
 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
-        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        var rng = seededGenerator()
         let w = workload
         // `fraction`: of the records stored when the deleter starts (those deleted by any means before excluded).
         let total = spec.objects ?? Int((Double(w.liveKeys(of: w.existingKeys)) * (spec.fraction ?? 0)).rounded())
         let chunks = (total + spec.chunkSize - 1) / spec.chunkSize
         w.progress.objectsTotal.add(total, ordering: .relaxed)
-        let finished = Schedule(rate: spec.rate, start: start, isStopping: w.progress.isStopping).forEach(chunks, duration: duration, keepGoing: keepGoing) { k, intended in
+        let finished = schedule(spec.rate, from: start).forEach(chunks, duration: duration, keepGoing: keepGoing) { k, intended in
             let size = min(spec.chunkSize, total - k * spec.chunkSize)
             // The ids marked deleted (freed again if the save fails) and the primary keys of the rows deleted.
             var marked = spec.select == .keys ? w.pickKeysToDelete(size, rng: &rng) : []

@@ -1,13 +1,29 @@
 import Foundation
 import ObjectGraph
+import SeededRandom
 import Synchronization
 
 /// One actor of a phase, run on its own thread (workbench.md "actors").
 protocol WorkloadActor: AnyObject, Sendable {
     var name: String { get }
+    var workload: Workload { get }
     /// Whether the phase waits for this actor to finish its fixed number of operations.
     var isBounded: Bool { get }
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool)
+}
+
+/// What every actor's run begins with: its own random draws and its operations' times.
+extension WorkloadActor {
+    /// The actor's own draws, seeded with the scenario's seed and the actor's name: each actor's draws replay
+    /// exactly, whatever the others draw and however their threads interleave.
+    func seededGenerator() -> SeededGenerator {
+        SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+    }
+
+    /// The actor's operation times from the phase's `start` at `rate`, cut short by a stop of the variant (Ctrl-C).
+    func schedule(_ rate: Rate, from start: UInt64) -> Schedule {
+        Schedule(rate: rate, start: start, isStopping: workload.progress.isStopping)
+    }
 }
 
 /// Operation times: back to back (unlimited) or at intended times `start + k / rate` (open loop, so queueing
@@ -131,150 +147,56 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
         self.workload = workload
     }
 
+    /// Changes made since the last save (`saveEvery` chunks share one save).
+    struct PendingSave {
+        /// The objects updated, each with the values the importer set.
+        var updates: [(ManagedObject, [String: String])] = []
+        var inserted = 0, updated = 0, objects = 0
+        /// Deletes since the last save: the ids picked (freed again if the save fails) and the primary keys deleted.
+        var deleteIDs: [Int64] = [], deletedKeys: [Int64] = []
+        var began: UInt64 = 0
+
+        var isEmpty: Bool { updates.isEmpty && objects == 0 }
+    }
+
+    /// What a chunk's save wrote: whether it saved, and the values and fields of the objects it pushed.
+    struct ChunkSave {
+        var saved = false
+        var intendedByID: [ManagedObjectID: [String: String]] = [:]
+        var changed: [ManagedObjectID: Set<String>] = [:]
+    }
+
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
-        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        var rng = seededGenerator()
         let w = workload
         let chunks = (spec.objects + spec.chunkSize - 1) / spec.chunkSize
-        let schedule = Schedule(rate: spec.rate, start: start)
+        let schedule = self.schedule(spec.rate, from: start)
         let deadline = duration.map { start + UInt64($0 * 1e9) }
         // `reset: never`: one context for the whole import, saved and never reset (Rule 1:
         // what records and groups hold stays registered, and memory grows as in a Core Data import that never
         // resets). `afterChunk`: a fresh context for each save, reset after it.
         var context: ManagedObjectContext? = nil
         let groups = spec.groups > 0 ? ImportGroups(count: spec.groups, parents: spec.groupParents, actor: name, entity: w.entity) : nil
-        // Changes made since the last save (`saveEvery` chunks share one save).
-        var pending: [(ManagedObject, [String: String])] = []
-        var pendingInserted = 0, pendingUpdated = 0, pendingObjects = 0
-        // Deletes since the last save: the ids picked (freed again if the save fails) and the primary keys deleted.
-        var pendingDeleteIDs: [Int64] = [], pendingDeletedKeys: [Int64] = []
-        var pendingBegan: UInt64 = 0
+        var pending = PendingSave()
         w.progress.objectsTotal.add(spec.objects, ordering: .relaxed)
         for k in 0..<chunks {
-            // Ctrl-C: no new chunk; the chunks of a save not begun are let go (nothing of them was recorded).
-            if w.progress.isStopping() {
-                if !pendingDeleteIDs.isEmpty { w.undelete(pendingDeleteIDs) }
-                break
-            }
-            // A phase's duration caps it: no new chunk starts after it (a save begun is finished).
-            if duration != nil, pending.isEmpty, pendingObjects == 0, !keepGoing() {
-                w.recorder.add("importerStoppedByDuration")
-                break
-            }
-            let intended = schedule.intended(k)
-            if let deadline, intended > deadline {
-                // A chunk due after the phase's end does not start, and the chunks of a save begun
-                // (`saveEvery`) follow at once instead of at their rate, so the save is finished without holding
-                // the phase open (found by the scenario fuzz: a 0.001/s importer saving every 2 chunks kept a 1 s
-                // phase going for 1,000 s).
-                Clock.sleep(until: deadline)
-                if pending.isEmpty, pendingObjects == 0 {
-                    w.recorder.add("importerStoppedByDuration")
-                    break
-                }
-            } else {
-                Clock.sleep(until: intended)
-            }
-            // When the chunk began on its schedule (the phase's end for one that followed at once).
-            let scheduled = min(intended, Clock.now())
+            guard let scheduled = waitForChunk(k, pending: pending, schedule: schedule, deadline: deadline, duration: duration, keepGoing: keepGoing) else { break }
             let n = min(spec.chunkSize, spec.objects - k * spec.chunkSize)
-            let existing = w.existingKeys, live = w.liveKeys(of: existing)
-            let updates = live > 0 ? min(Int((Double(n) * spec.updateFraction).rounded()), Int(live)) : 0
-            let updateKeys = w.pickKeys(updates, in: existing, spec.distribution, hot: Int64(w.viewerCount), rng: &rng)
-            // `deleteFraction`: records of the store deleted as managed objects in the same save (none picked twice).
-            // Each fraction is rounded on its own, so the deletes take what the updates left of the chunk: a chunk
-            // never touches more objects than its size.
-            let deletes = spec.deleteFraction > 0
-                ? max(0, min(Int((Double(n) * spec.deleteFraction).rounded()), n - updateKeys.count, Int(live) - updateKeys.count)) : 0
-            let deleteKeys = deletes > 0 ? w.pickKeysToDelete(deletes, besides: updateKeys, rng: &rng) : []
-            pendingDeleteIDs += deleteKeys
-            let newKeys = w.allocateKeys(n - updateKeys.count - deleteKeys.count)
+            let (updateKeys, deleteKeys, newKeys) = pickKeys(n, rng: &rng)
+            pending.deleteIDs += deleteKeys
             var valueRNG = rng
             rng = SeededGenerator(seed: rng.next())
             let current = context ?? w.stack.makeImporter()
             context = current
-            if pending.isEmpty && pendingObjects == 0 { pendingBegan = Clock.now() }
+            if pending.isEmpty { pending.began = Clock.now() }
             let saves = (k + 1) % spec.saveEvery == 0 || k == chunks - 1
-            var saved = false
-            var intendedByID: [ManagedObjectID: [String: String]] = [:]
-            var changed: [ManagedObjectID: Set<String>] = [:]
-            current.performAndWait {
-                do {
-                    for object in try w.fetchByKeys(updateKeys, in: current) {
-                        var intended: [String: String] = [:]
-                        for (field, type) in w.fieldTypes {
-                            let v = w.value(for: type, actor: name, op: k, rng: &valueRNG)
-                            try object.setValue(v, forKey: field)
-                            intended[field] = object.primitiveValue(forKey: field).description
-                        }
-                        pending.append((object, intended))
-                    }
-                    pendingDeletedKeys += try w.deleteRecords(deleteKeys, in: current)
-                    if let newKeys {
-                        let groupObjects = try groups?.objects(in: current)
-                        for key in newKeys {
-                            let object = try current.insertNewObject(forEntityName: w.entity.name)
-                            if let idKey = w.idKey { try object.setValue(key, forKey: idKey) }
-                            for (field, type) in w.importedFields { try object.setValue(w.value(for: type, field: field, actor: name, op: k, rng: &valueRNG), forKey: field) }
-                            if let groups, let groupObjects {
-                                try object.setValue(groupObjects[Int(key % Int64(groups.count))], forKey: groups.relationship.name)
-                            }
-                        }
-                    }
-                    pendingInserted += newKeys?.count ?? 0
-                    pendingUpdated += updateKeys.count
-                    pendingObjects += n
-                    guard saves else { return }
-                    changed = w.changedFields(pending.map(\.0))
-                    if w.attributesPushes { w.announcePush(current, pending, changed: changed, actor: name, role: "importer") }
-                    let pushStart = Clock.now()
-                    do { try w.saveCounting(current, role: "importer") } catch {
-                        if w.attributesPushes { w.cancelPush(current) }
-                        throw error
-                    }
-                    saved = true
-                    if w.stack.committedContext != nil {
-                        // A push into a parent (nested, viewChildren, privateRoot): its rows are read where they are
-                        // committed, once `afterBackgroundSave` saved the parents.
-                        // Nested, viewChildren: the child's save is the merge into the view context (a main-queue push).
-                        if w.stack.backgroundSaveIsMerge { w.recorder.mergeLatency.record(nanoseconds: Clock.now() - pushStart) }
-                        for (object, values) in pending { intendedByID[object.objectID] = values }
-                    } else {
-                        w.recorder.record(w.events(pending, actor: name, role: "importer", changed: changed))
-                    }
-                    w.recordDeletes(pendingDeletedKeys, actor: name, role: "importer", afterParents: false)
-                } catch {
-                    w.recorder.note("\(name) chunk \(k): \(error)")
-                }
-            }
+            let chunkSave = write(chunk: k, n, updateKeys: updateKeys, deleteKeys: deleteKeys, newKeys: newKeys, in: current, saves: saves,
+                                  groups: groups, pending: &pending, rng: &valueRNG)
             w.recorder.add("operations")
             w.progress.objectsDone.add(n, ordering: .relaxed)
             guard saves else { continue }
-            // Objects of this save that reached the store (with `saveParents: false`, the parent it was meant to
-            // stay in): importThroughput counts no refused work.
-            var stored = 0
-            if saved {
-                stored = pendingObjects
-                // `saveParents: false`: the changes stay in the parents, never committed, so nothing is recorded.
-                if spec.saveParents {
-                    do {
-                        try w.stack.afterBackgroundSave(current)
-                        w.recorder.record(w.committedEvents(intendedByID, actor: name, role: "importer", changed: changed))
-                        w.recordDeletes(pendingDeletedKeys, actor: name, role: "importer", afterParents: true)
-                    } catch {
-                        w.recorder.note("\(name) parent save: \(error)")
-                        stored = 0
-                    }
-                    w.recorder.rowsChanged(inserted: pendingInserted, updated: pendingUpdated, deleted: pendingDeletedKeys.count)
-                }
-            } else {
-                w.undelete(pendingDeleteIDs)
-            }
-            let end = Clock.now()
-            w.recorder.saveLatency("importer").record(nanoseconds: end - (spec.rate == .unlimited ? pendingBegan : scheduled))
-            w.recorder.imported(stored, nanos: end - pendingBegan)
-            pending = []
-            pendingInserted = 0; pendingUpdated = 0; pendingObjects = 0
-            pendingDeleteIDs = []; pendingDeletedKeys = []
+            finishSave(pending, chunkSave, of: current, scheduled: scheduled)
+            pending = PendingSave()
             current.performAndWait {
                 w.recorder.peak("importerRegisteredObjects", current.registeredObjectCount)
                 if spec.reset == .afterChunk {
@@ -284,6 +206,143 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             }
             if spec.reset == .afterChunk { context = nil }
         }
+    }
+
+    /// Waits for chunk `k`'s intended time and returns when it began on its schedule (the phase's end for one that
+    /// followed at once); nil when the importer stops before it: a stop (Ctrl-C), or the phase's duration.
+    func waitForChunk(_ k: Int, pending: PendingSave, schedule: Schedule, deadline: UInt64?, duration: Double?,
+                      keepGoing: @escaping @Sendable () -> Bool) -> UInt64? {
+        let w = workload
+        // Ctrl-C: no new chunk; the chunks of a save not begun are let go (nothing of them was recorded).
+        if w.progress.isStopping() {
+            if !pending.deleteIDs.isEmpty { w.undelete(pending.deleteIDs) }
+            return nil
+        }
+        // A phase's duration caps it: no new chunk starts after it (a save begun is finished).
+        if duration != nil, pending.isEmpty, !keepGoing() {
+            w.recorder.add("importerStoppedByDuration")
+            return nil
+        }
+        let intended = schedule.intended(k)
+        if let deadline, intended > deadline {
+            // A chunk due after the phase's end does not start, and the chunks of a save begun
+            // (`saveEvery`) follow at once instead of at their rate, so the save is finished without holding
+            // the phase open (found by the scenario fuzz: a 0.001/s importer saving every 2 chunks kept a 1 s
+            // phase going for 1,000 s).
+            Clock.sleep(until: deadline)
+            if pending.isEmpty {
+                w.recorder.add("importerStoppedByDuration")
+                return nil
+            }
+        } else {
+            Clock.sleep(until: intended)
+        }
+        // When the chunk began on its schedule (the phase's end for one that followed at once).
+        return min(intended, Clock.now())
+    }
+
+    /// The keys of a chunk of `n` objects: the records it updates, those it deletes, and the new ids it inserts
+    /// (nil when the workload has no id key).
+    func pickKeys(_ n: Int, rng: inout SeededGenerator) -> ([Int64], [Int64], ClosedRange<Int64>?) {
+        let w = workload
+        let existing = w.existingKeys, live = w.liveKeys(of: existing)
+        let updates = live > 0 ? min(Int((Double(n) * spec.updateFraction).rounded()), Int(live)) : 0
+        let updateKeys = w.pickKeys(updates, in: existing, spec.distribution, hot: Int64(w.viewerCount), rng: &rng)
+        // `deleteFraction`: records of the store deleted as managed objects in the same save (none picked twice).
+        // Each fraction is rounded on its own, so the deletes take what the updates left of the chunk: a chunk
+        // never touches more objects than its size.
+        let deletes = spec.deleteFraction > 0
+            ? max(0, min(Int((Double(n) * spec.deleteFraction).rounded()), n - updateKeys.count, Int(live) - updateKeys.count)) : 0
+        let deleteKeys = deletes > 0 ? w.pickKeysToDelete(deletes, besides: updateKeys, rng: &rng) : []
+        let newKeys = w.allocateKeys(n - updateKeys.count - deleteKeys.count)
+        return (updateKeys, deleteKeys, newKeys)
+    }
+
+    /// Chunk `k` in `current`: updates, deletes and inserts its `n` objects, adds them to `pending`, and when the chunk
+    /// `saves`, saves the context (a push into its parent where background contexts are children).
+    func write(chunk k: Int, _ n: Int, updateKeys: [Int64], deleteKeys: [Int64], newKeys: ClosedRange<Int64>?, in current: ManagedObjectContext, saves: Bool,
+               groups: ImportGroups?, pending: inout PendingSave, rng valueRNG: inout SeededGenerator) -> ChunkSave {
+        let w = workload
+        var result = ChunkSave()
+        current.performAndWait {
+            do {
+                for object in try w.fetchByKeys(updateKeys, in: current) {
+                    var intended: [String: String] = [:]
+                    for (field, type) in w.fieldTypes {
+                        let v = w.value(for: type, actor: name, op: k, rng: &valueRNG)
+                        try object.setValue(v, forKey: field)
+                        intended[field] = object.primitiveValue(forKey: field).description
+                    }
+                    pending.updates.append((object, intended))
+                }
+                pending.deletedKeys += try w.deleteRecords(deleteKeys, in: current)
+                if let newKeys {
+                    let groupObjects = try groups?.objects(in: current)
+                    for key in newKeys {
+                        let object = try current.insertNewObject(forEntityName: w.entity.name)
+                        if let idKey = w.idKey { try object.setValue(key, forKey: idKey) }
+                        for (field, type) in w.importedFields { try object.setValue(w.value(for: type, field: field, actor: name, op: k, rng: &valueRNG), forKey: field) }
+                        if let groups, let groupObjects {
+                            try object.setValue(groupObjects[Int(key % Int64(groups.count))], forKey: groups.relationship.name)
+                        }
+                    }
+                }
+                pending.inserted += newKeys?.count ?? 0
+                pending.updated += updateKeys.count
+                pending.objects += n
+                guard saves else { return }
+                result.changed = w.changedFields(pending.updates.map(\.0))
+                if w.attributesPushes { w.announcePush(current, pending.updates, changed: result.changed, actor: name, role: "importer") }
+                let pushStart = Clock.now()
+                do { try w.saveCounting(current, role: "importer") } catch {
+                    if w.attributesPushes { w.cancelPush(current) }
+                    throw error
+                }
+                result.saved = true
+                if w.stack.committedContext != nil {
+                    // A push into a parent (nested, viewChildren, privateRoot): its rows are read where they are
+                    // committed, once `afterBackgroundSave` saved the parents.
+                    // Nested, viewChildren: the child's save is the merge into the view context (a main-queue push).
+                    if w.stack.backgroundSaveIsMerge { w.recorder.mergeLatency.record(nanoseconds: Clock.now() - pushStart) }
+                    for (object, values) in pending.updates { result.intendedByID[object.objectID] = values }
+                } else {
+                    w.recorder.record(w.events(pending.updates, actor: name, role: "importer", changed: result.changed))
+                }
+                w.recordDeletes(pending.deletedKeys, actor: name, role: "importer", afterParents: false)
+            } catch {
+                w.recorder.note("\(name) chunk \(k): \(error)")
+            }
+        }
+        return result
+    }
+
+    /// After a chunk that saves: saves the parents (unless `saveParents: false`) and records what reached the store,
+    /// or frees the ids picked for deletes when the save failed; records the save's latency and throughput.
+    func finishSave(_ pending: PendingSave, _ chunkSave: ChunkSave, of current: ManagedObjectContext, scheduled: UInt64) {
+        let w = workload
+        // Objects of this save that reached the store (with `saveParents: false`, the parent it was meant to
+        // stay in): importThroughput counts no refused work.
+        var stored = 0
+        if chunkSave.saved {
+            stored = pending.objects
+            // `saveParents: false`: the changes stay in the parents, never committed, so nothing is recorded.
+            if spec.saveParents {
+                do {
+                    try w.stack.afterBackgroundSave(current)
+                    w.recorder.record(w.committedEvents(chunkSave.intendedByID, actor: name, role: "importer", changed: chunkSave.changed))
+                    w.recordDeletes(pending.deletedKeys, actor: name, role: "importer", afterParents: true)
+                } catch {
+                    w.recorder.note("\(name) parent save: \(error)")
+                    stored = 0
+                }
+                w.recorder.rowsChanged(inserted: pending.inserted, updated: pending.updated, deleted: pending.deletedKeys.count)
+            }
+        } else {
+            w.undelete(pending.deleteIDs)
+        }
+        let end = Clock.now()
+        w.recorder.saveLatency("importer").record(nanoseconds: end - (spec.rate == .unlimited ? pending.began : scheduled))
+        w.recorder.imported(stored, nanos: end - pending.began)
     }
 }
 
@@ -366,9 +425,9 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
     }
 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
-        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        var rng = seededGenerator()
         let w = workload
-        Schedule(rate: spec.rate, start: start, isStopping: w.progress.isStopping).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
+        schedule(spec.rate, from: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let visible = w.visibleIDs
             guard !visible.isEmpty else { return false }
@@ -458,9 +517,9 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
     }
 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
-        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        var rng = seededGenerator()
         let w = workload
-        Schedule(rate: rate, start: start, isStopping: w.progress.isStopping).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
+        schedule(rate, from: start).forEach(duration: duration, keepGoing: keepGoing) { k, intended in
             w.recorder.add("operations")
             let keys = w.pickKeys(edits, distribution, hot: Int64(w.viewerCount), rng: &rng)
             guard !keys.isEmpty else { return false }
@@ -534,7 +593,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
     }
 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
-        var rng = SeededGenerator(seed: SeededGenerator.seed(workload.scenario.seed, name))
+        var rng = seededGenerator()
         let w = workload
         // A batch insert fails on a row without a required value (Docs/coredata-behaviour.md §6): each row carries
         // its id and a value for every other required attribute without a default (the shipped models have none).
@@ -615,7 +674,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
             }
             return acted
         }
-        let schedule = Schedule(rate: spec.rate, start: start, isStopping: w.progress.isStopping)
+        let schedule = self.schedule(spec.rate, from: start)
         if let requests = spec.requests {
             _ = schedule.forEach(requests, duration: duration, keepGoing: keepGoing) { k, intended in request(k, intended) ? .acted : .idle }
         } else {

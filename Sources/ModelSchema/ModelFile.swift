@@ -1,6 +1,9 @@
 import Foundation
 
-/// The declarative form of a model, decoded from JSON here, or from another form by a caller (YAML in scenarios).
+/// The declarative form of a model, decoded from JSON (ObjectGraph's `ManagedObjectModel(jsonData:)`), or from
+/// another form by a caller (YAML in scenarios). The operation trace's header carries each model version's
+/// ``entities`` as these same types, so that a replayer (ObjectGraph's or Core Data's) builds the model the run had,
+/// every field included.
 ///
 /// ```json
 /// {"entities": [{"name": "Item",
@@ -49,7 +52,7 @@ public struct ModelFile: Codable, Sendable, Equatable {
 
     /// The entity named `name` and those above it, the entity first; a parent that is missing
     /// or a cycle ends the chain (the model refuses both).
-    public func lineage(of name: String) -> [Entity] {
+    func lineage(of name: String) -> [Entity] {
         var chain: [Entity] = []
         var next = entities.first { $0.name == name }
         while let entity = next, !chain.contains(where: { $0.name == entity.name }) {
@@ -60,10 +63,10 @@ public struct ModelFile: Codable, Sendable, Equatable {
     }
 
     /// The attributes of the entity named `name`, those it inherits first.
-    public func allAttributes(of name: String) -> [Attribute] { lineage(of: name).reversed().flatMap { $0.attributes ?? [] } }
+    package func allAttributes(of name: String) -> [Attribute] { lineage(of: name).reversed().flatMap { $0.attributes ?? [] } }
 
     /// The relationships of the entity named `name`, those it inherits first.
-    public func allRelationships(of name: String) -> [Relationship] { lineage(of: name).reversed().flatMap { $0.relationships ?? [] } }
+    package func allRelationships(of name: String) -> [Relationship] { lineage(of: name).reversed().flatMap { $0.relationships ?? [] } }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -88,7 +91,8 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var parent: String?
         /// Whether the entity is abstract (only its sub-entities have objects).
         public var abstract: Bool?
-        /// The indexes the store keeps on the entity's rows (``FetchIndexDescription``).
+        /// The indexes the store keeps on the entity's rows (ObjectGraph's `FetchIndexDescription`, Core Data's
+        /// `NSEntityDescription.indexes`).
         public var fetchIndexes: [FetchIndex]?
 
         public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil, uniquenessConstraints: [[String]]? = nil,
@@ -100,19 +104,6 @@ public struct ModelFile: Codable, Sendable, Equatable {
             self.uniquenessConstraints = uniquenessConstraints
             self.parent = parent
             self.abstract = abstract
-        }
-
-        func makeEntity(class cls: ManagedObject.Type) throws -> EntityDescription {
-            let attributes = try (self.attributes ?? []).map { try $0.makeAttribute(entity: name) }
-            let relationships = (self.relationships ?? []).map { $0.makeRelationship() }
-            let entity = EntityDescription(
-                name: name, managedObjectClass: cls, attributes: attributes, relationships: relationships,
-                uniquenessConstraints: uniquenessConstraints ?? [], parent: parent, isAbstract: abstract ?? false,
-                fetchIndexes: (fetchIndexes ?? []).map { index in
-                    FetchIndexDescription(name: index.name, elements: index.elements.map { .init(property: $0.property, ascending: $0.ascending ?? true) })
-                })
-            entity.renamingIdentifier = renamingIdentifier
-            return entity
         }
     }
 
@@ -127,7 +118,14 @@ public struct ModelFile: Codable, Sendable, Equatable {
         }
 
         /// An element: a property name (ascending), or a mapping with `property` and `ascending`.
+        ///
+        /// Encoded as a model file writes it, the property name alone when `ascending` is not set; an encoder whose
+        /// ``encodesAsMapping`` user info is `true` writes the mapping every time (the operation trace does).
         public struct Element: Codable, Sendable, Equatable {
+            /// The user info key that makes an encoder write every element as a mapping.
+            public static let encodesAsMapping = CodingUserInfoKey(rawValue: "ModelFile.FetchIndex.Element.encodesAsMapping")!
+
+
             public var property: String
             public var ascending: Bool?
 
@@ -148,14 +146,14 @@ public struct ModelFile: Codable, Sendable, Equatable {
             }
 
             public func encode(to encoder: any Encoder) throws {
-                guard let ascending else {
+                guard ascending != nil || encoder.userInfo[Self.encodesAsMapping] as? Bool == true else {
                     var c = encoder.singleValueContainer()
                     try c.encode(property)
                     return
                 }
                 var c = encoder.container(keyedBy: CodingKeys.self)
                 try c.encode(property, forKey: .property)
-                try c.encode(ascending, forKey: .ascending)
+                try c.encodeIfPresent(ascending, forKey: .ascending)
             }
         }
     }
@@ -184,22 +182,6 @@ public struct ModelFile: Codable, Sendable, Equatable {
             self.optional = optional
             self.defaultValue = defaultValue
         }
-
-        func makeAttribute(entity: String) throws -> AttributeDescription {
-            var value = PropertyValue.null
-            if let defaultValue {
-                guard let converted = defaultValue.propertyValue(for: type) else {
-                    throw ModelError(entity: entity, property: name, "default value \(defaultValue) does not fit type \(type.rawValue)")
-                }
-                value = converted
-            }
-            var attribute = AttributeDescription(
-                name: name, type: type, isOptional: optional ?? true, defaultValue: value, minValue: minValue,
-                maxValue: maxValue, minLength: minLength, maxLength: maxLength, isTransient: transient ?? false,
-                preservesValueInHistoryOnDeletion: preservesValueInHistoryOnDeletion ?? false, isIndexed: indexed ?? false)
-            attribute.renamingIdentifier = renamingIdentifier
-            return attribute
-        }
     }
 
     /// One relationship.
@@ -224,15 +206,6 @@ public struct ModelFile: Codable, Sendable, Equatable {
             self.inverse = inverse
             self.toMany = toMany
             self.deleteRule = deleteRule
-        }
-
-        func makeRelationship() -> RelationshipDescription {
-            var relationship = RelationshipDescription(
-                name: name, destination: destination, inverse: inverse, toMany: toMany ?? false,
-                isOptional: optional ?? true, deleteRule: deleteRule ?? .nullify, minCount: minCount ?? 0,
-                maxCount: maxCount ?? 0, isTransient: transient ?? false)
-            relationship.renamingIdentifier = renamingIdentifier
-            return relationship
         }
     }
 
@@ -262,30 +235,6 @@ public struct ModelFile: Codable, Sendable, Equatable {
             case .number(let d): return String(d)
             case .bool(let b): return String(b)
             }
-        }
-
-        func propertyValue(for type: AttributeType) -> PropertyValue? {
-            switch (self, type) {
-            case (.number(let d), _) where type.isNumeric || type == .date: return PropertyValue.double(d).converted(to: type)
-            case (.bool(let b), .boolean): return .bool(b)
-            case (.string(let s), .string): return .string(s)
-            case (.string(let s), .decimal): return Decimal(string: s).map { .decimal($0) }
-            case (.string(let s), .uuid), (.string(let s), .uri): return PropertyValue.string(s).converted(to: type)
-            case (.string(let s), .date): return ISO8601DateFormatter().date(from: s).map { .date($0) }
-            default: return nil
-            }
-        }
-    }
-
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ codingPath: [any CodingKey]) -> String {
-            codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-        }
-        switch error {
-        case .keyNotFound(let key, let ctx): return "missing key '\(key.stringValue)' at \(path(ctx.codingPath))"
-        case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx), .dataCorrupted(let ctx):
-            return "\(ctx.debugDescription) at \(path(ctx.codingPath))"
-        @unknown default: return "\(error)"
         }
     }
 }

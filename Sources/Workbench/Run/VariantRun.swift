@@ -1,0 +1,40 @@
+import Foundation
+import ObjectGraph
+
+/// One variant's run as its steps share it: what ``VariantRunner/prepare(in:simulation:baseline:wallStart:runStart:)``
+/// built, and what the phases leave for the oracle and the figures. Used on the runner's thread only.
+final class VariantRun {
+    let simulation: Scheduler?
+    let baseline: VariantRunner.MemoryBaseline
+    /// When the variant began: wall time, and the run's clock (virtual in simulated mode).
+    let wallStart: UInt64, runStart: UInt64
+    let model: ManagedObjectModel
+    let recorder: RunRecorder
+    let main: SimulatedMainThread
+    let storeURL: URL
+    let stack: WorkbenchStack
+    let control: VariantProgress
+    let workload: Workload
+    let ticker: ProgressTicker?
+    let sampler: RunSampler
+    /// Where a stop (Ctrl-C) ended the variant.
+    var stoppedIn: String?
+    var peakAllocated: Int64 = 0
+    var threadAllocated: Int64 = 0, threadFreed: Int64 = 0
+    /// The viewers on screen: a phase with viewers replaces those of the phases before it (Docs/scenarios.md).
+    var viewers: [ViewerState] = []
+    var migrators: [MigratorActor] = []
+
+    init(simulation: Scheduler?, baseline: VariantRunner.MemoryBaseline, wallStart: UInt64, runStart: UInt64, model: ManagedObjectModel,
+         recorder: RunRecorder, main: SimulatedMainThread, storeURL: URL, stack: WorkbenchStack, control: VariantProgress, workload: Workload,
+         ticker: ProgressTicker?, sampler: RunSampler) {
+        (self.simulation, self.baseline, self.wallStart, self.runStart, self.model) = (simulation, baseline, wallStart, runStart, model)
+        (self.recorder, self.main, self.storeURL, self.stack, self.control) = (recorder, main, storeURL, stack, control)
+        (self.workload, self.ticker, self.sampler) = (workload, ticker, sampler)
+    }
+
+    var view: ManagedObjectContext { stack.viewContext }
+
+    /// A stack without a view context queues nothing on the main queue; the harness does not either.
+    func drainMain() { if stack.topology.hasViewContext { main.drain() } }
+}
