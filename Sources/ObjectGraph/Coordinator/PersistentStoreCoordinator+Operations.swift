@@ -98,7 +98,7 @@ extension PersistentStoreCoordinator {
     /// hold a newer one), and is not cached (Docs/coredata-behaviour.md §3.7).
     func row(for id: ManagedObjectID, staleness: TimeInterval, generation: StoreGeneration? = nil) throws -> RowSnapshot? {
         if let generation {
-            count { $0.rowCacheMisses += 1 }
+            Probe.count(.rowCacheMisses(self, 1))
             guard let row = try readPinned(generation, { try $0.rows(of: id.entity, keys: [id.key]) })[id.key] else { return nil }
             Probe.count(.faultRowRead(self, inMemory: false))
             return row
@@ -111,7 +111,7 @@ extension PersistentStoreCoordinator {
             Probe.count(.rowCacheHit(self))
             return nil
         case .miss:
-            count { $0.rowCacheMisses += 1 }
+            Probe.count(.rowCacheMisses(self, 1))
             return try rowCache.reading { snapshot in
                 let (rows, inMemory) = try readStore { (try $0.rows(of: id.entity, keys: [id.key]), $0.type == .inMemory) }
                 // core-data-rules.md Rule 27: a row read (and a fault fulfilled from the store) only when the store has the row.
@@ -143,7 +143,7 @@ extension PersistentStoreCoordinator {
                 let rows = try read(in: generation) { try $0.rows(of: entity, keys: group.map(\.key)) }
                 for id in group { if let row = rows[id.key] { result[id] = row } }
             }
-            count { $0.rowCacheMisses += ids.count }
+            Probe.count(.rowCacheMisses(self, ids.count))
             Probe.count(.rowsFetched(self, result.count, idsOnly: false))
             // A pinned context's rows stay out of the cache (Docs/coredata-behaviour.md §3.7).
             if generation == nil { rowCache.install(result.map { ($0.key, $0.value) }, retain: false, snapshot: snapshot) }
@@ -211,7 +211,7 @@ extension PersistentStoreCoordinator {
         if !request.deletes.isEmpty { checkCache(request.deletes.lazy.map { ($0.id, $0.oldVersion) }) }
         if !request.locked.isEmpty { checkCache(request.locked.lazy.map { ($0.id, $0.version) }) }
         if !conflicts.isEmpty {
-            count { $0.cacheConflicts += conflicts.count }
+            Probe.count(.conflictsFound(self, .cache, conflicts.count))
             return .versionConflicts(conflicts)
         }
         if request.isEmpty { return .committed(newIDs: [:], historyToken: nil, savedRows: nil) }
@@ -272,7 +272,7 @@ extension PersistentStoreCoordinator {
             return try save(request, conflicts: storeConflicts)
         case .constraintViolations(let violations):
             rowCache.install(violations.map { ($0.databaseID, $0.databaseRow) }, retain: false)
-            count { $0.constraintConflicts += violations.count }
+            Probe.count(.conflictsFound(self, .constraint, violations.count))
             return .constraintViolations(violations)
         }
     }
@@ -292,7 +292,7 @@ extension PersistentStoreCoordinator {
             }
             rowCache.install(fresh, retain: false)
             rowCache.markDeleted(gone)
-            count { $0.databaseConflicts += records.count }
+            Probe.count(.conflictsFound(self, .database, records.count))
             return .versionConflicts(records)
         }
     }

@@ -213,6 +213,20 @@ package enum CountedEvent {
     case rowCacheHit(PersistentStoreCoordinator)
     /// `coordinator` read a fault's row from its store (`inMemory`: an in-memory store's, copied as from a cache).
     case faultRowRead(PersistentStoreCoordinator, inMemory: Bool)
+    /// `coordinator`'s row cache lacked these rows (or a pinned context read past it).
+    case rowCacheMisses(PersistentStoreCoordinator, Int)
+    /// A save through `coordinator` found conflicts of one kind.
+    case conflictsFound(PersistentStoreCoordinator, ConflictLayer, Int)
+
+    /// Where a save's conflicts were found (``CoordinatorCounters``).
+    package enum ConflictLayer {
+        /// Optimistic locking against the row cache (layer 1).
+        case cache
+        /// Optimistic locking against the database (layer 2).
+        case database
+        /// Uniqueness constraints against the database.
+        case constraint
+    }
 
     @inline(__always)
     func apply() {
@@ -250,6 +264,14 @@ package enum CountedEvent {
         case .faultRowRead(let coordinator, let inMemory):
             coordinator.count { $0.rowsRead += 1 }
             Probe.count(inMemory ? .faultFulfilledFromCache : .faultFulfilledFromStore)
+        case .rowCacheMisses(let coordinator, let n):
+            coordinator.count { $0.rowCacheMisses += n }
+        case .conflictsFound(let coordinator, .cache, let n):
+            coordinator.count { $0.cacheConflicts += n }
+        case .conflictsFound(let coordinator, .database, let n):
+            coordinator.count { $0.databaseConflicts += n }
+        case .conflictsFound(let coordinator, .constraint, let n):
+            coordinator.count { $0.constraintConflicts += n }
         }
     }
 }
