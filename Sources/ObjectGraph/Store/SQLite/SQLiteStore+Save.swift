@@ -106,9 +106,26 @@ extension SQLiteStore {
     }
 
     private func write(_ request: SaveRequest, keys: InsertKeys) throws -> StoreSaveOutcome {
-        let newIDs = keys.newIDs, insertIDs = keys.insertIDs
-        /// Binds a value of the save, a reference to an object inserted by it as that object's permanent key
-        /// (NULL when the object is not part of the save), without copying the value.
+        let binder = SaveBinder(newIDs: keys.newIDs)
+        // History is only recorded with tracking on: without it, nothing is collected for it either.
+        var history: HistoryRecord? = historyTracking ? HistoryRecord() : nil
+        var conflicts: [StoreVersionConflict] = []
+        try writeDeletes(request, conflicts: &conflicts, history: &history)
+        try writeUpdates(request, binder: binder, conflicts: &conflicts, history: &history)
+        try checkLocked(request, conflicts: &conflicts)
+        if !conflicts.isEmpty { return .versionConflicts(conflicts) }
+        try writeInserts(request, ids: keys.insertIDs, binder: binder, history: &history)
+        try writeJoinChanges(request, newIDs: keys.newIDs)
+        lastHistoryToken = try recordHistory(history ?? HistoryRecord(), author: request.author, contextName: request.contextName)
+        return .committed(newIDs: keys.newIDs, insertIDs: keys.insertIDs)
+    }
+
+    /// Binds the values of a save: a reference to an object inserted by it as that object's permanent key.
+    private struct SaveBinder {
+        let newIDs: [ManagedObjectID: ManagedObjectID]
+
+        /// Binds `value`, a reference to an object inserted by the save as that object's permanent key (NULL when
+        /// the object is not part of the save), without copying the value.
         func bind(_ value: PropertyValue, to statement: SQLiteStatement, at index: Int32) throws {
             if case .objectID(let id) = value, id.isTemporaryID {
                 if let n = newIDs[id] { statement.bindInt(n.key, at: index) } else { try statement.bind(.null, at: index) }
@@ -116,15 +133,16 @@ extension SQLiteStore {
             }
             try statement.bind(value, at: index)
         }
+
         /// The `Z_ENT` column of a to-one into a hierarchy: the referenced object's entity (NULL for no object).
         func bindEntity(of value: PropertyValue, to statement: SQLiteStatement, at index: Int32) throws {
             if case .objectID(let id) = value { statement.bindInt(Int64(id.entity.entityNumber), at: index) } else { try statement.bind(.null, at: index) }
         }
-        // History is only recorded with tracking on: without it, nothing is collected for it either.
-        let recordsHistory = historyTracking
+    }
 
-        var conflicts: [StoreVersionConflict] = []
-        var history = HistoryRecord()
+    /// Deletes the save's rows whose version is the one the context read (semantics §1.4: a row already gone is no
+    /// conflict for a delete), and their rows of many-to-many join tables.
+    private func writeDeletes(_ request: SaveRequest, conflicts: inout [StoreVersionConflict], history: inout HistoryRecord?) throws {
         for delete in request.deletes {
             let entity = delete.id.entity
             let statement = try connection.cachedStatement("DELETE FROM \(entity.tableName) WHERE Z_PK = ? AND Z_OPT = ?")
@@ -135,8 +153,8 @@ extension SQLiteStore {
                 if let row = try rows(of: entity, keys: [delete.id.key])[delete.id.key] {
                     conflicts.append(StoreVersionConflict(id: delete.id, expectedVersion: delete.oldVersion, databaseRow: row))
                 }
-            } else if recordsHistory {
-                history.deletes.append((delete.id, delete.tombstone))
+            } else {
+                history?.deletes.append((delete.id, delete.tombstone))
             }
             for relationship in entity.relationships where SQLiteSchema.isManyToMany(entity, relationship) {
                 let s = try connection.cachedStatement(SQLiteSchema.joinTable(entity, relationship).deleteRowsSQL(of: entity, relationship))
@@ -144,6 +162,11 @@ extension SQLiteStore {
                 try s.run()
             }
         }
+    }
+
+    /// Updates the save's rows whose version is the one the context read, bumping it; a row of another version is a
+    /// conflict (semantics §1.3, layer 2).
+    private func writeUpdates(_ request: SaveRequest, binder: SaveBinder, conflicts: inout [StoreVersionConflict], history: inout HistoryRecord?) throws {
         // One statement per entity (and set of changed columns) for the whole save: the SQL text is built and
         // looked up once, not per row (the store is the hot path of every import).
         struct UpdateShape: Hashable { var entity: ObjectIdentifier; var slots: SlotSet }
@@ -179,10 +202,10 @@ extension SQLiteStore {
             var index: Int32 = 2
             let references = !entity.entityColumnSlots.isEmpty
             for slot in update.changedSlots {
-                try bind(update.values[slot], to: statement, at: index)
+                try binder.bind(update.values[slot], to: statement, at: index)
                 index += 1
                 if references, entity.entityColumns[slot] != nil {
-                    try bindEntity(of: update.values[slot], to: statement, at: index)
+                    try binder.bindEntity(of: update.values[slot], to: statement, at: index)
                     index += 1
                 }
             }
@@ -191,24 +214,30 @@ extension SQLiteStore {
             if try statement.run() == 0 {
                 let row = try rows(of: entity, keys: [update.id.key])[update.id.key]
                 conflicts.append(StoreVersionConflict(id: update.id, expectedVersion: update.oldVersion, databaseRow: row))
-            } else if recordsHistory {
-                history.updates.append((update.id, update.changedSlots.map { entity.slots[$0].name }))
+            } else {
+                history?.updates.append((update.id, update.changedSlots.map { entity.slots[$0].name }))
             }
         }
+    }
+
+    /// The rows the save only locked (optimistic locking of unchanged objects): a conflict where their version moved.
+    private func checkLocked(_ request: SaveRequest, conflicts: inout [StoreVersionConflict]) throws {
         for locked in request.locked {
             let row = try rows(of: locked.id.entity, keys: [locked.id.key])[locked.id.key]
             if row?.version != locked.version {
                 conflicts.append(StoreVersionConflict(id: locked.id, expectedVersion: locked.version, databaseRow: row))
             }
         }
-        if !conflicts.isEmpty { return .versionConflicts(conflicts) }
+    }
 
+    /// Inserts the save's new rows under the keys allocated for them (`ids`, in the order of the request's inserts).
+    private func writeInserts(_ request: SaveRequest, ids: [ManagedObjectID], binder: SaveBinder, history: inout HistoryRecord?) throws {
         // One INSERT per entity for the whole save; Z_ENT and Z_OPT (1) are constants of its text, so each row
         // binds its key and its values only, and every parameter is bound again for each row.
         var insertStatements: [ObjectIdentifier: SQLiteStatement] = [:]
         var lastEntity: EntityDescription?
         var lastStatement: SQLiteStatement?
-        if recordsHistory { history.inserts.reserveCapacity(request.inserts.count) }
+        history?.inserts.reserveCapacity(request.inserts.count)
         for (n, insert) in request.inserts.enumerated() {
             let entity = insert.id.entity
             let statement: SQLiteStatement
@@ -231,23 +260,27 @@ extension SQLiteStore {
             } else {
                 statement.reset()  // a short row leaves its missing columns NULL, not the previous row's values
             }
-            let id = insertIDs[n]
+            let id = ids[n]
             statement.bindInt(id.key, at: 1)
             var index: Int32 = 2
             for value in insert.values {
-                try bind(value, to: statement, at: index)
+                try binder.bind(value, to: statement, at: index)
                 index += 1
             }
             if !entity.entityColumnSlots.isEmpty {
                 index = Int32(2 + entity.slotCount)
                 for slot in entity.entityColumnSlots {
-                    try bindEntity(of: slot < insert.values.count ? insert.values[slot] : .null, to: statement, at: index)
+                    try binder.bindEntity(of: slot < insert.values.count ? insert.values[slot] : .null, to: statement, at: index)
                     index += 1
                 }
             }
             try statement.run()
-            if recordsHistory { history.inserts.append(id) }
+            history?.inserts.append(id)
         }
+    }
+
+    /// Inserts and deletes the rows of many-to-many join tables the save changed.
+    private func writeJoinChanges(_ request: SaveRequest, newIDs: [ManagedObjectID: ManagedObjectID]) throws {
         for change in request.joinChanges {
             let join = SQLiteSchema.joinTable(change.entity, change.relationship)
             let mine = join.isOwned(by: change.entity, change.relationship)
@@ -262,8 +295,6 @@ extension SQLiteStore {
             statement.bindInt(otherKey, at: 2)
             try statement.run()
         }
-        lastHistoryToken = try recordHistory(history, author: request.author, contextName: request.contextName)
-        return .committed(newIDs: newIDs, insertIDs: insertIDs)
     }
 
     /// Layer-2 version check without writing (semantics §1.3: locking conflicts before constraint conflicts).
