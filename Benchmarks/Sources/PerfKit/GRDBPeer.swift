@@ -45,7 +45,7 @@ public struct GItem: FetchableRecord, MutablePersistableRecord, Sendable {
 }
 
 /// The GRDB peer: a `DatabasePool` (WAL, `synchronous = NORMAL`, foreign keys off as in the raw peer and in ours),
-/// one `write` per commit. Two forms (issue 22 item 1): records (`GItem`), and the form an expert picks for speed,
+/// one `write` per commit. Two forms: records (`GItem`), and the form an expert picks for speed,
 /// cached statements (`db.cachedStatement`) inside `write`.
 public final class GRDBPeer: @unchecked Sendable {  // the pool is thread-safe
     public let scratch: Scratch

@@ -130,12 +130,13 @@ public final class OursStack: @unchecked Sendable {  // immutable after init
         }
     }
 
-    /// Updates items `range` by unique ID with the Ambar import operation (`BatchImport`, chunks of `chunk`).
+    /// Updates items `range` by unique ID with the Ambar import operation (`BatchImport`, chunks of `chunk`), saving
+    /// every chunk as the peers commit every chunk (`batchSize`; the operation's default saves once per 50,000).
     public func updateItems(_ range: Range<Int>, chunk: Int, round: Int) throws {
         let records = range.map { PerfRecord($0, round: round) }
         let context = container.importerContext()
         let changes = try context.performAndWait {
-            try BatchImport(values: records, chunkSize: chunk).runSynchronously(in: context)
+            try BatchImport(values: records, chunkSize: chunk, batchSize: chunk).runSynchronously(in: context)
         }
         precondition(changes.updated.count == range.count && changes.inserted.isEmpty, "update touched \(changes.updated.count) of \(range.count)")
     }
@@ -158,7 +159,7 @@ public final class OursStack: @unchecked Sendable {  // immutable after init
         }
     }
 
-    /// Issue 22 item 5: one `save()` of `n` items (already in the store) whose name, price and date were changed
+    /// One `save()` of `n` items (already in the store) whose name, price and date were changed
     /// in one importer context: wall-clock seconds and CPU seconds of the saving thread (the save runs on it,
     /// SQLite included; a shared machine's preemption is in the first, not the second). The fetch and the changes
     /// are not timed; the objects stay alive past the save, as an app that holds them keeps them.

@@ -74,7 +74,7 @@ public final class RawPeer {
         }
     }
 
-    /// Updates items `range` by unique ID as an app does (issue 22 item 1: read, then write; a blind UPDATE skips
+    /// Updates items `range` by unique ID as an app does (read, then write; a blind UPDATE skips
     /// the read the object graph must do): per transaction of `chunk`, one prepared SELECT of the chunk's rows by
     /// ID, then one prepared UPDATE of the three changed columns per row found, by its primary key.
     public func updateItems(_ range: Range<Int>, chunk: Int, round: Int) throws {

@@ -4,7 +4,7 @@ import Foundation
 import ObjectGraph
 import Synchronization
 
-/// Issue 22 item 8: how long a fetch waits while another context of the same coordinator saves.
+/// How long a fetch waits while another context of the same coordinator saves.
 ///
 /// One coordinator with `connectionPoolMaxSize` `pool`; a background context updates every one of `rows` items in
 /// one save, while another context fetches 20 items again and again (one fetch after the other, from the moment

@@ -1,4 +1,4 @@
-// ambar-perf: every comparison of issue 7 in one process, printed as one table (Benchmarks/README.md).
+// ambar-perf: every comparison of Benchmarks/README.md in one process, printed as one table.
 //   ambar-perf [--quick] [--reps N] [--rounds N] [--only import,update,fetch,fetchscale,save,merge,frc,memory,readers]
 import Foundation
 import PerfKit
@@ -97,7 +97,7 @@ if wanted("import") || wanted("update") || wanted("fetch") {
         for k in 0..<peers.count { try peers[(rep + k) % peers.count].run(rep) }
     }
     func m(_ key: String) -> Double { median(t[key]!) }
-    // Issue 22 items 1-3: each peer in the form an expert would pick, doing the same work (the table names the form).
+    // Each peer in the form an expert would pick, doing the same work (the table names the form).
     if wanted("import") {
         let r1 = m("import.raw") / m("import.ours"), r2 = m("import.grdbCached") / m("import.ours"), r3 = m("import.grdb") / m("import.ours")
         rows.append(Row(comparison: "import \(count(n)), commit every \(count(chunk)): throughput vs raw SQLite (one prepared INSERT, explicit transactions)", ours: rate(n, m("import.ours")),
@@ -125,7 +125,7 @@ if wanted("import") || wanted("update") || wanted("fetch") {
     }
 }
 
-// MARK: fetch cost per object as the store grows (issue 22 item 4, second part)
+// MARK: fetch cost per object as the store grows
 if wanted("fetchscale") {
     let sizes = options.quick ? (small: 10_000, large: 100_000) : (small: 10_000, large: 1_000_000)
     var perObject: [Int: [Double]] = [:]
@@ -146,7 +146,7 @@ if wanted("fetchscale") {
                     ours: us(large), peer: us(small), ratio: r, ratioText: String(format: "%.2f×", r), goal: "≤ 1.2×", met: r <= 1.2))
 }
 
-// MARK: one save's cost against its size (issue 22 item 5)
+// MARK: one save's cost against its size
 if wanted("save") {
     let sizes = options.quick ? (small: 1_000, large: 10_000) : (small: 10_000, large: 100_000)
     log("save: seeding \(count(sizes.large))")
@@ -220,7 +220,7 @@ if wanted("frc") {
     let ours = try oursFRCDuringImport(total: frcTotal, chunk: chunk)
     log("ValueObservation over 20 during a \(count(frcTotal)) import")
     let grdb = try grdbObservationDuringImport(total: frcTotal, chunk: chunk)
-    // Issue 22 item 1: the peer is what an app with GRDB pays per change: the observation's re-fetch (on a
+    // The peer is what an app with GRDB pays per change: the observation's re-fetch (on a
     // reader) and its delivery on the main queue, not the fetch alone.
     let peer = grdb.perEvent + grdb.mainPerDelivery
     let r = ours.perEvent / peer
@@ -244,7 +244,7 @@ if wanted("memory") {
     }
 }
 
-// MARK: a fetch during a background save on the same coordinator (issue 22 item 8)
+// MARK: a fetch during a background save on the same coordinator
 if wanted("readers") {
     let saved = options.quick ? 20_000 : 100_000
     var pooled: [ReaderWait] = [], serial: [Double] = [], unchecked: [Double] = []
