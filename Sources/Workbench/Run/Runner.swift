@@ -162,8 +162,9 @@ public struct VariantRunner {
         defer { run.main.endFrames() }
         defer { run.ticker?.stop() }
         try runPhases(run)
-        let verification = try verify(run, leftovers: leftovers)
-        return collect(run, verification, leftovers: leftovers)
+        let final = readFinalState(run)
+        let verification = try verify(run, final: final)
+        return collect(run, final, verification, leftovers: leftovers)
     }
 
     /// Builds what the phases run on: the model, the recorder and its event log in `directory`, the main queue, the

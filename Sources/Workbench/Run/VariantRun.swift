@@ -35,6 +35,9 @@ final class VariantRun {
 
     var view: ManagedObjectContext { stack.viewContext }
 
+    /// The stack's store is in memory (`store: inMemory`): no file, no -wal, and the oracle reads a copy of it.
+    var isInMemoryStore: Bool { sampler.inMemory }
+
     /// A stack without a view context queues nothing on the main queue; the harness does not either.
     func drainMain() { if stack.topology.hasViewContext { main.drain() } }
 }
