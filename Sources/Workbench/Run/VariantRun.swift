@@ -19,8 +19,6 @@ final class VariantRun {
     let sampler: RunSampler
     /// Where a stop (Ctrl-C) ended the variant.
     var stoppedIn: String?
-    var peakAllocated: Int64 = 0
-    var threadAllocated: Int64 = 0, threadFreed: Int64 = 0
     /// The viewers on screen: a phase with viewers replaces those of the phases before it (Docs/scenarios.md).
     var viewers: [ViewerState] = []
     var migrators: [MigratorActor] = []

@@ -133,7 +133,7 @@ extension VariantRunner {
         // this variant's own samples (and end-of-phase readings) less it, and its last sample less it.
         let allocatedSeries = readings.compactMap(\.allocated)
         if let start = baseline.reading.allocated, let last = allocatedSeries.last {
-            host.append(MetricRow("memoryAllocated", "peak", Double(max(0, max(run.peakAllocated, allocatedSeries.max()!) - start)), "bytes"))
+            host.append(MetricRow("memoryAllocated", "peak", Double(max(0, max(sampler.peakAllocated.load(ordering: .relaxed), allocatedSeries.max()!) - start)), "bytes"))
             host.append(MetricRow("memoryAllocated", "value", Double(max(0, last - start)), "bytes"))
         }
         if let resident = readings.compactMap(\.resident).max() {
@@ -143,9 +143,10 @@ extension VariantRunner {
                 host.append(MetricRow("memoryResident", "peak", Double(max(0, resident - start)), "bytes", label: "growth"))
             }
         }
-        if run.threadAllocated > 0 {
-            host.append(MetricRow("threadAllocated", "total", Double(run.threadAllocated), "bytes"))
-            host.append(MetricRow("threadFreed", "total", Double(run.threadFreed), "bytes"))
+        let threadTotals = sampler.threadTotals.withLock { $0 }
+        if threadTotals.allocated > 0 {
+            host.append(MetricRow("threadAllocated", "total", Double(threadTotals.allocated), "bytes"))
+            host.append(MetricRow("threadFreed", "total", Double(threadTotals.freed), "bytes"))
         }
         // The store's SQLite figures: absent for an in-memory store, whose run uses SQLite only for the harness's
         // event log (a zero or the log's figures would read as the store's).
