@@ -75,12 +75,7 @@ public struct VariantRunner {
                     if case .migrator(let m) = actor { return m.to }
                     return nil
                 }
-                var models = [try JSONDecoder().decode(TraceModel.self, from: TraceCoding.line(model))]
-                for next in nextVersions {
-                    var version = try JSONDecoder().decode(TraceModel.self, from: TraceCoding.line(next))
-                    version.version = "next"
-                    models.append(version)
-                }
+                let models = [TraceModel(entities: model.entities)] + nextVersions.map { TraceModel(entities: $0.entities, version: "next") }
                 header = TraceHeader(scenario: scenario.name, variant: scenario.variantName, seed: scenario.seed, profile: profile.name, models: models)
             }
             if let stream, let header { stream.begin(header) }
