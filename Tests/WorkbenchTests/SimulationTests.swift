@@ -18,7 +18,7 @@ struct SimulationTests {
     }
 
     /// Work that costs `n` µs under ``profile(block:set:)`` with the default property-set cost.
-    static func work(microseconds n: Int) { Execution.count(.propertySet, n) }
+    static func work(microseconds n: Int) { Probe.count(.propertySet, n) }
 
     /// Records (label, virtual time) pairs from inside a simulation.
     final class Log: @unchecked Sendable {  // appended by the baton holder only

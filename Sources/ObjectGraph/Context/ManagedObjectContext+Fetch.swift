@@ -20,27 +20,28 @@ extension ManagedObjectContext {
     /// objects in use); others as faults backed by the row cache, unless `returnsObjectsAsFaults` is false.
     /// - Throws: ``ObjectGraphError`` for an unknown entity or key path, a type mismatch, or a store failure.
     public func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
-        return try Execution.recording(.fetch(self, request, result: "objects"), result: { .objects($0) }) {
-            assertOnQueue()
-            Execution.trace("fetch", "\(name ?? "context"): \(request.entityName)\(request.fetchLimit > 0 ? " limit \(request.fetchLimit)" : "")")
-            let entity = try entity(for: request)
-            let batching = request.fetchBatchSize > 0 && parent == nil
-            let entries = try fetchEntries(request, entity: entity, idsOnly: !request.includesPropertyValues || batching)
-            let objects = objects(for: entries, request: request)
-            if batching {
-                var start = 0
-                while start < objects.count {
-                    let chunk = objects[start..<min(start + request.fetchBatchSize, objects.count)].filter(\.isFaultFlag)
-                    let batch = FaultBatch(ids: chunk.map(\.objectID))
-                    for object in chunk { object.faultBatch = batch }
-                    start += request.fetchBatchSize
-                }
+        return try Probe.call(.fetch(self, request, result: "objects"), result: { .objects($0) }) { try performFetch(request) }
+    }
+
+    private func performFetch(_ request: FetchRequest) throws -> [ManagedObject] {
+        assertOnQueue()
+        let entity = try entity(for: request)
+        let batching = request.fetchBatchSize > 0 && parent == nil
+        let entries = try fetchEntries(request, entity: entity, idsOnly: !request.includesPropertyValues || batching)
+        let objects = objects(for: entries, request: request)
+        if batching {
+            var start = 0
+            while start < objects.count {
+                let chunk = objects[start..<min(start + request.fetchBatchSize, objects.count)].filter(\.isFaultFlag)
+                let batch = FaultBatch(ids: chunk.map(\.objectID))
+                for object in chunk { object.faultBatch = batch }
+                start += request.fetchBatchSize
             }
-            if !request.relationshipKeyPathsForPrefetching.isEmpty {
-                try prefetch(request.relationshipKeyPathsForPrefetching, for: objects, entity: entity)
-            }
-            return objects
         }
+        if !request.relationshipKeyPathsForPrefetching.isEmpty {
+            try prefetch(request.relationshipKeyPathsForPrefetching, for: objects, entity: entity)
+        }
+        return objects
     }
 
     /// Fetches objects of a subclass.
@@ -77,39 +78,43 @@ extension ManagedObjectContext {
 
     /// Fetches object IDs only (`managedObjectIDResultType`).
     public func fetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
-        return try Execution.recording(.fetch(self, request, result: "ids"), result: { .ids($0) }) {
-            assertOnQueue()
-            let entity = try entity(for: request)
-            return try fetchEntries(request, entity: entity, idsOnly: true, objectIDResults: true).map(\.id)
-        }
+        return try Probe.call(.fetch(self, request, result: "ids"), result: { .ids($0) }) { try performFetchObjectIDs(request) }
+    }
+
+    private func performFetchObjectIDs(_ request: FetchRequest) throws -> [ManagedObjectID] {
+        assertOnQueue()
+        let entity = try entity(for: request)
+        return try fetchEntries(request, entity: entity, idsOnly: true, objectIDResults: true).map(\.id)
     }
 
     /// Fetches dictionaries of `propertiesToFetch` (`dictionaryResultType`); pending changes are not
     /// included, as in Core Data, and no object is registered.
     public func fetchDictionaries(_ request: FetchRequest) throws -> [[String: Any]] {
-        return try Execution.recording(.fetch(self, request, result: "dictionaries"), result: { .count($0.count) }) {
-            assertOnQueue()
-            let entity = try entity(for: request)
-            var plain = request
-            plain.includesPendingChanges = false
-            let keys = request.propertiesToFetch ?? entity.slots.compactMap { if case .attribute(let a) = $0 { return a.name } else { return nil } }
-            var slots: [(String, Int)] = []
-            for key in keys {
-                guard let slot = entity.slotIndex(of: key) else {
-                    throw ObjectGraphError(.invalidFetchRequest, "propertiesToFetch names \(key), which is not an attribute or to-one", entity: entity.name, property: key)
-                }
-                slots.append((key, slot))
+        return try Probe.call(.fetch(self, request, result: "dictionaries"), result: { .count($0.count) }) { try performFetchDictionaries(request) }
+    }
+
+    private func performFetchDictionaries(_ request: FetchRequest) throws -> [[String: Any]] {
+        assertOnQueue()
+        let entity = try entity(for: request)
+        var plain = request
+        plain.includesPendingChanges = false
+        let keys = request.propertiesToFetch ?? entity.slots.compactMap { if case .attribute(let a) = $0 { return a.name } else { return nil } }
+        var slots: [(String, Int)] = []
+        for key in keys {
+            guard let slot = entity.slotIndex(of: key) else {
+                throw ObjectGraphError(.invalidFetchRequest, "propertiesToFetch names \(key), which is not an attribute or to-one", entity: entity.name, property: key)
             }
-            let entries = try fetchEntries(plain, entity: entity, idsOnly: false)
-            releaseRetains(entries)
-            return entries.map { entry in
-                var d: [String: Any] = [:]
-                guard let row = entry.row else { return d }
-                for (key, slot) in slots {
-                    if let v = row.values[slot].anyValue(for: attributeTypeOf(entity, slot)) { d[key] = v }
-                }
-                return d
+            slots.append((key, slot))
+        }
+        let entries = try fetchEntries(plain, entity: entity, idsOnly: false)
+        releaseRetains(entries)
+        return entries.map { entry in
+            var d: [String: Any] = [:]
+            guard let row = entry.row else { return d }
+            for (key, slot) in slots {
+                if let v = row.values[slot].anyValue(for: attributeTypeOf(entity, slot)) { d[key] = v }
             }
+            return d
         }
     }
 
@@ -120,20 +125,22 @@ extension ManagedObjectContext {
 
     /// The number of objects a fetch would return, pending changes included (`count(for:)`).
     public func count(for request: FetchRequest) throws -> Int {
-        return try Execution.recording(.fetch(self, request, result: "count"), result: { .count($0) }) {
-            assertOnQueue()
-            let entity = try entity(for: request)
-            if request.includesPendingChanges, hasPendingChanges(for: entity) {
-                return try fetchEntries(request, entity: entity, idsOnly: true).count
-            }
-            if let parent {
-                return try parent.performAndWait { parent.childReadHook?(); return try parent.count(for: request) }
-            }
-            guard let coordinator = persistentStoreCoordinator else { return 0 }
-            // One `SELECT count(*)`: the request's fixed work, and no row comes back to count (Docs/coredata-behaviour.md §4).
-            Execution.count(.fetchExecuted)
-            return try coordinator.countRows(request, entity: entity, generation: try readGeneration())
+        return try Probe.call(.fetch(self, request, result: "count"), result: { .count($0) }) { try performCount(for: request) }
+    }
+
+    private func performCount(for request: FetchRequest) throws -> Int {
+        assertOnQueue()
+        let entity = try entity(for: request)
+        if request.includesPendingChanges, hasPendingChanges(for: entity) {
+            return try fetchEntries(request, entity: entity, idsOnly: true).count
         }
+        if let parent {
+            return try parent.performAndWait { parent.childReadHook?(); return try parent.count(for: request) }
+        }
+        guard let coordinator = persistentStoreCoordinator else { return 0 }
+        // One `SELECT count(*)`: the request's fixed work, and no row comes back to count (Docs/coredata-behaviour.md §4).
+        Probe.count(.fetchExecuted)
+        return try coordinator.countRows(request, entity: entity, generation: try readGeneration())
     }
 
     /// Whether an unsaved change touches objects a fetch of `entity` may return (those of its sub-entities too:
@@ -154,7 +161,7 @@ extension ManagedObjectContext {
     /// and order as `request.pendingChangesOverlay` says. `objectIDResults`: for `fetchObjectIDs`, whose
     /// pending matches Core Data appends unsorted.
     func fetchEntries(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, objectIDResults: Bool = false) throws -> [FetchEntry] {
-        Execution.count(.fetchExecuted)
+        Probe.count(.fetchExecuted)
         let overlay = request.includesPendingChanges && hasPendingChanges(for: entity)
         let coreData = request.pendingChangesOverlay == .coreData
         var base = request

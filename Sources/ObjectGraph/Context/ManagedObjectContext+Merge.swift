@@ -18,13 +18,13 @@ extension ManagedObjectContext {
         } else {
             return
         }
-        Execution.recording(.merge(self, changes)) { merge(changes) }
+        Probe.call(.merge(self, changes)) { merge(changes) }
     }
 
     /// Merges a change set of object IDs on this context's queue, as ``mergeChanges(fromContextDidSave:)`` does.
     package func mergeChanges(fromObjectIDs changes: ContextObjectIDChanges) {
         assertOnQueue()
-        Execution.recording(.merge(self, changes)) { merge(changes) }
+        Probe.call(.merge(self, changes)) { merge(changes) }
     }
 
     /// Merges object IDs changed elsewhere (another process, a batch request, another coordinator, history)
@@ -35,7 +35,7 @@ extension ManagedObjectContext {
     /// infinite: the cached rows among the updated IDs are read again (one query per entity, on the first
     /// context's queue of each coordinator), and the row cache keeps them.
     public static func mergeChanges(fromRemoteContextSave changes: ContextObjectIDChanges, into contexts: [ManagedObjectContext]) {
-        Execution.recording(.mergeRemote(changes, contexts)) { mergeRemote(changes, into: contexts) }
+        Probe.call(.mergeRemote(changes, contexts)) { mergeRemote(changes, into: contexts) }
     }
 
     private static func mergeRemote(_ changes: ContextObjectIDChanges, into contexts: [ManagedObjectContext]) {
@@ -80,7 +80,7 @@ extension ManagedObjectContext {
     /// The merge itself; costs O(objects registered here that the save touched) plus O(inserted IDs): the
     /// smaller of the registry and each ID set is walked (semantics §3.1 cost model).
     func merge(_ changes: ContextObjectIDChanges) {
-        Execution.trace("merge", "\(name ?? "context"): \(changes.inserted.count) inserted, \(changes.updated.count) updated, \(changes.deleted.count) deleted")
+        Probe.trace("merge", "\(name ?? "context"): \(changes.inserted.count) inserted, \(changes.updated.count) updated, \(changes.deleted.count) deleted")
         // Semantics §3.7: a merge moves a pinned context to a new generation (taken at its next read).
         advanceQueryGeneration()
         // Rule 21.3: merged changes are not undoable (inferred).
@@ -94,7 +94,7 @@ extension ManagedObjectContext {
     }
 
     private func mergeAndAnnounce(_ changes: ContextObjectIDChanges) {
-        counters.merges += 1
+        Probe.count(.merged(self))
         var inserted = Set<ManagedObject>()
         var refreshed = Set<ManagedObject>()
         var deleted = Set<ManagedObject>()
@@ -128,8 +128,7 @@ extension ManagedObjectContext {
             }
             deleted.insert(object)
         }
-        counters.mergeObjectsRefreshed += refreshed.count
-        Execution.count(.objectRefreshed, refreshed.count)
+        Probe.count(.refreshedByMerge(self, refreshed.count))
         propagateDeletes()
         // Changes made by the merge are announced here, once.
         let cascaded = pendingDeleted.subtracting(deleted)
@@ -144,7 +143,7 @@ extension ManagedObjectContext {
         pendingDeleted.subtract(cascaded)
         let mergedIDs = ContextObjectIDChanges(
             inserted: changes.inserted, updated: changes.updated, deleted: Set(deleted.map(\.objectID)), refreshed: refreshedIDs)
-        Execution.callout { NotificationCenter.default.post(name: Self.didMergeChangesObjectIDsNotification, object: self, userInfo: mergedIDs.userInfo) }
+        Probe.posting(.didMergeObjectIDs) { NotificationCenter.default.post(name: Self.didMergeChangesObjectIDsNotification, object: self, userInfo: mergedIDs.userInfo) }
     }
 
     /// Registered objects among `ids`, walking whichever of the two is smaller, in key order (entity, store,
@@ -169,7 +168,7 @@ extension ManagedObjectContext {
         // (Rule 32; semantics §2.3, §3.1).
         automaticMergeObserver = NotificationCenter.default.addObserver(
             forName: Self.didSaveNotification, object: nil, queue: nil
-        ) { [weak self] notification in Execution.libraryWork {
+        ) { [weak self] notification in Probe.libraryWork {
             guard let self, let saver = notification.object as? ManagedObjectContext, saver !== self else { return }
             // Semantics §3.3: a child merges its parent's saves; a root context merges saves of sibling contexts
             // on its coordinator (not of other coordinators, not of batch requests).
@@ -185,7 +184,7 @@ extension ManagedObjectContext {
             guard let changes = rows?.changes ?? ContextDidSave(notification).map(ContextObjectIDChanges.init(saved:)) else { return }
             let announced = Execution.now()
             let held = SavedRowsHold(rows)
-            self.queue.async { [weak self] in Execution.delivering("automaticMerge", to: self) {
+            self.queue.async { [weak self] in Probe.delivering("automaticMerge", to: self) {
                 // The saved rows stay cached until this merge is done: let go of them here, on this queue, rather
                 // than whenever the queue happens to free the block.
                 defer { held.rows = nil }

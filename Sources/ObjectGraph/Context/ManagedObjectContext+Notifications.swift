@@ -47,9 +47,7 @@ extension ManagedObjectContext {
         if !invalidated.isEmpty { info[NotificationKey.invalidatedObjects.rawValue] = invalidated }
         // Recorded on Apple: the value is the invalidated objects' IDs, not a flag.
         if let invalidatedAll { info[NotificationKey.invalidatedAllObjects.rawValue] = invalidatedAll }
-        counters.objectsDidChangeNotifications += 1
-        Execution.count(.notificationPosted)
-        Execution.callout { NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: info) }
+        Probe.posting(.objectsDidChange(self)) { NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: info) }
     }
 }
 

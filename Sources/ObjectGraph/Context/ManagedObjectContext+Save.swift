@@ -10,44 +10,43 @@ extension ManagedObjectContext {
     /// - Throws: validation errors (15xx, 1560 for several), 133020 / 133021 with the conflict list, store
     ///   errors naming the file. After a failure nothing is written and the context keeps its changes.
     public func save() throws {
-        let insertedBeforeSave = OperationRecording.thread != nil ? insertedSet.map { ($0, $0.objectID) } : []
-        return try Execution.recording(.save(self), result: { _ in .saved(insertedBeforeSave.map { ($0.1, $0.0.objectID) }) }) {
-            assertOnQueue()
-            Execution.trace("save", "\(name ?? "context"): \(insertedSet.count) inserted, \(updatedSet.count) updated, \(deletedSet.count) deleted")
-            precondition(!isSaving, "ObjectGraph: save() called re-entrantly from a save (willSave or an observer)")
-            isSaving = true
-            defer { isSaving = false }
-            processPendingChanges()
-            dropFaultedInserts()
-            guard hasChanges else {
-                // Recorded on Apple: a save with nothing to save still posts will-save and did-save,
-                // with empty sets; it calls no object's willSave or didSave and reaches no store.
-                Execution.count(.notificationPosted)
-                Execution.callout { NotificationCenter.default.post(name: Self.willSaveNotification, object: self) }
-                postDidSave(inserted: [], updated: [], deleted: [])
-                return
-            }
-            if let saveRefusal, let error = saveRefusal(self) { throw error }
-            Execution.count(.notificationPosted)
-            Execution.callout { NotificationCenter.default.post(name: Self.willSaveNotification, object: self) }
-            // The three change sets are disjoint (an insert never joins the updated set; a delete leaves both), so
-            // each object is called once without building their union; iterated as they were before any willSave
-            // (the copies keep their members alive whatever willSave does to the context's sets).
-            let (inserted, updated, deleted) = (insertedSet, updatedSet, deletedSet)
-            inserted.forEachUnretained { $0.willSave() }
-            updated.forEachUnretained { $0.willSave() }
-            deleted.forEachUnretained { $0.willSave() }
-            processPendingChanges()
-            // Rule 21.3: the event's changes (willSave's included) are registered; what the save does next
-            // (conflict resolution, snapshots) is not undoable.
-            undoCaptureSuppressed += 1
-            defer { undoCaptureSuppressed -= 1 }
-            try validateChanges()
-            if let parent {
-                try pushToParent(parent)
-            } else {
-                try saveToCoordinator()
-            }
+        let insertedBeforeSave = Probe.isListening ? insertedSet.map { ($0, $0.objectID) } : []
+        try Probe.call(.save(self), result: { _ in .saved(insertedBeforeSave.map { ($0.1, $0.0.objectID) }) }) { try performSave() }
+    }
+
+    private func performSave() throws {
+        assertOnQueue()
+        precondition(!isSaving, "ObjectGraph: save() called re-entrantly from a save (willSave or an observer)")
+        isSaving = true
+        defer { isSaving = false }
+        processPendingChanges()
+        dropFaultedInserts()
+        guard hasChanges else {
+            // Recorded on Apple: a save with nothing to save still posts will-save and did-save,
+            // with empty sets; it calls no object's willSave or didSave and reaches no store.
+            Probe.posting(.willSave) { NotificationCenter.default.post(name: Self.willSaveNotification, object: self) }
+            postDidSave(inserted: [], updated: [], deleted: [])
+            return
+        }
+        if let saveRefusal, let error = saveRefusal(self) { throw error }
+        Probe.posting(.willSave) { NotificationCenter.default.post(name: Self.willSaveNotification, object: self) }
+        // The three change sets are disjoint (an insert never joins the updated set; a delete leaves both), so
+        // each object is called once without building their union; iterated as they were before any willSave
+        // (the copies keep their members alive whatever willSave does to the context's sets).
+        let (inserted, updated, deleted) = (insertedSet, updatedSet, deletedSet)
+        inserted.forEachUnretained { $0.willSave() }
+        updated.forEachUnretained { $0.willSave() }
+        deleted.forEachUnretained { $0.willSave() }
+        processPendingChanges()
+        // Rule 21.3: the event's changes (willSave's included) are registered; what the save does next
+        // (conflict resolution, snapshots) is not undoable.
+        undoCaptureSuppressed += 1
+        defer { undoCaptureSuppressed -= 1 }
+        try validateChanges()
+        if let parent {
+            try pushToParent(parent)
+        } else {
+            try saveToCoordinator()
         }
     }
 
@@ -482,8 +481,7 @@ extension ManagedObjectContext {
         updatedSet.removeAll(keepingCapacity: updatedSet.count <= Self.keptSetCapacity)  // flags cleared in the walk
         deletedSet = []
         lockedObjects = []
-        counters.saves += 1
-        Execution.count(.contextSave)
+        Probe.count(.saved(self))
         inserted.forEachUnretained { $0.didSave() }
         updated.forEachUnretained { $0.didSave() }
         deleted.forEachUnretained { $0.didSave() }
@@ -536,11 +534,10 @@ extension ManagedObjectContext {
         }
         if let historyToken { info[Key.newChangeToken.rawValue] = historyToken }
         if let queryGeneration { info[Key.queryGeneration.rawValue] = queryGeneration }
-        Execution.count(.notificationPosted)
-        Execution.callout { NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info) }
+        Probe.posting(.didSave) { NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info) }
         var idInfo = ids.userInfo
         if let historyToken { idInfo[Key.newChangeToken.rawValue] = historyToken }
-        Execution.callout { NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo) }
+        Probe.posting(.didSaveObjectIDs) { NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo) }
     }
 
     /// Holds the registered objects that `object`'s to-ones and loaded to-manys name (no lookup creates one).
@@ -657,7 +654,7 @@ extension ManagedObjectContext {
             for c in [insertChanges, updateChanges].joined() {
                 if let object = parent.registry[c.id] { parent.holdRegisteredTargets(of: object) }
             }
-            Execution.count(.objectPushed, insertChanges.count + updateChanges.count + deleteIDs.count)
+            Probe.count(.objectPushed, insertChanges.count + updateChanges.count + deleteIDs.count)
             parent.processPendingChanges()
             parent.childPushHook?(self)
         }
@@ -680,8 +677,7 @@ extension ManagedObjectContext {
         insertedSet = []
         clearUpdated()
         deletedSet = []
-        counters.saves += 1
-        Execution.count(.contextSave)
+        Probe.count(.saved(self))
         for object in [inserted, updated, deleted].joined() { object.didSave() }
         postDidSave(inserted: inserted, updated: updated, deleted: deleted)
     }

@@ -55,7 +55,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         set {
             precondition(parent == nil, "a child context has no coordinator of its own")
             _coordinator = newValue
-            Execution.recording(.setCoordinator(self, newValue)) {}
+            Probe.note(.setCoordinator(self, newValue))
         }
     }
     @exclusivity(unchecked) private var _coordinator: PersistentStoreCoordinator?
@@ -67,7 +67,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             precondition(_coordinator == nil || newValue == nil, "a context has a coordinator or a parent, not both")
             let old = storedParent
             storedParent = newValue
-            Execution.recording(.setParent(self, newValue)) {}
+            Probe.note(.setParent(self, newValue))
             guard old !== newValue else { return }
             old?.forgetChild(self)
             // Semantics §2.2: the parent learns of the child, so that a root save can give the child's objects
@@ -83,7 +83,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     private let children = Mutex<[WeakContext]>([])
     /// A name, carried in notifications and history.
     public var name: String? {
-        didSet { Execution.recording(.setting(self, "name", name ?? "")) {} }
+        didSet { Probe.note(.setting(self, "name", name ?? "")) }
     }
     /// Anything the app wants to keep with the context (`NSManagedObjectContext.userInfo`).
     public var userInfo: [String: any Sendable] = [:]
@@ -103,18 +103,18 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     let pinnedGeneration = Mutex<QueryGenerationToken?>(nil)
     /// The author recorded in persistent history for this context's saves.
     public var transactionAuthor: String? {
-        didSet { Execution.recording(.setting(self, "transactionAuthor", transactionAuthor ?? "")) {} }
+        didSet { Probe.note(.setting(self, "transactionAuthor", transactionAuthor ?? "")) }
     }
     /// How conflicts are settled when this context saves to a coordinator (default `.error`, semantics §7).
     public var mergePolicy: MergePolicy = .error {
-        didSet { Execution.recording(.setting(self, "mergePolicy", mergePolicy.traceName)) {} }
+        didSet { Probe.note(.setting(self, "mergePolicy", mergePolicy.traceName)) }
     }
     /// How long cached rows may fulfil faults, in seconds; negative is infinite (the default, semantics §2.3).
     public var stalenessInterval: TimeInterval {
         get { storedStalenessInterval }
         set {
             storedStalenessInterval = newValue
-            Execution.recording(.setting(self, "stalenessInterval", String(newValue))) {}
+            Probe.note(.setting(self, "stalenessInterval", String(newValue)))
         }
     }
     private var storedStalenessInterval: TimeInterval = -1
@@ -128,7 +128,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// coordinator) by itself (semantics §3.3). Default false.
     public var automaticallyMergesChangesFromParent = false {
         didSet {
-            Execution.recording(.setting(self, "automaticallyMergesChangesFromParent", String(automaticallyMergesChangesFromParent))) {}
+            Probe.note(.setting(self, "automaticallyMergesChangesFromParent", String(automaticallyMergesChangesFromParent)))
             updateAutomaticMerging()
         }
     }
@@ -200,11 +200,11 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         case .mainQueue: self.queue = queue ?? ContextQueue.main
         case .privateQueue: self.queue = queue ?? ContextQueue(label: "ObjectGraph.context")
         }
-        Execution.recording(.contextCreated(self)) {}
+        Probe.note(.contextCreated(self))
     }
 
     deinit {
-        Execution.recordFree(self)
+        Probe.freed(self)
         if let automaticMergeObserver { NotificationCenter.default.removeObserver(automaticMergeObserver) }
         // Rule 1: a context that goes turns its objects into faults as reset() does. That breaks the
         // cycles of objects holding one another, so a dropped context frees its objects, and its objects stop
@@ -348,8 +348,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         let full = registry.insert(object)
         object.managedObjectContext = self
         if retainsRegisteredObjects { strongRegistered[object.objectID] = object }
-        storedCounters.objectsRegistered += 1
-        Execution.count(.objectRegistered)
+        Probe.count(.objectRegistered(self))
         if full { registry.sweep(reserving: true) }
     }
 
@@ -361,44 +360,50 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     /// The object for `id` if it is registered here; never loads anything.
     public func registeredObject(for id: ManagedObjectID) -> ManagedObject? {
-        return Execution.recording(.objectWithID(self, id, how: "registered"), result: { .object($0) }) {
-            assertOnQueue()
-            return registry[id]
-        }
+        return Probe.call(.objectWithID(self, id, how: "registered"), result: { .object($0) }) { performRegisteredObject(for: id) }
+    }
+
+    private func performRegisteredObject(for id: ManagedObjectID) -> ManagedObject? {
+        assertOnQueue()
+        return registry[id]
     }
 
     /// The object for `id`: the registered one, or a new fault. Never does I/O and never fails; a fault for a
     /// missing row fails when it fires (semantics §4).
     public func object(with id: ManagedObjectID) -> ManagedObject {
-        return Execution.recording(.objectWithID(self, id, how: "object"), result: { .object($0) }) {
-            if let existing = registry[id] { return existing }
-            let object = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
-            object.objectID = id
-            object.becomeNewFault()
-            if !id.isTemporaryID, let coordinator = persistentStoreCoordinator {
-                // Another coordinator's ID names the same row here; the object takes this coordinator's own ID
-                // for it, as its fetches would give it (Docs/coredata-behaviour.md §3.6).
-                if id.coordinatorTag != coordinator.idTag { object.objectID = id.minted(byCoordinatorTag: coordinator.idTag) }
-                coordinator.rowCache.retain(id)
-                object.cacheReference = coordinator.rowCache
-            }
-            register(object)
-            return object
+        return Probe.call(.objectWithID(self, id, how: "object"), result: { .object($0) }) { performObject(with: id) }
+    }
+
+    private func performObject(with id: ManagedObjectID) -> ManagedObject {
+        if let existing = registry[id] { return existing }
+        let object = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
+        object.objectID = id
+        object.becomeNewFault()
+        if !id.isTemporaryID, let coordinator = persistentStoreCoordinator {
+            // Another coordinator's ID names the same row here; the object takes this coordinator's own ID
+            // for it, as its fetches would give it (Docs/coredata-behaviour.md §3.6).
+            if id.coordinatorTag != coordinator.idTag { object.objectID = id.minted(byCoordinatorTag: coordinator.idTag) }
+            coordinator.rowCache.retain(id)
+            object.cacheReference = coordinator.rowCache
         }
+        register(object)
+        return object
     }
 
     /// The object for `id`, loaded: never a fault; throws when its row does not exist (semantics §4).
     public func existingObject(with id: ManagedObjectID) throws -> ManagedObject {
-        return try Execution.recording(.objectWithID(self, id, how: "existing"), result: { .object($0) }) {
-            assertOnQueue()
-            if let existing = registry[id], !existing.isFaultFlag { return existing }
-            if id.isTemporaryID, registry[id] == nil {
-                throw ObjectGraphError(.referentialIntegrity, "no object with temporary ID \(id) in this context", entity: id.entity.name, objectID: id)
-            }
-            let object = self.object(with: id)
-            try fulfillFault(object, throwing: true)
-            return object
+        return try Probe.call(.objectWithID(self, id, how: "existing"), result: { .object($0) }) { try performExistingObject(with: id) }
+    }
+
+    private func performExistingObject(with id: ManagedObjectID) throws -> ManagedObject {
+        assertOnQueue()
+        if let existing = registry[id], !existing.isFaultFlag { return existing }
+        if id.isTemporaryID, registry[id] == nil {
+            throw ObjectGraphError(.referentialIntegrity, "no object with temporary ID \(id) in this context", entity: id.entity.name, objectID: id)
         }
+        let object = self.object(with: id)
+        try fulfillFault(object, throwing: true)
+        return object
     }
 
     /// Inserts an object created with a nil context.
@@ -422,23 +427,23 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     /// Creates and inserts an object of the named entity, of the entity's class.
     public func insertNewObject(forEntityName name: String) throws -> ManagedObject {
-        return try Execution.recording(.insert(self, entity: name), result: { .object($0) }) {
-            guard let entity = model.entity(named: name) else {
-                throw ObjectGraphError(.validation, "no entity named \(name)", entity: name)
-            }
-            // By name, an abstract entity is refused as an unknown one is (Core Data raises for both).
-            guard !entity.isAbstract else {
-                throw ObjectGraphError(.validation, "cannot insert an object of \(name), which is abstract: insert one of its sub-entities", entity: name)
-            }
-            return entity.managedObjectClass.init(entity: entity, insertInto: self)
+        return try Probe.call(.insert(self, entity: name), result: { .object($0) }) { try performInsertNewObject(forEntityName: name) }
+    }
+
+    private func performInsertNewObject(forEntityName name: String) throws -> ManagedObject {
+        guard let entity = model.entity(named: name) else {
+            throw ObjectGraphError(.validation, "no entity named \(name)", entity: name)
         }
+        // By name, an abstract entity is refused as an unknown one is (Core Data raises for both).
+        guard !entity.isAbstract else {
+            throw ObjectGraphError(.validation, "cannot insert an object of \(name), which is abstract: insert one of its sub-entities", entity: name)
+        }
+        return entity.managedObjectClass.init(entity: entity, insertInto: self)
     }
 
     /// Marks an object deleted; delete rules run at the next ``processPendingChanges()`` or save.
     public func delete(_ object: ManagedObject) {
-        return Execution.recording(.delete(object)) {
-            if markDeleted(object) { Execution.count(.objectDeleted) }
-        }
+        Probe.call(.delete(object)) { if markDeleted(object) { Probe.count(.objectDeleted) } }
     }
 
     /// Marks `object` deleted as ``delete(_:)`` does, without counting it: a child's save and a merge mark their
@@ -533,21 +538,23 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Runs delete rules for new deletes and posts objects-did-change for changes not yet announced
     /// (semantics §2.1 step 1).
     public func processPendingChanges() {
-        return Execution.recording(.contextCall(self, "processPendingChanges")) {
-            propagateDeletes()
-            // Rule 21.3: the event's changes become one undo action (CDPG: processPendingChanges "causes
-            // changes to registered managed objects to be recorded with the undo manager").
-            if undoRecords != nil { registerUndoEvent() }
-            defer { storedUndoManager?.endEventGroup() }
-            guard !pendingInserted.isEmpty || !pendingUpdated.isEmpty || !pendingDeleted.isEmpty else { return }
-            let inserted = pendingInserted, updated = pendingUpdated.subtracting(pendingInserted).subtracting(pendingDeleted), deleted = pendingDeleted
-            pendingInserted.removeAll(keepingCapacity: pendingInserted.count <= Self.keptSetCapacity)
-            clearPendingUpdates()
-            pendingDeleted = []
-            for object in inserted { object.isInsertPending = false }
-            postObjectsDidChange(inserted: inserted, updated: updated, deleted: deleted)
-            for object in updated { object.eventChangedSlots = [] }
-        }
+        return Probe.call(.contextCall(self, "processPendingChanges")) { performProcessPendingChanges() }
+    }
+
+    private func performProcessPendingChanges() {
+        propagateDeletes()
+        // Rule 21.3: the event's changes become one undo action (CDPG: processPendingChanges "causes
+        // changes to registered managed objects to be recorded with the undo manager").
+        if undoRecords != nil { registerUndoEvent() }
+        defer { storedUndoManager?.endEventGroup() }
+        guard !pendingInserted.isEmpty || !pendingUpdated.isEmpty || !pendingDeleted.isEmpty else { return }
+        let inserted = pendingInserted, updated = pendingUpdated.subtracting(pendingInserted).subtracting(pendingDeleted), deleted = pendingDeleted
+        pendingInserted.removeAll(keepingCapacity: pendingInserted.count <= Self.keptSetCapacity)
+        clearPendingUpdates()
+        pendingDeleted = []
+        for object in inserted { object.isInsertPending = false }
+        postObjectsDidChange(inserted: inserted, updated: updated, deleted: deleted)
+        for object in updated { object.eventChangedSlots = [] }
     }
 
     func propagateDeletes() {
@@ -572,7 +579,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
                     // Docs/coredata-behaviour.md §2.1: each object a cascade deletes is one the context marks
                     // deleted itself, whoever deleted the first (a merge's cascades included).
                     for d in destinations where !d.isDeletedFlag && markDeleted(d) {
-                        Execution.count(.objectDeleted)
+                        Probe.count(.objectDeleted)
                         queue.insert(d)
                     }
                 case .deny, .noAction:
@@ -624,11 +631,11 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             unmarkUpdated(object)
             deletedSet.insert(object)
             pendingDeleted.insert(object)
-            storedCounters.faultsFired += 1
+            Probe.count(.faultFired(self))
             return
         }
         object.fill(from: row)
-        storedCounters.faultsFired += 1
+        Probe.count(.faultFired(self))
         object.awakeFromFetch()
     }
 
@@ -684,7 +691,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         } else {
             ids = Set(try persistentStoreCoordinator!.relatedIDs(of: object.objectID, relationship: relationship, generation: try readGeneration()))
         }
-        counters.relationshipFaultsFired += 1
+        Probe.count(.relationshipFaultFired(self))
         object.installToMany(index, stored: ids)
     }
 
@@ -704,127 +711,133 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// changes; with true it takes the parent store's values (the row cache unless stale) and keeps its local
     /// changes on top. Never a conflict.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
-        return Execution.recording(.refresh(object, mergeChanges: mergeChanges)) {
-            assertOnQueue()
-            guard object.managedObjectContext === self else { return }
-            // Rule 21.3: a refresh (and the merges built on it) is not an undoable change (inferred).
-            undoCaptureSuppressed += 1
-            defer { undoCaptureSuppressed -= 1 }
-            if !mergeChanges || !object.hasPersistentChanges || object.isFaultFlag {
-                if object.isInsertedFlag {
-                    // Rule 12: refresh(_:mergeChanges: false) turns an inserted object into a fault too. It
-                    // stays registered and inserted (Docs/core-data-rules.md); having no row, it fires as an
-                    // inaccessible fault, and the save drops it.
-                    guard !mergeChanges, !object.isFaultFlag else { return }
-                    hasFaultedInserts = true
-                    object.willTurnIntoFault()
-                    object.becomeFault()
-                    object.didTurnIntoFault()
-                    return
-                }
-                if mergeChanges, object.isFaultFlag { return }
-                // Semantics §3.2: with merging, transient values are put back after the reload (Rule 5), and
-                // the object keeps the related objects it holds (a merge does not trim the graph); without, both go.
-                let kept = mergeChanges ? (transients: object.transients, links: object.transientLinks, changed: object.transientsChanged, held: object.heldObjects) : nil
+        return Probe.call(.refresh(object, mergeChanges: mergeChanges)) { performRefresh(object, mergeChanges: mergeChanges) }
+    }
+
+    private func performRefresh(_ object: ManagedObject, mergeChanges: Bool) {
+        assertOnQueue()
+        guard object.managedObjectContext === self else { return }
+        // Rule 21.3: a refresh (and the merges built on it) is not an undoable change (inferred).
+        undoCaptureSuppressed += 1
+        defer { undoCaptureSuppressed -= 1 }
+        if !mergeChanges || !object.hasPersistentChanges || object.isFaultFlag {
+            if object.isInsertedFlag {
+                // Rule 12: refresh(_:mergeChanges: false) turns an inserted object into a fault too. It
+                // stays registered and inserted (Docs/core-data-rules.md); having no row, it fires as an
+                // inaccessible fault, and the save drops it.
+                guard !mergeChanges, !object.isFaultFlag else { return }
+                hasFaultedInserts = true
                 object.willTurnIntoFault()
-                unmarkUpdated(object)
-                if object.isDeletedFlag {
-                    deletedSet.remove(object)
-                    object.isDeletedFlag = false
-                }
                 object.becomeFault()
                 object.didTurnIntoFault()
-                if let kept {
-                    object.heldObjects = kept.held
-                    // A clean object refreshed with merge loads the new values now (it was in use).
-                    try? fulfillFault(object, throwing: false)
-                    object.transients = kept.transients
-                    object.transientLinks = kept.links
-                    object.transientsChanged = kept.changed
-                    if kept.changed { markUpdated(object) }
-                }
                 return
             }
-            guard !object.isInsertedFlag else { return }
-            // Keep the local changes, take the parent store's row, lay the changes back on top.
-            let localSlots = object.changedSlots.map { ($0, object.values[$0]) }
-            let localToMany = object.toMany.enumerated().compactMap { i, s -> (Int, Set<ManagedObjectID>, Set<ManagedObjectID>)? in
-                guard let s, s.isChanged else { return nil }
-                return (i, s.current.subtracting(s.original), s.original.subtracting(s.current))
+            if mergeChanges, object.isFaultFlag { return }
+            // Semantics §3.2: with merging, transient values are put back after the reload (Rule 5), and
+            // the object keeps the related objects it holds (a merge does not trim the graph); without, both go.
+            let kept = mergeChanges ? (transients: object.transients, links: object.transientLinks, changed: object.transientsChanged, held: object.heldObjects) : nil
+            object.willTurnIntoFault()
+            unmarkUpdated(object)
+            if object.isDeletedFlag {
+                deletedSet.remove(object)
+                object.isDeletedFlag = false
             }
-            guard let row = try? rowForFault(object.objectID) else { return }
-            object.fill(from: row)
-            for i in object.toMany.indices { object.toMany[i] = nil }
-            for (slot, value) in localSlots { object.setSlot(slot, value) }
-            for (index, added, removed) in localToMany {
-                let base = (try? object.relatedIDs(index)) ?? []
-                object.setToManyIDs(index, base.union(added).subtracting(removed))
+            object.becomeFault()
+            object.didTurnIntoFault()
+            if let kept {
+                object.heldObjects = kept.held
+                // A clean object refreshed with merge loads the new values now (it was in use).
+                try? fulfillFault(object, throwing: false)
+                object.transients = kept.transients
+                object.transientLinks = kept.links
+                object.transientsChanged = kept.changed
+                if kept.changed { markUpdated(object) }
             }
-            noteChange(object)
+            return
         }
+        guard !object.isInsertedFlag else { return }
+        // Keep the local changes, take the parent store's row, lay the changes back on top.
+        let localSlots = object.changedSlots.map { ($0, object.values[$0]) }
+        let localToMany = object.toMany.enumerated().compactMap { i, s -> (Int, Set<ManagedObjectID>, Set<ManagedObjectID>)? in
+            guard let s, s.isChanged else { return nil }
+            return (i, s.current.subtracting(s.original), s.original.subtracting(s.current))
+        }
+        guard let row = try? rowForFault(object.objectID) else { return }
+        object.fill(from: row)
+        for i in object.toMany.indices { object.toMany[i] = nil }
+        for (slot, value) in localSlots { object.setSlot(slot, value) }
+        for (index, added, removed) in localToMany {
+            let base = (try? object.relatedIDs(index)) ?? []
+            object.setToManyIDs(index, base.union(added).subtracting(removed))
+        }
+        noteChange(object)
     }
 
     /// Refreshes every registered object, keeping unsaved changes (semantics §4), and announces the materialized
     /// ones as refreshed in one objects-did-change.
     public func refreshAllObjects() {
-        return Execution.recording(.contextCall(self, "refreshAllObjects")) {
-            assertOnQueue()
-            // Rule 9 (semantics §3.1, §4): every materialized registered object is reported as refreshed
-            // (faults stay quiet; an insert is not refreshed), once: observers and fetched results controllers see one
-            // change cycle of updates or moves.
-            var refreshed = Set<ManagedObject>()
-            for object in liveRegistered() {
-                if !object.isFaultFlag, !object.isInsertedFlag { refreshed.insert(object) }
-                // Rule 5 (CoreDataPlus, semantics §3.2): transient values go back to their defaults, also in
-                // objects that keep their persistent changes (an insert has nothing to reload: it keeps them).
-                if !object.isInsertedFlag, !object.entity.transientAttributes.isEmpty || !object.transientLinks.isEmpty {
-                    object.resetTransients()
-                    if !object.hasPersistentChanges { unmarkUpdated(object) }
-                }
-                refresh(object, mergeChanges: object.hasChanges)
-                if !object.hasChanges, !object.isFaultFlag, !object.isInsertedFlag {
-                    object.willTurnIntoFault()
-                    object.becomeFault()
-                    object.didTurnIntoFault()
-                }
-            }
-            for object in refreshed where object.isUpdatePending {
-                pendingUpdated.remove(object)
-                object.isUpdatePending = false
-            }
-            postObjectsDidChange(inserted: [], updated: [], deleted: [], refreshed: refreshed)
-        }
+        return Probe.call(.contextCall(self, "refreshAllObjects")) { performRefreshAllObjects() }
     }
 
-    /// Throws away inserts and deletes and returns updated objects to their committed values (semantics §4).
-    public func rollback() {
-        return Execution.recording(.contextCall(self, "rollback")) {
-            assertOnQueue()
-            // Semantics §4: rollback empties the undo stack (CDPG: "removes everything from the undo stack").
-            clearUndo()
-            let inserted = insertedSet, deleted = deletedSet, updated = updatedSet
-            for object in inserted {
-                object.isInsertedFlag = false
-                unregister(object)
-                object.managedObjectContext = nil
+    private func performRefreshAllObjects() {
+        assertOnQueue()
+        // Rule 9 (semantics §3.1, §4): every materialized registered object is reported as refreshed
+        // (faults stay quiet; an insert is not refreshed), once: observers and fetched results controllers see one
+        // change cycle of updates or moves.
+        var refreshed = Set<ManagedObject>()
+        for object in liveRegistered() {
+            if !object.isFaultFlag, !object.isInsertedFlag { refreshed.insert(object) }
+            // Rule 5 (CoreDataPlus, semantics §3.2): transient values go back to their defaults, also in
+            // objects that keep their persistent changes (an insert has nothing to reload: it keeps them).
+            if !object.isInsertedFlag, !object.entity.transientAttributes.isEmpty || !object.transientLinks.isEmpty {
+                object.resetTransients()
+                if !object.hasPersistentChanges { unmarkUpdated(object) }
             }
-            for object in updated.union(deleted) {
-                object.isDeletedFlag = false
-                object.deletePropagated = false
-                if object.isInsertedFlag { continue }
+            refresh(object, mergeChanges: object.hasChanges)
+            if !object.hasChanges, !object.isFaultFlag, !object.isInsertedFlag {
                 object.willTurnIntoFault()
                 object.becomeFault()
                 object.didTurnIntoFault()
             }
-            hasFaultedInserts = false
-            clearChangeSets()
-            // Objects that pointed at rolled-back inserts were updated, so they became faults above.
-            for object in liveRegistered() where !object.isFaultFlag {
-                for i in object.toMany.indices { if object.toMany[i]?.isChanged == true { object.toMany[i] = nil } }
-            }
-            if !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty {
-                postObjectsDidChange(inserted: [], updated: [], deleted: [], refreshed: updated.union(deleted), invalidated: inserted)
-            }
+        }
+        for object in refreshed where object.isUpdatePending {
+            pendingUpdated.remove(object)
+            object.isUpdatePending = false
+        }
+        postObjectsDidChange(inserted: [], updated: [], deleted: [], refreshed: refreshed)
+    }
+
+    /// Throws away inserts and deletes and returns updated objects to their committed values (semantics §4).
+    public func rollback() {
+        return Probe.call(.contextCall(self, "rollback")) { performRollback() }
+    }
+
+    private func performRollback() {
+        assertOnQueue()
+        // Semantics §4: rollback empties the undo stack (CDPG: "removes everything from the undo stack").
+        clearUndo()
+        let inserted = insertedSet, deleted = deletedSet, updated = updatedSet
+        for object in inserted {
+            object.isInsertedFlag = false
+            unregister(object)
+            object.managedObjectContext = nil
+        }
+        for object in updated.union(deleted) {
+            object.isDeletedFlag = false
+            object.deletePropagated = false
+            if object.isInsertedFlag { continue }
+            object.willTurnIntoFault()
+            object.becomeFault()
+            object.didTurnIntoFault()
+        }
+        hasFaultedInserts = false
+        clearChangeSets()
+        // Objects that pointed at rolled-back inserts were updated, so they became faults above.
+        for object in liveRegistered() where !object.isFaultFlag {
+            for i in object.toMany.indices { if object.toMany[i]?.isChanged == true { object.toMany[i] = nil } }
+        }
+        if !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty {
+            postObjectsDidChange(inserted: [], updated: [], deleted: [], refreshed: updated.union(deleted), invalidated: inserted)
         }
     }
 
@@ -842,20 +855,21 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Forgets every registered object (semantics §4): they become invalid; an objects-did-change with
     /// `invalidatedAll` is posted, and fetched results controllers must fetch again.
     public func reset() {
-        return Execution.recording(.contextCall(self, "reset")) {
-            assertOnQueue()
-            Execution.trace("reset", name ?? "context")
-            clearUndo()  // semantics §4: the undo stack is cleared
-            let objects = liveRegistered()
-            orphanAll(objects)
-            hasFaultedInserts = false
-            registry.removeAll()
-            strongRegistered = [:]
-            keptIDChanges = nil  // semantics §2.2: only a reset lets go of the ID changes kept for children
-            clearChangeSets()
-            advanceQueryGeneration()  // semantics §3.7: reset() advances a pinned context's generation
-            postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: Set(objects.map(\.objectID)))
-        }
+        return Probe.call(.contextCall(self, "reset")) { performReset() }
+    }
+
+    private func performReset() {
+        assertOnQueue()
+        clearUndo()  // semantics §4: the undo stack is cleared
+        let objects = liveRegistered()
+        orphanAll(objects)
+        hasFaultedInserts = false
+        registry.removeAll()
+        strongRegistered = [:]
+        keptIDChanges = nil  // semantics §2.2: only a reset lets go of the ID changes kept for children
+        clearChangeSets()
+        advanceQueryGeneration()  // semantics §3.7: reset() advances a pinned context's generation
+        postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: Set(objects.map(\.objectID)))
     }
 
     /// Turns the objects into faults without a context (reset, deinitialization; semantics §4): Rule 2,
@@ -1008,7 +1022,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             if descendant.queue.isCurrent {
                 descendant.adoptPermanentIDs(mapping)
             } else {
-                descendant.queue.async { [weak descendant] in Execution.delivering("permanentIDs", to: descendant) { descendant?.adoptPermanentIDs(mapping) } }
+                descendant.queue.async { [weak descendant] in Probe.delivering("permanentIDs", to: descendant) { descendant?.adoptPermanentIDs(mapping) } }
             }
         }
     }

@@ -128,7 +128,7 @@ extension ManagedObjectContext {
     public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws {
         // The operation trace replays `.current` and nil; a token of another context is recorded as such.
         let traced = token == nil ? "none" : (token === QueryGenerationToken.current ? "current" : "token")
-        try Execution.recording(.setting(self, "queryGeneration", traced)) { try pin(token) }
+        try Probe.call(.setting(self, "queryGeneration", traced)) { try pin(token) }
     }
 
     private func pin(_ token: QueryGenerationToken?) throws {

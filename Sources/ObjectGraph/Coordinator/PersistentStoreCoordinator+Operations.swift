@@ -67,10 +67,9 @@ extension PersistentStoreCoordinator {
             if request.fetchLimit > 0 { slice = slice.prefix(request.fetchLimit) }
             return slice.map { FetchEntry(id: $0.0, row: idsOnly ? nil : $0.1, retained: !idsOnly) }
         }
-        count { $0.rowsRead += result.count }
         // A fetch of IDs only steps Z_PK (and Z_ENT) and makes IDs: no values decoded, no snapshot
         // (Docs/coredata-behaviour.md §4).
-        Execution.count(idsOnly ? .idRowFetched : .rowFetched, result.count)
+        Probe.count(.rowsFetched(self, result.count, idsOnly: idsOnly))
         if !idsOnly {
             if generation != nil {
                 rowCache.retain(result.lazy.filter { $0.row != nil }.map(\.id))
@@ -99,31 +98,27 @@ extension PersistentStoreCoordinator {
     /// hold a newer one), and is not cached (Docs/coredata-behaviour.md §3.7).
     func row(for id: ManagedObjectID, staleness: TimeInterval, generation: StoreGeneration? = nil) throws -> RowSnapshot? {
         if let generation {
-            count { $0.rowCacheMisses += 1 }
+            Probe.count(.rowCacheMisses(self, 1))
             guard let row = try readPinned(generation, { try $0.rows(of: id.entity, keys: [id.key]) })[id.key] else { return nil }
-            count { $0.rowsRead += 1 }
-            Execution.count(.faultFulfilledFromStore)
+            Probe.count(.faultRowRead(self, inMemory: false))
             return row
         }
         switch rowCache.lookup(id, staleness: staleness) {
         case .fresh(let row):
-            count { $0.rowCacheHits += 1 }
-            Execution.count(.faultFulfilledFromCache)
+            Probe.count(.rowCacheHit(self))
             return row
         case .deleted:
-            count { $0.rowCacheHits += 1 }
-            Execution.count(.faultFulfilledFromCache)
+            Probe.count(.rowCacheHit(self))
             return nil
         case .miss:
-            count { $0.rowCacheMisses += 1 }
+            Probe.count(.rowCacheMisses(self, 1))
             return try rowCache.reading { snapshot in
                 let (rows, inMemory) = try readStore { (try $0.rows(of: id.entity, keys: [id.key]), $0.type == .inMemory) }
                 // core-data-rules.md Rule 27: a row read (and a fault fulfilled from the store) only when the store has the row.
                 guard let row = rows[id.key] else { return nil }
-                count { $0.rowsRead += 1 }
                 // Semantics §7 "The in-memory store": a row in memory is copied without a query, as from the cache
                 // (the store counted its inMemoryRowRead); an SQLite store's is a SELECT.
-                Execution.count(inMemory ? .faultFulfilledFromCache : .faultFulfilledFromStore)
+                Probe.count(.faultRowRead(self, inMemory: inMemory))
                 rowCache.install([(id, row)], retain: false, snapshot: snapshot)
                 return row
             }
@@ -148,8 +143,8 @@ extension PersistentStoreCoordinator {
                 let rows = try read(in: generation) { try $0.rows(of: entity, keys: group.map(\.key)) }
                 for id in group { if let row = rows[id.key] { result[id] = row } }
             }
-            count { $0.rowsRead += result.count; $0.rowCacheMisses += ids.count }
-            Execution.count(.rowFetched, result.count)
+            Probe.count(.rowCacheMisses(self, ids.count))
+            Probe.count(.rowsFetched(self, result.count, idsOnly: false))
             // A pinned context's rows stay out of the cache (Docs/coredata-behaviour.md §3.7).
             if generation == nil { rowCache.install(result.map { ($0.key, $0.value) }, retain: false, snapshot: snapshot) }
             return result
@@ -180,8 +175,7 @@ extension PersistentStoreCoordinator {
             for id in group {
                 if let row = rows[id.key] { fresh.append((id, row)) } else { gone.append(id) }
             }
-            count { $0.rowsRead += fresh.count }
-            Execution.count(.rowFetched, fresh.count)
+            Probe.count(.rowsFetched(self, fresh.count, idsOnly: false))
             rowCache.install(fresh, retain: false, snapshot: snapshot)
             rowCache.invalidate(gone)
         }
@@ -190,9 +184,8 @@ extension PersistentStoreCoordinator {
     /// The destinations of a to-many relationship in the store.
     func relatedIDs(of source: ManagedObjectID, relationship: RelationshipDescription, generation: StoreGeneration? = nil) throws -> [ManagedObjectID] {
         let ids = try read(in: generation) { try $0.relatedKeys(of: source, relationship: relationship) }
-        count { $0.rowsRead += ids.count }
         // The destinations' keys only: a to-many fault is a fetch of IDs.
-        Execution.count(.idRowFetched, ids.count)
+        Probe.count(.rowsFetched(self, ids.count, idsOnly: true))
         return ids
     }
 
@@ -218,7 +211,7 @@ extension PersistentStoreCoordinator {
         if !request.deletes.isEmpty { checkCache(request.deletes.lazy.map { ($0.id, $0.oldVersion) }) }
         if !request.locked.isEmpty { checkCache(request.locked.lazy.map { ($0.id, $0.version) }) }
         if !conflicts.isEmpty {
-            count { $0.cacheConflicts += conflicts.count }
+            Probe.count(.conflictsFound(self, .cache, conflicts.count))
             return .versionConflicts(conflicts)
         }
         if request.isEmpty { return .committed(newIDs: [:], historyToken: nil, savedRows: nil) }
@@ -279,7 +272,7 @@ extension PersistentStoreCoordinator {
             return try save(request, conflicts: storeConflicts)
         case .constraintViolations(let violations):
             rowCache.install(violations.map { ($0.databaseID, $0.databaseRow) }, retain: false)
-            count { $0.constraintConflicts += violations.count }
+            Probe.count(.conflictsFound(self, .constraint, violations.count))
             return .constraintViolations(violations)
         }
     }
@@ -299,7 +292,7 @@ extension PersistentStoreCoordinator {
             }
             rowCache.install(fresh, retain: false)
             rowCache.markDeleted(gone)
-            count { $0.databaseConflicts += records.count }
+            Probe.count(.conflictsFound(self, .database, records.count))
             return .versionConflicts(records)
         }
     }

@@ -70,35 +70,39 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// - Throws: ``ObjectGraphError`` naming the store: not an SQLite file (134000), a store made with another
     ///   model (134100), a directory that cannot be written (134080).
     public func addPersistentStore(type: PersistentStoreType, at url: URL? = nil, options: StoreOptions = StoreOptions()) throws {
-        try Execution.recording(.coordinatorAdded(self, options: options, model: managedObjectModel, url: type == .sqlite ? url : nil)) { try queue.sync {
-            precondition(store == nil, "ObjectGraph supports one persistent store per coordinator")
-            switch type {
-            case .sqlite:
-                guard let url else {
-                    throw ObjectGraphError(.persistentStoreOpen, "an SQLite store needs a file URL")
-                }
-                if let size = options.connectionPoolMaxSize, size < 1 {
-                    throw ObjectGraphError(.persistentStoreOpen, "connectionPoolMaxSize (NSPersistentStoreConnectionPoolMaxSizeKey) must be at least 1, not \(size)", storePath: url.path)
-                }
-                let sqlite = try SQLiteStore(url: url, model: managedObjectModel, options: options, coordinatorTag: idTag)
-                store = sqlite
-                if let size = options.connectionPoolMaxSize { connectionPoolSize = size }
-                // Under the size's lock, as the setter gives the readers a new size: a size set meanwhile on another
-                // thread is not undone by the one read here (the pool would keep readers beyond the coordinator's size).
-                poolSize.withLock { size in
-                    readers.withLock { $0 = sqlite.readerPool }
-                    sqlite.readerPool?.capacityChanged(to: size - 1)
-                }
-                let path = url.standardizedFileURL.path
-                remoteChanges.withLock { $0 = (options.remoteChangeNotifications, path) }
-                CoordinatorRegistry.add(self, path: path)
-            case .inMemory:
-                // `connectionPoolMaxSize` does not apply (Docs §8): Core Data's key sizes the pool of "a store that
-                // supports concurrent request handling", and rows in memory have no WAL and no read connections.
-                // Any value is taken without a check and leaves `connectionPoolSize` as it is.
-                store = InMemoryStore(model: managedObjectModel, coordinatorTag: idTag)
+        try Probe.call(.coordinatorAdded(self, options: options, model: managedObjectModel, url: type == .sqlite ? url : nil)) {
+            try queue.sync { try performAddPersistentStore(type: type, at: url, options: options) }
+        }
+    }
+
+    private func performAddPersistentStore(type: PersistentStoreType, at url: URL?, options: StoreOptions) throws {
+        precondition(store == nil, "ObjectGraph supports one persistent store per coordinator")
+        switch type {
+        case .sqlite:
+            guard let url else {
+                throw ObjectGraphError(.persistentStoreOpen, "an SQLite store needs a file URL")
             }
-        } }
+            if let size = options.connectionPoolMaxSize, size < 1 {
+                throw ObjectGraphError(.persistentStoreOpen, "connectionPoolMaxSize (NSPersistentStoreConnectionPoolMaxSizeKey) must be at least 1, not \(size)", storePath: url.path)
+            }
+            let sqlite = try SQLiteStore(url: url, model: managedObjectModel, options: options, coordinatorTag: idTag)
+            store = sqlite
+            if let size = options.connectionPoolMaxSize { connectionPoolSize = size }
+            // Under the size's lock, as the setter gives the readers a new size: a size set meanwhile on another
+            // thread is not undone by the one read here (the pool would keep readers beyond the coordinator's size).
+            poolSize.withLock { size in
+                readers.withLock { $0 = sqlite.readerPool }
+                sqlite.readerPool?.capacityChanged(to: size - 1)
+            }
+            let path = url.standardizedFileURL.path
+            remoteChanges.withLock { $0 = (options.remoteChangeNotifications, path) }
+            CoordinatorRegistry.add(self, path: path)
+        case .inMemory:
+            // `connectionPoolMaxSize` does not apply (Docs §8): Core Data's key sizes the pool of "a store that
+            // supports concurrent request handling", and rows in memory have no WAL and no read connections.
+            // Any value is taken without a check and leaves `connectionPoolSize` as it is.
+            store = InMemoryStore(model: managedObjectModel, coordinatorTag: idTag)
+        }
     }
 
     /// Gives `other`, a coordinator without a store, a copy of this coordinator's in-memory store as it is now;
@@ -138,20 +142,22 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// refreshed objects show the saved values instead of this cache's stale rows (semantics §2.4). Only rows
     /// this coordinator already caches are touched; rows `other` does not cache are invalidated here.
     package func adoptSnapshots(updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>, from other: PersistentStoreCoordinator) {
-        return Execution.recording(.adoptSnapshots(self, updated: updated, deleted: deleted, from: other)) {
-            guard other !== self else { return }
-            let mine = rowCache.rows(among: updated)
-            guard !mine.isEmpty || !deleted.isEmpty else { return }
-            let theirs = Dictionary(other.rowCache.rows(among: Set(mine.map(\.0))).compactMap { id, row in row.map { (id, $0) } }, uniquingKeysWith: { a, _ in a })
-            var fresh: [(ManagedObjectID, RowSnapshot)] = []
-            var stale: [ManagedObjectID] = []
-            for (id, row) in mine {
-                if let newer = theirs[id], newer.version > (row?.version ?? 0) { fresh.append((id, newer)) } else if theirs[id] == nil { stale.append(id) }
-            }
-            rowCache.install(fresh, retain: false)
-            rowCache.invalidate(stale)
-            rowCache.markDeleted(rowCache.rows(among: deleted).map(\.0))
+        return Probe.call(.adoptSnapshots(self, updated: updated, deleted: deleted, from: other)) { performAdoptSnapshots(updated: updated, deleted: deleted, from: other) }
+    }
+
+    private func performAdoptSnapshots(updated: Set<ManagedObjectID>, deleted: Set<ManagedObjectID>, from other: PersistentStoreCoordinator) {
+        guard other !== self else { return }
+        let mine = rowCache.rows(among: updated)
+        guard !mine.isEmpty || !deleted.isEmpty else { return }
+        let theirs = Dictionary(other.rowCache.rows(among: Set(mine.map(\.0))).compactMap { id, row in row.map { (id, $0) } }, uniquingKeysWith: { a, _ in a })
+        var fresh: [(ManagedObjectID, RowSnapshot)] = []
+        var stale: [ManagedObjectID] = []
+        for (id, row) in mine {
+            if let newer = theirs[id], newer.version > (row?.version ?? 0) { fresh.append((id, newer)) } else if theirs[id] == nil { stale.append(id) }
         }
+        rowCache.install(fresh, retain: false)
+        rowCache.invalidate(stale)
+        rowCache.markDeleted(rowCache.rows(among: deleted).map(\.0))
     }
 
     /// Posts the remote-change notification on every coordinator of the same file that asked for it, this one
@@ -165,7 +171,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
             var info: [AnyHashable: Any] = ["storeURL": URL(fileURLWithPath: path)]
             if let id = try? other.withStore({ $0.identifier }) { info["storeUUID"] = id }
             if let token { info["historyToken"] = token }
-            Execution.callout { NotificationCenter.default.post(name: Self.storeRemoteChangeNotification, object: other, userInfo: info) }
+            Probe.posting(.storeRemoteChange) { NotificationCenter.default.post(name: Self.storeRemoteChangeNotification, object: other, userInfo: info) }
         }
     }
 
@@ -190,7 +196,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
                 size = newValue
                 readers.withLock { $0 }?.capacityChanged(to: newValue - 1)
             }
-            Execution.recording(.setPoolSize(self, newValue)) {}
+            Probe.note(.setPoolSize(self, newValue))
         }
     }
 

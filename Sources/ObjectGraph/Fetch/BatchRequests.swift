@@ -144,48 +144,50 @@ extension ManagedObjectContext {
 
     /// Runs a batch insert in the store; touches no context and no row cache, posts no did-save.
     public func execute(_ request: BatchInsertRequest) throws -> BatchResult {
-        return try Execution.recording(.batchInsert(self, request), result: { .ids($0.objectIDs ?? []) }) {
-            assertOnQueue()
-            let coordinator = try batchCoordinator()
-            guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
-                throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
-            }
-            // An abstract entity has no rows of its own (an insert of one is refused, as for objects).
-            guard !entity.isAbstract else {
-                throw ObjectGraphError(.invalidFetchRequest, "a batch insert into \(entity.name), which is abstract: insert into one of its sub-entities", entity: entity.name)
-            }
-            // Every row is checked before the store is asked: a bad row fails the whole request, which then writes
-            // no row, no history transaction and takes no primary key (Docs/coredata-behaviour.md §6).
-            let defaults = entity.insertTemplate.values  // each attribute's default, as an insert starts with
-            let required = entity.slots.indices.filter {
-                if case .attribute(let a) = entity.slots[$0] { return !a.isOptional && defaults[$0].isNull }
-                return false
-            }
-            var rows: [[PropertyValue]] = []
-            rows.reserveCapacity(request.objects.count)
-            for (n, object) in request.objects.enumerated() {
-                var values = defaults
-                for (key, raw) in object {
-                    guard let (slot, v) = Self.batchInsertValue(raw, forKey: key, of: entity) else {
-                        throw Self.batchInsertError(row: n, object, of: entity)
-                    }
-                    values[slot] = v
-                }
-                if let slot = required.first(where: { values[$0].isNull }) {
-                    let name = entity.slots[slot].name
-                    throw ObjectGraphError(.missingMandatoryProperty, "batch insert row \(n): \(name) is a required value of \(entity.name)", entity: entity.name, property: name)
-                }
-                rows.append(values)
-            }
-            let rule: BatchUpsertRule
-            switch mergePolicy.type {
-            case .mergeByPropertyObjectTrump, .overwrite: rule = .replace
-            case .mergeByPropertyStoreTrump, .rollback: rule = .keep
-            case .error: rule = .fail
-            }
-            let ids = try coordinator.batch { try $0.batchInsert(entity, rows: rows, upsert: rule, author: transactionAuthor, contextName: name) }
-            return result(ids, request.resultType)
+        return try Probe.call(.batchInsert(self, request), result: { .ids($0.objectIDs ?? []) }) { try performBatchInsert(request) }
+    }
+
+    private func performBatchInsert(_ request: BatchInsertRequest) throws -> BatchResult {
+        assertOnQueue()
+        let coordinator = try batchCoordinator()
+        guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
+            throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
         }
+        // An abstract entity has no rows of its own (an insert of one is refused, as for objects).
+        guard !entity.isAbstract else {
+            throw ObjectGraphError(.invalidFetchRequest, "a batch insert into \(entity.name), which is abstract: insert into one of its sub-entities", entity: entity.name)
+        }
+        // Every row is checked before the store is asked: a bad row fails the whole request, which then writes
+        // no row, no history transaction and takes no primary key (Docs/coredata-behaviour.md §6).
+        let defaults = entity.insertTemplate.values  // each attribute's default, as an insert starts with
+        let required = entity.slots.indices.filter {
+            if case .attribute(let a) = entity.slots[$0] { return !a.isOptional && defaults[$0].isNull }
+            return false
+        }
+        var rows: [[PropertyValue]] = []
+        rows.reserveCapacity(request.objects.count)
+        for (n, object) in request.objects.enumerated() {
+            var values = defaults
+            for (key, raw) in object {
+                guard let (slot, v) = Self.batchInsertValue(raw, forKey: key, of: entity) else {
+                    throw Self.batchInsertError(row: n, object, of: entity)
+                }
+                values[slot] = v
+            }
+            if let slot = required.first(where: { values[$0].isNull }) {
+                let name = entity.slots[slot].name
+                throw ObjectGraphError(.missingMandatoryProperty, "batch insert row \(n): \(name) is a required value of \(entity.name)", entity: entity.name, property: name)
+            }
+            rows.append(values)
+        }
+        let rule: BatchUpsertRule
+        switch mergePolicy.type {
+        case .mergeByPropertyObjectTrump, .overwrite: rule = .replace
+        case .mergeByPropertyStoreTrump, .rollback: rule = .keep
+        case .error: rule = .fail
+        }
+        let ids = try coordinator.batch { try $0.batchInsert(entity, rows: rows, upsert: rule, author: transactionAuthor, contextName: name) }
+        return result(ids, request.resultType)
     }
 
     /// A batch insert row's value for `key` and its slot; nil for a key that is not a stored attribute or a value
@@ -210,57 +212,61 @@ extension ManagedObjectContext {
 
     /// Runs a batch update in the store.
     public func execute(_ request: BatchUpdateRequest) throws -> BatchResult {
-        return try Execution.recording(.batchUpdate(self, request), result: { .ids($0.objectIDs ?? []) }) {
-            assertOnQueue()
-            let coordinator = try batchCoordinator()
-            guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
-                throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
-            }
-            var values: [Int: PropertyValue] = [:]
-            for (key, raw) in request.propertiesToUpdate {
-                guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot] else {
-                    throw ObjectGraphError(.validation, "batch update: \(key) is not a stored attribute of \(entity.name)", entity: entity.name, property: key)
-                }
-                guard let v = PropertyValue.from(raw is NSNull ? nil : raw, attributeType: a.type) else {
-                    throw ObjectGraphError(.validation, "batch update: wrong type for \(key) (\(a.type.rawValue))", entity: entity.name, property: key)
-                }
-                values[slot] = v
-            }
-            // The rows are selected in the writer's turn (semantics §8): on a read connection, a save committed
-            // meanwhile would leave the update on rows it had moved out of the predicate.
-            let ids = try coordinator.batch(selecting: {
-                try coordinator.fetchRows(FetchRequest(entityName: entity.name, predicate: request.predicate), entity: entity, idsOnly: true).map(\.id)
-            }) { store, ids in
-                _ = try store.batchUpdate(ids, values: values, author: transactionAuthor, contextName: name)
-                return ids
-            }
-            return result(ids, request.resultType)
+        return try Probe.call(.batchUpdate(self, request), result: { .ids($0.objectIDs ?? []) }) { try performBatchUpdate(request) }
+    }
+
+    private func performBatchUpdate(_ request: BatchUpdateRequest) throws -> BatchResult {
+        assertOnQueue()
+        let coordinator = try batchCoordinator()
+        guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
+            throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
         }
+        var values: [Int: PropertyValue] = [:]
+        for (key, raw) in request.propertiesToUpdate {
+            guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot] else {
+                throw ObjectGraphError(.validation, "batch update: \(key) is not a stored attribute of \(entity.name)", entity: entity.name, property: key)
+            }
+            guard let v = PropertyValue.from(raw is NSNull ? nil : raw, attributeType: a.type) else {
+                throw ObjectGraphError(.validation, "batch update: wrong type for \(key) (\(a.type.rawValue))", entity: entity.name, property: key)
+            }
+            values[slot] = v
+        }
+        // The rows are selected in the writer's turn (semantics §8): on a read connection, a save committed
+        // meanwhile would leave the update on rows it had moved out of the predicate.
+        let ids = try coordinator.batch(selecting: {
+            try coordinator.fetchRows(FetchRequest(entityName: entity.name, predicate: request.predicate), entity: entity, idsOnly: true).map(\.id)
+        }) { store, ids in
+            _ = try store.batchUpdate(ids, values: values, author: transactionAuthor, contextName: name)
+            return ids
+        }
+        return result(ids, request.resultType)
     }
 
     /// Runs a batch delete in the store.
     public func execute(_ request: BatchDeleteRequest) throws -> BatchResult {
-        return try Execution.recording(.batchDelete(self, request), result: { .ids($0.objectIDs ?? []) }) {
-            assertOnQueue()
-            let coordinator = try batchCoordinator()
-            let select: () throws -> [ManagedObjectID]
-            if let given = request.objectIDs {
-                guard Set(given.map(\.entity.name)).count <= 1 else {
-                    throw ObjectGraphError(.invalidFetchRequest, "a batch delete by object IDs takes IDs of one entity")
-                }
-                select = { given.filter { !$0.isTemporaryID } }
-            } else if let fetch = request.fetchRequest {
-                let entity = try self.entity(for: fetch)
-                // Selected in the writer's turn, as a batch update's rows (semantics §8).
-                select = { try coordinator.fetchRows(fetch, entity: entity, idsOnly: true).map(\.id) }
-            } else {
-                select = { [] }
+        return try Probe.call(.batchDelete(self, request), result: { .ids($0.objectIDs ?? []) }) { try performBatchDelete(request) }
+    }
+
+    private func performBatchDelete(_ request: BatchDeleteRequest) throws -> BatchResult {
+        assertOnQueue()
+        let coordinator = try batchCoordinator()
+        let select: () throws -> [ManagedObjectID]
+        if let given = request.objectIDs {
+            guard Set(given.map(\.entity.name)).count <= 1 else {
+                throw ObjectGraphError(.invalidFetchRequest, "a batch delete by object IDs takes IDs of one entity")
             }
-            let deleted = try coordinator.batch(selecting: select) { store, ids in
-                try store.batchDelete(ids, author: transactionAuthor, contextName: name)
-            }
-            return result(deleted, request.resultType)
+            select = { given.filter { !$0.isTemporaryID } }
+        } else if let fetch = request.fetchRequest {
+            let entity = try self.entity(for: fetch)
+            // Selected in the writer's turn, as a batch update's rows (semantics §8).
+            select = { try coordinator.fetchRows(fetch, entity: entity, idsOnly: true).map(\.id) }
+        } else {
+            select = { [] }
         }
+        let deleted = try coordinator.batch(selecting: select) { store, ids in
+            try store.batchDelete(ids, author: transactionAuthor, contextName: name)
+        }
+        return result(deleted, request.resultType)
     }
 }
 

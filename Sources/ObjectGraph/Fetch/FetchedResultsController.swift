@@ -102,12 +102,12 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     public let changeEvaluation: ChangeEvaluation
     /// The delegate; without one the controller does not track changes (semantics §5).
     public weak var delegate: AnyObject? {
-        didSet { Execution.recording(.controllerDelegate(self, set: delegate != nil)) {} }
+        didSet { Probe.note(.controllerDelegate(self, set: delegate != nil)) }
     }
 
     /// The fetched objects in order, nil before ``performFetch()``.
     public var fetchedObjects: [ManagedObject]? {
-        Execution.recording(.controllerObjects(self), result: { .objects($0 ?? []) }) { results?.objects }
+        Probe.call(.controllerObjects(self), result: { .objects($0 ?? []) }) { results?.objects }
     }
     /// The objects, their keys and sections, nil before ``performFetch()``.
     private var results: SectionedResults?
@@ -149,12 +149,12 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         self.sectionNameKeyPath = sectionNameKeyPath
         self.cacheName = cacheName
         self.changeEvaluation = changeEvaluation
-        Execution.recording(.controllerCreated(self, fetchRequest, managedObjectContext, sectionKey: sectionNameKeyPath, evaluation: changeEvaluation.rawValue)) {}
+        Probe.note(.controllerCreated(self, fetchRequest, managedObjectContext, sectionKey: sectionNameKeyPath, evaluation: changeEvaluation.rawValue))
     }
 
     /// Objects-did-change of the context (told by its ``ControllerHub``).
     func objectsDidChange(_ note: Notification) {
-        Execution.libraryWork {
+        Probe.libraryWork {
             guard let change = ObjectsDidChange(note) else { return }
             handle(change)
         }
@@ -162,7 +162,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
 
     /// Did-merge-object-IDs of the context (told by its ``ControllerHub``).
     func didMergeObjectIDs(_ note: Notification) {
-        Execution.libraryWork {
+        Probe.libraryWork {
             guard let ids = ContextObjectIDChanges(note) else { return }
             // core-data-rules.md Rule 10: already done within the merge's objects-did-change when it posted one.
             if mergeHandled {
@@ -178,24 +178,26 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// Runs the fetch and starts tracking changes.
     /// - Throws: ``ObjectGraphError`` when the request's sort descriptors are not set or the fetch fails.
     public func performFetch() throws {
-        return try Execution.recording(.controllerFetch(self)) {
-            // Semantics §5, core-data-rules.md Rule 16 (recorded on Apple): nil sort descriptors fail, an empty list does not.
-            guard fetchRequest.sortDescriptorsIfSet != nil else {
-                throw ObjectGraphError(.invalidFetchRequest, "a fetched results controller needs sort descriptors", entity: fetchRequest.entityName)
-            }
-            // core-data-rules.md Rule 26 (semantics §4 fetchBatchSize): the store orders the IDs; with a batch size the objects
-            // are faults whose rows are read a batch at a time as they are used. Nothing here reads every object.
-            // Sort keys are read from an object only when a change needs them (reading them fires its fault,
-            // and with `fetchBatchSize` its batch's query).
-            let objects = try managedObjectContext.fetch(fetchRequest)
-            results = SectionedResults(objects: objects, names: try sectionNames(of: objects))
-            sectionInfos = nil
-            needsFetch = false
-            if hub == nil {
-                let hub = ControllerHub.of(managedObjectContext)
-                hub.add(self)
-                self.hub = hub
-            }
+        return try Probe.call(.controllerFetch(self)) { try fetchAndTrack() }
+    }
+
+    private func fetchAndTrack() throws {
+        // Semantics §5, core-data-rules.md Rule 16 (recorded on Apple): nil sort descriptors fail, an empty list does not.
+        guard fetchRequest.sortDescriptorsIfSet != nil else {
+            throw ObjectGraphError(.invalidFetchRequest, "a fetched results controller needs sort descriptors", entity: fetchRequest.entityName)
+        }
+        // core-data-rules.md Rule 26 (semantics §4 fetchBatchSize): the store orders the IDs; with a batch size the objects
+        // are faults whose rows are read a batch at a time as they are used. Nothing here reads every object.
+        // Sort keys are read from an object only when a change needs them (reading them fires its fault,
+        // and with `fetchBatchSize` its batch's query).
+        let objects = try managedObjectContext.fetch(fetchRequest)
+        results = SectionedResults(objects: objects, names: try sectionNames(of: objects))
+        sectionInfos = nil
+        needsFetch = false
+        if hub == nil {
+            let hub = ControllerHub.of(managedObjectContext)
+            hub.add(self)
+            self.hub = hub
         }
     }
 
@@ -226,9 +228,9 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         let generation: StoreGeneration?
         do { generation = try context.readGeneration() } catch { return nil }
         guard let counts = try? coordinator.read(in: generation, { try ($0 as? SQLiteStore)?.sectionCounts(fetch, keyPath: keyPath) }) else { return nil }
-        Execution.count(.fetchExecuted)
+        Probe.count(.fetchExecuted)
         // A section's row is its key and its count: stepped with no object and no snapshot, as a row of IDs.
-        Execution.count(.idRowFetched, counts.count)
+        Probe.count(.idRowFetched, counts.count)
         return counts
     }
 
@@ -288,7 +290,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// predicate reads its values, which fires a fault.
     private func matches(_ object: ManagedObject) -> Bool {
         objectsEvaluated += 1
-        Execution.count(.controllerObjectEvaluated)
+        Probe.count(.controllerObjectEvaluated)
         guard fetchRequest.includes(object.entity), !object.isDeletedFlag, object.managedObjectContext === managedObjectContext else { return false }
         guard let predicate = fetchRequest.predicate else { return true }
         return (try? predicate.evaluate(subject: object)) ?? false
@@ -447,6 +449,23 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         changesProcessed += touched.count
         let old = Self.places(of: touched, in: results), oldNames = results.sections.map(\.name)
 
+        let (placed, inPlace) = changesToPlace(touched: touched, updated: updated, refreshed: refreshed, gone: gone, old: old)
+
+        // The results are changed in place (semantics §5, "What placing a change costs"); the controller lets go
+        // of them for the pass, so that their arrays are not copied.
+        self.results = nil
+        reposition(placed, touched: touched, inPlace: inPlace, in: &results)
+        self.results = results
+        sectionInfos = nil
+        let new = Self.places(of: touched, in: results)
+        reportChanges(touched: touched, old: old, oldNames: oldNames, new: new, results: results)
+    }
+
+    /// The touched objects that still match, with their sort keys and section names, in ID order; and those that
+    /// keep their place unsearched (a local edit of none of the order keys).
+    private func changesToPlace(touched: Set<ManagedObject>, updated: Set<ManagedObject>, refreshed: Set<ManagedObject>, gone: Set<ManagedObject>,
+                                old: (paths: [ObjectIdentifier: FetchedIndexPath], ranks: [ObjectIdentifier: Int]))
+        -> (placed: [(object: ManagedObject, key: [PropertyValue], name: String)], inPlace: Set<ObjectIdentifier>) {
         // Semantics §5: a local edit that changed none of the sort and section keys keeps its place, unsearched,
         // when the object still matches.
         let orderKeys = Set(fetchRequest.sortDescriptors.map(\.key) + [sectionNameKeyPath].compactMap { $0 })
@@ -481,13 +500,15 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         // Only an object that still matches keeps its place (one that stopped matching, or is gone, is a delete).
         inPlace.formIntersection(placed.map { ObjectIdentifier($0.object) })
         placed.removeAll { inPlace.contains(ObjectIdentifier($0.object)) }
+        return (placed, inPlace)
+    }
 
-        // The results are changed in place (semantics §5, "What placing a change costs"); the controller lets go
-        // of them for the pass, so that their arrays are not copied.
-        self.results = nil
-        // What leaves the results goes first, one at a time from the end. The objects that stay are then placed
-        // one at a time, in ID order: each moves from its index, and until it has, the searches do not see it
-        // (its new key would not fit where it is); the others' keys are the ones they were sorted by.
+    /// Moves or inserts each of `placed` where its key goes in `results`, after removing the touched objects that
+    /// leave the results. What leaves goes first, one at a time from the end. The objects that stay are then placed
+    /// one at a time, in ID order: each moves from its index, and until it has, the searches do not see it (its new
+    /// key would not fit where it is); the others' keys are the ones they were sorted by.
+    private func reposition(_ placed: [(object: ManagedObject, key: [PropertyValue], name: String)], touched: Set<ManagedObject>,
+                            inPlace: Set<ObjectIdentifier>, in results: inout SectionedResults) {
         let staying = Set(placed.map { ObjectIdentifier($0.object) })
         var leaving: [Int] = []
         var was: [ObjectIdentifier: Int] = [:]
@@ -502,7 +523,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
 
         let sorts = fetchRequest.sortDescriptors
         func precedes(_ a: [PropertyValue], _ b: [PropertyValue]) -> Bool {
-            Execution.count(.controllerComparison)
+            Probe.count(.controllerComparison)
             return SortOrdering.precedes(a, b, sorts)
         }
         // An unchanged object's sort key is read when the search first needs it (with a batch size, that loads
@@ -593,10 +614,12 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         if changeEvaluation == .batched, fetchRequest.fetchLimit > 0 {
             while results.count > fetchRequest.fetchLimit { results.remove(at: results.count - 1) }
         }
-        self.results = results
-        sectionInfos = nil
-        let new = Self.places(of: touched, in: results)
+    }
 
+    /// Tells the delegate the section changes, then the object changes, in index-path order (semantics §5).
+    private func reportChanges(touched: Set<ManagedObject>, old: (paths: [ObjectIdentifier: FetchedIndexPath], ranks: [ObjectIdentifier: Int]),
+                               oldNames: [String], new: (paths: [ObjectIdentifier: FetchedIndexPath], ranks: [ObjectIdentifier: Int]),
+                               results: SectionedResults) {
         // Section changes first (semantics §5). core-data-rules.md Rule 16 (recorded on Apple): a section that disappears
         // reports no objects.
         let newNames = results.sections.map(\.name)
@@ -627,7 +650,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         let reloaded = objectChanges.filter { $0.2 == .update }.map(\.0.objectID)
 
         guard !sectionChanges.isEmpty || !objectChanges.isEmpty else { return }
-        Execution.callout {
+        Probe.callout {
             if let snapshotDelegate = delegate as? any FetchedResultsControllerSnapshotDelegate {
                 snapshotDelegate.controller(self, didChangeContentWith: Self.snapshot(newSections, reloaded: reloaded))
                 return

@@ -44,8 +44,8 @@ struct SectionedResults {
     /// Puts `object` at `p`: the entries from `p` on shift by one, its section counts one more (or is made), and
     /// every later section's offset moves.
     mutating func insert(_ object: ManagedObject, key: [PropertyValue]?, name: String, at p: Int) {
-        Execution.count(.controllerObjectMoved, count - p)
-        Execution.count(.controllerSectionUpdated, attach(name, at: p))
+        Probe.count(.controllerObjectMoved, count - p)
+        Probe.count(.controllerSectionUpdated, attach(name, at: p))
         objects.insert(object, at: p)
         keys.insert(key, at: p)
         names.insert(name, at: p)
@@ -54,8 +54,8 @@ struct SectionedResults {
     /// Takes out the object at `p`: the entries after it shift by one, its section counts one fewer (or goes),
     /// and every later section's offset moves.
     mutating func remove(at p: Int) {
-        Execution.count(.controllerObjectMoved, count - 1 - p)
-        Execution.count(.controllerSectionUpdated, detach(at: p))
+        Probe.count(.controllerObjectMoved, count - 1 - p)
+        Probe.count(.controllerSectionUpdated, detach(at: p))
         objects.remove(at: p)
         keys.remove(at: p)
         names.remove(at: p)
@@ -70,9 +70,9 @@ struct SectionedResults {
             let before = sections
             _ = detach(at: a)
             _ = attach(name, at: b)
-            Execution.count(.controllerSectionUpdated, Self.changed(before, sections))
+            Probe.count(.controllerSectionUpdated, Self.changed(before, sections))
         }
-        Execution.count(.controllerObjectMoved, abs(a - b))
+        Probe.count(.controllerObjectMoved, abs(a - b))
         Self.shift(&objects, from: a, to: b)
         Self.shift(&keys, from: a, to: b)
         Self.shift(&names, from: a, to: b)

@@ -241,15 +241,13 @@ extension PersistentStoreCoordinator {
 
     /// The newest history token, nil when there is no history.
     public func currentPersistentHistoryToken() throws -> PersistentHistoryToken? {
-        return try Execution.recording(.historyToken(self), result: { .count(Int($0?.transactionNumber ?? 0)) }) {
-            try readStore { try $0.currentHistoryToken() }
-        }
+        try Probe.call(.historyToken(self), result: { .count(Int($0?.transactionNumber ?? 0)) }) { try readStore { try $0.currentHistoryToken() } }
     }
 
     /// Fetches history transactions in order (sorting is not offered: Core Data raises on it, §3.6). For a Change
     /// fetch, the transactions holding a matching change, with only those changes.
     public func fetchHistory(_ request: PersistentHistoryRequest) throws -> [PersistentHistoryTransaction] {
-        try Execution.recording(.fetchHistory(self, after: { if case .token(let t) = request.start { return t?.transactionNumber ?? 0 } else { return nil } }(),
+        try Probe.call(.fetchHistory(self, after: { if case .token(let t) = request.start { return t?.transactionNumber ?? 0 } else { return nil } }(),
                                               filtered: request.filter != nil || request.fetchRequest != nil),
                                 result: { .transactions($0.map(\.transactionNumber)) }) { try fetchHistoryUnrecorded(request) }
     }

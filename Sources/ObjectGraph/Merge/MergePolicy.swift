@@ -165,7 +165,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {  // immut
             try mergeToManys(object, context: context, localWins: type == .mergeByPropertyObjectTrump)
             context.noteChange(object)
         }
-        context.counters.conflictsResolved += 1
+        Probe.count(.conflictResolved(context))
     }
 
     /// To-many relationships merge as sets (semantics §1.5): the external delta is laid over the local set
@@ -198,7 +198,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {  // immut
         } else {
             try resolveContextConstraint(conflict.conflictingObjects.filter { !$0.isDeletedFlag }, context)
         }
-        context.counters.conflictsResolved += 1
+        Probe.count(.conflictResolved(context))
     }
 
     private func resolveDatabaseConstraint(_ object: ManagedObject, _ database: ManagedObject, _ context: ManagedObjectContext) throws {

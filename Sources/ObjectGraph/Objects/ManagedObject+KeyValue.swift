@@ -6,14 +6,16 @@ extension ManagedObject {
     /// Fires the fault if the object is one. Throws when its row has been deleted and the context's
     /// `shouldDeleteInaccessibleFaults` is false (semantics §4).
     public func materialize() throws {
-        return try Execution.recording(.readValue(self, key: "", how: "materialize")) {
-            guard isFaultFlag else { return }
-            guard let context = managedObjectContext else {
-                if let orphanSource { return try fulfillOrphan(orphanSource) }
-                throw ObjectGraphError(.referentialIntegrity, "the object is not registered in a context", entity: entity.name, objectID: objectID)
-            }
-            try context.fulfillFault(self)
+        return try Probe.call(.readValue(self, key: "", how: "materialize")) { try performMaterialize() }
+    }
+
+    private func performMaterialize() throws {
+        guard isFaultFlag else { return }
+        guard let context = managedObjectContext else {
+            if let orphanSource { return try fulfillOrphan(orphanSource) }
+            throw ObjectGraphError(.referentialIntegrity, "the object is not registered in a context", entity: entity.name, objectID: objectID)
         }
+        try context.fulfillFault(self)
     }
 
     /// Rule 2 (recorded on Apple): an object its context dropped at reset() is a fault without a
@@ -43,42 +45,46 @@ extension ManagedObject {
     /// Fires the fault. A key that is not a property of the entity traps, as Core Data's `valueForKey:` raises;
     /// ``checkedValue(forKey:)`` throws instead.
     public func value(forKey key: String) -> Any? {
-        return Execution.recording(.readValue(self, key: key, how: "value"), result: { .value($0) }) {
-            do { return try checkedValue(forKey: key) } catch {
-                preconditionFailure("\(error)")
-            }
+        return Probe.call(.readValue(self, key: key, how: "value"), result: { .value($0) }) { performValue(forKey: key) }
+    }
+
+    private func performValue(forKey key: String) -> Any? {
+        do { return try checkedValue(forKey: key) } catch {
+            preconditionFailure("\(error)")
         }
     }
 
     /// The value of a property, throwing for an unknown key or a fault whose row is gone.
     public func checkedValue(forKey key: String) throws -> Any? {
-        return try Execution.recording(.readValue(self, key: key, how: "checked"), result: { .value($0) }) {
-            guard let ref = ref(key) else {
-                throw ObjectGraphError(.validation, "no property named \(key)", entity: entity.name, objectID: objectID, property: key)
-            }
-            Execution.count(.propertyRead)
-            withContext { $0.assertOnQueue() }
-            switch ref {
-            case .transient(let i):
-                return transients[i].anyValue(for: entity.transientAttributes[i].type)
-            case .transientRelationship(let i):
-                return transientRelationshipValue(i)
-            case .attribute(let slot):
-                try materialize()
-                guard case .attribute(let a) = entity.slots[slot] else { return nil }
-                return values[slot].anyValue(for: a.type)
-            case .toOne(let slot):
-                try materialize()
-                return toOneObject(slot)
-            case .toMany(let index):
-                let ids = try relatedIDs(index)
-                guard let context = managedObjectContext else { return Set<ManagedObject>() }
-                let key = Self.heldToManyOffset + index
-                if let held = heldObjects?.many(key), held.count == ids.count, held.allSatisfy({ ids.contains($0.objectID) }) { return Set(held) }
-                let objects = ids.map { context.object(with: $0) }
-                hold(many: objects, at: key)
-                return Set(objects)
-            }
+        return try Probe.call(.readValue(self, key: key, how: "checked"), result: { .value($0) }) { try performCheckedValue(forKey: key) }
+    }
+
+    private func performCheckedValue(forKey key: String) throws -> Any? {
+        guard let ref = ref(key) else {
+            throw ObjectGraphError(.validation, "no property named \(key)", entity: entity.name, objectID: objectID, property: key)
+        }
+        Probe.count(.propertyRead)
+        withContext { $0.assertOnQueue() }
+        switch ref {
+        case .transient(let i):
+            return transients[i].anyValue(for: entity.transientAttributes[i].type)
+        case .transientRelationship(let i):
+            return transientRelationshipValue(i)
+        case .attribute(let slot):
+            try materialize()
+            guard case .attribute(let a) = entity.slots[slot] else { return nil }
+            return values[slot].anyValue(for: a.type)
+        case .toOne(let slot):
+            try materialize()
+            return toOneObject(slot)
+        case .toMany(let index):
+            let ids = try relatedIDs(index)
+            guard let context = managedObjectContext else { return Set<ManagedObject>() }
+            let key = Self.heldToManyOffset + index
+            if let held = heldObjects?.many(key), held.count == ids.count, held.allSatisfy({ ids.contains($0.objectID) }) { return Set(held) }
+            let objects = ids.map { context.object(with: $0) }
+            hold(many: objects, at: key)
+            return Set(objects)
         }
     }
 
@@ -161,13 +167,15 @@ extension ManagedObject {
 
     /// The raw stored value of a persistent attribute or to-one (an object ID), firing the fault.
     public func primitiveValue(forKey key: String) -> PropertyValue {
-        return Execution.recording(.readValue(self, key: key, how: "primitive"), result: { .value($0) }) {
-            willAccess()
-            switch ref(key) {
-            case .attribute(let slot)?, .toOne(let slot)?: return values[slot]
-            case .transient(let i)?: return transients[i]
-            default: return .null
-            }
+        return Probe.call(.readValue(self, key: key, how: "primitive"), result: { .value($0) }) { performPrimitiveValue(forKey: key) }
+    }
+
+    private func performPrimitiveValue(forKey key: String) -> PropertyValue {
+        willAccess()
+        switch ref(key) {
+        case .attribute(let slot)?, .toOne(let slot)?: return values[slot]
+        case .transient(let i)?: return transients[i]
+        default: return .null
         }
     }
 
@@ -192,53 +200,55 @@ extension ManagedObject {
     /// - Throws: ``ObjectGraphError`` (1550) naming entity, object and property when the key is unknown or
     ///   the value's type does not fit; 133010 when a related object is in another context.
     public func setValue(_ value: Any?, forKey key: String) throws {
-        return try Execution.recording(.setValue(self, key: key, value: value)) {
-            guard let ref = ref(key) else {
-                throw ObjectGraphError(.validation, "no property named \(key)", entity: entity.name, objectID: objectID, property: key)
+        return try Probe.call(.setValue(self, key: key, value: value)) { try performSetValue(value, forKey: key) }
+    }
+
+    private func performSetValue(_ value: Any?, forKey key: String) throws {
+        guard let ref = ref(key) else {
+            throw ObjectGraphError(.validation, "no property named \(key)", entity: entity.name, objectID: objectID, property: key)
+        }
+        Probe.count(.propertySet)
+        withContext { $0.assertOnQueue() }
+        switch ref {
+        case .transient(let i):
+            let a = entity.transientAttributes[i]
+            guard let v = PropertyValue.from(value, attributeType: a.type) else { throw typeError(key, value, expected: a.type.rawValue) }
+            setTransient(i, v)
+        case .attribute(let slot):
+            guard case .attribute(let a) = entity.slots[slot] else { return }
+            guard let v = PropertyValue.from(value, attributeType: a.type) else { throw typeError(key, value, expected: a.type.rawValue) }
+            try materialize()
+            setSlot(slot, v)
+        case .toOne(let slot):
+            let target: ManagedObject?
+            switch value {
+            case nil: target = nil
+            case let object as ManagedObject: target = object
+            default: throw typeError(key, value, expected: "a managed object")
             }
-            Execution.count(.propertySet)
-            withContext { $0.assertOnQueue() }
-            switch ref {
-            case .transient(let i):
-                let a = entity.transientAttributes[i]
-                guard let v = PropertyValue.from(value, attributeType: a.type) else { throw typeError(key, value, expected: a.type.rawValue) }
-                setTransient(i, v)
-            case .attribute(let slot):
-                guard case .attribute(let a) = entity.slots[slot] else { return }
-                guard let v = PropertyValue.from(value, attributeType: a.type) else { throw typeError(key, value, expected: a.type.rawValue) }
-                try materialize()
-                setSlot(slot, v)
-            case .toOne(let slot):
-                let target: ManagedObject?
-                switch value {
-                case nil: target = nil
-                case let object as ManagedObject: target = object
-                default: throw typeError(key, value, expected: "a managed object")
-                }
-                try setToOne(slot: slot, key: key, target: target)
-            case .toMany(let index):
-                let targets: Set<ManagedObject>
-                switch value {
-                case nil: targets = []
-                case let set as Set<ManagedObject>: targets = set
-                case let array as [ManagedObject]: targets = Set(array)
-                default: throw typeError(key, value, expected: "a set of managed objects")
-                }
-                try setToMany(index: index, key: key, targets: targets)
-            case .transientRelationship(let index):
-                let targets: [ManagedObject]
-                switch value {
-                case nil: targets = []
-                case let object as ManagedObject: targets = [object]
-                case let set as Set<ManagedObject>: targets = Array(set)
-                case let array as [ManagedObject]: targets = array
-                default: throw typeError(key, value, expected: "a managed object or a set of them")
-                }
-                if !entity.transientRelationships[index].isToMany, targets.count > 1 {
-                    throw typeError(key, value, expected: "one managed object")
-                }
-                try setTransientRelationship(index, key: key, targets: targets)
+            try setToOne(slot: slot, key: key, target: target)
+        case .toMany(let index):
+            let targets: Set<ManagedObject>
+            switch value {
+            case nil: targets = []
+            case let set as Set<ManagedObject>: targets = set
+            case let array as [ManagedObject]: targets = Set(array)
+            default: throw typeError(key, value, expected: "a set of managed objects")
             }
+            try setToMany(index: index, key: key, targets: targets)
+        case .transientRelationship(let index):
+            let targets: [ManagedObject]
+            switch value {
+            case nil: targets = []
+            case let object as ManagedObject: targets = [object]
+            case let set as Set<ManagedObject>: targets = Array(set)
+            case let array as [ManagedObject]: targets = array
+            default: throw typeError(key, value, expected: "a managed object or a set of them")
+            }
+            if !entity.transientRelationships[index].isToMany, targets.count > 1 {
+                throw typeError(key, value, expected: "one managed object")
+            }
+            try setTransientRelationship(index, key: key, targets: targets)
         }
     }
 
@@ -575,20 +585,22 @@ extension ManagedObject {
 
     /// The changed persistent properties with their new values (semantics §1.5 `changedValues`).
     public func changedValues() -> [String: Any] {
-        return Execution.recording(.readValue(self, key: "", how: "changedValues")) {
-            if let pending = pendingToMany { for index in pending.indices where !pending[index].isEmpty { _ = try? relatedIDs(index) } }
-            var result: [String: Any] = [:]
-            for slot in changedSlots {
-                let name = entity.slots[slot].name
-                result[name] = anyValue(slot) ?? NSNull()
-            }
-            for (i, state) in toMany.enumerated() {
-                if let state, state.isChanged, let context = managedObjectContext {
-                    result[entity.toManyRelationships[i].name] = Set(state.current.map { context.object(with: $0) })
-                }
-            }
-            return result
+        return Probe.call(.readValue(self, key: "", how: "changedValues")) { performChangedValues() }
+    }
+
+    private func performChangedValues() -> [String: Any] {
+        if let pending = pendingToMany { for index in pending.indices where !pending[index].isEmpty { _ = try? relatedIDs(index) } }
+        var result: [String: Any] = [:]
+        for slot in changedSlots {
+            let name = entity.slots[slot].name
+            result[name] = anyValue(slot) ?? NSNull()
         }
+        for (i, state) in toMany.enumerated() {
+            if let state, state.isChanged, let context = managedObjectContext {
+                result[entity.toManyRelationships[i].name] = Set(state.current.map { context.object(with: $0) })
+            }
+        }
+        return result
     }
 
     /// The persistent properties changed since the last objects-did-change notification, with their new values

@@ -244,7 +244,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     }
 
     deinit {
-        Execution.recordFree(self)
+        Probe.freed(self)
         if let cacheReference { cacheReference.release(objectID) }
     }
 

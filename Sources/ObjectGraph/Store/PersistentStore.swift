@@ -215,10 +215,10 @@ extension SaveRequest {
     /// Counts a committed save's costed operations (Docs/simulation.md) where a store writes its rows, inside
     /// the file's writer hold, so a simulation keeps the writer busy for them.
     func countCommitted() {
-        Execution.count(.transaction)
-        Execution.count(.rowInserted, inserts.count)
-        Execution.count(.rowUpdated, updates.count)
-        Execution.count(.rowDeleted, deletes.count)
+        Probe.count(.transaction)
+        Probe.count(.rowInserted, inserts.count)
+        Probe.count(.rowUpdated, updates.count)
+        Probe.count(.rowDeleted, deletes.count)
     }
 }
 

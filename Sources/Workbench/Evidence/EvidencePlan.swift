@@ -11,7 +11,7 @@ public struct EvidencePlan: Sendable, Equatable {
         public var name: String
         /// What the parameter stands for, in a few words.
         public var what: String
-        public var operations: [CostedOperation]
+        package var operations: [CostedOperation]
     }
 
     /// A profile made from a fitted one by one device factor from a published source.
@@ -120,7 +120,7 @@ public struct EvidencePlan: Sendable, Equatable {
     }
 
     /// The parameter an operation belongs to.
-    public func parameter(of op: CostedOperation) -> Int {
+    package func parameter(of op: CostedOperation) -> Int {
         parameters.firstIndex { $0.operations.contains(op) }!
     }
 }

@@ -22,8 +22,6 @@ final class ReplaySimulation: ExecutionSimulation, @unchecked Sendable {  // tou
         point(thread)
         clock = max(clock, deadline)
     }
-    var isTracing: Bool { false }
-    func trace(_ call: String, detail: String, on thread: ExecutionThread) {}
     /// The run's scheduler waits for the resource (a scheduling point), runs `body`, then rejoins (another).
     func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void) {
         point(thread)
@@ -36,14 +34,16 @@ final class ReplaySimulation: ExecutionSimulation, @unchecked Sendable {  // tou
         point(thread)
     }
     func point(_ thread: ExecutionThread?) {
-        guard let thread = thread as? ReplayThread else { return }
+        guard let thread = thread?.owner as? ReplayThread else { return }
         driver?.schedulingPoint(thread)
     }
 }
 
 /// A thread of the replay: one per thread of the run (named as the trace names it).
-final class ReplayThread: ExecutionThread, @unchecked Sendable {  // touched by the baton holder only
+final class ReplayThread: @unchecked Sendable {  // touched by the baton holder only
     let name: String
+    /// Its membership of the replay's simulation: its counts, and where its calls are told.
+    let membership: ExecutionThread
     let semaphore = DispatchSemaphore(value: 0)
     /// The queues whose blocks it is inside, innermost last.
     var queueStack: [ObjectIdentifier] = []
@@ -61,7 +61,8 @@ final class ReplayThread: ExecutionThread, @unchecked Sendable {  // touched by 
 
     init(name: String, simulation: ReplaySimulation) {
         self.name = name
-        super.init(simulation: simulation)
+        membership = ExecutionThread(simulation: simulation)
+        membership.owner = self
     }
 }
 
@@ -82,12 +83,12 @@ final class ManualQueue: SimulatedQueue, @unchecked Sendable {  // touched by th
         simulation.point(ExecutionThread.current)
     }
     private func run(_ block: () -> Void) {
-        guard let thread = ExecutionThread.current as? ReplayThread else { return block() }
+        guard let thread = ExecutionThread.current?.owner as? ReplayThread else { return block() }
         thread.queueStack.append(ObjectIdentifier(self))
         defer { thread.queueStack.removeLast() }
         block()
     }
-    var isCurrent: Bool { (ExecutionThread.current as? ReplayThread)?.queueStack.last == ObjectIdentifier(self) }
+    var isCurrent: Bool { (ExecutionThread.current?.owner as? ReplayThread)?.queueStack.last == ObjectIdentifier(self) }
     /// Runs the oldest block queued (a worker of the run picked it up: no scheduling point); false when none is.
     func runNext() -> Bool {
         guard !pending.isEmpty else { return false }
@@ -101,7 +102,7 @@ final class ManualQueue: SimulatedQueue, @unchecked Sendable {  // touched by th
 /// thread per thread of the run, the baton passed as the trace says. A thread inside a call stops at the scheduling
 /// point its `resume` record names and goes on when the driver reaches that record; the calls made inside a
 /// call-out (an observer, a controller's delegate) are made there, by the thread that called out.
-final class InterleavedReplay: OperationRecorder, @unchecked Sendable {  // touched by the baton holder only
+final class InterleavedReplay: ProbeSink, @unchecked Sendable {  // touched by the baton holder only
     let records: [OperationRecord]
     let replayer: Replayer<ObjectGraphReplayBackend>
     let simulation: ReplaySimulation
@@ -126,11 +127,11 @@ final class InterleavedReplay: OperationRecorder, @unchecked Sendable {  // touc
         if let t = threads[name] { return t }
         let t = ReplayThread(name: name, simulation: simulation)
         simulation.members.append(t)
-        t.operationRecorder = self
+        t.membership.sink = self
         threads[name] = t
         order.append(t)
         let body = Thread { [self] in
-            ExecutionThread.install(t)
+            ExecutionThread.install(t.membership)
             t.semaphore.wait()
             while !t.terminate {
                 if let task = t.task {
@@ -151,11 +152,11 @@ final class InterleavedReplay: OperationRecorder, @unchecked Sendable {  // touc
     /// Replays `record` on `t` and keeps what `t` counted meanwhile as the record's step (calls made inside it
     /// included, other threads' work while it was stopped not: as the run counts a call).
     private func applyCounting(_ record: OperationRecord, on t: ReplayThread) {
-        let before = ObjectGraphReplayBackend.counters(of: [t])
+        let before = ObjectGraphReplayBackend.counters(of: [t.membership])
         do { try replayer.apply(record) } catch { fail(error) }
         guard replayer.keepsSteps else { return }
         var delta: [String: Int] = [:]
-        for (k, v) in ObjectGraphReplayBackend.counters(of: [t]) where v != before[k, default: 0] { delta[k] = v - before[k, default: 0] }
+        for (k, v) in ObjectGraphReplayBackend.counters(of: [t.membership]) where v != before[k, default: 0] { delta[k] = v - before[k, default: 0] }
         if !delta.isEmpty { replayer.outcome.steps.append(ReplayStep(n: record.n, op: record.op, ctx: record.ctx, counts: delta)) }
     }
 
@@ -236,35 +237,37 @@ final class InterleavedReplay: OperationRecorder, @unchecked Sendable {  // touc
     // MARK: The replay's hooks
 
     func schedulingPoint(_ t: ReplayThread) {
-        guard t.inFlight > 0, t.recordingDepth > 0, !aborted else { return }
+        guard t.inFlight > 0, t.membership.recordingDepth > 0, !aborted else { return }
         t.points += 1
         if let (_, r) = upcoming(t), r.op == "resume", r.at == t.points, r.flag != true {
             stop(t, at: t.points, inApp: false)
         }
     }
 
-    package func record(_ call: RecordedCall, on thread: ExecutionThread) { began(thread) }
-    package func result(_ result: RecordedResult, of call: RecordedCall, on thread: ExecutionThread) { ended(thread) }
-    package func delivered(_ kind: String, to context: ManagedObjectContext, on thread: ExecutionThread) { began(thread) }
-    package func deliveryEnded(on thread: ExecutionThread) { ended(thread) }
-    package func freed(_ object: ManagedObject, on thread: ExecutionThread) {}
-    package func freed(_ context: ManagedObjectContext, on thread: ExecutionThread) {}
+    package func receive(_ event: ProbeEvent, on thread: ExecutionThread) {
+        switch event {
+        case .call, .delivery: began(thread)
+        case .result, .deliveryEnded: ended(thread)
+        case .callout: calloutBegan(on: thread)
+        case .objectFreed, .contextFreed, .trace, .counted: break
+        }
+    }
 
     private func began(_ thread: ExecutionThread) {
-        guard let t = thread as? ReplayThread else { return }
+        guard let t = thread.owner as? ReplayThread else { return }
         if t.inFlight == 0 { t.points = 0 }
         t.inFlight += 1
     }
 
     private func ended(_ thread: ExecutionThread) {
-        guard let t = thread as? ReplayThread, t.inFlight > 0 else { return }
+        guard let t = thread.owner as? ReplayThread, t.inFlight > 0 else { return }
         t.inFlight -= 1
     }
 
     /// The library calls out on `t`: the calls the run's app made there are made now, and `t` stops where the
     /// run's app code gave the baton away.
-    package func calloutBegan(on thread: ExecutionThread) {
-        guard let t = thread as? ReplayThread, t.inFlight > 0, !aborted else { return }
+    private func calloutBegan(on thread: ExecutionThread) {
+        guard let t = thread.owner as? ReplayThread, t.inFlight > 0, !aborted else { return }
         t.points += 1
         while !aborted, let (index, r) = upcoming(t) {
             if r.op == "resume", r.flag == true, r.at == t.points {
@@ -310,7 +313,7 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
         thread = ReplayThread(name: "driver", simulation: simulation)
         simulation.members.append(thread)
         let previous = ExecutionThread.current
-        ExecutionThread.install(thread)
+        ExecutionThread.install(thread.membership)
         mainQueue = ContextQueue(label: "replay-main")
         ExecutionThread.install(previous)
     }
@@ -328,12 +331,12 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
     /// Runs `body` as the replay's driving thread (its queues, its counts).
     public func run<T>(_ body: () throws -> T) rethrows -> T {
         let previous = ExecutionThread.current
-        ExecutionThread.install(thread)
+        ExecutionThread.install(thread.membership)
         defer { ExecutionThread.install(previous) }
         return try body()
     }
 
-    public func counters() -> [String: Int] { Self.counters(of: simulation.members) }
+    public func counters() -> [String: Int] { Self.counters(of: simulation.members.map(\.membership)) }
 
     /// What `threads` counted, by name: every costed operation but `blockRun`, and SQL statements by kind.
     static func counters(of threads: [ExecutionThread]) -> [String: Int] {
@@ -547,9 +550,9 @@ extension ObjectGraphReplayBackend {
         guard interleaved else { return try backend.run { try replayer.replay(records) } }
         let driver = InterleavedReplay(records: records, replayer: replayer, simulation: backend.simulation, driverThread: backend.thread)
         backend.simulation.driver = driver
-        backend.thread.operationRecorder = driver
-        OperationRecording.started()
-        defer { OperationRecording.stopped() }
+        backend.thread.membership.sink = driver
+        Probe.started()
+        defer { Probe.stopped() }
         try backend.run { try driver.drive() }
         replayer.outcome.counts = backend.counters()
         return replayer.outcome

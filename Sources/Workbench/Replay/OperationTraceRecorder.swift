@@ -7,7 +7,7 @@ import TraceReplay
 /// run's code made at its top level (ObjectGraph's recording hook), it numbers contexts, coordinators and
 /// controllers as it meets them, names objects by row (`Record#12`) or by insert number (`Record~5`), and keeps
 /// the records in order. The simulation runs one thread at a time, so the order is the run's.
-public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendable {  // state behind `lock`
+public final class OperationTraceRecorder: ProbeSink, @unchecked Sendable {  // state behind `lock`
     fileprivate struct State {
         /// The records not yet handed to the sink (all of them without one); `base` records went before them.
         var records: [OperationRecord] = []
@@ -136,9 +136,23 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     }
 
 
-    // MARK: OperationRecorder
+    // MARK: ProbeSink
 
-    package func record(_ call: RecordedCall, on thread: ExecutionThread) {
+    /// An event of a thread of the simulation: the calls, call-outs, deliveries and frees the trace records.
+    package func receive(_ event: ProbeEvent, on thread: ExecutionThread) {
+        switch event {
+        case .call(let call): record(call, on: thread)
+        case .result(let result, let call): self.result(result, of: call, on: thread)
+        case .callout: calloutBegan(on: thread)
+        case .delivery(let kind, let context): delivered(kind, to: context, on: thread)
+        case .deliveryEnded: deliveryEnded(on: thread)
+        case .objectFreed(let object): freed(object, on: thread)
+        case .contextFreed(let context): freed(context, on: thread)
+        case .trace, .counted: break
+        }
+    }
+
+    private func record(_ call: RecordedCall, on thread: ExecutionThread) {
         let counted = Self.counted(thread)
         lock.withLock { state in
             guard !state.closed else { return }
@@ -153,7 +167,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     private static func begin(_ record: OperationRecord, on thread: ExecutionThread, counted: [Int], _ state: inout State) {
         let id = ObjectIdentifier(thread)
         var r = record
-        r.thread = state.threads[id]?.name ?? (thread as? Participant)?.name
+        r.thread = state.threads[id]?.name ?? (thread.owner as? Participant)?.name
         let outer = state.threads[id]?.inFlight.first
         if let outer {
             r.within = state[outer].n
@@ -169,7 +183,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
 
     /// The calling thread's counts so far (charged and not yet charged).
     private static func counted(_ thread: ExecutionThread) -> [Int] {
-        let settled = (thread as? Participant)?.charged ?? []
+        let settled = (thread.owner as? Participant)?.charged ?? []
         return (0..<(CostedOperation.count + StatementKind.count)).map { i in
             let pending = i < CostedOperation.count ? thread.counts[i] : thread.statementCounts[i - CostedOperation.count]
             return (i < settled.count ? settled[i] : 0) + pending
@@ -195,7 +209,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
     private static func append(_ record: OperationRecord, by thread: ExecutionThread?, _ state: inout State) {
         if let thread {
             let id = ObjectIdentifier(thread)
-            if state.threads[id] == nil { state.threads[id] = ThreadState(name: (thread as? Participant)?.name ?? "thread") }
+            if state.threads[id] == nil { state.threads[id] = ThreadState(name: (thread.owner as? Participant)?.name ?? "thread") }
             resumeIfStopped(thread, &state)
             stopOthers(than: id, &state)
         }
@@ -234,7 +248,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         }
     }
 
-    package func calloutBegan(on thread: ExecutionThread) {
+    private func calloutBegan(on thread: ExecutionThread) {
         lock.withLock { state in
             guard !state.closed else { return }
             let id = ObjectIdentifier(thread)
@@ -244,7 +258,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         }
     }
 
-    package func result(_ result: RecordedResult, of call: RecordedCall, on thread: ExecutionThread) {
+    private func result(_ result: RecordedResult, of call: RecordedCall, on thread: ExecutionThread) {
         let counted = Self.counted(thread)
         lock.withLock { state in
             guard !state.closed else { return }
@@ -305,7 +319,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         }
     }
 
-    package func delivered(_ kind: String, to context: ManagedObjectContext, on thread: ExecutionThread) {
+    private func delivered(_ kind: String, to context: ManagedObjectContext, on thread: ExecutionThread) {
         let counted = Self.counted(thread)
         lock.withLock { state in
             guard !state.closed else { return }
@@ -316,7 +330,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         }
     }
 
-    package func deliveryEnded(on thread: ExecutionThread) {
+    private func deliveryEnded(on thread: ExecutionThread) {
         let counted = Self.counted(thread)
         lock.withLock { state in
             guard !state.closed else { return }
@@ -325,7 +339,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         }
     }
 
-    package func freed(_ object: ManagedObject, on thread: ExecutionThread) {
+    private func freed(_ object: ManagedObject, on thread: ExecutionThread) {
         lock.withLock { state in
             guard !state.closed else { return }
             guard let ctx = state.exposed.removeValue(forKey: ObjectIdentifier(object)) else { return }
@@ -334,7 +348,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         }
     }
 
-    package func freed(_ context: ManagedObjectContext, on thread: ExecutionThread) {
+    private func freed(_ context: ManagedObjectContext, on thread: ExecutionThread) {
         lock.withLock { state in
             guard !state.closed else { return }
             guard let ctx = state.contexts.removeValue(forKey: ObjectIdentifier(context)) else { return }
@@ -358,7 +372,7 @@ public final class OperationTraceRecorder: OperationRecorder, @unchecked Sendabl
         var r = OperationRecord(op: release.obj == nil ? "freeContext" : "free")
         r.ctx = release.ctx
         r.obj = release.obj
-        r.thread = state.threads[id]?.name ?? (thread as? Participant)?.name
+        r.thread = state.threads[id]?.name ?? (thread.owner as? Participant)?.name
         append(r, by: thread, &state)
     }
 

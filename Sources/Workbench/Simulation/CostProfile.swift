@@ -27,7 +27,7 @@ public struct CostProfile: Sendable, Equatable {
     static let maximumNanos: Double = 1e9
 
     /// The cost of one operation.
-    public func cost(_ op: CostedOperation) -> UInt64 { nanos[op.rawValue] }
+    package func cost(_ op: CostedOperation) -> UInt64 { nanos[op.rawValue] }
 
     /// The profile named `name`, or the file at `name` when it ends in `.yaml`. A name is looked up as
     /// `<name>.yaml` in `Profiles/` under the current directory, in each directory of `$AMBAR_PROFILE_PATH`, then

@@ -11,7 +11,7 @@ import ObjectGraph
 /// (a `sync` on a simulated queue, a sleep, the end of a block, its own end), where it picks the earliest event
 /// (a queue's head, a wake-up, a timer) and hands the baton to the thread that event belongs to. A run is
 /// therefore a pure function of the code, the scenario, its seed and the cost profile.
-public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all state is touched by the thread holding the baton only; handoffs go through semaphores, which order memory
+public final class Scheduler: ExecutionSimulation, ProbeSink, @unchecked Sendable {  // all state is touched by the thread holding the baton only; handoffs go through semaphores, which order memory
     /// The scenario's seed: ties between events due at the same virtual time are broken by a rank drawn from it.
     public let seed: UInt64
     /// Nanoseconds per operation.
@@ -50,20 +50,30 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
 
     /// The step of the simulation the calling thread belongs to, nil outside one.
     public static var currentStep: Int? {
-        ((ExecutionThread.current as? Participant)?.simulation as? Scheduler)?.step
+        ((ExecutionThread.current?.owner as? Participant)?.membership.simulation as? Scheduler)?.step
     }
 
-    public var isTracing: Bool { tracer != nil }
+    /// Whether the simulation's threads carry a sink: a trace or an operation trace is written.
+    var listens: Bool { tracer != nil || operationRecorder != nil }
 
-    public func trace(_ call: String, detail: String, on thread: ExecutionThread) {
-        guard let tracer, let p = thread as? Participant else { return }
+    /// The events of the simulation's threads: the calls of the debug trace, and what the operation trace records.
+    package func receive(_ event: ProbeEvent, on thread: ExecutionThread) {
+        guard case .trace(let call, let detail) = event else {
+            operationRecorder?.receive(event, on: thread)
+            return
+        }
+        trace(call, detail: detail, on: thread)
+    }
+
+    private func trace(_ call: String, detail: String, on thread: ExecutionThread) {
+        guard let tracer, let p = thread.owner as? Participant else { return }
         settle(p)
         tracer(TraceRecord(step: step, t: p.now, event: "call", queue: p.queueStack.last?.label, thread: p.name, call: call, detail: detail))
     }
 
     private var resources: [String: VirtualQueue] = [:]
 
-    public func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void) {
+    package func exclusive(_ resource: SharedResource, on thread: ExecutionThread, _ body: () -> Void) {
         let queue: VirtualQueue
         if let existing = resources[resource.id] {
             queue = existing
@@ -74,7 +84,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         sync(body, on: queue)
     }
 
-    public func pooled(_ resource: SharedResource, capacity: Int, on thread: ExecutionThread, _ body: () -> Void) {
+    package func pooled(_ resource: SharedResource, capacity: Int, on thread: ExecutionThread, _ body: () -> Void) {
         precondition(capacity >= 1, "a pool has at least one lane (\(resource.label))")
         let lanes: [VirtualQueue]
         if let existing = pools[resource.id], existing.count == capacity {
@@ -104,15 +114,13 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     public func run<T>(_ body: () throws -> T) rethrows -> T {
         let runner = Participant(name: "runner", simulation: self)
         live.append(runner)
-        ExecutionThread.install(runner)
-        if operationRecorder != nil { OperationRecording.started() }
+        ExecutionThread.install(runner.membership)
+        if listens { Probe.started() }
         defer {
             waitUntilQuiet()
             // The run is over: its workers end on real threads (what they let go then is not the run's).
-            if let operationRecorder {
-                operationRecorder.close()
-                OperationRecording.stopped()
-            }
+            operationRecorder?.close()
+            if listens { Probe.stopped() }
             for worker in workers {
                 worker.terminate = true
                 worker.semaphore.signal()
@@ -152,7 +160,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         let exited = self.exited
         let thread = Thread { [self] in
             defer { exited.signal() }
-            ExecutionThread.install(p)
+            ExecutionThread.install(p.membership)
             p.semaphore.wait()
             var body = held.run
             held.run = nil
@@ -213,20 +221,20 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
 
     // MARK: ExecutionSimulation
 
-    public func makeQueue(label: String) -> any SimulatedQueue { VirtualQueue(label: label, scheduler: self) }
+    package func makeQueue(label: String) -> any SimulatedQueue { VirtualQueue(label: label, scheduler: self) }
 
-    public func nanoseconds(for op: CostedOperation) -> UInt64? { profile.cost(op) }
+    package func nanoseconds(for op: CostedOperation) -> UInt64? { profile.cost(op) }
 
-    public func now(on thread: ExecutionThread) -> UInt64 {
+    package func now(on thread: ExecutionThread) -> UInt64 {
         if let t = clockOverride { return t }
-        guard let p = thread as? Participant, p.simulation === self else { preconditionFailure("a thread of another simulation read this one's clock") }
+        guard let p = thread.owner as? Participant, p.membership.simulation === self else { preconditionFailure("a thread of another simulation read this one's clock") }
         settle(p)
         return p.now
     }
 
-    public func sleep(until deadline: UInt64, on thread: ExecutionThread) {
+    package func sleep(until deadline: UInt64, on thread: ExecutionThread) {
         precondition(clockOverride == nil, "a timer action may not sleep")
-        guard let p = thread as? Participant, p.simulation === self else { preconditionFailure("a thread of another simulation slept on this one") }
+        guard let p = thread.owner as? Participant, p.membership.simulation === self else { preconditionFailure("a thread of another simulation slept on this one") }
         settle(p)
         push(max(deadline, p.now), .resume(p))
         suspend(p, as: "sleeping")
@@ -333,7 +341,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     // MARK: The baton
 
     private func participant(_ what: String) -> Participant {
-        guard let p = ExecutionThread.current as? Participant, p.simulation === self else {
+        guard let p = ExecutionThread.current?.owner as? Participant, p.membership.simulation === self else {
             preconditionFailure("\(what): a simulated queue or clock was used from a thread outside its simulation")
         }
         return p
@@ -346,9 +354,9 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         let onMain = p.queueStack.contains { $0.isMain }
         var cost: UInt64 = 0
         for i in 0..<CostedOperation.count {
-            let n = p.counts[i]
+            let n = p.membership.counts[i]
             guard n != 0 else { continue }
-            p.counts[i] = 0
+            p.membership.counts[i] = 0
             if tracer != nil, let queue = p.queueStack.last { queue.traceOps[CostedOperation.names[i], default: 0] += n }
             cost &+= UInt64(n) &* profile.nanos[i]
             if operationRecorder != nil { p.charge(i, n) }
@@ -356,9 +364,9 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
             if onMain { totals.main[i] += n }
         }
         for k in 0..<StatementKind.count {
-            let n = p.statementCounts[k]
+            let n = p.membership.statementCounts[k]
             guard n != 0 else { continue }
-            p.statementCounts[k] = 0
+            p.membership.statementCounts[k] = 0
             totals.statementsAll[k] += n
             if operationRecorder != nil { p.charge(CostedOperation.count + k, n) }
             if onMain { totals.statementsMain[k] += n }
@@ -369,7 +377,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
     /// Gives the baton to the owner of the earliest event; returns when an event of `me` is picked (at once when
     /// it is the earliest). An exiting thread hands the baton on and does not wait.
     private func yield(_ me: Participant, exiting: Bool = false) {
-        if let operationRecorder, !exiting { operationRecorder.schedulingPoint(me) }
+        if let operationRecorder, !exiting { operationRecorder.schedulingPoint(me.membership) }
         while true {
             guard let entry = heap.popMin() else {
                 if let waiter = quietWaiter {
@@ -438,7 +446,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
         let exited = self.exited
         let thread = Thread { [self] in
             defer { exited.signal() }
-            ExecutionThread.install(w)
+            ExecutionThread.install(w.membership)
             w.semaphore.wait()
             while !w.terminate {
                 // The block is let go before the worker idles: an idle worker holds nothing of the run.
@@ -447,7 +455,7 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
                     w.assignment = nil
                     w.state = "running a block of \(queue.label)"
                     w.queueStack = [queue]
-                    w.counts[CostedOperation.blockRun.rawValue] += 1
+                    w.membership.counts[CostedOperation.blockRun.rawValue] += 1
                     block()
                     endBlock(of: queue, by: w)
                 }
@@ -471,8 +479,10 @@ public final class Scheduler: ExecutionSimulation, @unchecked Sendable {  // all
 }
 
 /// A thread of a simulation.
-final class Participant: ExecutionThread, @unchecked Sendable {  // touched by the baton holder only
+final class Participant: @unchecked Sendable {  // touched by the baton holder only
     let name: String
+    /// Its membership of the simulation: the operations it counted and not yet charged, and where its events go.
+    let membership: ExecutionThread
     let semaphore = DispatchSemaphore(value: 0)
     /// Virtual nanoseconds.
     var now: UInt64 = 0
@@ -493,8 +503,9 @@ final class Participant: ExecutionThread, @unchecked Sendable {  // touched by t
 
     init(name: String, simulation: Scheduler) {
         self.name = name
-        super.init(simulation: simulation)
-        operationRecorder = simulation.operationRecorder
+        membership = ExecutionThread(simulation: simulation)
+        membership.owner = self
+        if simulation.listens { membership.sink = simulation }
     }
 }
 
@@ -530,7 +541,7 @@ final class VirtualQueue: SimulatedQueue, @unchecked Sendable {  // touched by t
     func async(_ block: @escaping @Sendable () -> Void) { scheduler.enqueue(block, on: self) }
     func sync(_ block: () -> Void) { scheduler.sync(block, on: self) }
     var isCurrent: Bool {
-        guard let p = ExecutionThread.current as? Participant, p.simulation === scheduler else { return false }
+        guard let p = ExecutionThread.current?.owner as? Participant, p.membership.simulation === scheduler else { return false }
         return p.queueStack.last === self
     }
 }

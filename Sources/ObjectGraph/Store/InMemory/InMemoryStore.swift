@@ -56,7 +56,7 @@ final class InMemoryStore: PersistentStore {
         var result: [(id: ManagedObjectID, row: RowSnapshot?)] = []
         for kind in kinds(fetch.entity, subentities: fetch.includesSubentities) {
             let table = tables[ObjectIdentifier(kind)] ?? [:]
-            Execution.count(.inMemoryRowRead, table.count)
+            Probe.count(.inMemoryRowRead, table.count)
             for key in table.keys {
                 result.append((ManagedObjectID(entity: kind, primaryKey: key, storeNumber: storeNumber), fetch.idsOnly ? nil : table[key]))
             }
@@ -68,7 +68,7 @@ final class InMemoryStore: PersistentStore {
     /// Walks every row of the entity, as a fetch does: the store keeps no count apart from its rows (Docs/coredata-behaviour.md §7).
     func count(_ fetch: StoreFetch) throws -> Int {
         let n = kinds(fetch.entity, subentities: fetch.includesSubentities).reduce(0) { $0 + (tables[ObjectIdentifier($1)]?.count ?? 0) }
-        Execution.count(.inMemoryRowRead, n)
+        Probe.count(.inMemoryRowRead, n)
         return n
     }
 
@@ -76,7 +76,7 @@ final class InMemoryStore: PersistentStore {
         let table = tables[ObjectIdentifier(entity)] ?? [:]
         var result: [Int64: RowSnapshot] = [:]
         for key in keys { if let row = table[key] { result[key] = row } }
-        Execution.count(.inMemoryRowRead, result.count)
+        Probe.count(.inMemoryRowRead, result.count)
         return result
     }
 
@@ -87,7 +87,7 @@ final class InMemoryStore: PersistentStore {
             let join = SQLiteSchema.joinTable(entity, relationship)
             let mine = join.isOwned(by: entity, relationship)
             let pairs = joins[join.name] ?? []
-            Execution.count(.inMemoryRowRead, pairs.count)
+            Probe.count(.inMemoryRowRead, pairs.count)
             let keys = mine ? pairs.filter { $0.owner == source.key }.map(\.destination) : pairs.filter { $0.destination == source.key }.map(\.owner)
             let members = kinds(destination)
             return keys.sorted().map { key in
@@ -99,7 +99,7 @@ final class InMemoryStore: PersistentStore {
         var result: [ManagedObjectID] = []
         for kind in kinds(destination) {
             let table = tables[ObjectIdentifier(kind)] ?? [:]
-            Execution.count(.inMemoryRowRead, table.count)
+            Probe.count(.inMemoryRowRead, table.count)
             for (key, row) in table where row.values[slot] == .objectID(source) {
                 result.append(ManagedObjectID(entity: kind, primaryKey: key, storeNumber: storeNumber))
             }
@@ -206,7 +206,7 @@ final class InMemoryStore: PersistentStore {
         maxKey = keys
         joins = nextJoins
         // No transaction and none of SQLite's row work: rows copied into the dictionaries (semantics §7).
-        Execution.count(.inMemoryRowWritten, request.inserts.count + request.updates.count + request.deletes.count)
+        Probe.count(.inMemoryRowWritten, request.inserts.count + request.updates.count + request.deletes.count)
         return .committed(newIDs: newIDs, insertIDs: request.inserts.map { newIDs[$0.id] ?? $0.id })
     }
 }

@@ -77,7 +77,7 @@ package final class SQLiteConnection {
     /// Runs one or more statements with no results.
     package func execute(_ sql: String) throws {
         statementCounts.other += 1
-        Execution.countStatement(.other)
+        Probe.countStatement(.other)
         try executeUncounted(sql)
     }
 
@@ -262,9 +262,9 @@ package final class SQLiteStatement {
         let sorts = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_SORT, 1)
         let autoIndexRows = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_AUTOINDEX, 1)
         guard steps | sorts | autoIndexRows != 0 else { return }
-        Execution.count(.rowExamined, Int(steps))
-        Execution.count(.sortPerformed, Int(sorts))
-        Execution.count(.autoIndexRow, Int(autoIndexRows))
+        Probe.count(.rowExamined, Int(steps))
+        Probe.count(.sortPerformed, Int(sorts))
+        Probe.count(.autoIndexRow, Int(autoIndexRows))
     }
 
     func bind(_ values: [PropertyValue]) throws {
@@ -327,7 +327,7 @@ package final class SQLiteStatement {
             if batch == 0 || countedInBatch != batch {
                 countedInBatch = batch
                 connection.statementCounts.record(kind)
-                Execution.countStatement(kind.counted)
+                Probe.countStatement(kind.counted)
             }
             return false
         }

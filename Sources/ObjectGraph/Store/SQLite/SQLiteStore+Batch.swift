@@ -87,8 +87,8 @@ extension SQLiteStore {
             update.bindInt(max, at: 1)
             update.bindInt(Int64(keyEntity.entityNumber), at: 2)
             try update.run()
-            Execution.count(.batchRowInserted, inserted)
-            Execution.count(.batchRowUpdated, replaced)
+            Probe.count(.batchRowInserted, inserted)
+            Probe.count(.batchRowUpdated, replaced)
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
             return ids
         }
@@ -111,7 +111,7 @@ extension SQLiteStore {
                     history.updates.append((id, slots.map { entity.slots[$0].name }))
                 }
             }
-            Execution.count(.batchRowUpdated, count)
+            Probe.count(.batchRowUpdated, count)
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
             return count
         }
@@ -180,8 +180,8 @@ extension SQLiteStore {
                     history.deletes.append((id, tombstone))
                 }
             }
-            Execution.count(.batchRowUpdated, nullified)
-            Execution.count(.batchRowDeleted, deleted.count)
+            Probe.count(.batchRowUpdated, nullified)
+            Probe.count(.batchRowDeleted, deleted.count)
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
             return deleted
         }

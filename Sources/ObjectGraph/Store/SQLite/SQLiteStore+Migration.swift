@@ -204,7 +204,7 @@ extension SQLiteStore {
                 try insert.bind(plan.arguments)
                 let rows = try insert.run()
                 copied += rows
-                Execution.count(.rowMigrated, rows)
+                Probe.count(.rowMigrated, rows)
                 let update = try db.statement("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?")
                 try update.bind([.integer(maxKeys[old.name] ?? 0), .integer(Int64(entity.entityNumber))])
                 try update.run()

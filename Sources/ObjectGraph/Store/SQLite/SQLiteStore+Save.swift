@@ -52,7 +52,7 @@ extension SQLiteStore {
                 keyRanges[i].next = try reserveKeys(keyRanges[i].entity, count: keyRanges[i].count)
             }
             try connection.execute("COMMIT")
-            Execution.count(.transaction)
+            Probe.count(.transaction)
         } catch let error as SQLiteError {
             if connection.isInTransaction { try? connection.execute("ROLLBACK") }
             throw Self.storeError(error, path: url!.path)

@@ -608,7 +608,7 @@ final class SQLiteStore: PersistentStore {
     func runBatch<T>(_ body: () throws -> T) throws -> T {
         try Execution.exclusive(writerResource) {
             let result = try runWritingNow { try connection.countingEachStatementOnce(body) }
-            Execution.count(.transaction)
+            Probe.count(.transaction)
             return result
         }
     }
