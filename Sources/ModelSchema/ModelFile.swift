@@ -125,7 +125,6 @@ public struct ModelFile: Codable, Sendable, Equatable {
             /// The user info key that makes an encoder write every element as a mapping.
             public static let encodesAsMapping = CodingUserInfoKey(rawValue: "ModelFile.FetchIndex.Element.encodesAsMapping")!
 
-
             public var property: String
             public var ascending: Bool?
 

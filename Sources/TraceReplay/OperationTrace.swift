@@ -296,7 +296,11 @@ public enum TraceCoding {
                 guard probe?.version == OperationTrace.version else {
                     throw ReplayError("\(name):\(lineNumber): operation trace version \(probe?.version.map(String.init) ?? "none"); this reader reads version \(OperationTrace.version)")
                 }
-                do { header = try decoder.decode(TraceHeader.self, from: Data(line)) } catch {
+                do { header = try decoder.decode(TraceHeader.self, from: Data(line)) } catch let error as DecodingError {
+                    // Named by its path and the entity and property it reaches, as a model file's error is.
+                    let description = ModelFileDecodingDescription(paths: .subscripts, namesAttributeTypes: true).describe(error, in: Data(line))
+                    throw ReplayError("\(name):\(lineNumber): the header cannot be read: \(description)")
+                } catch {
                     throw ReplayError("\(name):\(lineNumber): the header cannot be read: \(error)")
                 }
                 continue

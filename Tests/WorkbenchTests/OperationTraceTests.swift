@@ -36,6 +36,17 @@ import TraceReplay
 
     /// The tiny scenario's threads stop inside calls and call out to observers: the trace says where (`resume`
     /// records, calls made `within` another), and the replay follows it (Docs/calibration.md "Interleaving").
+    @Test("A trace whose header has an unknown attribute type is refused, naming the file, entity and attribute")
+    func headerWithAnUnknownAttributeTypeIsRefused() throws {
+        let header = #"{"format":"ambar-operations","version":1,"scenario":"s","variant":"v","seed":1,"profile":"p","#
+            + #""models":[{"entities":[{"name":"Item","attributes":[{"name":"id","type":"integer64"},"#
+            + #"{"name":"title","type":"text"}]}]}]}"#
+        let error = try #require(throws: ReplayError.self) { try TraceCoding.read(Data((header + "\n").utf8), name: "t.jsonl") }
+        #expect(error.message.hasPrefix("t.jsonl:1: the header cannot be read: "))
+        #expect(error.message.contains("at .models[0].entities[0].attributes[1].type (entity 'Item', attribute 'title')"))
+        #expect(error.message.hasSuffix("; an attribute's type is one of integer16, integer32, integer64, double, float, decimal, string, boolean, date, binaryData, uuid, uri"))
+    }
+
     @Test func tinyScenarioReplaysExactly() throws {
         for variant in try tinyScenario().variants {
             let (_, records) = try Self.traced(variant)

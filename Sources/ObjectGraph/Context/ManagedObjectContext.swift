@@ -215,7 +215,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Whether an object this context dropped at ``reset()`` (or when it was deinitialized) fails when touched,
     /// instead of fulfilling its fault from the store without a context as Core Data does (Rule 2).
     /// Default false.
-    package var orphanedFaultsFailToFire = false
+    public var orphanedFaultsFailToFire = false
 
     /// The model of the coordinator.
     package var model: ManagedObjectModel {

@@ -56,9 +56,9 @@ public final class UndoManager: @unchecked Sendable {  // confined to its contex
     /// Whether there is a group to redo.
     public var canRedo: Bool { !redoStack.isEmpty }
     /// The number of groups on the undo stack (closed groups only).
-    public var undoGroupCount: Int { undoStack.count }
+    var undoGroupCount: Int { undoStack.count }
     /// The number of groups on the redo stack.
-    public var redoGroupCount: Int { redoStack.count }
+    var redoGroupCount: Int { redoStack.count }
     /// Whether registrations are recorded (see ``disableUndoRegistration()``).
     public var isUndoRegistrationEnabled: Bool { disableCount == 0 }
 

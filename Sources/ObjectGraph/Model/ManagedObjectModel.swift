@@ -144,7 +144,7 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
     public convenience init(jsonData: Data, classes: [String: ManagedObject.Type] = [:], source: String = "model") throws {
         let file: ModelFile
         do { file = try JSONDecoder().decode(ModelFile.self, from: jsonData) } catch let error as DecodingError {
-            throw ModelError(entity: nil, property: nil, "\(source): \(ModelFile.describe(error))")
+            throw ModelError(entity: nil, property: nil, "\(source): \(ModelFileDecodingDescription(paths: .subscripts).describe(error))")
         }
         try self.init(file: file, classes: classes)
     }

@@ -4,20 +4,6 @@ import ModelSchema
 // A model file (ModelSchema's ``ModelFile``, the one description of a model that the operation trace shares) made
 // into this module's entity, attribute and relationship descriptions.
 
-extension ModelFile {
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ codingPath: [any CodingKey]) -> String {
-            codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-        }
-        switch error {
-        case .keyNotFound(let key, let ctx): return "missing key '\(key.stringValue)' at \(path(ctx.codingPath))"
-        case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx), .dataCorrupted(let ctx):
-            return "\(ctx.debugDescription) at \(path(ctx.codingPath))"
-        @unknown default: return "\(error)"
-        }
-    }
-}
-
 extension ModelFile.Entity {
     func makeEntity(class cls: ManagedObject.Type) throws -> EntityDescription {
         let attributes = try (self.attributes ?? []).map { try $0.makeAttribute(entity: name) }

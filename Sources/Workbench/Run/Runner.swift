@@ -75,12 +75,7 @@ public struct VariantRunner {
                     if case .migrator(let m) = actor { return m.to }
                     return nil
                 }
-                var models = [try JSONDecoder().decode(TraceModel.self, from: TraceCoding.line(model))]
-                for next in nextVersions {
-                    var version = try JSONDecoder().decode(TraceModel.self, from: TraceCoding.line(next))
-                    version.version = "next"
-                    models.append(version)
-                }
+                let models = [TraceModel(entities: model.entities)] + nextVersions.map { TraceModel(entities: $0.entities, version: "next") }
                 header = TraceHeader(scenario: scenario.name, variant: scenario.variantName, seed: scenario.seed, profile: profile.name, models: models)
             }
             if let stream, let header { stream.begin(header) }
@@ -162,8 +157,9 @@ public struct VariantRunner {
         defer { run.main.endFrames() }
         defer { run.ticker?.stop() }
         try runPhases(run)
-        let verification = try verify(run, leftovers: leftovers)
-        return collect(run, verification, leftovers: leftovers)
+        let final = readFinalState(run)
+        let verification = try verify(run, final: final)
+        return collect(run, final, verification, leftovers: leftovers)
     }
 
     /// Builds what the phases run on: the model, the recorder and its event log in `directory`, the main queue, the

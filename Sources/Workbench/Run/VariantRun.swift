@@ -19,8 +19,6 @@ final class VariantRun {
     let sampler: RunSampler
     /// Where a stop (Ctrl-C) ended the variant.
     var stoppedIn: String?
-    var peakAllocated: Int64 = 0
-    var threadAllocated: Int64 = 0, threadFreed: Int64 = 0
     /// The viewers on screen: a phase with viewers replaces those of the phases before it (Docs/scenarios.md).
     var viewers: [ViewerState] = []
     var migrators: [MigratorActor] = []
@@ -34,6 +32,9 @@ final class VariantRun {
     }
 
     var view: ManagedObjectContext { stack.viewContext }
+
+    /// The stack's store is in memory (`store: inMemory`): no file, no -wal, and the oracle reads a copy of it.
+    var isInMemoryStore: Bool { sampler.inMemory }
 
     /// A stack without a view context queues nothing on the main queue; the harness does not either.
     func drainMain() { if stack.topology.hasViewContext { main.drain() } }

@@ -26,7 +26,6 @@ extension VariantRunner {
         Clock.sleep(until: Clock.now() + 50_000_000)
         run.drainMain()
         run.sampler.stopSampling.store(true, ordering: .relaxed)
-        (run.threadAllocated, run.threadFreed) = run.sampler.threadTotals.withLock { $0 }
     }
 
     /// Runs one phase: its actors, each on a thread of its own (or a simulation's), the display link while they run
@@ -105,7 +104,7 @@ extension VariantRunner {
             run.drainMain()
         }
         sampler.sample()
-        if let a = MemoryProbe.reading().allocated { run.peakAllocated = max(run.peakAllocated, a) }
+        sampler.notePeakAllocated()
     }
 
     /// The actors of `phase`, named `<phase>.<kind><n>` (`-<p>` for each of a parallel importer's). Its viewers

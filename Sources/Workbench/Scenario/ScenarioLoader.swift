@@ -459,7 +459,7 @@ struct Reader {
                 } catch let error as ModelError {
                     throw fail(locate(error, in: e), error.description)
                 } catch let error as DecodingError {
-                    throw fail(e, "not a model: \(ModelFileDecodingDescription.describe(error))")
+                    throw fail(e, "not a model: \(ModelFileDecodingDescription(paths: .keys, namesAttributeTypes: true).describe(error))")
                 }
             }
         }
@@ -1063,7 +1063,7 @@ struct Reader {
             do {
                 next = try JSONDecoder().decode(ModelFile.self, from: try JSONSerialization.data(withJSONObject: ["entities": json]))
             } catch let error as DecodingError {
-                throw fail(node, "not a model: \(ModelFileDecodingDescription.describe(error))")
+                throw fail(node, "not a model: \(ModelFileDecodingDescription(paths: .keys, namesAttributeTypes: true).describe(error))")
             }
         } else if let index = next.entities.firstIndex(where: { $0.name == model.entity }) {
             var rating = ModelFile.Attribute(name: "rating", type: .integer64, optional: false, defaultValue: .number(0))
@@ -1181,21 +1181,6 @@ extension YAMLTree {
         case .scalar: return "value"
         case .list: return "list"
         case .map: return "mapping"
-        }
-    }
-}
-
-enum ModelFileDecodingDescription {
-    static func describe(_ error: DecodingError) -> String {
-        switch error {
-        case .keyNotFound(let key, let ctx): return "missing key '\(key.stringValue)' at \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
-        case .dataCorrupted(let ctx) where ctx.codingPath.last?.stringValue == "type":
-            // Name the valid attribute types.
-            let types = AttributeType.allCases.map(\.rawValue).joined(separator: ", ")
-            return "\(ctx.debugDescription) at \(ctx.codingPath.map(\.stringValue).joined(separator: ".")); an attribute's type is one of \(types)"
-        case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx), .dataCorrupted(let ctx):
-            return "\(ctx.debugDescription) at \(ctx.codingPath.map(\.stringValue).joined(separator: "."))"
-        @unknown default: return "\(error)"
         }
     }
 }

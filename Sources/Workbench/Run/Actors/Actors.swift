@@ -159,6 +159,22 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
         var isEmpty: Bool { updates.isEmpty && objects == 0 }
     }
 
+    /// The keys of a chunk: the records it updates, those it deletes, and the new ids it inserts (nil when the
+    /// workload has no id key).
+    struct ChunkKeys {
+        var updates: [Int64]
+        var deletes: [Int64]
+        var inserts: ClosedRange<Int64>?
+    }
+
+    /// A chunk of the import: its number, its size in objects, its keys, and whether the chunk saves.
+    struct Chunk {
+        var index: Int
+        var size: Int
+        var keys: ChunkKeys
+        var saves: Bool
+    }
+
     /// What a chunk's save wrote: whether it saved, and the values and fields of the objects it pushed.
     struct ChunkSave {
         var saved = false
@@ -180,21 +196,20 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
         var pending = PendingSave()
         w.progress.objectsTotal.add(spec.objects, ordering: .relaxed)
         for k in 0..<chunks {
-            guard let scheduled = waitForChunk(k, pending: pending, schedule: schedule, deadline: deadline, duration: duration, keepGoing: keepGoing) else { break }
+            guard let scheduled = waitForChunk(k, pending: pending, schedule: schedule, deadline: deadline, keepGoing: keepGoing) else { break }
             let n = min(spec.chunkSize, spec.objects - k * spec.chunkSize)
-            let (updateKeys, deleteKeys, newKeys) = pickKeys(n, rng: &rng)
-            pending.deleteIDs += deleteKeys
+            let keys = pickKeys(n, rng: &rng)
+            pending.deleteIDs += keys.deletes
             var valueRNG = rng
             rng = SeededGenerator(seed: rng.next())
             let current = context ?? w.stack.makeImporter()
             context = current
             if pending.isEmpty { pending.began = Clock.now() }
-            let saves = (k + 1) % spec.saveEvery == 0 || k == chunks - 1
-            let chunkSave = write(chunk: k, n, updateKeys: updateKeys, deleteKeys: deleteKeys, newKeys: newKeys, in: current, saves: saves,
-                                  groups: groups, pending: &pending, rng: &valueRNG)
+            let chunk = Chunk(index: k, size: n, keys: keys, saves: (k + 1) % spec.saveEvery == 0 || k == chunks - 1)
+            let chunkSave = write(chunk, in: current, groups: groups, pending: &pending, rng: &valueRNG)
             w.recorder.add("operations")
             w.progress.objectsDone.add(n, ordering: .relaxed)
-            guard saves else { continue }
+            guard chunk.saves else { continue }
             finishSave(pending, chunkSave, of: current, scheduled: scheduled)
             pending = PendingSave()
             current.performAndWait {
@@ -209,9 +224,9 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
     }
 
     /// Waits for chunk `k`'s intended time and returns when it began on its schedule (the phase's end for one that
-    /// followed at once); nil when the importer stops before it: a stop (Ctrl-C), or the phase's duration.
-    func waitForChunk(_ k: Int, pending: PendingSave, schedule: Schedule, deadline: UInt64?, duration: Double?,
-                      keepGoing: @escaping @Sendable () -> Bool) -> UInt64? {
+    /// followed at once); nil when the importer stops before it: a stop (Ctrl-C), or the phase's `deadline` (its
+    /// duration, when it has one).
+    func waitForChunk(_ k: Int, pending: PendingSave, schedule: Schedule, deadline: UInt64?, keepGoing: @escaping @Sendable () -> Bool) -> UInt64? {
         let w = workload
         // Ctrl-C: no new chunk; the chunks of a save not begun are let go (nothing of them was recorded).
         if w.progress.isStopping() {
@@ -219,7 +234,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             return nil
         }
         // A phase's duration caps it: no new chunk starts after it (a save begun is finished).
-        if duration != nil, pending.isEmpty, !keepGoing() {
+        if deadline != nil, pending.isEmpty, !keepGoing() {
             w.recorder.add("importerStoppedByDuration")
             return nil
         }
@@ -241,9 +256,8 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
         return min(intended, Clock.now())
     }
 
-    /// The keys of a chunk of `n` objects: the records it updates, those it deletes, and the new ids it inserts
-    /// (nil when the workload has no id key).
-    func pickKeys(_ n: Int, rng: inout SeededGenerator) -> ([Int64], [Int64], ClosedRange<Int64>?) {
+    /// The keys of a chunk of `n` objects: the records it updates, those it deletes, and the new ids it inserts.
+    func pickKeys(_ n: Int, rng: inout SeededGenerator) -> ChunkKeys {
         let w = workload
         let existing = w.existingKeys, live = w.liveKeys(of: existing)
         let updates = live > 0 ? min(Int((Double(n) * spec.updateFraction).rounded()), Int(live)) : 0
@@ -255,14 +269,16 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
             ? max(0, min(Int((Double(n) * spec.deleteFraction).rounded()), n - updateKeys.count, Int(live) - updateKeys.count)) : 0
         let deleteKeys = deletes > 0 ? w.pickKeysToDelete(deletes, besides: updateKeys, rng: &rng) : []
         let newKeys = w.allocateKeys(n - updateKeys.count - deleteKeys.count)
-        return (updateKeys, deleteKeys, newKeys)
+        return ChunkKeys(updates: updateKeys, deletes: deleteKeys, inserts: newKeys)
     }
 
-    /// Chunk `k` in `current`: updates, deletes and inserts its `n` objects, adds them to `pending`, and when the chunk
-    /// `saves`, saves the context (a push into its parent where background contexts are children).
-    func write(chunk k: Int, _ n: Int, updateKeys: [Int64], deleteKeys: [Int64], newKeys: ClosedRange<Int64>?, in current: ManagedObjectContext, saves: Bool,
-               groups: ImportGroups?, pending: inout PendingSave, rng valueRNG: inout SeededGenerator) -> ChunkSave {
+    /// `chunk` in `current`: updates, deletes and inserts its objects, adds them to `pending`, and when the chunk
+    /// saves, saves the context (a push into its parent where background contexts are children).
+    func write(_ chunk: Chunk, in current: ManagedObjectContext, groups: ImportGroups?, pending: inout PendingSave,
+               rng valueRNG: inout SeededGenerator) -> ChunkSave {
         let w = workload
+        let k = chunk.index, n = chunk.size, saves = chunk.saves
+        let updateKeys = chunk.keys.updates, deleteKeys = chunk.keys.deletes, newKeys = chunk.keys.inserts
         var result = ChunkSave()
         current.performAndWait {
             do {

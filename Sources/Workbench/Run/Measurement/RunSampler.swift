@@ -19,7 +19,9 @@ final class RunSampler: Sendable {
     let walPath: String
     let peakWAL = Atomic<Int64>(0)
     /// Bytes the actors' threads allocated and freed, added as each actor ends.
-    let threadTotals = Mutex<(Int64, Int64)>((0, 0))
+    let threadTotals = Mutex<(allocated: Int64, freed: Int64)>((0, 0))
+    /// The largest allocation read at a phase's end (``notePeakAllocated()``), beside the samples'.
+    let peakAllocated = Atomic<Int64>(0)
 
     init(runStart: UInt64, control: VariantProgress, main: SimulatedMainThread, inMemory: Bool, walPath: String) {
         (self.runStart, self.control, self.main, self.inMemory, self.walPath) = (runStart, control, main, inMemory, walPath)
@@ -54,6 +56,11 @@ final class RunSampler: Sendable {
 
     /// Adds what the calling thread allocated and freed (an actor's, as it ends).
     func addThreadTotals() {
-        if let totals = MemoryProbe.threadTotals() { threadTotals.withLock { $0.0 += totals.allocated; $0.1 += totals.freed } }
+        if let totals = MemoryProbe.threadTotals() { threadTotals.withLock { $0.allocated += totals.allocated; $0.freed += totals.freed } }
+    }
+
+    /// Reads the allocation now (a phase's end) into ``peakAllocated``.
+    func notePeakAllocated() {
+        if let a = MemoryProbe.reading().allocated { _ = peakAllocated.max(a, ordering: .relaxed) }
     }
 }

@@ -5,22 +5,33 @@ import Synchronization
 extension VariantRunner {
     /// The variant's result: its exact figures (latencies, main-queue time, conflicts, the oracle's counts,
     /// counters), the host's figures, the thresholds' outcomes; watches the run's objects until they go.
-    func collect(_ run: VariantRun, _ v: Verification, leftovers: Leftovers) -> VariantResult {
-        let recorder = run.recorder, main = run.main, stack = run.stack
+    func collect(_ run: VariantRun, _ final: FinalState, _ v: Verification, leftovers: Leftovers) -> VariantResult {
+        let recorder = run.recorder, main = run.main, stack = run.stack, view = run.view
+        var notes = final.recorderState.notes
+        if let failure = recorder.events.failure { notes.append("the event log failed, the oracle may have missed events: \(failure)") }
+        let viewCounters = view.performAndWait { view.counters }
+        let coordinatorCounters = stack.coordinators.map { ($0.0, $0.1.counters) }
+        // The controller's size (Rule 23): what it holds, not what a frame reads.
+        // A frames-only viewer has no controller, so no size.
+        // Each controller's size, changes and largest size; the unlabelled figures are their sums (one viewer: its own).
+        let controllerSizes = run.viewers.compactMap { viewer in viewer.controller.map { c in view.performAndWait { (c.objectCount, viewer.peakObjects, viewer.changes) } } }
+        // The viewers' controllers hold the objects on screen: they go with the rest of the run (``Leftovers``).
+        leftovers.objects += run.viewers
+        run.viewers = []
         let mainState = main.stats.state.withLock { $0 }
         let runSeconds = max(0.001, Double(Clock.now() - run.runStart) / 1e9)
-        var rows = Self.latencyRows(run, v, mainState: mainState, runSeconds: runSeconds)
-        var counters = v.recorderState.counters
+        var rows = Self.timingRows(run, final, mainState: mainState, runSeconds: runSeconds)
+        var counters = final.recorderState.counters
         counters["migrationNanos"] = nil
-        Self.addConflictRows(v, to: &rows, counters: &counters)
+        Self.addConflictRows(final, v.oracle, coordinatorCounters: coordinatorCounters, to: &rows, counters: &counters)
         let readings = run.sampler.samples.withLock { $0 }
         let (host, wallSeconds) = Self.hostRows(run, readings: readings)
-        Self.addMainQueueRows(run, v, mainState: mainState, runSeconds: runSeconds, to: &rows)
-        counters["merges"] = v.viewCounters.merges
-        counters["mergeObjectsRefreshed"] = v.viewCounters.mergeObjectsRefreshed
-        counters["mergeObjectsExamined"] = v.viewCounters.mergeObjectsExamined
-        counters["faultsFired.view"] = v.viewCounters.faultsFired
-        counters["notifications.view"] = v.viewCounters.objectsDidChangeNotifications
+        Self.addMainQueueRows(run, final, controllerSizes: controllerSizes, mainState: mainState, runSeconds: runSeconds, to: &rows)
+        counters["merges"] = viewCounters.merges
+        counters["mergeObjectsRefreshed"] = viewCounters.mergeObjectsRefreshed
+        counters["mergeObjectsExamined"] = viewCounters.mergeObjectsExamined
+        counters["faultsFired.view"] = viewCounters.faultsFired
+        counters["notifications.view"] = viewCounters.objectsDidChangeNotifications
         counters["frames"] = mainState.frames
         for (name, value) in counters.sorted(by: { $0.key < $1.key }) {
             rows.append(MetricRow(name.split(separator: ".").first.map(String.init) ?? name, "value", Double(value), "count",
@@ -31,7 +42,7 @@ extension VariantRunner {
             topology: scenario.stack.topology.rawValue, policies: stack.policies, seed: scenario.seed, mode: scenario.mode.rawValue,
             metrics: rows, host: host, counters: counters,
             timeseries: readings, mergeCurve: recorder.mergeLatency.curve().map { [$0.0, $0.1] }, oracle: v.oracle, thresholds: [],
-            notes: v.notes, wallSeconds: run.simulation == nil ? runSeconds : wallSeconds, events: v.keptEvents)
+            notes: notes, wallSeconds: run.simulation == nil ? runSeconds : wallSeconds, events: v.keptEvents)
         result.eventHistory = v.eventHistory
         result.partial = run.stoppedIn
         result.mainBlockSamples = main.stats.blockSamples.withLock { $0 }
@@ -49,10 +60,10 @@ extension VariantRunner {
         return result
     }
 
-    /// The latency distributions (merges, fetches, saves), the main queue's hitches, hangs and depth, the import's
-    /// throughput and the migration's time.
-    static func latencyRows(_ run: VariantRun, _ v: Verification, mainState: SimulatedMainThread.Stats.State, runSeconds: Double) -> [MetricRow] {
-        let recorder = run.recorder, main = run.main, recorderState = v.recorderState
+    /// The run's timings: the latency distributions (merges, fetches, saves), the main queue's hitch ratios, hangs and
+    /// depth, the import's throughput and the migration's time.
+    static func timingRows(_ run: VariantRun, _ final: FinalState, mainState: SimulatedMainThread.Stats.State, runSeconds: Double) -> [MetricRow] {
+        let recorder = run.recorder, main = run.main, recorderState = final.recorderState
         var rows: [MetricRow] = []
         rows += recorder.mergeLatency.rows("mergeLatency")
         rows += main.stats.mergeBusy.rows("mainBusy")
@@ -76,11 +87,12 @@ extension VariantRunner {
     }
 
     /// Conflicts by layer and outcome, save failures, the oracle's counts and what parents hold unsaved; each
-    /// coordinator's SQL statements and row cache go to `counters`.
-    static func addConflictRows(_ v: Verification, to rows: inout [MetricRow], counters: inout [String: Int]) {
-        let recorderState = v.recorderState, oracle = v.oracle
+    /// coordinator's SQL statements and row cache (`coordinatorCounters`) go to `counters`.
+    static func addConflictRows(_ final: FinalState, _ oracle: OracleReport, coordinatorCounters: [(String, CoordinatorCounters)],
+                                to rows: inout [MetricRow], counters: inout [String: Int]) {
+        let recorderState = final.recorderState
         var conflictsByLayer = (cache: 0, database: 0, constraint: 0)
-        for (name, c) in v.coordinatorCounters {
+        for (name, c) in coordinatorCounters {
             conflictsByLayer.cache += c.cacheConflicts
             conflictsByLayer.database += c.databaseConflicts
             conflictsByLayer.constraint += c.constraintConflicts
@@ -105,11 +117,11 @@ extension VariantRunner {
         rows.append(MetricRow("lostUpdates", "count", Double(oracle.lostUpdates), "count"))
         rows.append(MetricRow("lostUpdates", "count", Double(oracle.promisedLosses), "count", label: "promised"))
         // Beside the losses: what failed saves would have written, which the store never got (Docs/workbench.md).
-        rows.append(MetricRow("refusedChanges", "count", Double(v.refusedChanges), "count"))
+        rows.append(MetricRow("refusedChanges", "count", Double(final.refusedChanges), "count"))
         rows.append(MetricRow("staleReads", "count", Double(oracle.staleReads), "count"))
         rows.append(MetricRow("duplicates", "count", Double(oracle.duplicates), "count"))
-        rows.append(MetricRow("readOnlySavesReachedStore", "count", Double(v.readOnlySaves), "count"))
-        for (kind, n) in v.unsaved { rows.append(MetricRow("unsavedObjects", "value", Double(n), "objects", label: kind)) }
+        rows.append(MetricRow("readOnlySavesReachedStore", "count", Double(final.readOnlySaves), "count"))
+        for (kind, n) in final.unsaved { rows.append(MetricRow("unsavedObjects", "value", Double(n), "objects", label: kind)) }
     }
 
     /// The host's figures (never exact): the main queue's CPU time, memory above the baseline, the threads'
@@ -121,7 +133,7 @@ extension VariantRunner {
         // this variant's own samples (and end-of-phase readings) less it, and its last sample less it.
         let allocatedSeries = readings.compactMap(\.allocated)
         if let start = baseline.reading.allocated, let last = allocatedSeries.last {
-            host.append(MetricRow("memoryAllocated", "peak", Double(max(0, max(run.peakAllocated, allocatedSeries.max()!) - start)), "bytes"))
+            host.append(MetricRow("memoryAllocated", "peak", Double(max(0, max(sampler.peakAllocated.load(ordering: .relaxed), allocatedSeries.max()!) - start)), "bytes"))
             host.append(MetricRow("memoryAllocated", "value", Double(max(0, last - start)), "bytes"))
         }
         if let resident = readings.compactMap(\.resident).max() {
@@ -131,13 +143,14 @@ extension VariantRunner {
                 host.append(MetricRow("memoryResident", "peak", Double(max(0, resident - start)), "bytes", label: "growth"))
             }
         }
-        if run.threadAllocated > 0 {
-            host.append(MetricRow("threadAllocated", "total", Double(run.threadAllocated), "bytes"))
-            host.append(MetricRow("threadFreed", "total", Double(run.threadFreed), "bytes"))
+        let threadTotals = sampler.threadTotals.withLock { $0 }
+        if threadTotals.allocated > 0 {
+            host.append(MetricRow("threadAllocated", "total", Double(threadTotals.allocated), "bytes"))
+            host.append(MetricRow("threadFreed", "total", Double(threadTotals.freed), "bytes"))
         }
         // The store's SQLite figures: absent for an in-memory store, whose run uses SQLite only for the harness's
         // event log (a zero or the log's figures would read as the store's).
-        if !sampler.inMemory {
+        if !run.isInMemoryStore {
             sampler.sampleWAL()
             host.append(MetricRow("walSize", "peak", Double(sampler.peakWAL.load(ordering: .relaxed)), "bytes"))
             host.append(MetricRow("sqliteMemory", "peak", Double(SQLiteStatistics.memoryHighwater), "bytes"))
@@ -150,9 +163,10 @@ extension VariantRunner {
     }
 
     /// The main queue's time (virtual: by block kind, blocked, longest block; real: its wall time), missed
-    /// frames, the view context's registered objects, and the viewers' controllers.
-    static func addMainQueueRows(_ run: VariantRun, _ v: Verification, mainState: SimulatedMainThread.Stats.State, runSeconds: Double,
-                                 to rows: inout [MetricRow]) {
+    /// frames, the view context's registered objects, and the viewers' controllers (`controllerSizes`: each one's size,
+    /// largest size and changes, in the viewers' order).
+    static func addMainQueueRows(_ run: VariantRun, _ final: FinalState, controllerSizes: [(Int, Int, Int)], mainState: SimulatedMainThread.Stats.State,
+                                 runSeconds: Double, to rows: inout [MetricRow]) {
         let main = run.main
         if let queue = main.queue.simulatedQueue as? VirtualQueue {
             // The main queue's whole virtual time: every block (merge, push, save, fetch, frame) and the waits inside.
@@ -174,10 +188,9 @@ extension VariantRunner {
             }
         }
         rows.append(MetricRow("framesMissed", "count", Double(mainState.framesMissed), "count"))
-        rows.append(MetricRow("registeredObjects", "value", Double(v.viewRegistered), "objects", label: "view"))
+        rows.append(MetricRow("registeredObjects", "value", Double(final.view.registered), "objects", label: "view"))
         // Semantics §2.2: the ID changes the view context keeps for its children until a reset.
-        rows.append(MetricRow("keptIDChanges", "value", Double(v.viewKeptIDChanges), "objects", label: "view"))
-        let controllerSizes = v.controllerSizes
+        rows.append(MetricRow("keptIDChanges", "value", Double(final.view.keptIDChanges), "objects", label: "view"))
         if !controllerSizes.isEmpty {
             rows.append(MetricRow("frcObjects", "value", Double(controllerSizes.map(\.0).reduce(0, +)), "objects"))
             rows.append(MetricRow("frcObjects", "peak", Double(controllerSizes.map { max($0.0, $0.1) }.reduce(0, +)), "objects"))

@@ -304,11 +304,11 @@ public struct TopologyBuilder {
         return stack
     }
 
-    /// Apple's container with every background context a child of the view context.
+    /// Apple's container (the view context on the one coordinator) with every background context a child of the
+    /// view context.
     func viewChildrenStack(externals: [(String, PersistentStoreCoordinator)]) throws -> WorkbenchStack {
-        // Apple's container (the view context on the one coordinator) with every background
-        // context a child of the view context. Semantics §2.2: a child's save is pushed into the view context
-        // on the main queue, and only the view context's own save, also on the main queue, reaches the store.
+        // Semantics §2.2: a child's save is pushed into the view context on the main queue, and only the view
+        // context's own save, also on the main queue, reaches the store.
         let coordinator = try self.coordinator("viewChildren")
         let view = mainQueueView(on: coordinator)
         // As the container's view context it merges saves of root contexts on its coordinator (semantics §3.3);
@@ -345,11 +345,10 @@ public struct TopologyBuilder {
         return stack
     }
 
-    /// A private root saving context on the coordinator, with the view context and background contexts its children.
+    /// The hybrid of CoreStore and DATAStack: a private root saving context on the coordinator, the main-queue view
+    /// context its child, and background contexts its other children.
     func privateRootStack(externals: [(String, PersistentStoreCoordinator)]) throws -> WorkbenchStack {
-        // The hybrid of CoreStore and DATAStack: a private root saving context on the
-        // coordinator, the main-queue view context its child, and background contexts its other children.
-        // Their saves push into the root on the root's queue; the root saves to the store there. Semantics
+        // The children's saves push into the root on the root's queue; the root saves to the store there. Semantics
         // §3.3: a child context with automaticallyMergesChangesFromParent merges its parent's saves on its own
         // queue, so the view context learns of each root save by a merge on the main queue (what CoreStore and
         // DATAStack do by hand with mergeChanges(fromContextDidSave:), §3.1).
@@ -383,12 +382,12 @@ public struct TopologyBuilder {
         return stack
     }
 
-    /// A command-line import: private-queue contexts on one coordinator and no view context.
+    /// A command-line import: private-queue contexts on one coordinator, no view context, nothing merges on a main
+    /// queue.
     func headlessStack(externals: [(String, PersistentStoreCoordinator)]) throws -> WorkbenchStack {
-        // A command-line import: no view context, nothing merges on a main queue. The stack's
-        // `viewContext` is a private-queue context on the coordinator that nothing merges into and nothing is
-        // a child of (the loader refuses viewers and editors), so the harness's own reads (the oracle's) stay
-        // off the main queue.
+        // The stack's `viewContext` is a private-queue context on the coordinator that nothing merges into and
+        // nothing is a child of (the loader refuses viewers and editors), so the harness's own reads (the
+        // oracle's) stay off the main queue.
         let coordinator = try self.coordinator("headless")
         let standIn = context(coordinator, role: "view")
         standIn.name = "noView"
