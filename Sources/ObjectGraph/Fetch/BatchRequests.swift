@@ -134,6 +134,15 @@ extension ManagedObjectContext {
         return coordinator
     }
 
+    /// The coordinator a batch request runs on and the entity it names.
+    private func batchTarget(_ entityName: String) throws -> (PersistentStoreCoordinator, EntityDescription) {
+        let coordinator = try batchCoordinator()
+        guard let entity = coordinator.managedObjectModel.entity(named: entityName) else {
+            throw ObjectGraphError(.invalidFetchRequest, "no entity named \(entityName)", entity: entityName)
+        }
+        return (coordinator, entity)
+    }
+
     private func result(_ ids: [ManagedObjectID], _ type: BatchResultType) -> BatchResult {
         switch type {
         case .statusOnly: return BatchResult(status: true)
@@ -149,10 +158,7 @@ extension ManagedObjectContext {
 
     private func performBatchInsert(_ request: BatchInsertRequest) throws -> BatchResult {
         assertOnQueue()
-        let coordinator = try batchCoordinator()
-        guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
-            throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
-        }
+        let (coordinator, entity) = try batchTarget(request.entityName)
         // An abstract entity has no rows of its own (an insert of one is refused, as for objects).
         guard !entity.isAbstract else {
             throw ObjectGraphError(.invalidFetchRequest, "a batch insert into \(entity.name), which is abstract: insert into one of its sub-entities", entity: entity.name)
@@ -217,10 +223,7 @@ extension ManagedObjectContext {
 
     private func performBatchUpdate(_ request: BatchUpdateRequest) throws -> BatchResult {
         assertOnQueue()
-        let coordinator = try batchCoordinator()
-        guard let entity = coordinator.managedObjectModel.entity(named: request.entityName) else {
-            throw ObjectGraphError(.invalidFetchRequest, "no entity named \(request.entityName)", entity: request.entityName)
-        }
+        let (coordinator, entity) = try batchTarget(request.entityName)
         var values: [Int: PropertyValue] = [:]
         for (key, raw) in request.propertiesToUpdate {
             guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot] else {
