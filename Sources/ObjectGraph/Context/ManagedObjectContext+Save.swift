@@ -10,7 +10,7 @@ extension ManagedObjectContext {
     /// - Throws: validation errors (15xx, 1560 for several), 133020 / 133021 with the conflict list, store
     ///   errors naming the file. After a failure nothing is written and the context keeps its changes.
     public func save() throws {
-        let insertedBeforeSave = Probe.isListening ? insertedSet.map { ($0, $0.objectID) } : []
+        let insertedBeforeSave = Probe.recordsCall ? insertedSet.map { ($0, $0.objectID) } : []
         try Probe.call(.save(self), result: { _ in .saved(insertedBeforeSave.map { ($0.1, $0.0.objectID) }) }) { try performSave() }
     }
 

@@ -16,9 +16,9 @@ package enum CostedOperation: Int, CaseIterable, Sendable, Codable {
     case propertyRead
     /// A property set through key-value access.
     case propertySet
-    /// A registered object refreshed by a merge or `refresh(_:mergeChanges:)`.
+    /// A registered object refreshed by a merge (`refresh(_:mergeChanges:)` is priced by the faults it leaves).
     case objectRefreshed
-    /// A context notification posted (objects-did-change, did-save).
+    /// A context notification posted (objects-did-change, will-save, did-save).
     case notificationPosted
     /// An object a fetched results controller evaluated for a change.
     case controllerObjectEvaluated

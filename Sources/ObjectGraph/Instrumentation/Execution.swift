@@ -52,7 +52,7 @@ package struct SharedResource: Sendable {
     }
 }
 
-/// A thread's membership of a simulation, and the consumers of what the library reports on it (``Probe``): the
+/// A thread's membership of a simulation, and where what the library reports on it goes (``Probe``): the
 /// operations it counted since the simulation last charged them, and the sink of its events.
 ///
 /// A simulation installs one on each of its threads (``install(_:)``); queues made on such a thread belong to the
@@ -70,7 +70,7 @@ package final class ExecutionThread: @unchecked Sendable {  // counts are touche
     package var sink: (any ProbeSink)?
     /// How deep in the library's calls the thread is: only calls at depth 0 are the app's own.
     package var recordingDepth = 0
-    /// The simulation's own object for this thread (its scheduler's participant), found from the thread.
+    /// The simulation's own object for this thread, found from the thread.
     package weak var owner: AnyObject?
 
     package init(simulation: any ExecutionSimulation, isSimulated: Bool = true) {

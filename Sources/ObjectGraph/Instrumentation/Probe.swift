@@ -5,11 +5,12 @@ import Synchronization
 /// buffer, charged in batches by a simulation), the context counters (always on), and every event an observer
 /// may want (``ProbeEvent``), told to the calling thread's ``ProbeSink`` when one is installed.
 ///
-/// With no sink an event costs one relaxed atomic load (or, for a costed operation, one thread-local load): its
-/// payload is an autoclosure, never built, and nothing is retained.
+/// With no sink an observed event costs one relaxed atomic load: its payload is an autoclosure, never built, and
+/// nothing is retained. A costed operation costs one thread-local load and an add; a counted event its counter's add
+/// (a coordinator's under the coordinator's counter lock) and its cost, and no sink hears it.
 package enum Probe {
-    /// Threads of running simulations that installed a sink (a relaxed load: the only cost of an event while
-    /// nothing listens).
+    /// Running simulations whose threads carry a sink (a relaxed load: the only cost of an event while nothing
+    /// listens).
     static let sinks = Atomic<Int>(0)
     /// A simulation whose threads carry a sink starts listening.
     package static func started() { sinks.add(1, ordering: .relaxed) }
@@ -22,8 +23,12 @@ package enum Probe {
         return thread
     }
 
-    /// Whether the calling thread's events reach a sink (for work done only to describe a result).
-    @inline(__always) package static var isListening: Bool { listening != nil }
+    /// Whether a call the calling thread makes now is recorded with its result (at the app's top level, for a sink
+    /// that records calls): for work done only to describe a result.
+    @inline(__always) package static var recordsCall: Bool {
+        guard let thread = listening, thread.recordingDepth == 0 else { return false }
+        return thread.sink?.recordsCalls ?? false
+    }
 
     // MARK: Costs and counters
 
@@ -42,11 +47,10 @@ package enum Probe {
         thread.statementCounts[kind.rawValue] += 1
     }
 
-    /// Counts `event` in its context's counters and its operation's cost, and tells a sink.
+    /// Counts `event` in its context's or coordinator's counters and its operation's cost.
     @inline(__always)
     package static func count(_ event: CountedEvent) {
         event.apply()
-        if let thread = listening { thread.sink?.receive(.counted(event), on: thread) }
     }
 
     /// Posts a notification (`body`) as a call-out to app code, counted as `notice` says.
@@ -167,14 +171,18 @@ package enum ProbeEvent {
     case contextFreed(ManagedObjectContext)
     /// A line of the debug trace: a Core Data call (a save, a fetch, a merge) at any depth, and what it works on.
     case trace(String, detail: String)
-    /// An event counted in a context's counters or as a costed operation.
-    case counted(CountedEvent)
 }
 
 /// Told of the events of the threads it is installed on (``ExecutionThread/sink``): an operation trace's
 /// recorder, a simulation's debug trace, a replay's driver.
 package protocol ProbeSink: AnyObject, Sendable {
     func receive(_ event: ProbeEvent, on thread: ExecutionThread)
+    /// Whether the sink records the app's calls with their results (an operation trace), not only trace lines.
+    var recordsCalls: Bool { get }
+}
+
+extension ProbeSink {
+    package var recordsCalls: Bool { true }
 }
 
 /// An event the context and coordinator counters count (``ContextCounters``, ``CoordinatorCounters``), with the

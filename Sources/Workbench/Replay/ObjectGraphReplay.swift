@@ -249,7 +249,7 @@ final class InterleavedReplay: ProbeSink, @unchecked Sendable {  // touched by t
         case .call, .delivery: began(thread)
         case .result, .deliveryEnded: ended(thread)
         case .callout: calloutBegan(on: thread)
-        case .objectFreed, .contextFreed, .trace, .counted: break
+        case .objectFreed, .contextFreed, .trace: break
         }
     }
 

@@ -148,7 +148,7 @@ public final class OperationTraceRecorder: ProbeSink, @unchecked Sendable {  // 
         case .deliveryEnded: deliveryEnded(on: thread)
         case .objectFreed(let object): freed(object, on: thread)
         case .contextFreed(let context): freed(context, on: thread)
-        case .trace, .counted: break
+        case .trace: break
         }
     }
 

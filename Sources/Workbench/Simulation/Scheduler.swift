@@ -56,6 +56,9 @@ public final class Scheduler: ExecutionSimulation, ProbeSink, @unchecked Sendabl
     /// Whether the simulation's threads carry a sink: a trace or an operation trace is written.
     var listens: Bool { tracer != nil || operationRecorder != nil }
 
+    /// Whether the app's calls are recorded with their results: an operation trace is written.
+    package var recordsCalls: Bool { operationRecorder != nil }
+
     /// The events of the simulation's threads: the calls of the debug trace, and what the operation trace records.
     package func receive(_ event: ProbeEvent, on thread: ExecutionThread) {
         guard case .trace(let call, let detail) = event else {

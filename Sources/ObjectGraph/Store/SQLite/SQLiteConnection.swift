@@ -24,8 +24,8 @@ struct SQLiteError: Error, CustomStringConvertible {
     var isReadOnly: Bool { code & 0xff == SQLITE_READONLY || code & 0xff == SQLITE_CANTOPEN }
 }
 
-/// One SQLite connection. Not thread-safe: its owner serializes use (a store, on its coordinator's queue; the
-/// workbench's event log, under its lock; the oracle, on the one thread that reads the store file).
+/// One SQLite connection. Not thread-safe: its owner serializes use (a store on its coordinator's queue; any other
+/// owner under a lock of its own or on one thread).
 package final class SQLiteConnection {
     let handle: SQLiteHandle
     let path: String
