@@ -143,8 +143,7 @@ extension PersistentStoreCoordinator {
                 let rows = try read(in: generation) { try $0.rows(of: entity, keys: group.map(\.key)) }
                 for id in group { if let row = rows[id.key] { result[id] = row } }
             }
-            Probe.count(.rowCacheMisses(self, ids.count))
-            Probe.count(.rowsFetched(self, result.count, idsOnly: false))
+            Probe.count(.rowsFetched(self, result.count, idsOnly: false, cacheMisses: ids.count))
             // A pinned context's rows stay out of the cache (Docs/coredata-behaviour.md §3.7).
             if generation == nil { rowCache.install(result.map { ($0.key, $0.value) }, retain: false, snapshot: snapshot) }
             return result

@@ -215,8 +215,9 @@ package enum CountedEvent {
     case conflictResolved(ManagedObjectContext)
     /// A notification was posted.
     case posted(Notice)
-    /// `coordinator` read rows for a fetch or a batch of faults (`idsOnly`: their IDs only).
-    case rowsFetched(PersistentStoreCoordinator, Int, idsOnly: Bool)
+    /// `coordinator` read rows for a fetch or a batch of faults (`idsOnly`: their IDs only); a batch of faults also
+    /// counts the IDs its row cache missed, under the same lock.
+    case rowsFetched(PersistentStoreCoordinator, Int, idsOnly: Bool, cacheMisses: Int = 0)
     /// `coordinator`'s row cache had a fault's row (or knew it deleted).
     case rowCacheHit(PersistentStoreCoordinator)
     /// `coordinator` read a fault's row from its store (`inMemory`: an in-memory store's, copied as from a cache).
@@ -263,8 +264,8 @@ package enum CountedEvent {
             Probe.count(.notificationPosted)
         case .posted(.didSaveObjectIDs), .posted(.didMergeObjectIDs), .posted(.storeRemoteChange):
             break
-        case .rowsFetched(let coordinator, let n, let idsOnly):
-            coordinator.count { $0.rowsRead += n }
+        case .rowsFetched(let coordinator, let n, let idsOnly, let misses):
+            coordinator.count { $0.rowsRead += n; $0.rowCacheMisses += misses }
             Probe.count(idsOnly ? .idRowFetched : .rowFetched, n)
         case .rowCacheHit(let coordinator):
             coordinator.count { $0.rowCacheHits += 1 }

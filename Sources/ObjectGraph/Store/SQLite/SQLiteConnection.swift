@@ -36,8 +36,13 @@ package final class SQLiteConnection {
     /// once however many times it is stepped (``countingEachStatementOnce(_:)``).
     private(set) var batchNumber = 0
     private var batchesRun = 0
+    /// Whether its statements and the rows they examine are costed operations of the calling thread (``Probe``): a
+    /// store's connection is; one that reads or writes a file of the harness's own (a run's event log, a check of
+    /// the store after the run) is not, so no figure counts it.
+    let countsOperations: Bool
 
-    package init(path: String, readOnly: Bool = false, busyTimeout: TimeInterval) throws {
+    package init(path: String, readOnly: Bool = false, busyTimeout: TimeInterval, countsOperations: Bool = true) throws {
+        self.countsOperations = countsOperations
         var db: SQLiteHandle?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -77,7 +82,7 @@ package final class SQLiteConnection {
     /// Runs one or more statements with no results.
     package func execute(_ sql: String) throws {
         statementCounts.other += 1
-        Probe.countStatement(.other)
+        if countsOperations { Probe.countStatement(.other) }
         try executeUncounted(sql)
     }
 
@@ -208,6 +213,8 @@ package final class SQLiteStatement {
     // unowned(unsafe): the connection owns its cached statements and outlives every statement it hands out;
     // a checked unowned reference cost a retain and a release of the connection per step.
     unowned(unsafe) let connection: SQLiteConnection
+    /// The connection's ``SQLiteConnection/countsOperations``, kept here for the count a release makes.
+    private let countsOperations: Bool
     let sql: String
     let kind: Kind
     let columnCount: Int
@@ -222,6 +229,7 @@ package final class SQLiteStatement {
         }
         self.handle = stmt
         self.connection = connection
+        countsOperations = connection.countsOperations
         self.sql = sql
         self.columnCount = Int(sqlite3_column_count(stmt))
         switch sql.prefix(6).uppercased() {
@@ -257,7 +265,7 @@ package final class SQLiteStatement {
     /// priced per row copied, and other statements go through no rows.
     @inline(__always)
     private func countScan() {
-        guard kind == .select || kind == .update || kind == .delete else { return }
+        guard countsOperations, kind == .select || kind == .update || kind == .delete else { return }
         let steps = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1)
         let sorts = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_SORT, 1)
         let autoIndexRows = sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_AUTOINDEX, 1)
@@ -327,7 +335,7 @@ package final class SQLiteStatement {
             if batch == 0 || countedInBatch != batch {
                 countedInBatch = batch
                 connection.statementCounts.record(kind)
-                Probe.countStatement(kind.counted)
+                if countsOperations { Probe.countStatement(kind.counted) }
             }
             return false
         }

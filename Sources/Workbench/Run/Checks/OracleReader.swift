@@ -87,7 +87,7 @@ struct OracleReader {
             }
             duplicates = seen.filter { $0.value > 1 }.map(\.key).sorted()
         } else if let idKey = workload.idKey, let slot = workload.entity.slotIndex(of: idKey) {
-            let store = try SQLiteConnection(path: storeURL.path, readOnly: true, busyTimeout: 0)
+            let store = try SQLiteConnection(path: storeURL.path, readOnly: true, busyTimeout: 0, countsOperations: false)
             let table = workload.entity.tableName, column = workload.entity.columnName(forSlot: slot)
             // A sub-entity's table is its hierarchy's; only the workload entity's rows count.
             let rows = workload.entity.entityCondition(alias: table, includesSubentities: true).map { " AND \($0)" } ?? ""

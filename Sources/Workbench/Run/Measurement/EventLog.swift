@@ -20,16 +20,14 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
     init(directory: URL?) {
         guard let directory else { return }
         do {
-            db = try uncounted {
-                let file = try SQLiteConnection(path: directory.appendingPathComponent("events.sqlite").path, busyTimeout: 0)
-                // A scratch table, rebuilt by nobody: no journal, no syncs, a small page cache.
-                try file.configure([("journal_mode", "OFF"), ("synchronous", "OFF"), ("cache_size", "-2048")])
-                try file.execute("""
-                    CREATE TABLE e(seq INTEGER PRIMARY KEY, key INTEGER NOT NULL, actor TEXT, role TEXT, policy TEXT, field TEXT,
-                    intended TEXT, committed TEXT, version INTEGER, time INTEGER, step INTEGER, changed INTEGER, deleted INTEGER)
-                    """)
-                return file
-            }
+            let file = try SQLiteConnection(path: directory.appendingPathComponent("events.sqlite").path, busyTimeout: 0, countsOperations: false)
+            // A scratch table, rebuilt by nobody: no journal, no syncs, a small page cache.
+            try file.configure([("journal_mode", "OFF"), ("synchronous", "OFF"), ("cache_size", "-2048")])
+            try file.execute("""
+                CREATE TABLE e(seq INTEGER PRIMARY KEY, key INTEGER NOT NULL, actor TEXT, role TEXT, policy TEXT, field TEXT,
+                intended TEXT, committed TEXT, version INTEGER, time INTEGER, step INTEGER, changed INTEGER, deleted INTEGER)
+                """)
+            db = file
         } catch {
             failure = "\(error)"
         }
@@ -48,32 +46,30 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
 
     private func flushLocked() {
         guard let db, !buffer.isEmpty else { return }
-        uncounted {
-            do {
-                try db.execute("BEGIN")
-                let statement = try db.statement("INSERT INTO e(key, actor, role, policy, field, intended, committed, version, time, step, changed, deleted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
-                for e in buffer {
-                    statement.reset()
-                    try statement.bind(.integer(e.key), at: 1)
-                    try statement.bind(.string(e.actor), at: 2)
-                    try statement.bind(.string(e.role), at: 3)
-                    try statement.bind(.string(e.policy), at: 4)
-                    try statement.bind(.string(e.field), at: 5)
-                    try statement.bind(e.intended.map(PropertyValue.string) ?? .null, at: 6)
-                    try statement.bind(.string(e.committed), at: 7)
-                    try statement.bind(.integer(e.version), at: 8)
-                    try statement.bind(.integer(Int64(bitPattern: e.time)), at: 9)
-                    try statement.bind(e.step.map { .integer(Int64($0)) } ?? .null, at: 10)
-                    try statement.bind(e.changed.map { .integer($0 ? 1 : 0) } ?? .null, at: 11)
-                    try statement.bind(e.deleted.map { .integer($0 ? 1 : 0) } ?? .null, at: 12)
-                    try statement.step()
-                }
-                try db.execute("COMMIT")
-                buffer.removeAll(keepingCapacity: true)
-            } catch {
-                try? db.execute("ROLLBACK")
-                failure = failure ?? "\(error)"
+        do {
+            try db.execute("BEGIN")
+            let statement = try db.statement("INSERT INTO e(key, actor, role, policy, field, intended, committed, version, time, step, changed, deleted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
+            for e in buffer {
+                statement.reset()
+                try statement.bind(.integer(e.key), at: 1)
+                try statement.bind(.string(e.actor), at: 2)
+                try statement.bind(.string(e.role), at: 3)
+                try statement.bind(.string(e.policy), at: 4)
+                try statement.bind(.string(e.field), at: 5)
+                try statement.bind(e.intended.map(PropertyValue.string) ?? .null, at: 6)
+                try statement.bind(.string(e.committed), at: 7)
+                try statement.bind(.integer(e.version), at: 8)
+                try statement.bind(.integer(Int64(bitPattern: e.time)), at: 9)
+                try statement.bind(e.step.map { .integer(Int64($0)) } ?? .null, at: 10)
+                try statement.bind(e.changed.map { .integer($0 ? 1 : 0) } ?? .null, at: 11)
+                try statement.bind(e.deleted.map { .integer($0 ? 1 : 0) } ?? .null, at: 12)
+                try statement.step()
             }
+            try db.execute("COMMIT")
+            buffer.removeAll(keepingCapacity: true)
+        } catch {
+            try? db.execute("ROLLBACK")
+            failure = failure ?? "\(error)"
         }
     }
 
@@ -83,7 +79,7 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
             guard !finished else { return }
             finished = true
             flushLocked()
-            do { try uncounted { try db?.execute("CREATE INDEX e_key ON e(key, seq)") } } catch { failure = failure ?? "\(error)" }
+            do { try db?.execute("CREATE INDEX e_key ON e(key, seq)") } catch { failure = failure ?? "\(error)" }
         }
     }
 
@@ -146,25 +142,14 @@ final class EventLog: @unchecked Sendable {  // every mutable member is guarded 
     }
 }
 
-/// Runs `body` with the calling thread's simulation membership lifted. The event log is the harness's bookkeeping,
-/// not the app's work: its SQL goes through the library's connection, which counts every statement and row
-/// examined on the calling thread (an actor's, inside a simulation), and no figure of the run may count it.
-private func uncounted<T>(_ body: () throws -> T) rethrows -> T {
-    guard let membership = ExecutionThread.current else { return try body() }
-    ExecutionThread.install(nil)
-    defer { ExecutionThread.install(membership) }
-    return try body()
-}
-
 extension SQLiteConnection {
     /// Runs a query, calling `row` with the statement on each result row: one row in memory at a time, for the
     /// workbench's own files (the event log) and read-only queries of a run's store (the oracle's duplicate and
-    /// batch checks). The query is the harness's and counts in no figure; what `row` does counts as usual.
+    /// batch checks).
     func forEachRow(_ sql: String, _ row: (SQLiteStatement) throws -> Void) throws {
-        let statement = try uncounted { try self.statement(sql) }
-        // A reset takes the rows the statement examined, which its release would count on whatever thread it is.
-        defer { uncounted { statement.reset() } }
-        while try uncounted({ try statement.step() }) { try row(statement) }
+        let statement = try self.statement(sql)
+        defer { statement.reset() }
+        while try statement.step() { try row(statement) }
     }
 }
 
