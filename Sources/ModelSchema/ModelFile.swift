@@ -30,12 +30,26 @@ public struct ModelFile: Codable, Sendable, Equatable {
     public var versions: [Version]?
     /// The name of the version in use (default: the last).
     public var current: String?
+    /// The named configurations (of a model without versions), each listing the entities a store added with that
+    /// configuration holds. With none, a store holds every entity (Core Data's default configuration).
+    public var configurations: [Configuration]?
 
     /// One version of a versioned model.
     public struct Version: Codable, Sendable, Equatable {
         public var name: String
         public var entities: [Entity]
-        public init(name: String, entities: [Entity]) { (self.name, self.entities) = (name, entities) }
+        /// The version's named configurations.
+        public var configurations: [Configuration]?
+        public init(name: String, entities: [Entity], configurations: [Configuration]? = nil) {
+            (self.name, self.entities, self.configurations) = (name, entities, configurations)
+        }
+    }
+
+    /// A named configuration: the entities a store added with it holds (`NSManagedObjectModel.entities(forConfigurationName:)`).
+    public struct Configuration: Codable, Sendable, Equatable {
+        public var name: String
+        public var entities: [String]
+        public init(name: String, entities: [String]) { (self.name, self.entities) = (name, entities) }
     }
 
     /// Creates a model file from its entities.
@@ -48,7 +62,7 @@ public struct ModelFile: Codable, Sendable, Equatable {
         self.current = current
     }
 
-    enum CodingKeys: String, CodingKey { case entities, versions, current }
+    enum CodingKeys: String, CodingKey { case entities, versions, current, configurations }
 
     /// The entity named `name` and those above it, the entity first; a parent that is missing
     /// or a cycle ends the chain (the model refuses both).
@@ -72,6 +86,7 @@ public struct ModelFile: Codable, Sendable, Equatable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         versions = try c.decodeIfPresent([Version].self, forKey: .versions)
         current = try c.decodeIfPresent(String.self, forKey: .current)
+        configurations = try c.decodeIfPresent([Configuration].self, forKey: .configurations)
         if versions == nil {
             entities = try c.decode([Entity].self, forKey: .entities)
         } else {
@@ -94,6 +109,12 @@ public struct ModelFile: Codable, Sendable, Equatable {
         /// The indexes the store keeps on the entity's rows (ObjectGraph's `FetchIndexDescription`, Core Data's
         /// `NSEntityDescription.indexes`).
         public var fetchIndexes: [FetchIndex]?
+        /// The class an app's code generation names for the entity (Xcode's `representedClassName`); the model
+        /// keeps it, the objects are of the class the model is loaded with.
+        public var representedClassName: String?
+        /// A string that makes the entity's version hash differ from an otherwise equal entity's (Core Data's
+        /// `versionHashModifier`): a lightweight migration treats the entity as changed.
+        public var versionHashModifier: String?
 
         public init(name: String, attributes: [Attribute]? = nil, relationships: [Relationship]? = nil, uniquenessConstraints: [[String]]? = nil,
                     parent: String? = nil, abstract: Bool? = nil, fetchIndexes: [FetchIndex]? = nil) {
@@ -173,6 +194,15 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var renamingIdentifier: String?
         /// Whether the store keeps an index on the attribute's column.
         public var indexed: Bool?
+        /// A Transformable's value transformer, registered by that name; with none, Core Data's secure unarchiving
+        /// transformer.
+        public var valueTransformerName: String?
+        /// The class a Transformable's values are of (Xcode's `customClassName`).
+        public var customClassName: String?
+        /// Whether a binary value above a size may be kept in a file beside the store.
+        public var allowsExternalBinaryDataStorage: Bool?
+        /// A pattern every string value must match whole at save (Core Data's `regularExpressionString`).
+        public var regularExpression: String?
 
         public init(name: String, type: AttributeType, optional: Bool? = nil, defaultValue: Scalar? = nil, indexed: Bool? = nil) {
             self.indexed = indexed
@@ -197,6 +227,9 @@ public struct ModelFile: Codable, Sendable, Equatable {
         public var renamingIdentifier: String?
         /// Whether the relationship is transient (Rule 21.2).
         public var transient: Bool?
+        /// Whether a to-many relationship keeps its destinations in an order (Core Data's ordered relationship,
+        /// an `NSOrderedSet`).
+        public var ordered: Bool?
 
         public init(name: String, destination: String, inverse: String, toMany: Bool? = nil, deleteRule: DeleteRule? = nil, transient: Bool? = nil) {
             self.transient = transient

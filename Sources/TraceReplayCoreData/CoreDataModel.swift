@@ -120,6 +120,7 @@ public enum CoreDataModelBuilder {
         case .boolean: d.attributeType = .booleanAttributeType
         case .date: d.attributeType = .dateAttributeType
         case .binaryData: d.attributeType = .binaryDataAttributeType
+        case .transformable: d.attributeType = .transformableAttributeType
         case .uuid: d.attributeType = .UUIDAttributeType
         case .uri: d.attributeType = .URIAttributeType
         }

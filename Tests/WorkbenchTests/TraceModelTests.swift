@@ -8,17 +8,22 @@ import TraceReplay
 /// field a model file has, and the replay builds from it the model the run had (Docs/calibration.md).
 @Suite struct TraceModelTests {
     /// A model file with every field of every kind set somewhere: each kind of default value, bounds, renamings,
-    /// indexes, transient attributes and relationships, constraints, inheritance.
+    /// indexes, transient attributes and relationships, constraints, inheritance, ordered relationships,
+    /// Transformable attributes, patterns.
     static let everyField = """
     {"entities":[
      {"name":"Item","abstract":true,"renamingIdentifier":"OldItem","uniquenessConstraints":[["id"]],
+      "representedClassName":"ItemMO","versionHashModifier":"2",
       "attributes":[{"name":"id","type":"integer64","optional":false,"defaultValue":0,"minValue":0,"maxValue":1000000,
                      "indexed":true,"preservesValueInHistoryOnDeletion":true},
                     {"name":"title","type":"string","defaultValue":"untitled","minLength":1,"maxLength":80,"renamingIdentifier":"name"},
                     {"name":"done","type":"boolean","defaultValue":false},
-                    {"name":"scratch","type":"double","transient":true}],
+                    {"name":"scratch","type":"double","transient":true},
+                    {"name":"code","type":"string","regularExpression":"[A-Z]+"},
+                    {"name":"colour","type":"transformable","valueTransformerName":"NSSecureUnarchiveFromData",
+                     "customClassName":"NSArray","allowsExternalBinaryDataStorage":true}],
       "relationships":[{"name":"tags","destination":"Tag","inverse":"items","toMany":true,"optional":true,"deleteRule":"cascade",
-                        "minCount":0,"maxCount":5,"renamingIdentifier":"labels"},
+                        "minCount":0,"maxCount":5,"renamingIdentifier":"labels","ordered":true},
                        {"name":"cursor","destination":"Tag","inverse":"cursorOf","transient":true}],
       "fetchIndexes":[{"name":"byTitleAndId","elements":["title",{"property":"id","ascending":false}]}]},
      {"name":"Book","parent":"Item","abstract":false,"attributes":[{"name":"isbn","type":"string"}]},

@@ -146,7 +146,7 @@ extension PropertyValue {
         case .date:
             if let x = value as? Date { return .date(x) }
             return nil
-        case .binaryData:
+        case .binaryData, .transformable:
             if let x = value as? Data { return .data(x) }
             if let x = value as? [UInt8] { return .data(Data(x)) }
             return nil
@@ -179,7 +179,7 @@ extension PropertyValue {
         case (.integer(let v), .boolean): return .bool(v != 0)
         case (.date, .date): return self
         case (.double(let v), .date): return .date(Date(timeIntervalSinceReferenceDate: v))
-        case (.data, .binaryData): return self
+        case (.data, .binaryData), (.data, .transformable): return self
         case (.uuid, .uuid): return self
         case (.string(let s), .uuid): return UUID(uuidString: s).map { .uuid($0) }
         case (.uri, .uri): return self

@@ -143,7 +143,7 @@ struct SQLiteQueryBuilder {
         case (.null, _): return true
         case (.integer, _), (.double, _), (.decimal, _), (.bool, _): return type.isNumeric || type == .boolean
         case (.string, .string), (.string, .uuid), (.string, .uri): return true
-        case (.date, .date), (.data, .binaryData), (.uuid, .uuid), (.uri, .uri): return true
+        case (.date, .date), (.data, .binaryData), (.data, .transformable), (.uuid, .uuid), (.uri, .uri): return true
         default: return false
         }
     }

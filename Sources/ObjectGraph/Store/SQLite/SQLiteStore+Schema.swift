@@ -12,7 +12,7 @@ enum SQLiteSchema {
             case .integer16, .integer32, .integer64, .boolean: return "INTEGER"
             case .double, .float, .date: return "REAL"
             case .decimal, .string, .uuid, .uri: return "TEXT"
-            case .binaryData: return "BLOB"
+            case .binaryData, .transformable: return "BLOB"
             }
         }
     }

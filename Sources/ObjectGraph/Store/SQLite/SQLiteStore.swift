@@ -295,7 +295,7 @@ final class SQLiteStore: PersistentStore {
             case .decimal: return Decimal(string: statement.string(at: col)).map { .decimal($0) } ?? .null
             case .uuid: return UUID(uuidString: statement.string(at: col)).map { .uuid($0) } ?? .null
             case .uri: return URL(string: statement.string(at: col)).map { .uri($0) } ?? .null
-            case .binaryData: return .data(statement.data(at: col))
+            case .binaryData, .transformable: return .data(statement.data(at: col))
             }
         }
     }

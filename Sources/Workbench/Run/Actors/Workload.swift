@@ -327,7 +327,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
             let (a, b) = (rng.next(), rng.next())
             return UUID(uuid: withUnsafeBytes(of: (a, b)) { raw in raw.load(as: uuid_t.self) })
         case .uri: return URL(string: "https://example.invalid/\(actor)/\(op)")!
-        case .binaryData: return Data([UInt8(op & 0xff)])
+        case .binaryData, .transformable: return Data([UInt8(op & 0xff)])
         }
     }
 
