@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
+        .library(name: "XcodeModel", targets: ["XcodeModel"]),
         .library(name: "Ambar", targets: ["Ambar"]),
         .library(name: "Workbench", targets: ["Workbench"]),
         .library(name: "TraceReplay", targets: ["TraceReplay"]),
@@ -44,6 +45,9 @@ let package = Package(
             name: "ObjectGraph",
             dependencies: ["CSQLite", "CObjectRuntime", "ModelSchema"]
         ),
+        // The reader of Xcode's model source (`.xcdatamodeld`, `.xcdatamodel`): a target of its own, so that only its
+        // users link Foundation's XML parser.
+        .target(name: "XcodeModel", dependencies: ["ModelSchema", "ObjectGraph"]),
         .target(
             name: "Ambar",
             dependencies: ["ObjectGraph"]
@@ -81,6 +85,11 @@ let package = Package(
         .testTarget(
             name: "ObjectGraphTests",
             dependencies: ["ObjectGraph", "SeededRandom"]
+        ),
+        .testTarget(
+            name: "XcodeModelTests",
+            dependencies: ["XcodeModel", "ObjectGraph"],
+            resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "AmbarTests",
