@@ -28,7 +28,7 @@ struct ContentsReader {
         for node in root.children {
             switch node.name {
             case "entity": entities.append(try entity(node))
-            case "configuration":
+            case "configuration":  // `usedWithCloudKit` concerns CloudKit only
                 configurations.append(ModelFile.Configuration(name: try required("name", of: node), entities: node.children(named: "memberEntity").compactMap { $0["name"] }))
             case "elements": continue  // the diagram's layout
             case "fetchRequest":
@@ -56,7 +56,7 @@ struct ContentsReader {
         let name = try required("name", of: node)
         lines[.init(version: version, entity: name)] = node.line
         checkAttributes(of: node, known: ["name", "representedClassName", "parentEntity", "isAbstract", "versionHashModifier", "elementID",
-                                              "syncable", "codeGenerationType"], what: "entity '\(name)'")
+                                          "syncable", "codeGenerationType"], what: "entity '\(name)'")
         var entity = ModelFile.Entity(name: name, parent: node["parentEntity"], abstract: node.flag("isAbstract") ? true : nil)
         entity.representedClassName = node["representedClassName"]
         entity.versionHashModifier = node["versionHashModifier"]
@@ -207,8 +207,8 @@ struct ContentsReader {
         let name = try required("name", of: node)
         let place = "relationship '\(name)' of entity '\(entity)'"
         checkAttributes(of: node, known: ["name", "optional", "toMany", "ordered", "minCount", "maxCount", "deletionRule", "destinationEntity",
-                                              "inverseName", "inverseEntity", "transient", "elementID", "syncable", "spotlightIndexingEnabled",
-                                              "versionHashModifier"], what: place)
+                                          "inverseName", "inverseEntity", "transient", "elementID", "syncable", "spotlightIndexingEnabled",
+                                          "versionHashModifier"], what: place)
         lines[.init(version: version, entity: entity, property: name)] = node.line
         skipHashModifier(of: node, in: place)
         skipChildren(of: node, in: place)
