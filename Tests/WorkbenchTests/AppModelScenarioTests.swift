@@ -1,0 +1,174 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+import SeededRandom
+@testable import Workbench
+
+/// A scenario over an app's own model file (Docs/scenarios.md "A model from a file", Docs/bring-your-own-app.md):
+/// `Fixtures/app-model.json` has two versions, an abstract parent, every attribute type, a required to-one and an
+/// ordered to-many with a minimum count.
+@Suite("A scenario over an app's own model file")
+struct AppModelScenarioTests {
+    static var scenarioPath: String { Fixtures.url("app-scenario.yaml").path }
+
+    /// The scenario fixture with `replacing` replaced, written beside a copy of the model file; the message the
+    /// loader gives for it ("ok" when it loads).
+    static func message(_ replacements: [(String, String)], folder: TemporaryDirectory) throws -> String {
+        var text = try Fixtures.text("app-scenario.yaml")
+        for (old, new) in replacements { text = text.replacingOccurrences(of: old, with: new) }
+        try folder.write("app-model.json", try Fixtures.text("app-model.json"))
+        let file = try folder.write("app.yaml", text)
+        do {
+            _ = try ScenarioLoader.load(file: file.path)
+            return "ok"
+        } catch { return "\(error)" }
+    }
+
+    @Test("A model file's first version makes the store; its entity, id key and fields are the file's, every other property is seeded")
+    func loadsTheModelFile() throws {
+        let scenario = try #require(try ScenarioLoader.load(file: Self.scenarioPath).variants.first)
+        let model = scenario.model
+        #expect(model.file == "app-model.json" && model.version == "Notes" && model.versions.map(\.name) == ["Notes", "Notes 2"])
+        #expect(model.entity == "Note" && model.idKey == "id" && model.sortKey == "id")
+        // Strings and numbers, the id and the constrained slug aside.
+        #expect(model.fields == ["title", "rank", "views", "score", "weight", "code"], "\(model.fields)")
+        #expect(model.entities?.entities.first { $0.name == "Note" }?.attributes?.contains { $0.name == "summary" } == false)
+        let seeds = try #require(model.seeds)
+        #expect(seeds.entity == "Note")
+        // The migrator's version is the file's second.
+        let migrator = scenario.phases.flatMap(\.actors).compactMap { if case .migrator(let m) = $0 { return m } else { return nil } }.first
+        #expect(migrator?.to.entities.first { $0.name == "Note" }?.attributes?.contains { $0.name == "summary" } == true)
+    }
+
+    @Test("A seeded Note has a value for every attribute within its bounds, a folder and two attachments, and saves")
+    func seedsEveryProperty() throws {
+        let scenario = try #require(try ScenarioLoader.load(file: Self.scenarioPath).variants.first)
+        let seeds = try #require(scenario.model.seeds)
+        let model = try ManagedObjectModel(file: try #require(scenario.model.entities))
+        let folder = try TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(with: PersistentStoreDescription(url: folder.file("notes.sqlite")))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        var rng = SeededGenerator(seed: 5)
+        let numbers = SeedPlan.Numbers()
+        try context.performAndWait {
+            var notes: [ManagedObject] = []
+            for key in Int64(1)...20 {
+                let note = try context.insertNewObject(forEntityName: "Note")
+                try note.setValue(key, forKey: "id")
+                try seeds.fill(note, number: key, skipping: ["id"], numbers: numbers, rng: &rng)
+                notes.append(note)
+            }
+            try context.save()
+            let code = try NSRegularExpression(pattern: "^[A-Z]{3}[0-9]+$")
+            for note in notes {
+                for attribute in note.entity.attributes where attribute.name != "id" {
+                    #expect(note.value(forKey: attribute.name) != nil, "\(attribute.name) is not set")
+                }
+                        let rank = try #require(note.value(forKey: "rank") as? Int16)
+                #expect((1...100).contains(rank))
+                let score = try #require(note.value(forKey: "score") as? Double)
+                #expect((0...5).contains(score))
+                let price = try #require(note.value(forKey: "price") as? Decimal)
+                #expect(price >= Decimal(string: "0.5")! && price <= Decimal(string: "99.99")!)
+                let text = try #require(note.value(forKey: "code") as? String)
+                #expect(code.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil, "\(text)")
+                let title = try #require(note.value(forKey: "title") as? String)
+                #expect((3...40).contains(title.count))
+                let thumbnail = try #require(note.value(forKey: "thumbnail") as? Data)
+                #expect((4...32).contains(thumbnail.count))
+                #expect((note.value(forKey: "folder") as? ManagedObject)?.value(forKey: "name") is String)
+                #expect((note.value(forKey: "attachments") as? Set<ManagedObject>)?.count == 2)
+            }
+            // Constrained values come from the record's number: no two notes share a slug.
+            #expect(Set(notes.compactMap { $0.value(forKey: "slug") as? String }).count == 20)
+        }
+        // The same seed stores the same values.
+        var again = SeededGenerator(seed: 5), first = SeededGenerator(seed: 5)
+        let slug = try #require(seeds.entities["Note"]?.attributes.first { $0.name == "slug" })
+        #expect(SeedPlan.value(slug, entity: "Note", number: 3, rng: &again) as? String == SeedPlan.value(slug, entity: "Note", number: 3, rng: &first) as? String)
+    }
+
+    @Test("The scenario runs, migrates the store to the named version and reports, with no failed save and the oracle's pass")
+    func runsAndMigrates() throws {
+        let scenario = try #require(try ScenarioLoader.load(file: Self.scenarioPath).variants.first)
+        let result = try runVariant(scenario)
+        #expect(result.notes.isEmpty, "\(result.notes)")
+        // 60 seeded, then 40 of which a quarter update seeded ones: 90 notes, each with a folder and two attachments.
+        #expect(result.counters["rowsInserted"] == 90)
+        #expect(result.value("rowsMigrated", "value") ?? 0 >= 90 * 4)
+        #expect(result.counters["migrationFailures"] == nil)
+        #expect(result.oracle.verdict == .pass && result.oracle.storeMismatches == 0, "\(result.oracle.summary)")
+        let again = try runVariant(scenario)
+        #expect(again.value("rowsMigrated", "value") == result.value("rowsMigrated", "value"))
+    }
+
+    @Test("A missing model file is refused at the scenario's line and field, naming the path")
+    func missingFile() throws {
+        let folder = try TemporaryDirectory()
+        let message = try Self.message([("file: app-model.json", "file: no-such-model.json")], folder: folder)
+        #expect(message.contains("app.yaml:7:") && message.contains("model.file") && message.contains("no-such-model.json") && message.contains("no such file"), "\(message)")
+        let short = try Self.message([("\n  file: app-model.json\n  entity: Note", " Models/App.yaml")], folder: folder)
+        #expect(short.contains("app.yaml:6:") && short.contains(": model:") && short.contains("Models/App.yaml: no such file"), "\(short)")
+    }
+
+    @Test("Without entity:, a model file with several candidate entities lists them; one with a single candidate uses it")
+    func candidateEntities() throws {
+        let folder = try TemporaryDirectory()
+        let message = try Self.message([("  entity: Note\n", "")], folder: folder)
+        #expect(message.contains("app.yaml:7:") && message.contains("model.file") && message.contains("(Note, Folder, Attachment): name one with entity:"), "\(message)")
+        try folder.write("one.yaml", """
+            entities:
+              - { name: Base, abstract: true, attributes: [{ name: id, type: integer64 }] }
+              - { name: Song, parent: Base, attributes: [{ name: title, type: string }] }
+              - { name: Empty }
+            """)
+        let file = try folder.write("one-scenario.yaml", """
+            name: songs
+            mode: real
+            model: one.yaml
+            stack: { topology: headless }
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 10 }
+            """)
+        let scenario = try #require(try ScenarioLoader.load(file: file.path).variants.first)
+        #expect(scenario.model.entity == "Song" && scenario.model.idKey == "id" && scenario.model.fields == ["title"])
+    }
+
+    @Test("An unknown version is refused, for the store's and for the migrator's, listing the file's versions")
+    func unknownVersion() throws {
+        let folder = try TemporaryDirectory()
+        let store = try Self.message([("  entity: Note\n", "  entity: Note\n  version: Notes 3\n")], folder: folder)
+        #expect(store.contains("app.yaml:9:") && store.contains("model.version") && store.contains("no version 'Notes 3' in app-model.json (its versions: Notes, Notes 2)"), "\(store)")
+        let migrator = try Self.message([("version: Notes 2", "version: Notes 9")], folder: folder)
+        #expect(migrator.contains("phases.migrate.migrator.version") && migrator.contains("no version 'Notes 9'"), "\(migrator)")
+        let same = try Self.message([("version: Notes 2", "version: Notes")], folder: folder)
+        #expect(same.contains("nothing to migrate"), "\(same)")
+    }
+
+    @Test("A pattern beyond simple character classes is refused at load, asking for values:")
+    func unsupportedPattern() throws {
+        let folder = try TemporaryDirectory()
+        try folder.write("p.json", """
+            {"entities": [{"name": "Tag", "attributes": [{"name": "code", "type": "string", "regularExpression": "(ab|cd)+"}]}]}
+            """)
+        let file = try folder.write("p.yaml", "name: tags\nmode: real\nmodel: p.json\nstack: { topology: headless }\nphases:\n  - name: seed\n")
+        let message: String
+        do { _ = try ScenarioLoader.load(file: file.path); message = "ok" } catch { message = "\(error)" }
+        #expect(message.contains("p.yaml:3:") && message.contains("Tag.code") && message.contains("values:"), "\(message)")
+    }
+
+    @Test("Simple patterns generate strings that match them whole", arguments: ["[A-Z]{3}[0-9]+", "^[a-f0-9]{8}-[a-f0-9]{4}$", "\\d{2,4}x?[_.]*", "ID-[0-9]{1,}"])
+    func simplePatterns(_ pattern: String) throws {
+        let atoms = try SeedPlan.atoms(of: pattern) { SeedPlan.Refusal(entity: "E", property: "p", message: $0) }
+        let whole = try NSRegularExpression(pattern: "^(?:\(pattern))$")
+        var rng = SeededGenerator(seed: 9)
+        for _ in 0..<50 {
+            let text = try #require(SeedPlan.value(.init(name: "p", values: .pattern(atoms), unique: false), entity: "E", number: 1, rng: &rng) as? String)
+            #expect(whole.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil, "\(text)")
+        }
+    }
+}
