@@ -104,6 +104,12 @@ struct AppModelScenarioTests {
         #expect(again.value("rowsMigrated", "value") == result.value("rowsMigrated", "value"))
     }
 
+    @Test("The scenario's operation trace, every attribute type and inserted destination in it, replays through ObjectGraph with every count exact")
+    func traceReplays() throws {
+        let scenario = try #require(try ScenarioLoader.load(file: Self.scenarioPath).variants.first)
+        try OperationTraceTests.check(scenario)
+    }
+
     @Test("A missing model file is refused at the scenario's line and field, naming the path")
     func missingFile() throws {
         let folder = try TemporaryDirectory()

@@ -80,7 +80,7 @@ struct SeedPlan: Sendable, Codable, Equatable {
 
     /// A number for each new object of a destination's hierarchy, for constrained values (the scenario's own records
     /// are numbered by their key).
-    final class Numbers: @unchecked Sendable {  // the Mutex guards the counters
+    final class Numbers: Sendable {
         private let next = Mutex<[String: Int64]>([:])
         func take(_ hierarchy: String) -> Int64 {
             next.withLock { counters in
