@@ -167,6 +167,46 @@ struct AppModelScenarioTests {
         #expect(message.contains("p.yaml:3:") && message.contains("Tag.code") && message.contains("values:"), "\(message)")
     }
 
+    @Test("A required relationship back to the scenario's own entity, or a loop of required relationships, is refused, naming it")
+    func unseedableRelationships() throws {
+        let folder = try TemporaryDirectory()
+        func message(_ model: String, entity: String) throws -> String {
+            try folder.write("m.yaml", model)
+            let file = try folder.write("s.yaml", "name: rel\nmode: real\nmodel: { file: m.yaml, entity: \(entity) }\nstack: { topology: headless }\nphases:\n  - name: seed\n")
+            do { _ = try ScenarioLoader.load(file: file.path); return "ok" } catch { return "\(error)" }
+        }
+        let manager = try message("""
+            entities:
+              - name: Person
+                attributes: [{ name: name, type: string }]
+                relationships:
+                  - { name: manager, destination: Person, inverse: reports, optional: false }
+                  - { name: reports, destination: Person, inverse: manager, toMany: true }
+            """, entity: "Person")
+        #expect(manager.contains("s.yaml:3:") && manager.contains("model.entity") && manager.contains("Person.manager: a required relationship to Person"), "\(manager)")
+        let loop = try message("""
+            entities:
+              - { name: Order, attributes: [{ name: total, type: double }], relationships: [{ name: box, destination: Box, inverse: order }] }
+              - name: Box
+                attributes: [{ name: size, type: integer16 }]
+                relationships:
+                  - { name: order, destination: Order, inverse: box }
+                  - { name: label, destination: Label, inverse: box, optional: false }
+                  - { name: sheets, destination: Sheet, inverse: box, toMany: true }
+              - name: Label
+                attributes: [{ name: text, type: string }]
+                relationships:
+                  - { name: box, destination: Box, inverse: label }
+                  - { name: sheet, destination: Sheet, inverse: labels, optional: false }
+              - name: Sheet
+                attributes: [{ name: code, type: string }]
+                relationships:
+                  - { name: labels, destination: Label, inverse: sheet, toMany: true }
+                  - { name: box, destination: Box, inverse: sheets, optional: false }
+            """, entity: "Order")
+        #expect(loop.contains("Sheet.box: required relationships loop back (Order → Box → Label → Sheet → Box)"), "\(loop)")
+    }
+
     @Test("Simple patterns generate strings that match them whole", arguments: ["[A-Z]{3}[0-9]+", "^[a-f0-9]{8}-[a-f0-9]{4}$", "\\d{2,4}x?[_.]*", "ID-[0-9]{1,}"])
     func simplePatterns(_ pattern: String) throws {
         let atoms = try SeedPlan.atoms(of: pattern) { SeedPlan.Refusal(entity: "E", property: "p", message: $0) }
