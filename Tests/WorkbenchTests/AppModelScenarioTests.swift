@@ -207,6 +207,31 @@ struct AppModelScenarioTests {
         #expect(loop.contains("Sheet.box: required relationships loop back (Order → Box → Label → Sheet → Box)"), "\(loop)")
     }
 
+    @Test("Each type's values lie within the attribute's bounds and the type's, from 0 (1 when constrained) without a minimum")
+    func valueBounds() throws {
+        func values(_ type: AttributeType, unique: Bool = false, _ shape: (inout ModelFile.Attribute) -> Void = { _ in }) throws -> SeedPlan.Values {
+            var attribute = ModelFile.Attribute(name: "a", type: type)
+            shape(&attribute)
+            return try SeedPlan.values(of: attribute, entity: "E", unique: unique)
+        }
+        #expect(try values(.integer16) == .integer(min: 0, max: Int64(Int16.max)))
+        #expect(try values(.integer32) { $0.maxValue = 50 } == .integer(min: 0, max: 50))
+        #expect(try values(.integer64) { $0.maxValue = -10 } == .integer(min: -1_000_010, max: -10))
+        #expect(try values(.integer64, unique: true) == .integer(min: 1, max: 1_000_001))
+        #expect(try values(.double) { $0.minValue = 2.5 } == .real(min: 2.5, max: 10_002.5))
+        #expect(try values(.decimal) { $0.minValue = 0.005; $0.maxValue = 1 } == .decimal(minCents: 1, maxCents: 100))
+        #expect(try values(.string) { $0.maxLength = 5 } == .string(minLength: 5, maxLength: 5))
+        #expect(try values(.string) { $0.maxLength = 1_000_000 } == .string(minLength: 8, maxLength: 264))
+        #expect(try values(.binaryData) == .binary(minLength: 16, maxLength: 64))
+        #expect(try values(.date) { $0.minValue = 0; $0.maxValue = 10 } == .date(min: 0, max: 10))
+        #expect(throws: SeedPlan.Refusal.self) { try values(.integer16) { $0.minValue = 0.2; $0.maxValue = 0.8 } }
+        #expect(throws: SeedPlan.Refusal.self) { try values(.boolean, unique: true) }
+        // A constrained value is the record's number from the minimum: unique, in order.
+        var rng = SeededGenerator(seed: 1)
+        let id = SeedPlan.AttributeSeed(name: "id", values: .integer(min: 1, max: 1_000_001), unique: true)
+        #expect((1...5).map { SeedPlan.value(id, entity: "E", number: $0, rng: &rng) as? Int64 } == [1, 2, 3, 4, 5])
+    }
+
     @Test("Simple patterns generate strings that match them whole", arguments: ["[A-Z]{3}[0-9]+", "^[a-f0-9]{8}-[a-f0-9]{4}$", "\\d{2,4}x?[_.]*", "ID-[0-9]{1,}"])
     func simplePatterns(_ pattern: String) throws {
         let atoms = try SeedPlan.atoms(of: pattern) { SeedPlan.Refusal(entity: "E", property: "p", message: $0) }

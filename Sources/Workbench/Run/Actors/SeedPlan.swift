@@ -218,7 +218,10 @@ struct SeedPlan: Sendable, Codable, Equatable {
     static func values(of attribute: ModelFile.Attribute, entity: String, unique: Bool) throws -> Values {
         func refuse(_ message: String) -> Refusal { Refusal(entity: entity, property: attribute.name, message: message) }
         func bounds(span: Double, floor: Double, ceiling: Double) -> (Double, Double) {
-            let lo = attribute.minValue ?? (unique ? 1 : attribute.maxValue.map { Swift.min(0, $0 - span) } ?? 0)
+            // Without a minimum: from 0 (1 for a constrained value, the first record's number), or a span below a
+            // maximum under that.
+            let start: Double = unique ? 1 : 0
+            let lo = attribute.minValue ?? attribute.maxValue.flatMap { $0 < start ? $0 - span : nil } ?? start
             let hi = attribute.maxValue ?? lo + span
             return (Swift.max(lo, floor), Swift.min(hi, ceiling))
         }
