@@ -67,8 +67,9 @@ enum ModelFileReader {
         return file
     }
 
-    /// An Xcode model's versions, read by the XcodeModel target (Docs/bring-your-own-app.md).
-    // The Xcode reader's branch: it returns the bundle's versions and `current` as a ``ModelFile``.
+    /// An Xcode model (a `.xcdatamodeld` bundle or one `.xcdatamodel` folder) as a ``ModelFile`` with its versions
+    /// and `current` one, read by the XcodeModel target (Docs/bring-your-own-app.md). Without that target in the
+    /// build, a clear refusal: this function is the one place its reader is called from.
     static func readXcodeModel(_ path: String) throws -> ModelFile {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { throw Failure("\(path): no such model") }
