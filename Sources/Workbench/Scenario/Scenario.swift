@@ -49,6 +49,16 @@ public struct ModelSpec: Sendable, Codable, Equatable {
     /// How the importer generates values, by attribute: string lengths, number ranges. Attributes
     /// named here are set on every new record, beside `fields`.
     public var values: [String: ValueSpec] = [:]
+    /// The model file the model was read from, as the scenario names it (`model: App.json`); nil for the shipped,
+    /// a registered or an inline model.
+    public var file: String? = nil
+    /// A versioned model file's versions, oldest first (a migrator's `version:` names one); empty without versions.
+    public var versions: [ModelFile.Version] = []
+    /// The version of the model file the store is made with (``entities`` holds its entities).
+    public var version: String? = nil
+    /// How every property of a new record is filled, for a model from a file; nil for the others, whose records get
+    /// `fields` and `values` only.
+    var seeds: SeedPlan? = nil
 }
 
 /// How values of one attribute are generated (workbench `model.values`).

@@ -39,6 +39,9 @@ struct ScenarioKey: Sendable {
         case anyOf([Kind])
         /// A Core Data model's entities (Docs/scenarios.md "The model"): checked by the model loader, not the table.
         case entities
+        /// A model file's path: `.json`, `.yaml`, `.yml`, `.xcdatamodeld` or `.xcdatamodel` (Docs/scenarios.md "A model
+        /// from a file").
+        case modelFile
     }
 
     var name: String
@@ -102,7 +105,7 @@ enum ScenarioKeys {
         .init("seed", .unsigned64, "The seed of every actor's choices and of the scheduler's tie-breaking (default 1)."),
         .init("mode", members(ExecutionMode.self), "simulated (a virtual clock, the default) or real (threads at wall-clock rates)."),
         .init("profile", .string, "The cost profile of simulated mode: a name in Profiles/ or a .yaml file (default modern-iphone)."),
-        .init("model", .anyOf([.choice(["workload"]), .object("model")]), "workload (the shipped model), a model a package registered, or a mapping with entities."),
+        .init("model", .anyOf([.choice(["workload"]), .modelFile, .object("model")]), "workload (the shipped model), a model a package registered, a model file, or a mapping with entities or a file."),
         .init("stack", .object("stack"), required: true, "The Core Data stack: topology, merge policies, store."),
         .init("phases", .list(.object("phase"), minItems: 1), required: true, "Phases run in order; seed, run and verify name their kind."),
         .init("thresholds", .list(.object("threshold")), "Limits a run must meet (or, with fails: false, that a sweep reports against)."),
@@ -112,8 +115,10 @@ enum ScenarioKeys {
         .init("repeat", .integer(min: 1, max: 100), "Runs per variant (default 1)."),
     ])
 
-    static let model = ScenarioObject("model", "The Core Data model: the shipped workload or inline entities.", [
+    static let model = ScenarioObject("model", "The Core Data model: the shipped workload, a model file or inline entities.", [
         .init("name", .choice(["workload"]), "workload, or a model a package registered."),
+        .init("file", .modelFile, "A model file, relative to the scenario file: .json, .yaml, .xcdatamodeld or .xcdatamodel."),
+        .init("version", .string, "The model file's version the store is made with (default: its first)."),
         .init("entities", .entities, "The model file's entities, inline (Docs/scenarios.md \"The model\")."),
         .init("entity", .string, "The entity the actors insert, read and change (default Record)."),
         .init("idKey", .string, "An integer attribute the workbench numbers records by."),
@@ -223,7 +228,8 @@ enum ScenarioKeys {
     ])
 
     static let migrator = ScenarioObject("migrator", "Opens the store with the model's next version, migrated in place.", [
-        .init("entities", .entities, "The next version's entities (default: the entity gains rating and note)."),
+        .init("entities", .entities, "The next version's entities (default: the model file's next version, else the entity gains rating and note)."),
+        .init("version", .string, "A version of the scenario's model file to migrate to, instead of entities."),
     ])
 
     static let fetcher = ScenarioObject("fetcher", "Fetch requests an app makes as it runs.", [

@@ -427,7 +427,7 @@ struct Reader {
     /// A model a package registered under `name`: its first entity, fields from its attributes.
     func useRegisteredModel(_ name: String, at node: Node, in spec: inout ModelSpec) throws {
         guard let registered = Registry.model(named: name), let first = registered.entities.first else {
-            throw fail(node, "expected a model name (\(Registry.modelNames.joined(separator: ", "))) or a mapping with entities, found '\(name)'")
+            throw fail(node, "expected a model name (\(Registry.modelNames.joined(separator: ", "))), a model file (.json, .yaml, .xcdatamodeld, .xcdatamodel) or a mapping with entities, found '\(name)'")
         }
         spec.name = name
         spec.entities = registered
@@ -435,18 +435,72 @@ struct Reader {
         spec.fields = []
     }
 
+    /// A model file (`model: App.json`, `model.file`): the version the store is made with (the file's first, or
+    /// `version`), and the file's versions for a migrator. A path is relative to the scenario file's folder.
+    func useModelFile(_ path: String, at node: Node, version: Node?, in spec: inout ModelSpec) throws {
+        let loaded: ModelFile
+        do { loaded = try ModelFileReader.read(ModelFileReader.resolve(path, relativeTo: file)) } catch let failure as ModelFileReader.Failure {
+            throw fail(node, "cannot use the model file: \(failure)")
+        }
+        spec.name = nil
+        spec.file = path
+        spec.fields = []
+        guard let versions = loaded.versions, !versions.isEmpty else {
+            if let version { throw fail(version, "\(path) has no versions: leave version out") }
+            spec.entities = loaded
+            return
+        }
+        let name = try version.map(string) ?? versions[0].name
+        guard let start = versions.first(where: { $0.name == name }) else {
+            throw fail(version ?? node, "no version '\(name)' in \(path) (its versions: \(versions.map(\.name).joined(separator: ", ")))")
+        }
+        spec.versions = versions
+        spec.version = name
+        var entities = ModelFile(entities: start.entities)
+        entities.configurations = start.configurations
+        spec.entities = entities
+    }
+
+    /// A model file's one entity the actors can work on without `entity:`: a concrete entity with stored
+    /// attributes (an importer has something to fill). None, or several (listed), is refused at `node`.
+    func soleEntity(of model: ModelFile, path: String, at node: Node) throws -> String {
+        let candidates = model.entities.filter { e in e.abstract != true && model.allAttributes(of: e.name).contains { $0.transient != true } }.map(\.name)
+        guard candidates.count == 1 else {
+            throw fail(node, candidates.isEmpty
+                ? "\(path) has no entity the actors can work on (a concrete entity with stored attributes)"
+                : "\(path) has \(candidates.count) entities the actors could work on (\(candidates.joined(separator: ", "))): name one with entity:")
+        }
+        return candidates[0]
+    }
+
     func modelSpec(_ node: Node?) throws -> ModelSpec {
         var spec = ModelSpec(name: "workload", entities: nil, entity: "Record", idKey: "id", fields: ["title", "value"], sortKey: "id")
         guard let node else { return spec }
         if case .scalar(let s, _) = node.tree {
             if s == "workload" { return spec }
-            // A model a package registered under a name: its first entity, the defaults below.
-            try useRegisteredModel(s, at: node, in: &spec)
+            if ModelFileReader.format(of: s) != nil {
+                try useModelFile(s, at: node, version: nil, in: &spec)
+            } else {
+                // A model a package registered under a name: its first entity, the defaults below.
+                try useRegisteredModel(s, at: node, in: &spec)
+            }
         } else {
             _ = try keys(node, ScenarioKeys.model)
             if let n = child(node, "name") {
                 let s = try string(n)
                 if s != "workload" { try useRegisteredModel(s, at: n, in: &spec) }
+            }
+            if let f = child(node, "file") {
+                if let other = child(node, "entities") ?? child(node, "name") {
+                    throw fail(other, "a model is a file, inline entities or a name: give one of them")
+                }
+                let path = try string(f)
+                guard ModelFileReader.format(of: path) != nil else {
+                    throw fail(f, "expected a model file (.json, .yaml, .xcdatamodeld or .xcdatamodel), found '\(path)'")
+                }
+                try useModelFile(path, at: f, version: child(node, "version"), in: &spec)
+            } else if let v = child(node, "version") {
+                throw fail(v, "version names a version of a model file: give the file with file:")
             }
             if let e = child(node, "entities") {
                 spec.name = nil
@@ -463,11 +517,15 @@ struct Reader {
                 }
             }
         }
-        if let n = child(node, "entity") { spec.entity = try string(n) }
+        if let n = child(node, "entity") {
+            spec.entity = try string(n)
+        } else if let path = spec.file, let model = spec.entities {
+            spec.entity = try soleEntity(of: model, path: path, at: child(node, "file") ?? node)
+        }
         // The entity and keys must exist in the model.
         let file = spec.entities ?? ScenarioLoader.workloadModel
         guard let entity = file.entities.first(where: { $0.name == spec.entity }) else {
-            throw fail(child(node, "entity") ?? node, "no entity named '\(spec.entity)' in the model")
+            throw fail(child(node, "entity") ?? node, "no entity named '\(spec.entity)' in \(spec.file ?? "the model")")
         }
         // The workload inserts objects of the entity, so it cannot be abstract; its attributes
         // include those it inherits (the model checked that the parents exist and form no cycle).
@@ -490,9 +548,16 @@ struct Reader {
         }
         if let n = child(node, "fields") {
             spec.fields = try list(n).map(string)
+        } else if spec.file != nil, let model = spec.entities {
+            // A model file's entity: its stored string and number attributes, its id and the constrained ones aside
+            // (an edit draws values, which a constraint would find twice).
+            let constrained = SeedPlan.constrained(spec.entity, in: model)
+            spec.fields = entityAttributes.filter {
+                $0.name != spec.idKey && $0.transient != true && !constrained.contains($0.name)
+                    && [.string, .double, .float, .integer16, .integer32, .integer64].contains($0.type)
+            }.map(\.name)
         } else if spec.entities != nil {
             // An inline or registered entity: editors change its string and number attributes (its id aside).
-            // An inline entity: editors change its string and number attributes (its id aside).
             spec.fields = entityAttributes.filter { $0.name != spec.idKey && [.string, .double, .float, .integer16, .integer32, .integer64].contains($0.type) }.map(\.name)
         }
         if let n = child(node, "sortKey") {
@@ -506,31 +571,43 @@ struct Reader {
         if attributes[spec.sortKey] == nil {
             throw fail(child(node, "sortKey") ?? node, "'\(spec.sortKey)' is not an attribute of \(spec.entity) (the viewer sorts by it)")
         }
-        if let n = child(node, "values") {
-            guard case .map(let pairs, _) = n.tree else { throw fail(n, "expected a mapping of attribute names to { length } or { min, max }") }
-            for pair in pairs {
-                let item = Node(tree: pair.value, path: "\(n.path).\(pair.key)")
-                guard let type = attributes[pair.key] else { throw fail(item, "'\(pair.key)' is not an attribute of \(spec.entity)") }
-                var value = ValueSpec()
-                switch type {
-                case .string:
-                    _ = try keys(item, ScenarioKeys.stringValues)
-                    value.length = try int(child(item, "length")!, ScenarioKeys.stringValues["length"])
-                case .double, .float, .decimal, .integer16, .integer32, .integer64:
-                    _ = try keys(item, ScenarioKeys.numberValues)
-                    let lo = try double(child(item, "min")!), hi = try double(child(item, "max")!)
-                    guard lo.isFinite, hi.isFinite, lo <= hi else { throw fail(item, "expected finite min <= max, found \(lo)...\(hi)") }
-                    let limit: Double? = type == .integer16 ? Double(Int16.max) : type == .integer32 ? Double(Int32.max) : type == .integer64 ? 9e15 : nil
-                    if let limit, lo < -limit || hi > limit { throw fail(item, "\(pair.key) is \(type): the range must lie within ±\(Int64(limit))") }
-                    value.min = lo
-                    value.max = hi
-                default:
-                    throw fail(item, "values can be given for string and number attributes; \(pair.key) is \(type)")
-                }
-                spec.values[pair.key] = value
+        if let n = child(node, "values") { spec.values = try valueSpecs(n, attributes: attributes, entity: spec.entity) }
+        if let path = spec.file, let model = spec.entities {
+            // Every property of a new record is filled (Docs/scenarios.md "A model from a file"): refused here when
+            // the model holds what the workbench cannot seed.
+            do { spec.seeds = try SeedPlan(file: model, entity: spec.entity, givenValues: Set(spec.values.keys)) } catch let refusal as SeedPlan.Refusal {
+                throw fail(child(node, "entity") ?? child(node, "file") ?? node, "\(path): \(refusal)")
             }
         }
         return spec
+    }
+
+    /// A model's `values`: per attribute, `{ length }` for a string, `{ min, max }` for a number.
+    func valueSpecs(_ n: Node, attributes: [String: AttributeType], entity: String) throws -> [String: ValueSpec] {
+        var values: [String: ValueSpec] = [:]
+        guard case .map(let pairs, _) = n.tree else { throw fail(n, "expected a mapping of attribute names to { length } or { min, max }") }
+        for pair in pairs {
+            let item = Node(tree: pair.value, path: "\(n.path).\(pair.key)")
+            guard let type = attributes[pair.key] else { throw fail(item, "'\(pair.key)' is not an attribute of \(entity)") }
+            var value = ValueSpec()
+            switch type {
+            case .string:
+                _ = try keys(item, ScenarioKeys.stringValues)
+                value.length = try int(child(item, "length")!, ScenarioKeys.stringValues["length"])
+            case .double, .float, .decimal, .integer16, .integer32, .integer64:
+                _ = try keys(item, ScenarioKeys.numberValues)
+                let lo = try double(child(item, "min")!), hi = try double(child(item, "max")!)
+                guard lo.isFinite, hi.isFinite, lo <= hi else { throw fail(item, "expected finite min <= max, found \(lo)...\(hi)") }
+                let limit: Double? = type == .integer16 ? Double(Int16.max) : type == .integer32 ? Double(Int32.max) : type == .integer64 ? 9e15 : nil
+                if let limit, lo < -limit || hi > limit { throw fail(item, "\(pair.key) is \(type): the range must lie within ±\(Int64(limit))") }
+                value.min = lo
+                value.max = hi
+            default:
+                throw fail(item, "values can be given for string and number attributes; \(pair.key) is \(type)")
+            }
+            values[pair.key] = value
+        }
+        return values
     }
 
     /// What one imported object costs in memory until its save is done, for bounding a save by this machine.
@@ -981,7 +1058,24 @@ struct Reader {
     func migrator(_ actor: ActorSettings) throws -> ActorSpec {
         let settings = actor.settings, model = actor.model, body = actor.body
         try actor.checkKeys()
-        return .migrator(.init(to: try nextVersion(child(settings, "entities"), model: model, at: body)))
+        let versionNode = child(settings, "version")
+        var given: ModelFile?
+        if let versionNode {
+            if let entities = child(settings, "entities") { throw fail(entities, "give the next version's entities or a version of the model file, not both") }
+            let name = try string(versionNode)
+            guard let path = model.file, !model.versions.isEmpty else {
+                throw fail(versionNode, "version names a version of the scenario's model file, and \(model.file.map { "\($0) has no versions" } ?? "the model is not read from a file"): give entities instead")
+            }
+            guard let target = model.versions.first(where: { $0.name == name }) else {
+                throw fail(versionNode, "no version '\(name)' in \(path) (its versions: \(model.versions.map(\.name).joined(separator: ", ")))")
+            }
+            given = ModelFile(entities: target.entities)
+        } else if child(settings, "entities") == nil, let start = model.versions.firstIndex(where: { $0.name == model.version }),
+                  start + 1 < model.versions.count {
+            // A versioned model file: the version after the one the store was made with.
+            given = ModelFile(entities: model.versions[start + 1].entities)
+        }
+        return .migrator(.init(to: try nextVersion(child(settings, "entities"), model: model, at: versionNode ?? body, given: given)))
     }
 
     /// A deleter (``ActorSpec/Deleter``): `objects` or `fraction`, and an id to pick records by unless it selects
@@ -1055,10 +1149,13 @@ struct Reader {
     /// the scenario's entity (`rating`, an integer defaulting to 0, and an optional `note`: the most common
     /// lightweight migration). It must keep the entity and the keys the actors and the oracle read, and Core Data
     /// must be able to infer its mapping.
-    func nextVersion(_ node: Node?, model: ModelSpec, at body: Node) throws -> ModelFile {
+    /// - Parameter given: the next version named by the migrator's `version:` (or following the model file's first).
+    func nextVersion(_ node: Node?, model: ModelSpec, at body: Node, given: ModelFile? = nil) throws -> ModelFile {
         let current = model.entities ?? ScenarioLoader.workloadModel
         var next = current
-        if let node {
+        if let given {
+            next = given
+        } else if let node {
             let json = try jsonObject(node)
             do {
                 next = try JSONDecoder().decode(ModelFile.self, from: try JSONSerialization.data(withJSONObject: ["entities": json]))
@@ -1071,10 +1168,11 @@ struct Reader {
             next.entities[index].attributes = (next.entities[index].attributes ?? []) + [rating, ModelFile.Attribute(name: "note", type: .string)]
         }
         let place = node ?? body
-        guard let entity = next.entities.first(where: { $0.name == model.entity }) else {
+        guard next.entities.contains(where: { $0.name == model.entity }) else {
             throw fail(place, "the next version has no entity \(model.entity), which the actors and the oracle read")
         }
-        let names = Set((entity.attributes ?? []).map(\.name))
+        // Its attributes include those it inherits.
+        let names = Set(next.allAttributes(of: model.entity).map(\.name))
         for key in [model.idKey, model.sortKey].compactMap({ $0 }) + model.fields where !names.contains(key) {
             throw fail(place, "the next version's \(model.entity) has no attribute '\(key)', which the actors and the oracle read")
         }

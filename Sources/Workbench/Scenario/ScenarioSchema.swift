@@ -47,6 +47,7 @@ public enum ScenarioSchema {
         static let duration = "^[0-9]+(\\.[0-9]+)?(ms|s|m)$"
         static let rate = "^[0-9]+(\\.[0-9]+)? */s$"
         static let matrixKey = "^[A-Za-z][A-Za-z0-9_]*([.][A-Za-z0-9_-]+|\\[[0-9]+\\])*$"
+        static let modelFile = "[.](json|yaml|yml|xcdatamodeld|xcdatamodel)/?$"
     }
 
     /// The schema as JSON text, ending with a newline.
@@ -138,6 +139,8 @@ public enum ScenarioSchema {
             return [("anyOf", .array(kinds.map { .object(schema($0)) }))]
         case .entities:
             return [("type", .string("array")), ("items", .object([("type", .string("object"))]))]
+        case .modelFile:
+            return [("type", .string("string")), ("pattern", .string(Pattern.modelFile))]
         }
     }
 }

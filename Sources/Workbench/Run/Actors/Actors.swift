@@ -285,7 +285,7 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                 for object in try w.fetchByKeys(updateKeys, in: current) {
                     var intended: [String: String] = [:]
                     for (field, type) in w.fieldTypes {
-                        let v = w.value(for: type, actor: name, op: k, rng: &valueRNG)
+                        let v = w.editedValue(field, type, actor: name, op: k, rng: &valueRNG)
                         try object.setValue(v, forKey: field)
                         intended[field] = object.primitiveValue(forKey: field).description
                     }
@@ -297,10 +297,13 @@ final class ImporterActor: WorkloadActor, @unchecked Sendable {  // state used o
                     for key in newKeys {
                         let object = try current.insertNewObject(forEntityName: w.entity.name)
                         if let idKey = w.idKey { try object.setValue(key, forKey: idKey) }
-                        for (field, type) in w.importedFields { try object.setValue(w.value(for: type, field: field, actor: name, op: k, rng: &valueRNG), forKey: field) }
+                        for (field, type) in w.importedFields {
+                            try object.setValue(w.value(for: type, field: field, actor: name, op: k, record: key, rng: &valueRNG), forKey: field)
+                        }
                         if let groups, let groupObjects {
                             try object.setValue(groupObjects[Int(key % Int64(groups.count))], forKey: groups.relationship.name)
                         }
+                        try w.seed(object, key: key, linkedByGroups: groups?.relationship.name, rng: &valueRNG)
                     }
                 }
                 pending.inserted += newKeys?.count ?? 0
@@ -468,7 +471,7 @@ final class EditorActor: WorkloadActor, @unchecked Sendable {  // state used on 
                         guard let object = try? editor.existingObject(with: id) else { continue }
                         var intendedValues: [String: String] = [:]
                         for (field, type) in w.fieldTypes.prefix(1) {
-                            try object.setValue(w.value(for: type, actor: name, op: k, rng: &valueRNG), forKey: field)
+                            try object.setValue(w.editedValue(field, type, actor: name, op: k, rng: &valueRNG), forKey: field)
                             intendedValues[field] = object.primitiveValue(forKey: field).description
                         }
                         intendedByID[id] = intendedValues
@@ -553,7 +556,7 @@ final class EditingActor: WorkloadActor, @unchecked Sendable {  // state used on
                     for object in try w.fetchByKeys(keys, in: context) {
                         var intendedValues: [String: String] = [:]
                         for (field, type) in w.fieldTypes.suffix(1) {
-                            try object.setValue(w.value(for: type, actor: name, op: k, rng: &valueRNG), forKey: field)
+                            try object.setValue(w.editedValue(field, type, actor: name, op: k, rng: &valueRNG), forKey: field)
                             intendedValues[field] = object.primitiveValue(forKey: field).description
                         }
                         touched.append((object, intendedValues))
@@ -628,7 +631,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                         acted = true
                         let rows: [[String: Any]] = keys.map { key in
                             var row: [String: Any] = [w.idKey!: key]
-                            for a in required { row[a.name] = w.value(for: a.type, field: a.name, actor: name, op: k, rng: &rng) }
+                            for a in required { row[a.name] = w.value(for: a.type, field: a.name, actor: name, op: k, record: key, rng: &rng) }
                             return row
                         }
                         var request = BatchInsertRequest(entityName: w.entity.name, objects: rows)
@@ -640,7 +643,7 @@ final class BatchActor: WorkloadActor, @unchecked Sendable {  // state used on i
                         guard !keys.isEmpty, let (field, type) = w.fieldTypes.last else { return }
                         acted = true
                         var request = BatchUpdateRequest(entityName: w.entity.name, predicate: .in(w.idKey!, keys.map { $0 as Any }),
-                                                         propertiesToUpdate: [field: w.value(for: type, actor: name, op: k, rng: &rng)])
+                                                         propertiesToUpdate: [field: w.editedValue(field, type, actor: name, op: k, rng: &rng)])
                         request.resultType = .objectIDs
                         changes.updated = Set(try context.execute(request).objectIDs ?? [])
                         w.markBatchTouched(keys)

@@ -122,6 +122,10 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
     private let windows = Mutex<[[ManagedObjectID]]>([])
     private let pushes = Mutex(PushLedger())
     let viewerCount: Int
+    /// How every property of a new record is filled, for a model from a file (nil: `fields` and `values` only).
+    let seeds: SeedPlan?
+    /// The numbers of the destination objects the seeds insert, by hierarchy.
+    let seedNumbers = SeedPlan.Numbers()
     /// What the actors have done, for the progress line, and whether they are asked to stop.
     let progress: VariantProgress
 
@@ -135,6 +139,7 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
         entity = model.entity(named: scenario.model.entity)!
         fieldTypes = scenario.model.fields.map { ($0, model.entity(named: scenario.model.entity)!.attribute(named: $0)!.type) }
         viewerCount = Self.hotSetSize(scenario)
+        seeds = scenario.model.seeds
         if stack.observesRootSave, let root = stack.committedContext {
             stack.observeRootSave = { [unowned self] root, save in try self.observedRootSave(root, save) }
             // A hook is kept by the context it is set on and called only by it: it holds that context unowned, or
@@ -290,9 +295,32 @@ final class Workload: @unchecked Sendable {  // immutable except the Mutex-guard
     func markBatchTouched<S: Sequence>(_ keys: S) where S.Element == Int64 { batchTouched.withLock { $0.formUnion(keys) } }
     var batchTouchedKeys: Set<Int64> { batchTouched.withLock { $0 } }
 
-    /// A deterministic value for a field, from the actor and its operation number; `model.values` shapes it.
-    func value(for type: AttributeType, field: String? = nil, actor: String, op: Int, rng: inout SeededGenerator) -> Any {
-        Self.value(for: type, spec: field.flatMap { scenario.model.values[$0] }, actor: actor, op: op, rng: &rng)
+    /// A deterministic value for a field, from the actor and its operation number; `model.values` shapes it. For a
+    /// model from a file, a field `values` does not name takes the seeds' value (within the attribute's own
+    /// bounds), made from `record` (a new record's key; the operation number without one).
+    func value(for type: AttributeType, field: String? = nil, actor: String, op: Int, record: Int64? = nil, rng: inout SeededGenerator) -> Any {
+        if let seeds, let field, scenario.model.values[field] == nil, let value = seeds.value(of: field, number: record ?? Int64(op), rng: &rng) {
+            return value
+        }
+        return Self.value(for: type, spec: field.flatMap { scenario.model.values[$0] }, actor: actor, op: op, rng: &rng)
+    }
+
+    /// The new value of an edited field (an importer's update, an editor's, a writer's, a batch update's): for a
+    /// model from a file, the field's own (``value(for:field:actor:op:record:rng:)``); for the others, a value of its
+    /// type alone, whatever `values` says.
+    func editedValue(_ field: String, _ type: AttributeType, actor: String, op: Int, rng: inout SeededGenerator) -> Any {
+        seeds == nil ? value(for: type, actor: actor, op: op, rng: &rng) : value(for: type, field: field, actor: actor, op: op, rng: &rng)
+    }
+
+    /// Fills what the importer leaves of a new record of a model from a file: every other attribute, and the
+    /// relationships (but `linkedByGroups`, the importer's groups), inserting their destinations
+    /// (Docs/scenarios.md "A model from a file"). Nothing for the other models. Call on the object's queue.
+    func seed(_ object: ManagedObject, key: Int64, linkedByGroups: String?, rng: inout SeededGenerator) throws {
+        guard let seeds else { return }
+        var skipping = Set(importedFields.map(\.0))
+        if let idKey { skipping.insert(idKey) }
+        if let linkedByGroups { skipping.insert(linkedByGroups) }
+        try seeds.fill(object, number: key, skipping: skipping, numbers: seedNumbers, rng: &rng)
     }
 
     /// The value of ``value(for:field:actor:op:rng:)`` for a given spec.
