@@ -66,7 +66,7 @@ let package = Package(
         .executableTarget(name: "ambar-calibrate", dependencies: ["TraceReplay", "TraceReplayCoreData"]),
         .target(
             name: "Workbench",
-            dependencies: ["Ambar", "ObjectGraph", "TraceReplay", "SeededRandom"] + jemalloc + [
+            dependencies: ["Ambar", "ObjectGraph", "XcodeModel", "TraceReplay", "SeededRandom"] + jemalloc + [
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "CSV", package: "CSV.swift"),

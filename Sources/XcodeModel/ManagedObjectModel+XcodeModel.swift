@@ -31,7 +31,7 @@ extension ManagedObjectModel {
 extension XcodeModelReading {
     /// `error`, refused by a model built from ``model``, with the file and line of the entity or property it names:
     /// each version is built alone to find the one at fault (the error does not say).
-    func locate(_ error: ModelError, classes: [String: ManagedObject.Type], at url: URL) -> XcodeModelError {
+    public func locate(_ error: ModelError, classes: [String: ManagedObject.Type], at url: URL) -> XcodeModelError {
         let versions = model.versions ?? [ModelFile.Version(name: "", entities: model.entities)]
         for version in versions {
             do { _ = try ManagedObjectModel(file: ModelFile(entities: version.entities), classes: classes) } catch let found as ModelError {

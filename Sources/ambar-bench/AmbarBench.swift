@@ -169,6 +169,7 @@ struct Validate: ParsableCommand {
             for file in files {
                 let loaded = try ScenarioLoader.load(file: file, overrides: p)
                 print("\(file): ok (\(loaded.variants.count) variant run(s))")
+                for line in loaded.variants.first?.model.skipped ?? [] { print("  \(line)") }
             }
             return 0
         }

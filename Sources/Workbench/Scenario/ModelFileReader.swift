@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import XcodeModel
 
 /// Reads the model file a scenario names (`model: App.json`, or `model: { file: App.json }`; Docs/scenarios.md
 /// "A model from a file") into a ``ModelFile``: the one place the workbench turns a path into a model, whatever the
@@ -43,10 +44,17 @@ enum ModelFileReader {
         return folder.isEmpty ? path : (folder as NSString).appendingPathComponent(path)
     }
 
+    /// A model file read: the model, and what an Xcode model has that the library leaves out (each with its file
+    /// and line; empty for JSON and YAML).
+    struct Reading {
+        var file: ModelFile
+        var skipped: [String] = []
+    }
+
     /// The model at `path` (already resolved), checked as ObjectGraph loads it: with `versions`, each version's
     /// entities and the `current` one named among them.
     /// - Throws: ``Failure`` saying what the path is instead (missing, a folder, not a model) and where in it.
-    static func read(_ path: String) throws -> ModelFile {
+    static func read(_ path: String) throws -> Reading {
         guard let format = format(of: path) else {
             throw Failure("\(path) is not a model file: give a .json, .yaml, .xcdatamodeld or .xcdatamodel path")
         }
@@ -59,21 +67,28 @@ enum ModelFileReader {
             }
             file = try decode(text, format: format, path: path)
         case .xcode:
-            file = try readXcodeModel(path)
+            return try readXcodeModel(path)
         }
         do { _ = try ManagedObjectModel(file: file) } catch let error as ModelError {
             throw Failure("\(path): \(error.description)")
         }
-        return file
+        return Reading(file: file)
     }
 
     /// An Xcode model (a `.xcdatamodeld` bundle or one `.xcdatamodel` folder) as a ``ModelFile`` with its versions
-    /// and `current` one, read by the XcodeModel target (Docs/bring-your-own-app.md). Without that target in the
-    /// build, a clear refusal: this function is the one place its reader is called from.
-    static func readXcodeModel(_ path: String) throws -> ModelFile {
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { throw Failure("\(path): no such model") }
-        throw Failure("\(path): Xcode models need the XcodeModel reader, which this build does not have: give the model as a .json or .yaml model file")
+    /// and `current` one, read by the XcodeModel target (Docs/coredata-behaviour.md §15); a model ObjectGraph
+    /// refuses is refused with the `contents` file and line of the entity or property at fault.
+    static func readXcodeModel(_ path: String) throws -> Reading {
+        let url = URL(fileURLWithPath: path)
+        do {
+            let reading = try XcodeModelReader.read(at: url)
+            do { _ = try ManagedObjectModel(file: reading.model) } catch let error as ModelError {
+                throw reading.locate(error, classes: [:], at: url)
+            }
+            return Reading(file: reading.model, skipped: reading.skipped.map(\.description))
+        } catch let error as XcodeModelError {
+            throw Failure(error.description)
+        }
     }
 
     /// A JSON or YAML model file's text as a ``ModelFile``.

@@ -56,6 +56,9 @@ public struct ModelSpec: Sendable, Codable, Equatable {
     public var versions: [ModelFile.Version] = []
     /// The version of the model file the store is made with (``entities`` holds its entities).
     public var version: String? = nil
+    /// What an Xcode model file has that the library leaves out (fetched properties, fetch request templates…),
+    /// each with its file and line: `ambar-bench validate` lists them. Nil when nothing was left out.
+    public var skipped: [String]? = nil
     /// How every property of a new record is filled, for a model from a file; nil for the others, whose records get
     /// `fields` and `values` only.
     var seeds: SeedPlan? = nil

@@ -438,12 +438,14 @@ struct Reader {
     /// A model file (`model: App.json`, `model.file`): the version the store is made with (the file's first, or
     /// `version`), and the file's versions for a migrator. A path is relative to the scenario file's folder.
     func useModelFile(_ path: String, at node: Node, version: Node?, in spec: inout ModelSpec) throws {
-        let loaded: ModelFile
-        do { loaded = try ModelFileReader.read(ModelFileReader.resolve(path, relativeTo: file)) } catch let failure as ModelFileReader.Failure {
+        let reading: ModelFileReader.Reading
+        do { reading = try ModelFileReader.read(ModelFileReader.resolve(path, relativeTo: file)) } catch let failure as ModelFileReader.Failure {
             throw fail(node, "cannot use the model file: \(failure)")
         }
+        let loaded = reading.file
         spec.name = nil
         spec.file = path
+        spec.skipped = reading.skipped.isEmpty ? nil : reading.skipped
         spec.fields = []
         guard let versions = loaded.versions, !versions.isEmpty else {
             if let version { throw fail(version, "\(path) has no versions: leave version out") }
@@ -562,7 +564,9 @@ struct Reader {
         }
         if let n = child(node, "sortKey") {
             spec.sortKey = try string(n)
-        } else if spec.idKey == nil {
+        } else if let idKey = spec.idKey {
+            spec.sortKey = idKey
+        } else {
             spec.sortKey = spec.fields.first ?? (entityAttributes.first?.name ?? "")
         }
         for f in spec.fields where attributes[f] == nil {
