@@ -311,6 +311,24 @@ import Testing
         }
     }
 
+    @Test("A did-save merge brings another context's new order to a loaded owner (§12.4)")
+    func didSaveMergeBringsOrder() throws {
+        let stack = try Self.stack()
+        let id = try Self.seed(stack, tracks: 3)
+        let receiver = stack.context()
+        try receiver.performAndWait { _ = try Self.titles(try receiver.existingObject(with: id)) }
+        let saver = stack.context()
+        let saved = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: saver)
+        try saver.performAndWait {
+            try saver.existingObject(with: id).moveObject(at: 0, to: 2, inRelationship: "tracks")
+            try saver.save()
+        }
+        let note = try #require(saved.notes.first)
+        receiver.performAndWait { receiver.mergeChanges(fromContextDidSave: note) }
+        let merged = try receiver.performAndWait { try Self.titles(try receiver.existingObject(with: id)) }
+        #expect(merged == ["t2", "t3", "t1"])
+    }
+
     @Test("A refresh with merge of a changed owner takes the store's new members and keeps the local order (§12.4)")
     func refreshKeepsLocalOrder() throws {
         let stack = try Self.stack()

@@ -235,7 +235,9 @@ extension ManagedObject {
                 switch value {
                 case nil: ordered = []
                 case let array as [ManagedObject]: ordered = array
-                case let set as Set<ManagedObject>: ordered = ToManyState.sorted(set.map(\.objectID)).compactMap { id in set.first { $0.objectID == id } }
+                case let set as Set<ManagedObject>:
+                    let byID = Dictionary(set.map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
+                    ordered = ToManyState.sorted(byID.keys).compactMap { byID[$0] }
                 default: throw typeError(key, value, expected: "an array of managed objects")
                 }
                 return try setOrderedToMany(index: index, key: key, objects: ordered)
