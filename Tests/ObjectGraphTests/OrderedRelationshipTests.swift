@@ -72,7 +72,7 @@ import Testing
         #expect(try ManagedObjectModel(file: ModelFile(entities: entities)).versionHash == unordered.versionHash)
     }
 
-    @Test("An ordered to-one is refused at model load, naming the entity and relationship (§12.1)")
+    @Test("An ordered to-one, or an ordered transient relationship, is refused at model load, naming the entity and relationship (§12.1)")
     func orderedToOneRefused() throws {
         var entities = Self.entities()
         entities[1].relationships![0].ordered = true
@@ -80,6 +80,12 @@ import Testing
             guard let error = error as? ModelError else { return false }
             return error.entity == "Track" && error.property == "playlist" && error.description.contains("cannot be ordered")
         }
+        // A transient relationship keeps no order either: it is never stored.
+        let transient = [
+            EntityDescription(name: "A", relationships: [RelationshipDescription(name: "bs", destination: "B", inverse: "a", toMany: true, isTransient: true, isOrdered: true)]),
+            EntityDescription(name: "B", relationships: [RelationshipDescription(name: "a", destination: "A", inverse: "bs", isTransient: true)]),
+        ]
+        #expect { try ManagedObjectModel(entities: transient) } throws: { ($0 as? ModelError)?.property == "bs" }
     }
 
     // MARK: §12.2 Storage
@@ -268,6 +274,41 @@ import Testing
             let pin = try #require(board.orderedObjects(forRelationship: "pins").first)
             #expect((pin.value(forKey: "boards") as? Set<ManagedObject>) == [board])
         }
+    }
+
+    @Test("A many-to-many ordered on both sides keeps one order column per side, each side's order its own (§12.2)")
+    func manyToManyOrderedBothSides() throws {
+        let model = try ManagedObjectModel(entities: [
+            EntityDescription(name: "Doc", attributes: [AttributeDescription(name: "title", type: .string)],
+                              relationships: [RelationshipDescription(name: "parts", destination: "Part", inverse: "docs", toMany: true, isOrdered: true)]),
+            EntityDescription(name: "Part", attributes: [AttributeDescription(name: "title", type: .string)],
+                              relationships: [RelationshipDescription(name: "docs", destination: "Doc", inverse: "parts", toMany: true, isOrdered: true)]),
+        ])
+        let stack = try TestStack(model: model)
+        let ctx = stack.context()
+        let (docID, partID) = try ctx.performAndWait {
+            let make = { (entity: String, title: String) -> ManagedObject in
+                let o = ManagedObject(entity: model.entity(named: entity)!, insertInto: ctx)
+                try? o.setValue(title, forKey: "title")
+                return o
+            }
+            let (d1, d2) = (make("Doc", "d1"), make("Doc", "d2"))
+            let (p1, p2) = (make("Part", "p1"), make("Part", "p2"))
+            try d1.setValue([p2, p1], forKey: "parts")
+            try d2.setValue([p1], forKey: "parts")  // p1.docs: d1 then d2, appended from the inverse side
+            try p1.moveObject(at: 1, to: 0, inRelationship: "docs")
+            try ctx.save()
+            return (d1.objectID, p1.objectID)
+        }
+        let doc = model.entity(named: "Doc")!, part = model.entity(named: "Part")!
+        let columns = try slCLI(stack.url.path, "SELECT group_concat(name, ',') FROM pragma_table_info('Z_\(doc.entityNumber)PARTS')")
+        #expect(columns == "Z_\(doc.entityNumber)DOCS,Z_\(part.entityNumber)PARTS,Z_FOK_\(part.entityNumber)PARTS,Z_FOK_\(doc.entityNumber)DOCS")
+        let other = stack.context(try stack.secondCoordinator())
+        let read = try other.performAndWait {
+            (try Self.titles(try other.existingObject(with: docID), "parts"), try Self.titles(try other.existingObject(with: partID), "docs"))
+        }
+        #expect(read.0 == ["p2", "p1"])
+        #expect(read.1 == ["d2", "d1"])
     }
 
     @Test("A child context's save carries the order to its parent and on to the store (§12.4)")
