@@ -42,6 +42,8 @@ public enum CoreDataModelBuilder {
                 rel.isTransient = r.transient ?? false
                 rel.minCount = r.minCount ?? 0
                 rel.maxCount = (r.toMany ?? false) ? (r.maxCount ?? 0) : 1
+                // Docs/coredata-behaviour.md §12.1: an ordered to-many holds an NSOrderedSet.
+                rel.isOrdered = (r.toMany ?? false) && (r.ordered ?? false)
                 switch r.deleteRule ?? .nullify {
                 case .nullify: rel.deleteRule = .nullifyDeleteRule
                 case .cascade: rel.deleteRule = .cascadeDeleteRule

@@ -382,7 +382,12 @@ extension ManagedObjectContext {
                 let byID = Dictionary(members.map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
                 for source in sources {
                     let ids = bySource[source.objectID] ?? []
-                    source.installToMany(index, stored: ids)
+                    if relationship.isOrdered {
+                        // §12.2: the rows carry no place; each owner's order is one query of its order column.
+                        source.installToMany(index, storedOrder: try coordinator.relatedIDs(of: source.objectID, relationship: relationship, generation: try readGeneration()))
+                    } else {
+                        source.installToMany(index, stored: ids)
+                    }
                     source.hold(many: ids.compactMap { byID[$0] }, at: ManagedObject.heldToManyOffset + index)
                 }
             default:

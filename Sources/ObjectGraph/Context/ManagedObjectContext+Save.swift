@@ -291,6 +291,7 @@ extension ManagedObjectContext {
         // object in a large save).
         func addJoinChanges(_ object: ManagedObject) {
             guard !object.isDeletedFlag && !object.toMany.isEmpty else { return }
+            if object.entity.hasOrderedToMany { addOrderChanges(object) }
             for (index, state) in object.toMany.enumerated() {
                 guard let state, state.isChanged else { continue }
                 let relationship = object.entity.toManyRelationships[index]
@@ -303,6 +304,15 @@ extension ManagedObjectContext {
                 for id in state.original.subtracting(state.current) {
                     request.joinChanges.append(.init(entity: object.entity, relationship: relationship, source: object.objectID, destination: id, isInsert: false))
                 }
+            }
+        }
+        // Docs/coredata-behaviour.md §12.4: an ordered relationship whose members or order changed sends its
+        // members in order; the store writes the places that differ from those it holds.
+        func addOrderChanges(_ object: ManagedObject) {
+            for (index, state) in object.toMany.enumerated() {
+                guard let state, let order = state.order, state.isChanged else { continue }
+                let relationship = object.entity.toManyRelationships[index]
+                request.orderChanges.append(.init(entity: object.entity, relationship: relationship, source: object.objectID, members: order.current))
             }
         }
         // In insertion order (temporary IDs count up), so permanent IDs follow it and the same workload gives
@@ -506,7 +516,7 @@ extension ManagedObjectContext {
         object.pendingToMany = nil  // saved: the destinations' foreign keys hold these changes now
         for i in object.toMany.indices {
             if var state = object.toMany[i] {
-                state.original = state.current
+                state.settle()
                 object.toMany[i] = state
             }
         }
@@ -583,13 +593,17 @@ extension ManagedObjectContext {
             var values: [PropertyValue]
             var changedSlots: SlotSet
             var toMany: [Set<ManagedObjectID>?]
+            /// §12.4: the order of each pushed ordered relationship; nil for an entity without them.
+            var orders: [[ManagedObjectID]?]?
             var transients: [PropertyValue]
             var transientsChanged: Bool
             var transientLinks: [Set<ManagedObjectID>]
         }
         func change(_ o: ManagedObject) -> Change {
             Change(id: o.objectID, original: o.original, values: o.values, changedSlots: o.changedSlots,
-                   toMany: o.toMany.map { s in s.flatMap { $0.isChanged || o.isInsertedFlag ? $0.current : nil } }, transients: o.transients,
+                   toMany: o.toMany.map { s in s.flatMap { $0.isChanged || o.isInsertedFlag ? $0.current : nil } },
+                   orders: o.entity.hasOrderedToMany ? o.toMany.map { s in s.flatMap { $0.isChanged || o.isInsertedFlag ? $0.order?.current : nil } } : nil,
+                   transients: o.transients,
                    transientsChanged: o.transientsChanged, transientLinks: o.transientLinks)
         }
         let insertChanges = inserted.map(change)
@@ -621,6 +635,9 @@ extension ManagedObjectContext {
                 object.transients = c.transients
                 object.transientLinks = c.transientLinks  // Rule 21.2: transient relationships go up too
                 for (i, ids) in c.toMany.enumerated() { if let ids { object.toMany[i] = .init(current: ids, original: []) } }
+                if let orders = c.orders {
+                    for (i, order) in orders.enumerated() { if let order { object.toMany[i]?.order = .init(current: order, original: []) } }
+                }
             }
             for c in updateChanges {
                 let object = parent.object(with: c.id)
@@ -636,6 +653,7 @@ extension ManagedObjectContext {
                     guard let ids else { continue }
                     if object.toMany[i] == nil { try parent.fulfillToMany(object, index: i) }
                     object.setToManyIDs(i, ids)
+                    if let order = c.orders?[i] { object.setOrderedIDs(i, order) }
                 }
                 // Semantics §2.2 (Rule 4): transient values go up too; a transient change alone updates
                 // the parent's object as it did the child's.

@@ -123,6 +123,10 @@ extension ManagedObjectContext {
         if object.isFaultFlag != (state.values == nil) { return false }
         if let values = state.values, values != object.values { return false }
         for i in object.toMany.indices where object.toMany[i]?.current != state.toMany[i]?.current { return false }
+        // Docs/coredata-behaviour.md §12.4: a change of order alone is an undoable change.
+        if object.entity.hasOrderedToMany {
+            for i in object.toMany.indices where object.toMany[i]?.order?.current != state.toMany[i]?.order?.current { return false }
+        }
         if (object.pendingToMany == nil) != (state.pendingToMany == nil) { return false }
         return object.pendingToMany == nil
     }
@@ -249,8 +253,11 @@ extension ManagedObjectContext {
         }
         for i in object.toMany.indices {
             let target: Set<ManagedObjectID>
+            // §12.4: undo puts an ordered relationship's order back with its members.
+            var targetOrder: [ManagedObjectID]?
             if let recorded = state.toMany[i] {
                 target = recorded.current
+                targetOrder = recorded.order?.current
             } else if let loaded = object.toMany[i] {
                 var base = loaded.original
                 if let log = state.pendingToMany, i < log.count { log[i].apply(to: &base) }
@@ -270,6 +277,7 @@ extension ManagedObjectContext {
             if object.toMany[i] == nil { _ = try? object.relatedIDs(i) }
             guard var loaded = object.toMany[i] else { continue }
             loaded.current = target
+            if let targetOrder, loaded.order != nil { loaded.order!.current = targetOrder } else { loaded.reconcileOrder() }
             object.toMany[i] = loaded
             object.heldObjects?.prune(toMany: ManagedObject.heldToManyOffset + i) { target.contains($0) }
         }

@@ -682,6 +682,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     }
 
     func fulfillToMany(_ object: ManagedObject, index: Int) throws {
+        if object.entity.hasOrderedToMany, object.entity.toManyIsOrdered[index] { return try fulfillOrderedToMany(object, index: index) }
         let relationship = object.entity.toManyRelationships[index]
         let ids: Set<ManagedObjectID>
         if let parent {
@@ -693,6 +694,32 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         }
         Probe.count(.relationshipFaultFired(self))
         object.installToMany(index, stored: ids)
+    }
+
+    /// Docs/coredata-behaviour.md §12.2: an ordered relationship's fault reads its members in order, from the
+    /// store's order column or from the parent's loaded order.
+    private func fulfillOrderedToMany(_ object: ManagedObject, index: Int) throws {
+        let ids: [ManagedObjectID]
+        if let parent {
+            ids = try parent.performAndWait { parent.childReadHook?(); return try parent.orderedToManyForChild(object.objectID, index: index) }
+        } else if object.objectID.isTemporaryID || persistentStoreCoordinator == nil {
+            ids = []
+        } else {
+            ids = try persistentStoreCoordinator!.relatedIDs(of: object.objectID, relationship: object.entity.toManyRelationships[index], generation: try readGeneration())
+        }
+        Probe.count(.relationshipFaultFired(self))
+        object.installToMany(index, storedOrder: ids)
+    }
+
+    func orderedToManyForChild(_ id: ManagedObjectID, index: Int) throws -> [ManagedObjectID] {
+        let id = servingChild(id)
+        if let object = registry[id] {
+            _ = try object.relatedIDs(index)
+            return object.toMany[index]?.ordered ?? []
+        }
+        if let parent { return try parent.performAndWait { parent.childReadHook?(); return try parent.orderedToManyForChild(id, index: index) } }
+        guard !id.isTemporaryID, let coordinator = persistentStoreCoordinator else { return [] }
+        return try coordinator.relatedIDs(of: id, relationship: id.entity.toManyRelationships[index], generation: try readGeneration())
     }
 
     func toManyForChild(_ id: ManagedObjectID, index: Int) throws -> Set<ManagedObjectID> {
@@ -762,6 +789,10 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             guard let s, s.isChanged else { return nil }
             return (i, s.current.subtracting(s.original), s.original.subtracting(s.current))
         }
+        let localOrders = !object.entity.hasOrderedToMany ? [] : object.toMany.enumerated().compactMap { i, s -> (Int, ManagedObject.ToManyState.Order)? in
+            guard let order = s?.order, order.current != order.original else { return nil }
+            return (i, order)
+        }
         guard let row = try? rowForFault(object.objectID) else { return }
         object.fill(from: row)
         for i in object.toMany.indices { object.toMany[i] = nil }
@@ -769,6 +800,12 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         for (index, added, removed) in localToMany {
             let base = (try? object.relatedIDs(index)) ?? []
             object.setToManyIDs(index, base.union(added).subtracting(removed))
+        }
+        // Docs/coredata-behaviour.md §12.4: a local order is kept over the store's, as a local value is.
+        for (index, order) in localOrders {
+            guard let state = object.toMany[index], let stored = state.order else { continue }
+            let merged = MergePolicy.mergedOrder(order, external: stored.original, members: state.current, localWins: true)
+            object.setOrderedIDs(index, merged.current)
         }
         noteChange(object)
     }
@@ -972,6 +1009,11 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             if named(state.current) || (includingSnapshot && named(state.original)) {
                 state.current = Set(state.current.map { mapping[$0] ?? $0 })
                 state.original = Set(state.original.map { mapping[$0] ?? $0 })
+                if var order = state.order {
+                    order.current = order.current.map { mapping[$0] ?? $0 }
+                    order.original = order.original.map { mapping[$0] ?? $0 }
+                    state.order = order
+                }
                 object.toMany[i] = state
             }
         }

@@ -223,7 +223,9 @@ extension PersistentStoreCoordinator {
             }
         }
 
-        let (outcome, token) = try withStore { store in (try store.save(request), store.lastHistoryToken) }
+        let (outcome, token, orderRows) = try withStore { store in
+            (try store.save(request), store.lastHistoryToken, request.orderChanges.isEmpty ? 0 : store.orderRowsWritten)
+        }
         switch outcome {
         case .committed(let newIDs, let insertIDs):
             // Values keep their array (no copy) unless they refer to an object this save gave a permanent ID;
@@ -261,7 +263,7 @@ extension PersistentStoreCoordinator {
             count {
                 $0.saves += 1
                 $0.rowsInserted += request.inserts.count
-                $0.rowsUpdated += request.updates.count
+                $0.rowsUpdated += request.updates.count + orderRows
                 $0.rowsDeleted += request.deletes.count
             }
 
@@ -342,7 +344,28 @@ struct StoreRowSubject: PredicateSubject {
     /// against their own entity. The SQLite store's translation refuses such keys whatever it holds.
     static func checkKeys(of request: FetchRequest, in entity: EntityDescription) throws {
         for path in request.predicate?.plainKeyPaths ?? [] { try checkKeyPath(path[...], in: entity) }
-        for sort in request.sortDescriptors { try checkKeyPath(sort.key.split(separator: ".")[...], in: entity) }
+        for sort in request.sortDescriptors {
+            try checkKeyPath(sort.key.split(separator: ".")[...], in: entity)
+            try checkSortKey(sort.key, in: entity)
+        }
+    }
+
+    /// Docs/coredata-behaviour.md §12.6: a sort needs one value per object, so a sort key that names or passes
+    /// through a to-many relationship (an ordered one included: its order is not a sortable key) is refused, as
+    /// Core Data refuses it ("to-many key not allowed here").
+    static func checkSortKey(_ key: String, in entity: EntityDescription) throws {
+        var current = entity
+        for part in key.split(separator: ".") {
+            switch current.propertiesByName[String(part)] {
+            case .toMany?:
+                throw ObjectGraphError(.invalidFetchRequest, "to-many key not allowed here: the sort key \(key) passes through the to-many relationship \(current.name).\(part)",
+                                       entity: entity.name, property: key)
+            case .toOne?:
+                guard let next = current.destinationEntity(ofRelationship: String(part)) else { return }
+                current = next
+            default: return
+            }
+        }
     }
 
     /// The keys ``resolve(_:)`` looks up along `path`: each one through the relationships before it.

@@ -175,7 +175,8 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {  // immut
             guard let state = object.toMany[index] else { continue }
             let relationship = object.entity.toManyRelationships[index]
             guard let coordinator = context.persistentStoreCoordinator else { continue }
-            let external = Set(try coordinator.relatedIDs(of: object.objectID, relationship: relationship))
+            let externalOrder = try coordinator.relatedIDs(of: object.objectID, relationship: relationship)
+            let external = Set(externalOrder)
             let base = state.original
             let merged: Set<ManagedObjectID>
             if !localWins {
@@ -183,8 +184,22 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {  // immut
             } else {
                 merged = external.union(state.current.subtracting(base)).subtracting(base.subtracting(state.current))
             }
-            object.toMany[index] = ManagedObject.ToManyState(current: merged, original: external)
+            var next = ManagedObject.ToManyState(current: merged, original: external)
+            if let order = state.order { next.order = Self.mergedOrder(order, external: externalOrder, members: merged, localWins: localWins) }
+            object.toMany[index] = next
         }
+    }
+
+    /// Docs/coredata-behaviour.md §12.4: an ordered relationship's order is a property of its own. The side that
+    /// wins takes its order when it changed it (the object's side under ObjectTrump, the store's under StoreTrump);
+    /// when only the other side changed it, that side's order holds. Members the other side added follow, in its order.
+    static func mergedOrder(_ order: ManagedObject.ToManyState.Order, external: [ManagedObjectID], members: Set<ManagedObjectID>, localWins: Bool) -> ManagedObject.ToManyState.Order {
+        let localChanged = order.current != order.original, externalChanged = external != order.original
+        let preferLocal = localWins ? localChanged || !externalChanged : localChanged && !externalChanged
+        let (first, second) = preferLocal ? (order.current, external) : (external, order.current)
+        var seen = Set<ManagedObjectID>()
+        let merged = (first + second).filter { members.contains($0) && seen.insert($0).inserted }
+        return .init(current: merged, original: external)
     }
 
     // MARK: Constraints

@@ -102,13 +102,18 @@ public struct RelationshipDescription: Sendable, Hashable {
     /// Whether the relationship is transient (Rule 21.2): held by the objects, never stored; its inverse
     /// must be transient too.
     public var isTransient: Bool
+    /// Whether a to-many relationship keeps its destinations in an order (`isOrdered`, Core Data's
+    /// `NSOrderedSet` relationships: Docs/coredata-behaviour.md §12). A model refuses it on a to-one.
+    public var isOrdered: Bool
 
     /// Creates a relationship description.
     public init(
         name: String, destination: String, inverse: String, toMany: Bool = false, isOptional: Bool = true,
-        deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0, isTransient: Bool = false
+        deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0, isTransient: Bool = false,
+        isOrdered: Bool = false
     ) {
         self.isTransient = isTransient
+        self.isOrdered = isOrdered
         self.name = name
         self.destinationEntityName = destination
         self.inverseName = inverse

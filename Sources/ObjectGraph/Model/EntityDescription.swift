@@ -101,6 +101,10 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     @exclusivity(unchecked) private(set) var columnNames: [String] = []
     @exclusivity(unchecked) private(set) var transientAttributes: [AttributeDescription] = []
     @exclusivity(unchecked) private(set) var toManyRelationships: [RelationshipDescription] = []
+    /// Per to-many index, whether the relationship is ordered (Docs/coredata-behaviour.md §12); and whether any is,
+    /// so that an entity without ordered relationships skips every step that keeps an order.
+    @exclusivity(unchecked) private(set) var toManyIsOrdered: [Bool] = []
+    @exclusivity(unchecked) private(set) var hasOrderedToMany = false
     @exclusivity(unchecked) private(set) var propertiesByName: [String: PropertyRef] = [:]
     /// The attribute type of each slot (nil for a to-one), so hot paths need not copy the slot's description.
     @exclusivity(unchecked) private(set) var slotAttributeTypes: [AttributeType?] = []
@@ -354,6 +358,10 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     private func layOutRelationships(_ layout: inout PropertyLayout) throws {
         for relationship in declaredRelationships {
             try claim(relationship.name, in: &layout)
+            // §12.1 (inferred): only a to-many has an order to keep; Xcode offers "Ordered" for to-many only.
+            if relationship.isOrdered, !relationship.isToMany {
+                throw ModelError(entity: name, property: relationship.name, "'\(relationship.name)' is a to-one relationship, which cannot be ordered (only a to-many keeps an order)")
+            }
             if relationship.isToMany {
                 layout.byName[relationship.name] = .toMany(index: layout.toMany.count)
                 layout.toMany.append(relationship)
@@ -365,6 +373,9 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         let inheritedTransientRelationships = superentity?.transientRelationships.count ?? 0
         for (index, relationship) in declaredTransientRelationships.enumerated() {
             try claim(relationship.name, in: &layout)
+            if relationship.isOrdered {
+                throw ModelError(entity: name, property: relationship.name, "'\(relationship.name)' is transient; an ordered relationship must be stored (Docs/coredata-behaviour.md §12.1)")
+            }
             layout.byName[relationship.name] = .transientRelationship(index: inheritedTransientRelationships + index)
         }
     }
@@ -400,6 +411,8 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.entityColumns = slots.map { _ in nil }
         self.transientAttributes = transients
         self.toManyRelationships = toMany
+        self.toManyIsOrdered = toMany.map(\.isOrdered)
+        self.hasOrderedToMany = toMany.contains(where: \.isOrdered)
         self.propertiesByName = byName
         self.slotAttributeTypes = slots.map { if case .attribute(let a) = $0 { return a.type } else { return nil } }
         self.propertyList = (attributes.map(\.name) + relationships.map(\.name) + transientRelationships.map(\.name)).compactMap { name in byName[name].map { (name, $0) } }
@@ -413,7 +426,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.insertTemplate = InsertTemplate(
             values: insertValues,
             changedSlots: SlotSet(insertValues.indices.filter { !insertValues[$0].isNull }),
-            toMany: toMany.map { _ in ManagedObject.ToManyState(current: [], original: []) },
+            toMany: toMany.map { ManagedObject.ToManyState(current: [], original: [], ordered: $0.isOrdered) },
             transients: transients.map { $0.defaultValue.converted(to: $0.type) ?? .null })
     }
 

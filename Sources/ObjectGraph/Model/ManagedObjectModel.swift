@@ -185,6 +185,9 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
     /// Whether a store stamped with `hash` can be opened with this model.
     public func isConfiguration(compatibleWithVersionHash hash: String) -> Bool { hash == versionHash }
 
+    /// Whether any entity has an ordered to-many relationship (Docs/coredata-behaviour.md §12).
+    var hasOrderedRelationships: Bool { entities.contains { $0.hasOrderedToMany } }
+
     // FNV-1a over a canonical text of everything that affects the tables, so the hash is stable across
     // processes and platforms (Swift's Hasher is seeded per process). Indexes (`isIndexed`, fetch indexes) are
     // left out, as Core Data leaves them out of the entity's version hash (Docs/coredata-behaviour.md §4.1).
@@ -199,6 +202,8 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
             for a in entity.declaredAttributes where !a.isTransient { text += "A:\(a.name):\(a.type.rawValue);" }
             for r in entity.declaredRelationships {
                 text += "R:\(r.name):\(r.destinationEntityName):\(r.inverseName):\(r.isToMany);"
+                // Written only when set, so a model without ordered relationships keeps its hash (§12.1).
+                if r.isOrdered { text += "O;" }
             }
             for c in entity.declaredUniquenessConstraints { text += "U:\(c.joined(separator: ","));" }
         }

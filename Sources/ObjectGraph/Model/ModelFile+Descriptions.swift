@@ -42,7 +42,7 @@ extension ModelFile.Relationship {
         var relationship = RelationshipDescription(
             name: name, destination: destination, inverse: inverse, toMany: toMany ?? false,
             isOptional: optional ?? true, deleteRule: deleteRule ?? .nullify, minCount: minCount ?? 0,
-            maxCount: maxCount ?? 0, isTransient: transient ?? false)
+            maxCount: maxCount ?? 0, isTransient: transient ?? false, isOrdered: ordered ?? false)
         relationship.renamingIdentifier = renamingIdentifier
         return relationship
     }

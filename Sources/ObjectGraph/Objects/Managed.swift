@@ -221,6 +221,8 @@ enum ManagedValueBridge<Value> {
         }
         if let value = raw as? Value { return value }
         if let set = raw as? Set<ManagedObject>, let typed = castSet(set) { return typed }
+        // An ordered relationship reads as an array (Docs/coredata-behaviour.md §12.3): `[Sub]`, or a set of it.
+        if let array = raw as? [ManagedObject], let typed = (array as Any) as? Value ?? bridgeSet(array) { return typed }
         if raw == nil, let none = Optional<Any>.none as? Value { return none }
         preconditionFailure("cannot read \(String(describing: raw)) as \(Value.self)")
     }
@@ -231,6 +233,7 @@ enum ManagedValueBridge<Value> {
         // A to-one's object: no reflection (Mirror) on the import hot path.
         if let object = value as? ManagedObject { return object }
         if let set = value as? any ManagedObjectSetInitializable { return Set(set.managedObjects) }
+        if let array = value as? [ManagedObject] { return array }
         let mirror = Mirror(reflecting: value)
         if mirror.displayStyle == .optional {
             return mirror.children.first?.value

@@ -78,6 +78,7 @@ extension ManagedObject {
             try materialize()
             return toOneObject(slot)
         case .toMany(let index):
+            if entity.hasOrderedToMany, entity.toManyIsOrdered[index] { return try orderedObjects(index) }
             let ids = try relatedIDs(index)
             guard let context = managedObjectContext else { return Set<ManagedObject>() }
             let key = Self.heldToManyOffset + index
@@ -228,6 +229,19 @@ extension ManagedObject {
             }
             try setToOne(slot: slot, key: key, target: target)
         case .toMany(let index):
+            if entity.hasOrderedToMany, entity.toManyIsOrdered[index] {
+                // §12.3: an array sets the order; a set, members in a stable order (no order to keep).
+                let ordered: [ManagedObject]
+                switch value {
+                case nil: ordered = []
+                case let array as [ManagedObject]: ordered = array
+                case let set as Set<ManagedObject>:
+                    let byID = Dictionary(set.map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
+                    ordered = ToManyState.sorted(byID.keys).compactMap { byID[$0] }
+                default: throw typeError(key, value, expected: "an array of managed objects")
+                }
+                return try setOrderedToMany(index: index, key: key, objects: ordered)
+            }
             let targets: Set<ManagedObject>
             switch value {
             case nil: targets = []
@@ -459,6 +473,16 @@ extension ManagedObject {
         }
     }
 
+    /// Sets an ordered relationship to `objects` in that order, keeping the inverses (§12.3): an object given
+    /// twice keeps its first place, as an `NSOrderedSet` does.
+    func setOrderedToMany(index: Int, key: String, objects: [ManagedObject]) throws {
+        var seen = Set<ManagedObjectID>()
+        let unique = objects.filter { seen.insert($0.objectID).inserted }
+        try setToMany(index: index, key: key, targets: Set(unique))
+        setOrderedIDs(index, unique.map(\.objectID))
+        hold(many: unique, at: Self.heldToManyOffset + index)
+    }
+
     private func setToMany(index: Int, key: String, targets: Set<ManagedObject>) throws {
         for t in targets { try checkSameContext(t, key) }
         let current = try relatedIDs(index)
@@ -501,11 +525,25 @@ extension ManagedObject {
             guard state.current != ids else { return }
             withContext { $0.noteWillChange(self) }
             state.current = ids
+            state.reconcileOrder()
             toMany[index] = state
         } else {
-            toMany[index] = ToManyState(current: ids, original: ids)
+            toMany[index] = entity.hasOrderedToMany && entity.toManyIsOrdered[index]
+                ? ToManyState(stored: ToManyState.sorted(ids)) : ToManyState(current: ids, original: ids)
             return
         }
+        withContext { $0.noteChange(self) }
+    }
+
+    /// Sets a loaded ordered relationship's members in order (Docs/coredata-behaviour.md §12.3): a change of order
+    /// alone is a change of the object. `ids` holds no ID twice.
+    func setOrderedIDs(_ index: Int, _ ids: [ManagedObjectID]) {
+        guard var state = toMany[index], state.order != nil, state.order!.current != ids else { return }
+        let members = Set(ids)
+        if heldObjects != nil { heldObjects!.prune(toMany: Self.heldToManyOffset + index) { members.contains($0) } }
+        withContext { $0.noteWillChange(self) }
+        state.setOrdered(ids)
+        toMany[index] = state
         withContext { $0.noteChange(self) }
     }
 
@@ -552,8 +590,10 @@ extension ManagedObject {
     /// loading it; the object counts as updated, as when the relationship is loaded. Only in contexts that save
     /// to a coordinator: a child's save pushes loaded relationships to its parent.
     private func notePendingInverse(_ index: Int, _ id: ManagedObjectID, added: Bool) -> Bool {
+        // §12.4: an ordered relationship loads, so that an object added from the inverse side takes its place at
+        // the end of the order the store holds.
         guard toMany[index] == nil, !objectID.isTemporaryID, let context = managedObjectContext, context.parent == nil,
-              entity.toManyInverseIsToOne[index] else { return false }
+              entity.toManyInverseIsToOne[index], !(entity.hasOrderedToMany && entity.toManyIsOrdered[index]) else { return false }
         context.noteWillChange(self)
         if pendingToMany == nil { pendingToMany = Array(repeating: PendingToManyLog(), count: toMany.count) }
         pendingToMany![index].append(id, added: added)  // in place: the log stays uniquely referenced
@@ -571,6 +611,7 @@ extension ManagedObject {
         withContext { $0.noteWillChange(self) }
         toMany[index] = nil  // the state's set is now uniquely referenced: the change happens in place
         let changed = change(&state.current)
+        if changed, state.order != nil { state.reconcileOrder() }
         toMany[index] = state
         if changed {
             // The held objects follow the change in place (Rule 1), not dropped and listed again.
@@ -597,7 +638,9 @@ extension ManagedObject {
         }
         for (i, state) in toMany.enumerated() {
             if let state, state.isChanged, let context = managedObjectContext {
-                result[entity.toManyRelationships[i].name] = Set(state.current.map { context.object(with: $0) })
+                // §12.3: an ordered relationship's new value is its objects in order.
+                result[entity.toManyRelationships[i].name] = state.order.map { $0.current.map { context.object(with: $0) } as Any }
+                    ?? Set(state.current.map { context.object(with: $0) })
             }
         }
         return result

@@ -209,19 +209,94 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
 
     /// Loads a to-many relationship's stored IDs, with the pending inverse changes laid on top.
     func installToMany(_ index: Int, stored ids: Set<ManagedObjectID>) {
-        var state = ToManyState(current: ids, original: ids)
+        install(index, ToManyState(current: ids, original: ids))
+    }
+
+    /// Loads an ordered relationship's stored IDs in their order (Docs/coredata-behaviour.md §12.2), with the
+    /// pending inverse changes laid on top (a member added from its inverse goes at the end).
+    func installToMany(_ index: Int, storedOrder ids: [ManagedObjectID]) {
+        install(index, ToManyState(stored: ids))
+    }
+
+    private func install(_ index: Int, _ stored: ToManyState) {
+        var state = stored
         if let pending = pendingToMany, index < pending.count, !pending[index].isEmpty {
             pending[index].apply(to: &state.current)
+            state.reconcileOrder()
             pendingToMany![index] = PendingToManyLog()
             if pendingToMany!.allSatisfy(\.isEmpty) { pendingToMany = nil }
         }
         toMany[index] = state
     }
 
+    /// A loaded to-many relationship: its members, and what the store holds (semantics §1.5).
     struct ToManyState {
         var current: Set<ManagedObjectID>
         var original: Set<ManagedObjectID>
-        var isChanged: Bool { current != original }
+        /// An ordered relationship's members in order (Docs/coredata-behaviour.md §12.3); nil for an unordered
+        /// one, which keeps no order and does no work for it. `current` and `order.current` hold the same IDs.
+        var order: Order?
+
+        /// The members of an ordered relationship in order, now and as the store holds them.
+        struct Order: Equatable {
+            var current: [ManagedObjectID]
+            var original: [ManagedObjectID]
+        }
+
+        init(current: Set<ManagedObjectID>, original: Set<ManagedObjectID>) {
+            self.current = current
+            self.original = original
+        }
+
+        /// An empty state, ordered when the relationship is (an inserted object's).
+        init(current: Set<ManagedObjectID>, original: Set<ManagedObjectID>, ordered: Bool) {
+            self.init(current: current, original: original)
+            if ordered { order = Order(current: Self.sorted(current), original: Self.sorted(original)) }
+        }
+
+        /// An ordered relationship's state loaded from the store, in the store's order.
+        init(stored ids: [ManagedObjectID]) {
+            let members = Set(ids)
+            self.init(current: members, original: members)
+            order = Order(current: ids, original: ids)
+        }
+
+        /// §12.3: a change of order alone is a change of the relationship.
+        var isChanged: Bool { current != original || (order != nil && order!.current != order!.original) }
+
+        /// The members in order: an ordered relationship's order, else the IDs sorted by entity and key (a
+        /// stable order for a set).
+        var ordered: [ManagedObjectID] { order?.current ?? Self.sorted(current) }
+
+        /// IDs in a stable order (entity, then key; temporary ones after permanent ones in insertion order).
+        static func sorted<S: Sequence>(_ ids: S) -> [ManagedObjectID] where S.Element == ManagedObjectID {
+            ids.sorted { ($0.entity.entityNumber, $0.isTemporaryID ? 1 : 0, $0.key) < ($1.entity.entityNumber, $1.isTemporaryID ? 1 : 0, $1.key) }
+        }
+
+        /// Makes the order hold the members of ``current``: members that left it go, members that joined it are
+        /// appended (§12.4: an object that joins an ordered relationship from its inverse goes at the end), several
+        /// at once in ``sorted(_:)`` order. No work for an unordered relationship.
+        mutating func reconcileOrder() {
+            guard var order else { return }
+            if order.current.count == current.count, order.current.allSatisfy({ current.contains($0) }) { return }
+            var kept = Set<ManagedObjectID>()
+            order.current.removeAll { !current.contains($0) || !kept.insert($0).inserted }
+            if kept.count < current.count { order.current += Self.sorted(current.subtracting(kept)) }
+            self.order = order
+        }
+
+        /// Sets an ordered relationship's members and order at once (no work for an unordered relationship but the
+        /// members).
+        mutating func setOrdered(_ ids: [ManagedObjectID]) {
+            current = Set(ids)
+            if order != nil { order!.current = ids }
+        }
+
+        /// The state as saved: what it holds is what the store holds.
+        mutating func settle() {
+            original = current
+            if order != nil { order!.original = order!.current }
+        }
     }
 
     /// Creates an object of `entity` and inserts it into `context` (`init(entity:insertInto:)`); with a nil

@@ -86,10 +86,21 @@ struct SaveRequest {
         var isInsert: Bool
     }
 
+    /// The members of an ordered relationship whose order the save changed, in their new order
+    /// (Docs/coredata-behaviour.md §12.4): the store writes the place of each member whose stored place differs.
+    struct OrderChange {
+        var entity: EntityDescription
+        var relationship: RelationshipDescription
+        var source: ManagedObjectID
+        var members: [ManagedObjectID]
+    }
+
     var inserts: [Insert] = []
     var updates: [Update] = []
     var deletes: [Delete] = []
     var joinChanges: [JoinChange] = []
+    /// Empty in a model without ordered relationships.
+    var orderChanges: [OrderChange] = []
     /// Unchanged objects whose version is checked (`detectConflicts(for:)`).
     var locked: [(id: ManagedObjectID, version: Int64)] = []
     var author: String?
@@ -98,7 +109,7 @@ struct SaveRequest {
     /// uniqueness conflicts are resolved (semantics §1.3).
     var checkVersionsOnly = false
 
-    var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && joinChanges.isEmpty && locked.isEmpty }
+    var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && joinChanges.isEmpty && orderChanges.isEmpty && locked.isEmpty }
 }
 
 /// A row whose version in the database is not the one the save expected (layer 2, semantics §1.1).
@@ -140,6 +151,9 @@ protocol PersistentStore: AnyObject {
     /// Whether a write transaction is open (a simulated read of a store without read connections then waits: see
     /// ``PersistentStoreCoordinator/connectionPoolSize``).
     var isInTransaction: Bool { get }
+    /// The rows the last committed save wrote for places in ordered relationships (Docs/coredata-behaviour.md
+    /// §12.4); read only after a save that sent order changes.
+    var orderRowsWritten: Int { get }
 
     /// Whether the store filters, sorts and limits `fetch` itself; otherwise the coordinator does it in memory.
     func canEvaluate(_ fetch: StoreFetch) -> Bool

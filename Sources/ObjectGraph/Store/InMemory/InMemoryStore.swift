@@ -23,6 +23,18 @@ final class InMemoryStore: PersistentStore {
         var destination: Int64
     }
 
+    /// The places of ordered relationships' members (Docs/coredata-behaviour.md §12.2): by relationship (its
+    /// order column's table and name, as the SQLite store's) and owner key, each member's key and its place.
+    /// Empty in a model without ordered relationships.
+    private var places: [OrderKey: [Int64: Int64]] = [:]
+    /// The places the last save wrote (§12.4).
+    private(set) var orderRowsWritten = 0
+
+    private struct OrderKey: Hashable {
+        var column: String
+        var owner: Int64
+    }
+
     /// - Parameter coordinatorTag: the tag of the coordinator that opens it, which its IDs carry.
     init(model: ManagedObjectModel, coordinatorTag: UInt32, identifier: String = UUID().uuidString) {
         self.model = model
@@ -37,6 +49,7 @@ final class InMemoryStore: PersistentStore {
         copy.tables = tables
         copy.maxKey = maxKey
         copy.joins = joins
+        copy.places = places
         return copy
     }
 
@@ -90,7 +103,7 @@ final class InMemoryStore: PersistentStore {
             Probe.count(.inMemoryRowRead, pairs.count)
             let keys = mine ? pairs.filter { $0.owner == source.key }.map(\.destination) : pairs.filter { $0.destination == source.key }.map(\.owner)
             let members = kinds(destination)
-            return keys.sorted().map { key in
+            return ordered(keys.sorted(), source, relationship).map { key in
                 let kind = members.first { tables[ObjectIdentifier($0)]?[key] != nil } ?? destination
                 return ManagedObjectID(entity: kind, primaryKey: key, storeNumber: storeNumber)
             }
@@ -104,7 +117,21 @@ final class InMemoryStore: PersistentStore {
                 result.append(ManagedObjectID(entity: kind, primaryKey: key, storeNumber: storeNumber))
             }
         }
-        return result.sorted { $0.key < $1.key }
+        let byKey = result.sorted { $0.key < $1.key }
+        guard relationship.isOrdered else { return byKey }
+        let byID = Dictionary(byKey.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+        return ordered(byKey.map(\.key), source, relationship).compactMap { byID[$0] }
+    }
+
+    /// §12.2: an ordered relationship's member keys (given in key order) by their places; a member never placed
+    /// comes last, as in the SQLite store.
+    private func ordered(_ keys: [Int64], _ source: ManagedObjectID, _ relationship: RelationshipDescription) -> [Int64] {
+        guard let column = SQLiteSchema.orderColumn(source.entity, relationship) else { return keys }
+        let placed = places[OrderKey(column: column.table + "." + column.column, owner: source.key)] ?? [:]
+        return keys.enumerated().sorted { a, b in
+            let pa = placed[a.element] ?? .max, pb = placed[b.element] ?? .max
+            return pa != pb ? pa < pb : a.offset < b.offset
+        }.map(\.element)
     }
 
     func allocateKeys(for entities: [EntityDescription]) throws -> [ManagedObjectID] {
@@ -202,11 +229,24 @@ final class InMemoryStore: PersistentStore {
             let pair = Pair(owner: newIDs[owner]?.key ?? owner.key, destination: newIDs[other]?.key ?? other.key)
             if change.isInsert { nextJoins[join.name, default: []].insert(pair) } else { nextJoins[join.name]?.remove(pair) }
         }
+        // §12.4: the place of each member whose place changed, one row written each.
+        var placesWritten = 0
+        for change in request.orderChanges {
+            guard let column = SQLiteSchema.orderColumn(change.entity, change.relationship) else { continue }
+            let key = OrderKey(column: column.table + "." + column.column, owner: newIDs[change.source]?.key ?? change.source.key)
+            var placed = places[key] ?? [:]
+            for (place, member) in change.members.enumerated() {
+                let memberKey = newIDs[member]?.key ?? member.key
+                if placed.updateValue(Int64(place + 1), forKey: memberKey) != Int64(place + 1) { placesWritten += 1 }
+            }
+            places[key] = placed
+        }
+        orderRowsWritten = placesWritten
         tables = next
         maxKey = keys
         joins = nextJoins
         // No transaction and none of SQLite's row work: rows copied into the dictionaries (semantics §7).
-        Probe.count(.inMemoryRowWritten, request.inserts.count + request.updates.count + request.deletes.count)
+        Probe.count(.inMemoryRowWritten, request.inserts.count + request.updates.count + request.deletes.count + placesWritten)
         return .committed(newIDs: newIDs, insertIDs: request.inserts.map { newIDs[$0.id] ?? $0.id })
     }
 }

@@ -407,6 +407,7 @@ struct SQLiteQueryBuilder {
     mutating func orderBy(_ sorts: [ObjectSortDescriptor]) throws -> String {
         var terms: [String] = []
         for sort in sorts {
+            try StoreRowSubject.checkSortKey(sort.key, in: root)
             let column = try self.column(sort.key)
             terms.append("\(column.sql) \(sort.ascending ? "ASC" : "DESC")")
         }

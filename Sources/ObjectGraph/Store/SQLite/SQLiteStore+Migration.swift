@@ -108,6 +108,32 @@ extension SQLiteStore {
         return plans
     }
 
+    /// Docs/coredata-behaviour.md §12.5: the place kept beside a to-one whose inverse is ordered, as copied: the
+    /// previous version's place when the relationship was ordered then; else the row's rank among its owner's
+    /// rows by primary key (the order an unordered relationship reads in); NULL for a to-one new in this version.
+    static func orderExpression(_ entity: EntityDescription, slot: Int, old: EntityDescription) -> String {
+        guard case .toOne(let r) = entity.slots[slot], let j = old.slotIndex(of: r.renamingIdentifier ?? r.name) else { return "NULL" }
+        if let previous = SQLiteSchema.orderColumn(ofSlot: j, in: old) { return previous }
+        let key = old.columnName(forSlot: j)
+        return "CASE WHEN \(key) IS NULL THEN NULL ELSE ROW_NUMBER() OVER (PARTITION BY \(key) ORDER BY Z_PK) END"
+    }
+
+    /// The order columns of a new many-to-many join table with what fills each from the previous version's join
+    /// table (§12.5): its place there when that side was ordered, else the rank of the member's key within its owner.
+    static func joinOrderCopies(_ entity: EntityDescription, _ r: RelationshipDescription, _ old: EntityDescription, _ previous: RelationshipDescription) -> [(column: String, expression: String)] {
+        guard let destination = entity.destinationEntity(ofRelationship: r.name), let inverse = destination.relationship(named: r.inverseName),
+              let oldDestination = old.destinationEntity(ofRelationship: previous.name), let oldInverse = oldDestination.relationship(named: previous.inverseName) else { return [] }
+        var copies: [(column: String, expression: String)] = []
+        for (side, sideEntity, oldSide, oldSideEntity) in [(r, entity, previous, old), (inverse, destination, oldInverse, oldDestination)] {
+            guard let order = SQLiteSchema.orderColumn(sideEntity, side), !copies.contains(where: { $0.column == order.column }) else { continue }
+            let oldJoin = SQLiteSchema.joinTable(oldSideEntity, oldSide)
+            let (oldOwner, oldMember) = oldJoin.isOwned(by: oldSideEntity, oldSide) ? (oldJoin.ownerColumn, oldJoin.destinationColumn) : (oldJoin.destinationColumn, oldJoin.ownerColumn)
+            let expression = SQLiteSchema.orderColumn(oldSideEntity, oldSide)?.column ?? "ROW_NUMBER() OVER (PARTITION BY \(oldOwner) ORDER BY \(oldMember))"
+            copies.append((order.column, expression))
+        }
+        return copies
+    }
+
     /// The `Z_ENT` column of a to-one into a hierarchy, as copied: the previous version's
     /// column with its numbers mapped to this version's, or, where the destination had no sub-entities then,
     /// the destination's number.
@@ -199,6 +225,13 @@ extension SQLiteStore {
                     columns.append(entity.entityColumns[slot]!)
                     select.append(Self.referenceEntityExpression(entity, slot: slot, old: old, numbers: numbers, in: destination))
                 }
+                if destination.hasOrderedRelationships {
+                    for slot in entity.slots.indices {
+                        guard let order = SQLiteSchema.orderColumn(ofSlot: slot, in: entity) else { continue }
+                        columns.append(order)
+                        select.append(Self.orderExpression(entity, slot: slot, old: old))
+                    }
+                }
                 let onlyOld = old.isInHierarchy ? " WHERE Z_ENT = \(old.entityNumber)" : ""
                 let insert = try db.statement("INSERT INTO \(entity.tableName) (\(columns.joined(separator: ", "))) SELECT \(select.joined(separator: ", ")) FROM \(old.tableName)__OLD\(onlyOld)")
                 try insert.bind(plan.arguments)
@@ -210,26 +243,7 @@ extension SQLiteStore {
                 try update.run()
             }
             try step("rowsCopied")
-            // Many-to-many memberships, column by column: each side's key goes where the new table keeps it.
-            var copiedJoins = Set<String>()
-            for plan in plans {
-                guard let old = plan.source else { continue }
-                for r in plan.destination.relationships where SQLiteSchema.isManyToMany(plan.destination, r) {
-                    let join = SQLiteSchema.joinTable(plan.destination, r)
-                    guard !copiedJoins.contains(join.name),
-                          let previous = old.relationships.first(where: { $0.name == (r.renamingIdentifier ?? r.name) }), SQLiteSchema.isManyToMany(old, previous) else { continue }
-                    copiedJoins.insert(join.name)
-                    let oldJoin = SQLiteSchema.joinTable(old, previous)
-                    let (newMine, newTheirs) = join.isOwned(by: plan.destination, r) ? (join.ownerColumn, join.destinationColumn) : (join.destinationColumn, join.ownerColumn)
-                    let (oldMine, oldTheirs) = oldJoin.isOwned(by: old, previous) ? (oldJoin.ownerColumn, oldJoin.destinationColumn) : (oldJoin.destinationColumn, oldJoin.ownerColumn)
-                    try db.execute("INSERT OR IGNORE INTO \(join.name) (\(newMine), \(newTheirs)) SELECT \(oldMine), \(oldTheirs) FROM \(oldJoin.name)__OLD")
-                    // A self-inverse relationship stores each link from both sides (SQLiteSchema.JoinTable): one made
-                    // from a pair of relationships gets the other direction too.
-                    if join.isSelfInverse, !oldJoin.isSelfInverse {
-                        try db.execute("INSERT OR IGNORE INTO \(join.name) (\(newMine), \(newTheirs)) SELECT \(oldTheirs), \(oldMine) FROM \(oldJoin.name)__OLD")
-                    }
-                }
-            }
+            try copyJoinTables(db, plans)
             for table in oldTables { try db.execute("DROP TABLE \(table)__OLD") }
             try step("oldTablesDropped")
             // Persistent history survives: its changes name entities by number, which may have moved; the changes
@@ -255,6 +269,31 @@ extension SQLiteStore {
             if let error = error as? ObjectGraphError { throw error }
             if let error = error as? SQLiteError { throw ObjectGraphError(.migration, "the migration failed and was rolled back: \(error.description)", storePath: path) }
             throw ObjectGraphError(.migration, "the migration failed and was rolled back: \(error)", storePath: path)
+        }
+    }
+
+    /// Many-to-many memberships, column by column: each side's key goes where the new table keeps it, with the
+    /// places of an ordered side (Docs/coredata-behaviour.md §12.5).
+    private static func copyJoinTables(_ db: SQLiteConnection, _ plans: [EntityPlan]) throws {
+        var copiedJoins = Set<String>()
+        for plan in plans {
+            guard let old = plan.source else { continue }
+            for r in plan.destination.relationships where SQLiteSchema.isManyToMany(plan.destination, r) {
+                let join = SQLiteSchema.joinTable(plan.destination, r)
+                guard !copiedJoins.contains(join.name),
+                      let previous = old.relationships.first(where: { $0.name == (r.renamingIdentifier ?? r.name) }), SQLiteSchema.isManyToMany(old, previous) else { continue }
+                copiedJoins.insert(join.name)
+                let oldJoin = SQLiteSchema.joinTable(old, previous)
+                let (newMine, newTheirs) = join.isOwned(by: plan.destination, r) ? (join.ownerColumn, join.destinationColumn) : (join.destinationColumn, join.ownerColumn)
+                let (oldMine, oldTheirs) = oldJoin.isOwned(by: old, previous) ? (oldJoin.ownerColumn, oldJoin.destinationColumn) : (oldJoin.destinationColumn, oldJoin.ownerColumn)
+                let orders = Self.joinOrderCopies(plan.destination, r, old, previous)
+                try db.execute("INSERT OR IGNORE INTO \(join.name) (\(([newMine, newTheirs] + orders.map(\.column)).joined(separator: ", "))) SELECT \(([oldMine, oldTheirs] + orders.map(\.expression)).joined(separator: ", ")) FROM \(oldJoin.name)__OLD")
+                // A self-inverse relationship stores each link from both sides (SQLiteSchema.JoinTable): one made
+                // from a pair of relationships gets the other direction too.
+                if join.isSelfInverse, !oldJoin.isSelfInverse {
+                    try db.execute("INSERT OR IGNORE INTO \(join.name) (\(newMine), \(newTheirs)) SELECT \(oldTheirs), \(oldMine) FROM \(oldJoin.name)__OLD")
+                }
+            }
         }
     }
 

@@ -88,6 +88,7 @@ extension SQLiteStore {
                 try connection.execute("COMMIT")
                 // Counted inside the writer's hold, so a simulation keeps the file's writer busy for them.
                 request.countCommitted()
+                if orderRowsWritten > 0 { Probe.count(.rowUpdated, orderRowsWritten) }
             } else {
                 try connection.execute("ROLLBACK")
             }
@@ -116,6 +117,7 @@ extension SQLiteStore {
         if !conflicts.isEmpty { return .versionConflicts(conflicts) }
         try writeInserts(request, ids: keys.insertIDs, binder: binder, history: &history)
         try writeJoinChanges(request, newIDs: keys.newIDs)
+        orderRowsWritten = request.orderChanges.isEmpty ? 0 : try writeOrderChanges(request, newIDs: keys.newIDs)
         lastHistoryToken = try recordHistory(history ?? HistoryRecord(), author: request.author, contextName: request.contextName)
         return .committed(newIDs: keys.newIDs, insertIDs: keys.insertIDs)
     }
@@ -295,6 +297,29 @@ extension SQLiteStore {
             statement.bindInt(otherKey, at: 2)
             try statement.run()
         }
+    }
+
+    /// Writes the place (1-based) of each member of a changed ordered relationship whose stored place differs
+    /// (Docs/coredata-behaviour.md §12.4): a row whose place holds is not written, so a reordering writes the
+    /// rows that moved and an append writes the appended row. Returns the rows written.
+    private func writeOrderChanges(_ request: SaveRequest, newIDs: [ManagedObjectID: ManagedObjectID]) throws -> Int {
+        var written = 0
+        for change in request.orderChanges {
+            guard let order = SQLiteSchema.orderColumn(change.entity, change.relationship) else { continue }
+            let sql = order.memberColumn == "Z_PK"
+                ? "UPDATE \(order.table) SET \(order.column) = ?1 WHERE Z_PK = ?2 AND \(order.column) IS NOT ?1"
+                : "UPDATE \(order.table) SET \(order.column) = ?1 WHERE \(order.ownerColumn) = ?3 AND \(order.memberColumn) = ?2 AND \(order.column) IS NOT ?1"
+            let statement = try connection.cachedStatement(sql)
+            let ownerKey = newIDs[change.source]?.key ?? change.source.key
+            for (place, member) in change.members.enumerated() {
+                if place > 0 { statement.resetKeepingBindings() }
+                statement.bindInt(Int64(place + 1), at: 1)
+                statement.bindInt(newIDs[member]?.key ?? member.key, at: 2)
+                if order.memberColumn != "Z_PK" { statement.bindInt(ownerKey, at: 3) }
+                written += try statement.run()
+            }
+        }
+        return written
     }
 
     /// Layer-2 version check without writing (semantics §1.3: locking conflicts before constraint conflicts).

@@ -71,6 +71,51 @@ enum SQLiteSchema {
             isSelfInverse: owner === other && ownerRel == otherRel)
     }
 
+    /// Where a row's place in an ordered relationship is kept (Docs/coredata-behaviour.md §12.2): for a
+    /// one-to-many, the column `Z_FOK_<INVERSE>` of the destination's table beside the inverse's foreign key
+    /// `Z<INVERSE>`; for a many-to-many, the column `Z_FOK_<n><NAME>` of the join table, named after the join
+    /// column that holds the relationship's destinations (`Z_<n><NAME>`).
+    struct OrderColumn {
+        /// The table that holds the column.
+        let table: String
+        let column: String
+        /// The column that names the owner: the foreign key of a one-to-many, the owner's join column.
+        let ownerColumn: String
+        /// The column that names the member: `Z_PK` of a one-to-many, the member's join column.
+        let memberColumn: String
+    }
+
+    /// The order column of an ordered to-many `relationship` of `entity`; nil for any other relationship.
+    static func orderColumn(_ entity: EntityDescription, _ relationship: RelationshipDescription) -> OrderColumn? {
+        guard relationship.isOrdered, relationship.isToMany, let destination = entity.destinationEntity(ofRelationship: relationship.name) else { return nil }
+        if isManyToMany(entity, relationship) {
+            let join = joinTable(entity, relationship)
+            let mine = join.isOwned(by: entity, relationship)
+            let (owner, member) = mine ? (join.ownerColumn, join.destinationColumn) : (join.destinationColumn, join.ownerColumn)
+            return OrderColumn(table: join.name, column: "Z_FOK_" + member.dropFirst(2), ownerColumn: owner, memberColumn: member)
+        }
+        guard let slot = destination.slotIndex(of: relationship.inverseName) else { return nil }
+        let foreignKey = destination.columnName(forSlot: slot)
+        return OrderColumn(table: destination.tableName, column: "Z_FOK_" + foreignKey.dropFirst(), ownerColumn: foreignKey, memberColumn: "Z_PK")
+    }
+
+    /// The order column beside a to-one slot of `entity`, when the slot's inverse is an ordered to-many.
+    static func orderColumn(ofSlot slot: Int, in entity: EntityDescription) -> String? {
+        guard case .toOne(let r) = entity.slots[slot], let destination = entity.slotDestinations[slot],
+              destination.relationship(named: r.inverseName)?.isOrdered == true else { return nil }
+        return "Z_FOK_" + entity.columnName(forSlot: slot).dropFirst()
+    }
+
+    /// The order columns of a many-to-many's join table (one per ordered side), in the order of its columns.
+    static func joinOrderColumns(_ entity: EntityDescription, _ relationship: RelationshipDescription) -> [String] {
+        guard let destination = entity.destinationEntity(ofRelationship: relationship.name),
+              let inverse = destination.relationship(named: relationship.inverseName) else { return [] }
+        let join = joinTable(entity, relationship)
+        let (ownerEntity, ownerSide) = join.isOwned(by: entity, relationship) ? (entity, relationship) : (destination, inverse)
+        let (otherEntity, otherSide) = ownerEntity === entity ? (destination, inverse) : (entity, relationship)
+        return [orderColumn(ownerEntity, ownerSide)?.column, join.isSelfInverse ? nil : orderColumn(otherEntity, otherSide)?.column].compactMap { $0 }
+    }
+
     /// The store name of a fetch index: `Z_<Entity>_<name>`, the entity's name as the model spells it
     /// (Docs/coredata-behaviour.md §4.1).
     static func fetchIndexName(_ entity: EntityDescription, _ index: FetchIndexDescription) -> String {
@@ -145,6 +190,7 @@ enum SQLiteSchema {
                         let column = member.columnName(forSlot: i)
                         guard named.insert(column).inserted else { continue }
                         columns.append("\(column) \(columnType(slot))")
+                        if let order = orderColumn(ofSlot: i, in: member), named.insert(order).inserted { columns.append("\(order) INTEGER") }
                         if let entityColumn = member.entityColumns[i], named.insert(entityColumn).inserted {
                             columns.append("\(entityColumn) INTEGER")
                         }
@@ -168,7 +214,8 @@ enum SQLiteSchema {
             for relationship in entity.relationships where isManyToMany(entity, relationship) {
                 let join = joinTable(entity, relationship)
                 guard joinTables.insert(join.name).inserted else { continue }
-                sql.append("CREATE TABLE \(join.name) (\(join.ownerColumn) INTEGER, \(join.destinationColumn) INTEGER, PRIMARY KEY (\(join.ownerColumn), \(join.destinationColumn)))")
+                let orderColumns = joinOrderColumns(entity, relationship).map { ", \($0) INTEGER" }.joined()
+                sql.append("CREATE TABLE \(join.name) (\(join.ownerColumn) INTEGER, \(join.destinationColumn) INTEGER\(orderColumns), PRIMARY KEY (\(join.ownerColumn), \(join.destinationColumn)))")
                 sql.append(columnIndex(table: join.name, column: join.destinationColumn, entity: entity.name, property: relationship.name).sql)
             }
         }

@@ -30,6 +30,9 @@ final class SQLiteStore: PersistentStore {
     let historyTracking: Bool
     /// The token of the last transaction this store recorded.
     var lastHistoryToken: PersistentHistoryToken?
+    /// The rows the last save wrote for places in ordered relationships (Docs/coredata-behaviour.md §12.4),
+    /// counted as row updates once it commits.
+    var orderRowsWritten = 0
     private var selectPrefix: [ObjectIdentifier: String] = [:]
     /// Per entity, the query of one row by key (a fault's), written at its first use (not at every fault).
     private var oneRowQueries: [ObjectIdentifier: String] = [:]
@@ -569,12 +572,15 @@ final class SQLiteStore: PersistentStore {
             let join = SQLiteSchema.joinTable(entity, relationship)
             let mine = join.isOwned(by: entity, relationship)
             let (from, to) = mine ? (join.ownerColumn, join.destinationColumn) : (join.destinationColumn, join.ownerColumn)
-            sql = concrete
-                ? "SELECT j.\(to), d.Z_ENT FROM \(join.name) j JOIN \(destination.tableName) d ON d.Z_PK = j.\(to) WHERE j.\(from) = ? ORDER BY j.\(to)"
+            // §12.2: an ordered relationship's members come in their places (a member never placed, last).
+            let order = SQLiteSchema.orderColumn(entity, relationship).map { "j.\($0.column) IS NULL, j.\($0.column), " } ?? ""
+            sql = concrete || !order.isEmpty
+                ? "SELECT j.\(to)\(concrete ? ", d.Z_ENT" : "") FROM \(join.name) j\(concrete ? " JOIN \(destination.tableName) d ON d.Z_PK = j.\(to)" : "") WHERE j.\(from) = ? ORDER BY \(order)j.\(to)"
                 : "SELECT \(to) FROM \(join.name) WHERE \(from) = ? ORDER BY \(to)"
         } else {
             guard let slot = destination.slotIndex(of: relationship.inverseName) else { return [] }
-            sql = "SELECT Z_PK\(concrete ? ", Z_ENT" : "") FROM \(destination.tableName) WHERE \(destination.columnName(forSlot: slot)) = ? ORDER BY Z_PK"
+            let order = SQLiteSchema.orderColumn(entity, relationship).map { "\($0.column) IS NULL, \($0.column), " } ?? ""
+            sql = "SELECT Z_PK\(concrete ? ", Z_ENT" : "") FROM \(destination.tableName) WHERE \(destination.columnName(forSlot: slot)) = ? ORDER BY \(order)Z_PK"
         }
         return try run {
             let statement = try connection.cachedStatement(sql)
