@@ -151,6 +151,9 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// Whether every rule of ``constrainedSlots`` only asks for a value (no range, no length, no pattern, no to-many
     /// count).
     @exclusivity(unchecked) private(set) var constraintsAskOnlyPresence = false
+    /// The slots whose attribute allows external binary storage (Docs/coredata-behaviour.md §13.5); empty for most
+    /// entities, so the SQLite store does nothing more for their rows.
+    @exclusivity(unchecked) private(set) var externalStorageSlots: [Int] = []
     /// The compiled `regularExpression` of each slot (Docs/coredata-behaviour.md §13.7); empty when no attribute has
     /// one.
     @exclusivity(unchecked) private(set) var slotPatterns: [NSRegularExpression?] = []
@@ -461,6 +464,10 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             return try? NSRegularExpression(pattern: "\\A(?:" + pattern + ")\\z")
         }
         self.slotPatterns = patterns.contains { $0 != nil } ? patterns : []
+        self.externalStorageSlots = slots.indices.filter { index in
+            if case .attribute(let a) = slots[index] { return a.allowsExternalBinaryDataStorage }
+            return false
+        }
         self.constrainedToManys = toMany.indices.filter { toMany[$0].minCount > 0 || toMany[$0].maxCount > 0 || !toMany[$0].isOptional }
         self.constraintsAskOnlyPresence = constrainedToManys.isEmpty && constrainedSlots.allSatisfy { index in
             guard case .attribute(let a) = slots[index] else { return true }
