@@ -86,7 +86,7 @@ struct HostileFileTests {
         #expect(loaded.variants.first?.phases[1].duration == 2)
         #expect(message(overrides: ["matrix.x.y=[1]"]).hasPrefix("tiny.yaml (-p matrix.x.y=[1]): x: unknown key"))
         let badType = "name: t\nmodel: { entities: [{ name: A, attributes: [{ name: id, type: int64 }] }], entity: A }\nstack: {topology: ambar}\nphases: [{name: seed}]\n"
-        #expect(message(overrides: [], text: badType).hasSuffix("an attribute's type is one of integer16, integer32, integer64, double, float, decimal, string, boolean, date, binaryData, uuid, uri"))
+        #expect(message(overrides: [], text: badType).hasSuffix("an attribute's type is one of integer16, integer32, integer64, double, float, decimal, string, boolean, date, binaryData, uuid, uri, transformable"))
     }
 
     @Test("Merge refuses the same shard twice and shards of different runs; report --out on a missing folder exits 2")

@@ -44,7 +44,7 @@ import TraceReplay
         let error = try #require(throws: ReplayError.self) { try TraceCoding.read(Data((header + "\n").utf8), name: "t.jsonl") }
         #expect(error.message.hasPrefix("t.jsonl:1: the header cannot be read: "))
         #expect(error.message.contains("at .models[0].entities[0].attributes[1].type (entity 'Item', attribute 'title')"))
-        #expect(error.message.hasSuffix("; an attribute's type is one of integer16, integer32, integer64, double, float, decimal, string, boolean, date, binaryData, uuid, uri"))
+        #expect(error.message.hasSuffix("; an attribute's type is one of integer16, integer32, integer64, double, float, decimal, string, boolean, date, binaryData, uuid, uri, transformable"))
     }
 
     @Test func tinyScenarioReplaysExactly() throws {
