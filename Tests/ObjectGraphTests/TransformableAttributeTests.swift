@@ -15,6 +15,12 @@ final class TFShoutTransformer: ValueTransformer, @unchecked Sendable {
     }
 }
 
+/// A note with typed properties, as an app declares them.
+final class TFNote: ManagedObject {
+    @Managed("tags") var tags: [String]?
+    @Managed("shout") var shout: String?
+}
+
 /// A class without secure coding, which the default transformer refuses.
 final class TFPlainObject: NSObject {}
 
@@ -26,7 +32,7 @@ func tfModel(pattern: String? = "[A-Z]{2}[0-9]+") throws -> ManagedObjectModel {
     var missing = AttributeDescription(name: "missing", type: .transformable)
     missing.valueTransformerName = "TFNeverRegistered"
     return try ManagedObjectModel(entities: [
-        EntityDescription(name: "Note", attributes: [
+        EntityDescription(name: "Note", managedObjectClass: TFNote.self, attributes: [
             AttributeDescription(name: "title", type: .string),
             AttributeDescription(name: "tags", type: .transformable),
             shout, code, missing,
@@ -107,6 +113,26 @@ func tfInsert(_ stack: TestStack, _ values: [String: Any]) throws -> ManagedObje
         let read = try ctx.performAndWait { try ctx.existingObject(with: id).value(forKey: "shout") as? String }
         #expect(read == "HELLO")
         #expect(try stack.sql("SELECT ZSHOUT FROM ZNOTE") == [[.blob(Data("OLLEH".utf8))]])
+    }
+
+    // §13.1: typed properties of a Transformable read and write the app's type (an NSArray read back casts to [String]).
+    @Test func aTypedPropertyReadsTheTransformedValue_13_1() throws {
+        let stack = try tfStack()
+        let ctx = stack.context()
+        let id = try ctx.performAndWait {
+            let note = TFNote(context: ctx)
+            note.tags = ["x", "y"]
+            note.shout = "hey"
+            try ctx.save()
+            return note.objectID
+        }
+        let other = stack.context()
+        let (tags, shout) = try other.performAndWait {
+            let note = try #require(try other.existingObject(with: id) as? TFNote)
+            return (note.tags, note.shout)
+        }
+        #expect(tags == ["x", "y"])
+        #expect(shout == "HEY")
     }
 
     // §13.3: a value the transformer cannot transform is refused with a validation error naming entity, object and

@@ -73,7 +73,7 @@ extension ManagedObject {
     }
 
     /// Whether two app values of a Transformable are equal: as hashable values, or by `isEqual` as objects.
-    static func transformedValuesEqual(_ a: Any?, _ b: Any) -> Bool {
+    package static func transformedValuesEqual(_ a: Any?, _ b: Any) -> Bool {
         guard let a else { return false }
         if let x = a as? AnyHashable, let y = b as? AnyHashable, x == y { return true }
         if let x = a as? NSObject, let y = b as? NSObject { return x.isEqual(y) }
