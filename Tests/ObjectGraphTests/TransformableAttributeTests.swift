@@ -135,6 +135,35 @@ func tfInsert(_ stack: TestStack, _ values: [String: Any]) throws -> ManagedObje
         #expect(shout == "HEY")
     }
 
+    // §13.2: a child context pushes the transformed data to its parent, which saves it; the value reads back.
+    @Test func aChildContextPushesTheTransformedValue_13_2() throws {
+        let stack = try tfStack()
+        let parent = stack.context()
+        let child = stack.child(of: parent)
+        try child.performAndWait {
+            let note = try child.insertNewObject(forEntityName: "Note")
+            try note.setValue(["k": ["v"]], forKey: "tags")
+            try child.save()
+        }
+        try parent.performAndWait { try parent.save() }
+        let other = stack.context()
+        let tags = try other.performAndWait { try other.fetch(FetchRequest(entityName: "Note")).first?.value(forKey: "tags") }
+        #expect(ManagedObject.transformedValuesEqual(tags, ["k": ["v"]]))
+    }
+
+    // §13.1: a stored value whose transformer is not registered reads as nil.
+    @Test func aValueOfAnUnregisteredTransformerReadsAsNil_13_1() throws {
+        let stack = try tfStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let note = try ctx.insertNewObject(forEntityName: "Note")
+            try note.setPrimitiveValue(.data(Data("stored".utf8)), forKey: "missing")
+            try ctx.save()
+            #expect(note.value(forKey: "missing") == nil)
+            #expect(note.primitiveValue(forKey: "missing") == .data(Data("stored".utf8)))
+        }
+    }
+
     // §13.3: a value the transformer cannot transform is refused with a validation error naming entity, object and
     // property; nothing is written.
     @Test(arguments: [
