@@ -33,6 +33,8 @@ public struct ObjectGraphError: Error, CustomStringConvertible, @unchecked Senda
         public static let stringTooLong = Code(rawValue: 1660)
         /// `NSValidationStringTooShortError`.
         public static let stringTooShort = Code(rawValue: 1670)
+        /// `NSValidationStringPatternMatchingError`: a string that does not match its attribute's pattern whole.
+        public static let stringPatternMatching = Code(rawValue: 1680)
         /// `NSManagedObjectReferentialIntegrityError`: a fault whose row is gone.
         public static let referentialIntegrity = Code(rawValue: 133000)
         /// `NSManagedObjectExternalRelationshipError`: an object related across contexts or stores.

@@ -131,6 +131,14 @@ public enum CoreDataModelBuilder {
         d.isIndexed = a.indexed ?? false
         if let renaming = a.renamingIdentifier { d.renamingIdentifier = renaming }
         if let v = a.defaultValue { d.defaultValue = defaultValue(v, type: d.attributeType) }
+        // Docs/coredata-behaviour.md §13.1: a Transformable without a transformer name uses the secure unarchiving
+        // transformer, as ObjectGraph does; the class name is the model's.
+        if a.type == .transformable {
+            d.valueTransformerName = a.valueTransformerName ?? NSValueTransformerName.secureUnarchiveFromDataTransformerName.rawValue
+            if let className = a.customClassName { d.attributeValueClassName = className }
+        }
+        // Docs/coredata-behaviour.md §13.5.
+        d.allowsExternalBinaryDataStorage = a.allowsExternalBinaryDataStorage ?? false
         // Validation bounds: NSAttributeDescription takes predicates with their warnings.
         var rules: [NSPredicate] = []
         var warnings: [String] = []
@@ -138,6 +146,8 @@ public enum CoreDataModelBuilder {
         if let max = a.maxValue { rules.append(NSPredicate(format: "SELF <= %@", NSNumber(value: max))); warnings.append("\(a.name) above \(max)") }
         if let min = a.minLength { rules.append(NSPredicate(format: "length >= %ld", min)); warnings.append("\(a.name) shorter than \(min)") }
         if let max = a.maxLength { rules.append(NSPredicate(format: "length <= %ld", max)); warnings.append("\(a.name) longer than \(max)") }
+        // Docs/coredata-behaviour.md §13.7: Xcode's pattern is a MATCHES validation predicate (whole-string match).
+        if let pattern = a.regularExpression { rules.append(NSPredicate(format: "SELF MATCHES %@", pattern)); warnings.append("\(a.name) does not match \(pattern)") }
         if !rules.isEmpty { d.setValidationPredicates(rules, withValidationWarnings: warnings) }
         return d
     }

@@ -200,7 +200,7 @@ extension ManagedObjectContext {
     /// of the wrong type.
     private static func batchInsertValue(_ raw: Any, forKey key: String, of entity: EntityDescription) -> (Int, PropertyValue)? {
         guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot],
-              let v = PropertyValue.from(raw is NSNull ? nil : raw, attributeType: a.type) else { return nil }
+              let v = a.storedValue(raw is NSNull ? nil : raw) else { return nil }
         return (slot, v)
     }
 
@@ -229,7 +229,7 @@ extension ManagedObjectContext {
             guard case .attribute(let slot)? = entity.propertiesByName[key], case .attribute(let a) = entity.slots[slot] else {
                 throw ObjectGraphError(.validation, "batch update: \(key) is not a stored attribute of \(entity.name)", entity: entity.name, property: key)
             }
-            guard let v = PropertyValue.from(raw is NSNull ? nil : raw, attributeType: a.type) else {
+            guard let v = a.storedValue(raw is NSNull ? nil : raw) else {
                 throw ObjectGraphError(.validation, "batch update: wrong type for \(key) (\(a.type.rawValue))", entity: entity.name, property: key)
             }
             values[slot] = v

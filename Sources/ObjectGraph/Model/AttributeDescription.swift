@@ -58,6 +58,18 @@ public struct AttributeDescription: Sendable, Hashable {
     /// Whether the store keeps an index on the attribute's column (`isIndexed`, deprecated by Core Data in favour
     /// of ``FetchIndexDescription`` and still honoured): `Z<ENTITY>_Z<NAME>_INDEX` (Docs/coredata-behaviour.md §4.1).
     public var isIndexed: Bool
+    /// A Transformable's transformer, registered by that name (``ValueTransformer/setValueTransformer(_:forName:)``);
+    /// nil: the secure unarchiving transformer, `NSSecureUnarchiveFromData` (Docs/coredata-behaviour.md §13.1).
+    public var valueTransformerName: String?
+    /// The class a Transformable's values are of, as the model names it (`attributeValueClassName`); kept for the
+    /// model's readers, not checked.
+    public var customClassName: String?
+    /// Whether the SQLite store may keep a large value of a binary or Transformable attribute in a file beside the
+    /// store (Docs/coredata-behaviour.md §13.5).
+    public var allowsExternalBinaryDataStorage = false
+    /// A pattern a string value must match whole at save (`NSValidationStringPatternMatchingError`,
+    /// Docs/coredata-behaviour.md §13.7).
+    public var regularExpression: String?
 
     /// Creates an attribute description.
     public init(

@@ -152,8 +152,15 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// indexes with a count rule: validation of an object looks only at these.
     @exclusivity(unchecked) private(set) var constrainedSlots: [Int] = []
     @exclusivity(unchecked) private(set) var constrainedToManys: [Int] = []
-    /// Whether every rule of ``constrainedSlots`` only asks for a value (no range, no length, no to-many count).
+    /// Whether every rule of ``constrainedSlots`` only asks for a value (no range, no length, no pattern, no to-many
+    /// count).
     @exclusivity(unchecked) private(set) var constraintsAskOnlyPresence = false
+    /// The slots whose attribute allows external binary storage (Docs/coredata-behaviour.md §13.5); empty for most
+    /// entities, so the SQLite store does nothing more for their rows.
+    @exclusivity(unchecked) private(set) var externalStorageSlots: [Int] = []
+    /// The compiled `regularExpression` of each slot (Docs/coredata-behaviour.md §13.7); empty when no attribute has
+    /// one.
+    @exclusivity(unchecked) private(set) var slotPatterns: [NSRegularExpression?] = []
     /// For each to-many index, whether its inverse is a to-one (a one-to-many: the destinations hold the
     /// foreign key); for each to-one slot, the inverse property on the destination.
     @exclusivity(unchecked) private(set) var toManyInverseIsToOne: [Bool] = []
@@ -344,12 +351,34 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             if attribute.isIndexed, attribute.isTransient {
                 throw ModelError(entity: name, property: attribute.name, "a transient attribute is not stored, so it cannot be indexed")
             }
+            try checkTypeOptions(attribute)
             if attribute.isTransient {
                 layout.byName[attribute.name] = .transient(index: layout.transients.count)
                 layout.transients.append(attribute)
             } else {
                 layout.byName[attribute.name] = .attribute(slot: layout.slots.count)
                 layout.slots.append(.attribute(attribute))
+            }
+        }
+    }
+
+    /// Refuses an option the attribute's type does not take (Docs/coredata-behaviour.md §13.1, §13.5, §13.7): a
+    /// transformer on an attribute that is not Transformable, external storage on one that is not binary data or
+    /// Transformable, a pattern on one that is not a string, or a pattern that is not a regular expression.
+    private func checkTypeOptions(_ attribute: AttributeDescription) throws {
+        func refuse(_ message: String) -> ModelError { ModelError(entity: name, property: attribute.name, message) }
+        if attribute.valueTransformerName != nil, attribute.type != .transformable {
+            throw refuse("valueTransformerName is for a transformable attribute, not \(attribute.type.rawValue)")
+        }
+        if attribute.allowsExternalBinaryDataStorage, attribute.type != .binaryData, attribute.type != .transformable {
+            throw refuse("allowsExternalBinaryDataStorage is for a binaryData or transformable attribute, not \(attribute.type.rawValue)")
+        }
+        if let pattern = attribute.regularExpression {
+            guard attribute.type == .string else {
+                throw refuse("regularExpression is for a string attribute, not \(attribute.type.rawValue)")
+            }
+            do { _ = try NSRegularExpression(pattern: pattern) } catch {
+                throw refuse("regularExpression '\(pattern)' is not a regular expression")
             }
         }
     }
@@ -437,14 +466,25 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
             switch slots[index] {
             case .attribute(let a):
                 return !a.isOptional || a.minValue != nil || a.maxValue != nil || a.minLength != nil || a.maxLength != nil
+                    || a.regularExpression != nil
             case .toOne(let r):
                 return !r.isOptional
             }
         }
+        let patterns = slots.map { slot -> NSRegularExpression? in
+            guard case .attribute(let a) = slot, let pattern = a.regularExpression else { return nil }
+            // Whole-string matching, as a predicate's MATCHES: an anchored search would accept a prefix.
+            return try? NSRegularExpression(pattern: "\\A(?:" + pattern + ")\\z")
+        }
+        self.slotPatterns = patterns.contains { $0 != nil } ? patterns : []
+        self.externalStorageSlots = slots.indices.filter { index in
+            if case .attribute(let a) = slots[index] { return a.allowsExternalBinaryDataStorage }
+            return false
+        }
         self.constrainedToManys = toMany.indices.filter { toMany[$0].minCount > 0 || toMany[$0].maxCount > 0 || !toMany[$0].isOptional }
         self.constraintsAskOnlyPresence = constrainedToManys.isEmpty && constrainedSlots.allSatisfy { index in
             guard case .attribute(let a) = slots[index] else { return true }
-            return a.minValue == nil && a.maxValue == nil && a.minLength == nil && a.maxLength == nil
+            return a.minValue == nil && a.maxValue == nil && a.minLength == nil && a.maxLength == nil && a.regularExpression == nil
         }
     }
 

@@ -199,7 +199,11 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
             // do; written only when present, so a model without inheritance keeps its hash.
             if let parent = entity.parentName { text += "P:\(parent);" }
             if entity.isAbstract { text += "X;" }
-            for a in entity.declaredAttributes where !a.isTransient { text += "A:\(a.name):\(a.type.rawValue);" }
+            // External storage changes what the column keeps (Docs/coredata-behaviour.md §13.5), so it is in the
+            // hash; written only when allowed, so other models keep their hash.
+            for a in entity.declaredAttributes where !a.isTransient {
+                text += "A:\(a.name):\(a.type.rawValue)\(a.allowsExternalBinaryDataStorage ? ":external" : "");"
+            }
             for r in entity.declaredRelationships {
                 text += "R:\(r.name):\(r.destinationEntityName):\(r.inverseName):\(r.isToMany);"
                 // Written only when set, so a model without ordered relationships keeps its hash (§12.1).

@@ -33,6 +33,10 @@ extension ModelFile.Attribute {
             maxValue: maxValue, minLength: minLength, maxLength: maxLength, isTransient: transient ?? false,
             preservesValueInHistoryOnDeletion: preservesValueInHistoryOnDeletion ?? false, isIndexed: indexed ?? false)
         attribute.renamingIdentifier = renamingIdentifier
+        attribute.valueTransformerName = valueTransformerName
+        attribute.customClassName = customClassName
+        attribute.allowsExternalBinaryDataStorage = allowsExternalBinaryDataStorage ?? false
+        attribute.regularExpression = regularExpression
         return attribute
     }
 }

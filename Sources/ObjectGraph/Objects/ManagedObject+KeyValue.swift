@@ -67,13 +67,13 @@ extension ManagedObject {
         withContext { $0.assertOnQueue() }
         switch ref {
         case .transient(let i):
-            return transients[i].anyValue(for: entity.transientAttributes[i].type)
+            return entity.transientAttributes[i].appValue(transients[i])
         case .transientRelationship(let i):
             return transientRelationshipValue(i)
         case .attribute(let slot):
             try materialize()
             guard case .attribute(let a) = entity.slots[slot] else { return nil }
-            return values[slot].anyValue(for: a.type)
+            return a.appValue(values[slot])
         case .toOne(let slot):
             try materialize()
             return toOneObject(slot)
@@ -213,10 +213,11 @@ extension ManagedObject {
         switch ref {
         case .transient(let i):
             let a = entity.transientAttributes[i]
-            guard let v = PropertyValue.from(value, attributeType: a.type) else { throw typeError(key, value, expected: a.type.rawValue) }
+            guard let v = a.storedValue(value) else { throw typeError(key, value, expected: a.type.rawValue) }
             setTransient(i, v)
         case .attribute(let slot):
             guard case .attribute(let a) = entity.slots[slot] else { return }
+            if a.type == .transformable { return try setTransformable(slot, a, value) }
             guard let v = PropertyValue.from(value, attributeType: a.type) else { throw typeError(key, value, expected: a.type.rawValue) }
             try materialize()
             setSlot(slot, v)
@@ -659,7 +660,7 @@ extension ManagedObject {
         guard let original else { return [:] }
         var result: [String: Any] = [:]
         for (slot, s) in entity.slots.enumerated() where keys == nil || keys!.contains(s.name) {
-            result[s.name] = original.values[slot].anyValue(for: attributeType(slot)) ?? NSNull()
+            result[s.name] = appValue(slot, original.values[slot]) ?? NSNull()
         }
         return result
     }
@@ -670,7 +671,7 @@ extension ManagedObject {
     }
 
     private func anyValue(_ slot: Int) -> Any? {
-        values[slot].anyValue(for: attributeType(slot))
+        appValue(slot, values[slot])
     }
 }
 

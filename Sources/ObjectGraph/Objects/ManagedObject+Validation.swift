@@ -2,7 +2,7 @@ import Foundation
 
 extension ManagedObject {
     /// Checks the model's constraints on every property (semantics §2.1 step 3): mandatory values, number and
-    /// date ranges, string and data lengths, to-many counts. Several failures become one 1560 error.
+    /// date ranges, string and data lengths, string patterns, to-many counts. Several failures become one 1560 error.
     func validatePropertyConstraints() throws {
         try materialize()
         // The usual case, rules that only ask for a value, all present: nothing to build or report.
@@ -34,6 +34,12 @@ extension ManagedObject {
                 if let length {
                     if let min = a.minLength, length < min { fail(.stringTooShort, a.name, "\(a.name) is \(length) long, shorter than \(min)") }
                     if let max = a.maxLength, length > max { fail(.stringTooLong, a.name, "\(a.name) is \(length) long, longer than \(max)") }
+                }
+                // §13.7: the whole string must match, as a predicate's MATCHES does.
+                if case .string(let str) = value, !entity.slotPatterns.isEmpty, let pattern = entity.slotPatterns[slot] {
+                    if pattern.firstMatch(in: str, range: NSRange(str.startIndex..., in: str)) == nil {
+                        fail(.stringPatternMatching, a.name, "\(a.name) is \(value), which does not match the pattern \(a.regularExpression ?? "")")
+                    }
                 }
             case .toOne(let r):
                 if value.isNull, !r.isOptional { fail(.missingMandatoryProperty, r.name, "\(r.name) is a required relationship") }

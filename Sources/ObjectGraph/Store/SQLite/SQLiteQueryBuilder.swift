@@ -71,6 +71,7 @@ struct SQLiteQueryBuilder {
     private func checked(_ value: PropertyValue, for column: Column) throws -> PropertyValue {
         if let type = column.attributeType {
             guard Self.fits(value, type) else {
+                if type == .transformable { throw Self.transformableComparison(root.name) }
                 throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with a \(type.rawValue) attribute", entity: root.name)
             }
             if type == .decimal, let d = value.numericValue { return .double(d) }
@@ -143,9 +144,15 @@ struct SQLiteQueryBuilder {
         case (.null, _): return true
         case (.integer, _), (.double, _), (.decimal, _), (.bool, _): return type.isNumeric || type == .boolean
         case (.string, .string), (.string, .uuid), (.string, .uri): return true
-        case (.date, .date), (.data, .binaryData), (.data, .transformable), (.uuid, .uuid), (.uri, .uri): return true
+        case (.date, .date), (.data, .binaryData), (.uuid, .uuid), (.uri, .uri): return true
         default: return false
         }
+    }
+
+    /// A Transformable compared with anything but nil (Docs/coredata-behaviour.md §13.4): its column holds the
+    /// transformer's bytes, which neither SQL nor a comparison in memory can order or match against the app's value.
+    static func transformableComparison(_ entity: String) -> ObjectGraphError {
+        ObjectGraphError(.invalidFetchRequest, "a transformable attribute can be compared with nil only (Docs/coredata-behaviour.md §13.4)", entity: entity)
     }
 
     mutating func condition(_ node: ObjectPredicate.Node, twoValued: Bool = false) throws -> String {

@@ -6,7 +6,8 @@ import Foundation
 /// as SQLite runs it (``runBatch(_:)``): its statements prepared once, then a batch row per row written.
 extension SQLiteStore {
     func batchInsert(_ entity: EntityDescription, rows: [[PropertyValue]], upsert: BatchUpsertRule, author: String?, contextName: String?) throws -> [ManagedObjectID] {
-        try runBatch {
+        let rows = inlined(rows, entity)
+        return try runBatch {
             var history = HistoryRecord()
             var ids: [ManagedObjectID] = []
             // Rows written, counted once every row is (a request that fails midway writes none).
@@ -96,13 +97,20 @@ extension SQLiteStore {
 
     func batchUpdate(_ ids: [ManagedObjectID], values: [Int: PropertyValue], author: String?, contextName: String?) throws -> Int {
         guard let entity = ids.first?.entity else { return 0 }
+        let external = externalData == nil ? [] : entity.externalStorageSlots.filter { values[$0] != nil }
+        var values = values
+        for slot in external { values[slot] = inlined(values[slot]!) }
+        var replacedFiles: [String] = []
+        defer { externalData?.remove(replacedFiles) }
         return try runBatch {
             let slots = values.keys.sorted()
             let setters = slots.map { "\(entity.columnName(forSlot: $0)) = ?" }
             let statement = try connection.cachedStatement("UPDATE \(entity.tableName) SET " + (["Z_OPT = Z_OPT + 1"] + setters).joined(separator: ", ") + " WHERE Z_PK = ?")
             var history = HistoryRecord()
             var count = 0
+            var files: [String] = []
             for id in ids {
+                if !external.isEmpty { files += try externalFileNames(of: id, slots: external) }
                 statement.reset()
                 for (i, slot) in slots.enumerated() { try statement.bind(values[slot]!, at: Int32(i + 1)) }
                 statement.bindInt(id.key, at: Int32(slots.count + 1))
@@ -113,6 +121,7 @@ extension SQLiteStore {
             }
             Probe.count(.batchRowUpdated, count)
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
+            replacedFiles = files  // removed once the transaction committed
             return count
         }
     }
@@ -120,7 +129,10 @@ extension SQLiteStore {
     /// Deletes rows and applies delete rules in SQL: nullify clears the inverse's column (bumping its
     /// version), cascade deletes the destinations, deny refuses while destinations exist.
     func batchDelete(_ ids: [ManagedObjectID], author: String?, contextName: String?) throws -> [ManagedObjectID] {
-        try runBatch {
+        var deletedFiles: [String] = []
+        defer { externalData?.remove(deletedFiles) }
+        return try runBatch {
+            var files: [String] = []
             var history = HistoryRecord()
             var deleted: [ManagedObjectID] = []
             // Rows written, counted once every row is (a request a deny rule stops writes none).
@@ -175,6 +187,9 @@ extension SQLiteStore {
                 let kind = entity.entityCondition(alias: entity.tableName, includesSubentities: false).map { " AND \($0)" } ?? ""
                 let statement = try connection.cachedStatement("DELETE FROM \(entity.tableName) WHERE Z_PK = ?\(kind)")
                 statement.bindInt(id.key, at: 1)
+                if externalData != nil, !entity.externalStorageSlots.isEmpty {
+                    files += try externalFileNames(of: id, slots: entity.externalStorageSlots)
+                }
                 if try statement.run() > 0 {
                     deleted.append(id)
                     history.deletes.append((id, tombstone))
@@ -183,7 +198,24 @@ extension SQLiteStore {
             Probe.count(.batchRowUpdated, nullified)
             Probe.count(.batchRowDeleted, deleted.count)
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
+            deletedFiles = files  // removed once the transaction committed
             return deleted
         }
+    }
+
+    /// Batch rows' values of attributes that allow external storage, kept inline with their marker
+    /// (Docs/coredata-behaviour.md §13.5): a batch request writes no files.
+    private func inlined(_ rows: [[PropertyValue]], _ entity: EntityDescription) -> [[PropertyValue]] {
+        guard externalData != nil, !entity.externalStorageSlots.isEmpty else { return rows }
+        return rows.map { row in
+            var row = row
+            for slot in entity.externalStorageSlots where slot < row.count { row[slot] = inlined(row[slot]) }
+            return row
+        }
+    }
+
+    private func inlined(_ value: PropertyValue) -> PropertyValue {
+        guard case .data(let data) = value else { return value }
+        return .data(Data([SQLiteExternalData.inlineMarker]) + data)
     }
 }

@@ -60,7 +60,14 @@ extension SQLiteStore {
                         guard previous.type == a.type else {
                             throw refuse(entity.name, a.name, "\(entity.name).\(a.name) changed type from \(previous.type.rawValue) to \(a.type.rawValue)")
                         }
-                        let column = old.columnName(forSlot: j)
+                        // Docs/coredata-behaviour.md §13.5: values move into the marked column form; a value kept
+                        // in a file cannot move back into the row in SQL.
+                        if previous.allowsExternalBinaryDataStorage, !a.allowsExternalBinaryDataStorage {
+                            throw refuse(entity.name, a.name, "\(entity.name).\(a.name) stops allowing external storage (values kept in files are not moved back into the store)")
+                        }
+                        let copied = old.columnName(forSlot: j)
+                        let column = a.allowsExternalBinaryDataStorage && !previous.allowsExternalBinaryDataStorage
+                            ? "CAST(X'01' || \(copied) AS BLOB)" : copied
                         // A required attribute gets no NULL, whatever the previous version said: the version hash
                         // does not cover optionality, so the store may come from a version where it was optional.
                         if !a.isOptional {

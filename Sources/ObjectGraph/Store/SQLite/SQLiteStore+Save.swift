@@ -81,11 +81,18 @@ extension SQLiteStore {
         } catch let error as SQLiteError {
             throw Self.storeError(error, path: url!.path)
         }
+        // Docs/coredata-behaviour.md §13.5: files are written inside the transaction; those it replaced are removed
+        // once it commits, those it wrote once it rolls back.
+        var files = SQLiteExternalData.Changes()
+        defer { externalData?.remove(connection.isInTransaction ? [] : files.written) }
         do {
-            let outcome = try write(request, keys: keys)
+            let stored = try externalData.map { try externalized(request, $0, &files) } ?? request
+            let outcome = try write(stored, keys: keys)
             if case .committed = outcome {
                 beforeCommit?()
                 try connection.execute("COMMIT")
+                externalData?.remove(files.replaced)
+                files.written = []
                 // Counted inside the writer's hold, so a simulation keeps the file's writer busy for them.
                 request.countCommitted()
                 if orderRowsWritten > 0 { Probe.count(.rowUpdated, orderRowsWritten) }

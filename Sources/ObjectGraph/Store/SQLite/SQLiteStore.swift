@@ -40,11 +40,15 @@ final class SQLiteStore: PersistentStore {
     private var hierarchySelects: [ObjectIdentifier: HierarchySelect] = [:]
     /// The rows a lightweight migration copied when this store was opened (nil: none ran).
     private(set) var migratedRows: Int?
+    /// Where values of attributes that allow external storage go (Docs/coredata-behaviour.md §13.5); nil when no
+    /// attribute of the model does, so that other models' rows get no new work.
+    let externalData: SQLiteExternalData?
 
     init(url: URL, model: ManagedObjectModel, options: StoreOptions, coordinatorTag: UInt32) throws {
         self.url = url
         self.model = model
         self.path = url.path
+        self.externalData = model.entities.contains { !$0.externalStorageSlots.isEmpty } ? SQLiteExternalData(storeURL: url) : nil
         self.historyTracking = options.persistentHistoryTracking
         self.busyTimeout = options.busyTimeout
         let directory = url.deletingLastPathComponent()
@@ -117,6 +121,7 @@ final class SQLiteStore: PersistentStore {
             if options.persistentHistoryTracking, !options.readOnly {
                 for statement in Self.historySchema { try connection.execute(statement) }
             }
+            if let externalData, !options.readOnly { try Self.removeOrphanFiles(externalData, connection, model: model) }
         } catch let error as SQLiteError {
             throw Self.storeError(error, path: url.path, opening: true)
         }
@@ -129,6 +134,7 @@ final class SQLiteStore: PersistentStore {
         self.url = writer.url
         self.model = writer.model
         self.path = writer.path
+        self.externalData = writer.externalData
         self.historyTracking = writer.historyTracking
         self.busyTimeout = writer.busyTimeout
         self.connectionPragmas = writer.connectionPragmas
@@ -326,9 +332,12 @@ final class SQLiteStore: PersistentStore {
         let destinations: [EntityDescription?]
         /// ``EntityDescription/entityColumnSlots``: their `Z_ENT` columns follow the slots' (none without inheritance).
         let references: [Int]
+        /// ``EntityDescription/externalStorageSlots``: their columns hold a marker and the value or its file's name.
+        let external: [Int]
 
         init(_ entity: EntityDescription) {
             (types, destinations, references) = (entity.slotAttributeTypes, entity.slotDestinations, entity.entityColumnSlots)
+            external = entity.externalStorageSlots
         }
     }
 
@@ -338,6 +347,7 @@ final class SQLiteStore: PersistentStore {
     private func decodeRow(_ statement: SQLiteStatement, shape: RowShape, offset: Int) -> [PropertyValue] {
         var values = decodeRow(statement, types: shape.types, destinations: shape.destinations, offset: offset)
         if !shape.references.isEmpty { concreteReferences(&values, statement, shape.references, columns: (offset + shape.types.count)...) }
+        if !shape.external.isEmpty, let externalData { for slot in shape.external { values[slot] = externalData.value(ofColumn: values[slot]) } }
         return values
     }
 
@@ -406,6 +416,9 @@ final class SQLiteStore: PersistentStore {
             values.append(statement.isNull(at: col) ? .null : decodeValue(statement, at: col, type: types[i], destination: destinations[i]))
         }
         if !entity.entityColumnSlots.isEmpty { concreteReferences(&values, statement, entity.entityColumnSlots, columns: layout.entityColumns) }
+        if !entity.externalStorageSlots.isEmpty, let externalData {
+            for slot in entity.externalStorageSlots { values[slot] = externalData.value(ofColumn: values[slot]) }
+        }
         return values
     }
 
