@@ -907,7 +907,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         guard parent == nil, let coordinator = persistentStoreCoordinator else { return }
         let temporary = objects.filter { $0.objectID.isTemporaryID && $0.managedObjectContext === self }
         guard !temporary.isEmpty else { return }
-        let ids = try coordinator.withStore { try $0.allocateKeys(for: temporary.map(\.entity)) }
+        let ids = try coordinator.allocateKeys(for: temporary.map(\.entity))
         var mapping: [ManagedObjectID: ManagedObjectID] = [:]
         for (object, id) in zip(temporary, ids) { mapping[object.objectID] = id }
         remapIDs(mapping)
