@@ -252,6 +252,28 @@ import Testing
         }
     }
 
+    // §14.2
+    @Test("An object assigned to a store is saved there, though an earlier store holds its entity")
+    func assignedObjectGoesToItsStore() throws {
+        let stores = try Stores([("Catalog", "a.sqlite"), ("Catalog", "b.sqlite")])
+        let second = stores.coordinator.persistentStores[1]
+        let ctx = stores.context()
+        try ctx.performAndWait {
+            let first = try Self.insert(ctx, "Product", ["name": "lamp", "price": 30])
+            let assigned = try Self.insert(ctx, "Product", ["name": "desk", "price": 90])
+            ctx.assign(assigned, to: second)
+            let obtained = try Self.insert(ctx, "Product", ["name": "chair", "price": 60])
+            ctx.assign(obtained, to: second)
+            try ctx.obtainPermanentIDs(for: [obtained])
+            #expect(obtained.objectID.storeIdentifier == second.identifier)
+            try ctx.save()
+            #expect(first.objectID.storeIdentifier != second.identifier)
+            #expect(assigned.objectID.storeIdentifier == second.identifier)
+        }
+        #expect(try stores.count("Product", in: "a.sqlite") == 1)
+        #expect(try stores.count("Product", in: "b.sqlite") == 2)
+    }
+
     // MARK: What crosses stores (§14.3)
 
     // §14.3

@@ -163,13 +163,18 @@ extension PersistentStoreCoordinator {
         return try queue.sync { try body(added.store) }
     }
 
-    /// Permanent IDs for new objects of `entities`, in order, each from the store it goes to (`obtainPermanentIDs`).
-    func allocateKeys(for entities: [EntityDescription]) throws -> [ManagedObjectID] {
+    /// Permanent IDs for new objects of `entities`, in order, each from the store it goes to (`obtainPermanentIDs`):
+    /// the store number `assigned` gives it (empty: none assigned), else its entity's first store.
+    func allocateKeys(for entities: [EntityDescription], assigned: [UInt32?] = []) throws -> [ManagedObjectID] {
         guard routesRequests else { return try withStore { try $0.allocateKeys(for: entities) } }
         let stores = addedStores
         var ids = [ManagedObjectID?](repeating: nil, count: entities.count)
+        func goes(_ n: Int, to added: AddedStore) -> Bool {
+            if n < assigned.count, let number = assigned[n] { return number == added.number }
+            return added.holds(entities[n])
+        }
         for added in stores {
-            let mine = entities.indices.filter { ids[$0] == nil && added.holds(entities[$0]) }
+            let mine = entities.indices.filter { ids[$0] == nil && goes($0, to: added) }
             guard !mine.isEmpty else { continue }
             let keys = try queue.sync { try added.store.allocateKeys(for: mine.map { entities[$0] }) }
             for (n, id) in zip(mine, keys) { ids[n] = id }
@@ -283,6 +288,9 @@ extension PersistentStoreCoordinator {
     func writeToStores(_ request: SaveRequest) throws -> (outcome: StoreSaveOutcome, token: PersistentHistoryToken?) {
         let stores = addedStores
         func index(writing id: ManagedObjectID) throws -> Int {
+            if id.isTemporaryID, let number = request.assignedStores[id], let i = stores.firstIndex(where: { $0.number == number }) {
+                return i
+            }
             if id.isTemporaryID {
                 guard let i = stores.firstIndex(where: { $0.holds(id.entity) }) else { throw Self.noStoreError(for: id, in: stores) }
                 return i
@@ -377,5 +385,31 @@ extension PersistentStoreCoordinator {
         let names = committed.map { $0.store.url?.lastPathComponent ?? $0.store.identifier }.joined(separator: ", ")
         return ObjectGraphError(.persistentStoreSave, "the save committed to \(names), then failed in \(failed.store.url?.lastPathComponent ?? failed.store.identifier): \(reason); a save across stores is not atomic",
                                 storePath: failed.store.url?.path)
+    }
+}
+
+extension ManagedObjectContext {
+    /// Saves `object`, inserted in this context, to `store` rather than to the first store whose configuration
+    /// holds its entity (`assign(_:to:)`, Docs/coredata-behaviour.md §14.2). Needed only when several stores hold
+    /// the entity. A root context's assignment holds until the save that writes the object.
+    ///
+    /// - Precondition: `object` is a new object of this root context; `store` is one of its coordinator's
+    ///   ``PersistentStoreCoordinator/persistentStores`` and its configuration holds the object's entity.
+    public func assign(_ object: ManagedObject, to store: PersistentStoreInfo) {
+        assertOnQueue()
+        precondition(parent == nil && object.managedObjectContext === self && object.objectID.isTemporaryID,
+                     "assign(_:to:) takes a new object of a context whose parent is a coordinator")
+        guard let coordinator = persistentStoreCoordinator else { preconditionFailure("assign(_:to:) needs a coordinator") }
+        let identifier = store.identifier
+        let target: AddedStore? = coordinator.routesRequests
+            ? coordinator.addedStores.first { $0.store.identifier == identifier }
+            : nil
+        // One store without a configuration holds every entity: the assignment changes nothing.
+        guard let target else {
+            precondition(coordinator.storeIdentifier == identifier, "assign(_:to:): the store is not one of the coordinator's")
+            return
+        }
+        precondition(target.holds(object.entity), "assign(_:to:): the store's configuration does not hold \(object.entity.name)")
+        assignedStores[object.objectID] = target.number
     }
 }
