@@ -465,6 +465,26 @@ import Testing
     }
 
     // §14.2
+    @Test("Each SQLite store reads on read connections of its own")
+    func eachStoreHasItsReaders() throws {
+        let stores = try Stores([("Catalog", "catalog.sqlite"), ("Orders", "orders.sqlite")])
+        let ctx = stores.context()
+        try ctx.performAndWait {
+            _ = try Self.insert(ctx, "Order", ["number": 1])
+            try ctx.save()
+        }
+        let added = stores.coordinator.addedStores
+        #expect(added.count == 2 && added.allSatisfy { $0.readers != nil })
+        #expect(added[1].readers?.openReaders == 0)
+        let reader = stores.context()
+        try reader.performAndWait { () throws in
+            #expect(try reader.fetch(FetchRequest(entityName: "Order")).count == 1)
+        }
+        #expect(added[1].readers?.openReaders == 1)
+        #expect(added[0].readers?.openReaders == 0)
+    }
+
+    // §14.2
     @Test("A coordinator with several stores holds no query generation")
     func severalStoresHoldNoGeneration() throws {
         let stores = try Stores([("Catalog", "catalog.sqlite"), ("Orders", "orders.sqlite")])

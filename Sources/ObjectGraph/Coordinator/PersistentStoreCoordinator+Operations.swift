@@ -48,7 +48,7 @@ extension PersistentStoreCoordinator {
             try Self.entries(of: storeFetch, request: request, entity: entity, in: store)
         }
         let result: [FetchEntry]
-        if let added, generation == nil || added.store !== store { result = try read(from: added, entries) } else { result = try read(in: generation, entries) }
+        if let added, generation == nil || !added.isFirst { result = try read(from: added, entries) } else { result = try read(in: generation, entries) }
         // A fetch of IDs only steps Z_PK (and Z_ENT) and makes IDs: no values decoded, no snapshot
         // (Docs/coredata-behaviour.md §4).
         Probe.count(.rowsFetched(self, result.count, idsOnly: idsOnly))

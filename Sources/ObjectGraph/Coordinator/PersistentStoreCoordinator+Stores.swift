@@ -5,6 +5,9 @@ import Synchronization
 /// its read connections (Docs/coredata-behaviour.md §14.2).
 final class AddedStore: @unchecked Sendable {  // immutable; `store` is used on the coordinator's queue, `readers` by its own lock
     let store: any PersistentStore
+    /// Whether this is the coordinator's first store (its ``PersistentStoreCoordinator/store``): reads go through
+    /// the coordinator's own read path, and a query generation is this store's.
+    let isFirst: Bool
     /// The configuration the store was added with; nil holds every entity.
     let configuration: String?
     /// The store's number as an object ID carries it (without its coordinator's tag).
@@ -13,8 +16,9 @@ final class AddedStore: @unchecked Sendable {  // immutable; `store` is used on 
     /// Whether the store holds entity number n, at index n; nil: every entity.
     private let held: [Bool]?
 
-    init(_ store: any PersistentStore, configuration: String?, model: ManagedObjectModel, readers: SQLiteReaderPool?) {
+    init(_ store: any PersistentStore, isFirst: Bool, configuration: String?, model: ManagedObjectModel, readers: SQLiteReaderPool?) {
         self.store = store
+        self.isFirst = isFirst
         self.configuration = configuration
         self.number = store.storeNumber & StoreRegistry.numberMask
         self.readers = readers
@@ -95,8 +99,8 @@ extension PersistentStoreCoordinator {
         }
         let model = managedObjectModel, first = store!, firstReaders = readerPool
         routedStores.withLock { list in
-            if list.isEmpty { list = [AddedStore(first, configuration: nil, model: model, readers: firstReaders)] }
-            list.append(AddedStore(opened, configuration: configuration, model: model, readers: (opened as? SQLiteStore)?.readerPool))
+            if list.isEmpty { list = [AddedStore(first, isFirst: true, configuration: nil, model: model, readers: firstReaders)] }
+            list.append(AddedStore(opened, isFirst: false, configuration: configuration, model: model, readers: (opened as? SQLiteStore)?.readerPool))
         }
         routing.store(true, ordering: .releasing)
     }
@@ -136,7 +140,7 @@ extension PersistentStoreCoordinator {
     /// Runs a read with `added`'s store: the first store as ``readStore(_:)`` reads it; another on one of its own
     /// read connections (a pool of more than one, off the coordinator's queue), else on the coordinator's queue.
     func read<T>(from added: AddedStore, _ body: (any PersistentStore) throws -> T) throws -> T {
-        if added.store === store { return try readStore(body) }
+        if added.isFirst { return try readStore(body) }
         let pool = connectionPoolSize
         if pool > 1, !queue.isCurrent, let readers = added.readers {
             func read() throws -> T? { try readers.withReader(capacity: pool - 1, body) }
@@ -152,7 +156,7 @@ extension PersistentStoreCoordinator {
     func read<T>(in generation: StoreGeneration?, holding id: ManagedObjectID, _ body: (any PersistentStore) throws -> T) throws -> T {
         guard routesRequests else { return try read(in: generation, body) }
         let added = try addedStore(holding: id)
-        if let generation, added.store === store { return try readPinned(generation, body) }
+        if let generation, added.isFirst { return try readPinned(generation, body) }
         return try read(from: added, body)
     }
 
@@ -196,7 +200,7 @@ extension PersistentStoreCoordinator {
 extension PersistentStoreCoordinator {
     /// A read of `added` in `generation` (a generation is the first store's).
     private func read<T>(in generation: StoreGeneration?, from added: AddedStore, _ body: (any PersistentStore) throws -> T) throws -> T {
-        if let generation, added.store === store { return try readPinned(generation, body) }
+        if let generation, added.isFirst { return try readPinned(generation, body) }
         return try read(from: added, body)
     }
 
@@ -211,7 +215,7 @@ extension PersistentStoreCoordinator {
                 try StoreRowSubject.checkKeys(of: request, in: entity)
                 return []
             }
-            guard !idsOnly, generation == nil || only.store !== store else {
+            guard !idsOnly, generation == nil || !only.isFirst else {
                 return try fetchRows(request, entity: entity, idsOnly: idsOnly, snapshot: 0, generation: generation, from: only)
             }
             return try rowCache.reading { try fetchRows(request, entity: entity, idsOnly: idsOnly, snapshot: $0, generation: nil, from: only) }

@@ -28,8 +28,10 @@ package struct CoordinatorCounters: Sendable, Equatable, Codable {
 
 /// Mediates between contexts and a store (`NSPersistentStoreCoordinator`): one serial queue for the writer and
 /// every request that is not a read, a pool of read connections beside it (SQLite in WAL mode, semantics §8
-/// "Connection pool"), and the row cache of snapshots with versions (semantics §0, §2.3, §8).
-public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store` is guarded by `queue`; cache, counters and readers by their locks
+/// "Connection pool"), and the row cache of snapshots with versions (semantics §0, §2.3, §8). Stores added with
+/// configurations, or several stores, are kept in the order added, each with its own writer and read connections
+/// (Docs/coredata-behaviour.md §14.2).
+public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store` is guarded by `queue`; cache, counters, readers and routed stores by their locks
     /// The model of every store of this coordinator.
     public let managedObjectModel: ManagedObjectModel
     /// A name for debugging and reports.
@@ -44,7 +46,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// a second store was added (Docs/coredata-behaviour.md §14.2); empty before. A coordinator with one store added
     /// without a configuration sends every request to ``store`` without looking here.
     let routedStores = Mutex<[AddedStore]>([])
-    /// Whether requests go to the stores of ``routedStores`` (read once per request, relaxed).
+    /// Whether requests go to the stores of ``routedStores`` (read once per request).
     let routing = Atomic<Bool>(false)
     private let remoteChanges = Mutex<(enabled: Bool, path: String?)>((false, nil))
     private let counterState = Mutex(CoordinatorCounters())
@@ -96,7 +98,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
                 }
                 try performAddPersistentStore(type: type, at: url, options: options)
                 if let configuration, let store {
-                    routedStores.withLock { $0 = [AddedStore(store, configuration: configuration, model: managedObjectModel, readers: readerPool)] }
+                    routedStores.withLock { $0 = [AddedStore(store, isFirst: true, configuration: configuration, model: managedObjectModel, readers: readerPool)] }
                     routing.store(true, ordering: .releasing)
                 }
             }
@@ -139,7 +141,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     package func copyInMemoryStore(into other: PersistentStoreCoordinator) -> Bool {
         guard !routesRequests, let rows = queue.sync({ (store as? InMemoryStore)?.copy(coordinatorTag: other.idTag) }) else { return false }
         other.queue.sync {
-            precondition(other.store == nil, "ObjectGraph supports one persistent store per coordinator")
+            precondition(other.store == nil, "copyInMemoryStore(into:) takes a coordinator without a store")
             other.store = rows
         }
         return true
