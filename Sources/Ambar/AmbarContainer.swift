@@ -91,8 +91,11 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
     public let writerCoordinator: PersistentStoreCoordinator
     /// The main-queue context that drives the UI (`.mergeByPropertyStoreTrump`).
     public let viewContext: ManagedObjectContext
-    /// The store file, nil for in-memory.
+    /// The store file, nil for in-memory (the first store's, with several).
     public let storeURL: URL?
+    /// The stores each coordinator adds, in order (`persistentStoreDescriptions`): the first with the container's
+    /// type and file, the others as given, each holding its configuration's entities (Docs/coredata-behaviour.md §14.2).
+    public let persistentStoreDescriptions: [PersistentStoreDescription]
     /// The store type.
     public let storeType: StoreType
     /// The options the container was made with.
@@ -156,11 +159,17 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
     ///   - storeDescription: Core Data's way of saying all of the store's settings at once: when
     ///     given, its type, URL, options and migration flags replace `storeType`, `storeURL` and `storeOptions`,
     ///     and both coordinators add the store with it (synchronously: the container is usable when `init` returns).
+    ///   - persistentStoreDescriptions: several stores, each with its configuration (`persistentStoreDescriptions`):
+    ///     the first is the `storeDescription` (when that is nil), and both coordinators add the others after it, in
+    ///     order, as given.
     /// - Throws: ``AmbarError`` when the model cannot be found, or the store's ``ObjectGraphError``.
     public init(
         storeType: StoreType = .sqlite, modelName: String? = nil, model: ManagedObjectModel? = nil, storeURL: URL? = nil,
-        storeOptions: StoreOptions = StoreOptions(), options: Options = Options(), storeDescription: PersistentStoreDescription? = nil
+        storeOptions: StoreOptions = StoreOptions(), options: Options = Options(), storeDescription: PersistentStoreDescription? = nil,
+        persistentStoreDescriptions: [PersistentStoreDescription] = []
     ) throws {
+        let others = storeDescription == nil ? Array(persistentStoreDescriptions.dropFirst()) : persistentStoreDescriptions
+        let storeDescription = storeDescription ?? persistentStoreDescriptions.first
         let storeType = storeDescription.map { $0.type == .sqlite ? StoreType.sqlite : .inMemory } ?? storeType
         let storeURL = storeDescription?.url ?? storeURL
         let resolvedModel = try model ?? Self.loadModel(named: modelName)
@@ -187,10 +196,18 @@ public final class AmbarContainer: @unchecked Sendable {  // settings guarded by
         description.url = self.storeURL
         description.shouldAddStoreAsynchronously = false
         mainCoordinator = PersistentStoreCoordinator(managedObjectModel: resolvedModel, name: "main")
+        let added = others.map { other in
+            var other = other
+            other.shouldAddStoreAsynchronously = false
+            return other
+        }
+        self.persistentStoreDescriptions = [description] + added
         try mainCoordinator.addPersistentStore(with: description)
+        for other in added { try mainCoordinator.addPersistentStore(with: other) }
         if storeType == .sqlite && !options.singleCoordinator {
             writerCoordinator = PersistentStoreCoordinator(managedObjectModel: resolvedModel, name: "writer")
             try writerCoordinator.addPersistentStore(with: description)
+            for other in added { try writerCoordinator.addPersistentStore(with: other) }
         } else {
             writerCoordinator = mainCoordinator
         }

@@ -56,9 +56,14 @@ public struct TraceModel: Codable, Sendable, Equatable {
     public var entities: [Entity]
     /// The version's name when the model has several (a migration's `next`); a model with no name is the first.
     public var version: String?
+    /// The version's named configurations (absent when it has none: the trace of such a model is unchanged).
+    public var configurations: [ModelFile.Configuration]?
 
-    /// Creates a trace model from one version's entities and its name.
-    public init(entities: [Entity], version: String? = nil) { (self.entities, self.version) = (entities, version) }
+    /// Creates a trace model from one version's entities, its name and its configurations.
+    public init(entities: [Entity], version: String? = nil, configurations: [ModelFile.Configuration]? = nil) {
+        (self.entities, self.version) = (entities, version)
+        self.configurations = configurations?.isEmpty == true ? nil : configurations
+    }
 }
 
 /// An object the app let go (or a context, when `obj` is absent) while its thread was inside a call: the replay

@@ -105,6 +105,10 @@ public enum CoreDataModelBuilder {
         let model = NSManagedObjectModel()
         model.entities = trace.entities.compactMap { entities[$0.name] }
         if let version = trace.version { model.versionIdentifiers = [version] }
+        // Docs/coredata-behaviour.md §14.1: each configuration holds exactly the entities it lists.
+        for configuration in trace.configurations ?? [] {
+            model.setEntities(configuration.entities.compactMap { entities[$0] }, forConfigurationName: configuration.name)
+        }
         return model
     }
 

@@ -66,7 +66,7 @@ struct AppModelScenarioTests {
                 for attribute in note.entity.attributes where attribute.name != "id" {
                     #expect(note.value(forKey: attribute.name) != nil, "\(attribute.name) is not set")
                 }
-                        let rank = try #require(note.value(forKey: "rank") as? Int16)
+                let rank = try #require(note.value(forKey: "rank") as? Int16)
                 #expect((1...100).contains(rank))
                 let score = try #require(note.value(forKey: "score") as? Double)
                 #expect((0...5).contains(score))
@@ -79,7 +79,8 @@ struct AppModelScenarioTests {
                 let thumbnail = try #require(note.value(forKey: "thumbnail") as? Data)
                 #expect((4...32).contains(thumbnail.count))
                 #expect((note.value(forKey: "folder") as? ManagedObject)?.value(forKey: "name") is String)
-                #expect((note.value(forKey: "attachments") as? Set<ManagedObject>)?.count == 2)
+                // An ordered to-many reads as an array, in the order the plan made (§12).
+                #expect((note.value(forKey: "attachments") as? [ManagedObject])?.count == 2)
             }
             // Constrained values come from the record's number: no two notes share a slug.
             #expect(Set(notes.compactMap { $0.value(forKey: "slug") as? String }).count == 20)

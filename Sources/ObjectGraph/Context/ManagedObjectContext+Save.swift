@@ -286,6 +286,7 @@ extension ManagedObjectContext {
         var request = SaveRequest()
         request.author = transactionAuthor
         request.contextName = name
+        request.assignedStores = assignedStores
         // Many-to-many rows, written once from the side that owns the join table; collected in the same pass
         // over each object as its row (a pass of its own touched every object once more: a cache miss per
         // object in a large save).
@@ -439,6 +440,7 @@ extension ManagedObjectContext {
                            savedRows: SaveReferences?) {
         let inserted = Self.keeping(insertedSet) { !$0.isDeletedFlag }
         let deleted = Self.keeping(deletedSet) { !$0.isInsertedFlag }
+        if !assignedStores.isEmpty { assignedStores = [:] }  // every insert reached its store
         remapIDs(newIDs)
         // Semantics §2.2: the descendants re-key their objects for these rows too; queued before the did-save
         // below, so that their automatic merges of it find the permanent IDs.

@@ -173,6 +173,9 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// Whether an insert was turned into a fault since the last save (Rule 12): the save drops those.
     @exclusivity(unchecked) var hasFaultedInserts = false
     @exclusivity(unchecked) var lockedObjects: Set<ManagedObject> = []
+    /// The store number each inserted object was assigned to by ``assign(_:to:)``, by its temporary ID (empty
+    /// unless a store was assigned: a save then carries no assignment).
+    @exclusivity(unchecked) var assignedStores: [ManagedObjectID: UInt32] = [:]
     /// The change set a merge is announcing, while its objects-did-change is posted (a fetched results controller
     /// folds the updates it must look up into the same change cycle, Rule 10).
     @exclusivity(unchecked) var changesBeingMerged: ContextObjectIDChanges?
@@ -904,6 +907,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         registry.removeAll()
         strongRegistered = [:]
         keptIDChanges = nil  // semantics §2.2: only a reset lets go of the ID changes kept for children
+        assignedStores = [:]
         clearChangeSets()
         advanceQueryGeneration()  // semantics §3.7: reset() advances a pinned context's generation
         postObjectsDidChange(inserted: [], updated: [], deleted: [], invalidatedAll: Set(objects.map(\.objectID)))
@@ -944,7 +948,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         guard parent == nil, let coordinator = persistentStoreCoordinator else { return }
         let temporary = objects.filter { $0.objectID.isTemporaryID && $0.managedObjectContext === self }
         guard !temporary.isEmpty else { return }
-        let ids = try coordinator.withStore { try $0.allocateKeys(for: temporary.map(\.entity)) }
+        let ids = try coordinator.allocateKeys(for: temporary.map(\.entity), assigned: assignedStores.isEmpty ? [] : temporary.map { assignedStores[$0.objectID] })
         var mapping: [ManagedObjectID: ManagedObjectID] = [:]
         for (object, id) in zip(temporary, ids) { mapping[object.objectID] = id }
         remapIDs(mapping)

@@ -90,12 +90,13 @@ final class StoreGeneration: @unchecked Sendable {  // `reader` is used under `l
 }
 
 extension PersistentStoreCoordinator {
-    /// Whether the store can hold query generations (SQLite in WAL mode, with read connections).
-    public var supportsQueryGenerations: Bool { hasReadConnections }
+    /// Whether the store can hold query generations (SQLite in WAL mode, with read connections; one store:
+    /// Docs/coredata-behaviour.md §14.2).
+    public var supportsQueryGenerations: Bool { hasReadConnections && (!routesRequests || addedStores.count == 1) }
 
     /// A generation of the store taken now, nil when the store cannot hold one.
     func openGeneration() throws -> StoreGeneration? {
-        guard let pool = readerPool else { return nil }
+        guard supportsQueryGenerations, let pool = readerPool else { return nil }
         return try StoreGeneration(pool: pool, capacity: { [weak self] in max(0, (self?.connectionPoolSize ?? 1) - 1) })
     }
 

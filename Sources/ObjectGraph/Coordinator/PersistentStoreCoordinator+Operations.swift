@@ -29,6 +29,7 @@ extension PersistentStoreCoordinator {
     /// `generation`: a pinned context's (Docs/coredata-behaviour.md §3.7): the rows come from it, and the cache only takes the
     /// references (its rows may be older than the cache's; another context must not fault them in).
     func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, generation: StoreGeneration? = nil) throws -> [FetchEntry] {
+        if routesRequests { return try fetchRowsOfStores(request, entity: entity, idsOnly: idsOnly, generation: generation) }
         // Docs/coredata-behaviour.md §8: rows read on a read connection are installed with the generation the read began at. A
         // fetch of IDs only, or one in a pinned generation, installs nothing: it takes no snapshot.
         guard !idsOnly, generation == nil else {
@@ -37,36 +38,17 @@ extension PersistentStoreCoordinator {
         return try rowCache.reading { try fetchRows(request, entity: entity, idsOnly: idsOnly, snapshot: $0, generation: generation) }
     }
 
-    private func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, snapshot: UInt64,
-                           generation: StoreGeneration?) throws -> [FetchEntry] {
+    func fetchRows(_ request: FetchRequest, entity: EntityDescription, idsOnly: Bool, snapshot: UInt64,
+                   generation: StoreGeneration?, from added: AddedStore? = nil) throws -> [FetchEntry] {
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
             limit: request.fetchLimit, offset: request.fetchOffset, idsOnly: idsOnly,
             includesSubentities: request.includesSubentities)
-        let result: [FetchEntry] = try read(in: generation) { store in
-            if let entries = try store.fetchEntriesIfEvaluable(storeFetch) { return entries }
-            // The store cannot filter or order this fetch: take every row of the entity (and of its sub-entities
-            // when included) and do it here, its keys checked first as a translation would.
-            try StoreRowSubject.checkKeys(of: request, in: entity)
-            var all = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false,
-                                 includesSubentities: request.includesSubentities)
-            all.idsOnly = false
-            var rows = try store.identifiedRows(all).map { ($0.id, $0.row!) }
-            let resolver = StoreRowResolver(store: store)
-            if let predicate = request.predicate {
-                rows = try rows.filter { try predicate.evaluate(subject: StoreRowSubject(id: $0.0, row: $0.1, resolver: resolver, as: entity)) }
-            }
-            if !request.sortDescriptors.isEmpty {
-                let keyed = try rows.map { row in
-                    (row, try request.sortDescriptors.map { try StoreRowSubject(id: row.0, row: row.1, resolver: resolver, as: entity).sortValue($0.key) })
-                }
-                rows = keyed.sorted { SortOrdering.precedes($0.1, $1.1, request.sortDescriptors) }.map(\.0)
-            }
-            var slice = rows[...]
-            if request.fetchOffset > 0 { slice = slice.dropFirst(request.fetchOffset) }
-            if request.fetchLimit > 0 { slice = slice.prefix(request.fetchLimit) }
-            return slice.map { FetchEntry(id: $0.0, row: idsOnly ? nil : $0.1, retained: !idsOnly) }
+        func entries(_ store: any PersistentStore) throws -> [FetchEntry] {
+            try Self.entries(of: storeFetch, request: request, entity: entity, in: store)
         }
+        let result: [FetchEntry]
+        if let added, generation == nil || !added.isFirst { result = try read(from: added, entries) } else { result = try read(in: generation, entries) }
         // A fetch of IDs only steps Z_PK (and Z_ENT) and makes IDs: no values decoded, no snapshot
         // (Docs/coredata-behaviour.md §4).
         Probe.count(.rowsFetched(self, result.count, idsOnly: idsOnly))
@@ -80,7 +62,36 @@ extension PersistentStoreCoordinator {
         return result
     }
 
+    /// The entries of `storeFetch` in `store`: the store's own when it can evaluate the fetch, else filtered, sorted
+    /// and sliced here from every row of the entity.
+    static func entries(of storeFetch: StoreFetch, request: FetchRequest, entity: EntityDescription, in store: any PersistentStore) throws -> [FetchEntry] {
+        let idsOnly = storeFetch.idsOnly
+        if let entries = try store.fetchEntriesIfEvaluable(storeFetch) { return entries }
+        // The store cannot filter or order this fetch: take every row of the entity (and of its sub-entities
+        // when included) and do it here, its keys checked first as a translation would.
+        try StoreRowSubject.checkKeys(of: request, in: entity)
+        var all = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], limit: 0, offset: 0, idsOnly: false,
+                             includesSubentities: request.includesSubentities)
+        all.idsOnly = false
+        var rows = try store.identifiedRows(all).map { ($0.id, $0.row!) }
+        let resolver = StoreRowResolver(store: store)
+        if let predicate = request.predicate {
+            rows = try rows.filter { try predicate.evaluate(subject: StoreRowSubject(id: $0.0, row: $0.1, resolver: resolver, as: entity)) }
+        }
+        if !request.sortDescriptors.isEmpty {
+            let keyed = try rows.map { row in
+                (row, try request.sortDescriptors.map { try StoreRowSubject(id: row.0, row: row.1, resolver: resolver, as: entity).sortValue($0.key) })
+            }
+            rows = keyed.sorted { SortOrdering.precedes($0.1, $1.1, request.sortDescriptors) }.map(\.0)
+        }
+        var slice = rows[...]
+        if storeFetch.offset > 0 { slice = slice.dropFirst(storeFetch.offset) }
+        if storeFetch.limit > 0 { slice = slice.prefix(storeFetch.limit) }
+        return slice.map { FetchEntry(id: $0.0, row: idsOnly ? nil : $0.1, retained: !idsOnly) }
+    }
+
     func countRows(_ request: FetchRequest, entity: EntityDescription, generation: StoreGeneration? = nil) throws -> Int {
+        if routesRequests { return try countRowsOfStores(request, entity: entity, generation: generation) }
         let storeFetch = StoreFetch(
             entity: entity, predicate: request.predicate, sortDescriptors: [], limit: request.fetchLimit,
             offset: request.fetchOffset, idsOnly: true, includesSubentities: request.includesSubentities)
@@ -99,7 +110,7 @@ extension PersistentStoreCoordinator {
     func row(for id: ManagedObjectID, staleness: TimeInterval, generation: StoreGeneration? = nil) throws -> RowSnapshot? {
         if let generation {
             Probe.count(.rowCacheMisses(self, 1))
-            guard let row = try readPinned(generation, { try $0.rows(of: id.entity, keys: [id.key]) })[id.key] else { return nil }
+            guard let row = try read(in: generation, holding: id, { try $0.rows(of: id.entity, keys: [id.key]) })[id.key] else { return nil }
             Probe.count(.faultRowRead(self, inMemory: false))
             return row
         }
@@ -113,7 +124,7 @@ extension PersistentStoreCoordinator {
         case .miss:
             Probe.count(.rowCacheMisses(self, 1))
             return try rowCache.reading { snapshot in
-                let (rows, inMemory) = try readStore { (try $0.rows(of: id.entity, keys: [id.key]), $0.type == .inMemory) }
+                let (rows, inMemory) = try read(in: nil, holding: id) { (try $0.rows(of: id.entity, keys: [id.key]), $0.type == .inMemory) }
                 // core-data-rules.md Rule 27: a row read (and a fault fulfilled from the store) only when the store has the row.
                 guard let row = rows[id.key] else { return nil }
                 // Semantics §7 "The in-memory store": a row in memory is copied without a query, as from the cache
@@ -138,10 +149,13 @@ extension PersistentStoreCoordinator {
         try rowCache.reading { snapshot in
             var result: [ManagedObjectID: RowSnapshot] = [:]
             let byEntity = Dictionary(grouping: ids.filter { !$0.isTemporaryID }, by: { ObjectIdentifier($0.entity) })
-            for group in byEntity.values {
+            func read(_ group: [ManagedObjectID]) throws {
                 let entity = group[0].entity
-                let rows = try read(in: generation) { try $0.rows(of: entity, keys: group.map(\.key)) }
+                let rows = try self.read(in: generation, holding: group[0]) { try $0.rows(of: entity, keys: group.map(\.key)) }
                 for id in group { if let row = rows[id.key] { result[id] = row } }
+            }
+            for group in byEntity.values {
+                if routesRequests { for part in storeGroups(group) { try read(part) } } else { try read(group) }
             }
             Probe.count(.rowsFetched(self, result.count, idsOnly: false, cacheMisses: ids.count))
             // A pinned context's rows stay out of the cache (Docs/coredata-behaviour.md §3.7).
@@ -159,7 +173,7 @@ extension PersistentStoreCoordinator {
         guard !cached.isEmpty else { return }
         let byEntity = Dictionary(grouping: cached, by: { ObjectIdentifier($0.entity) })
         // Entities in model order and keys ascending: the same statements on every run.
-        for group in byEntity.values.sorted(by: { $0[0].entity.entityNumber < $1[0].entity.entityNumber }) {
+        for group in byEntity.values.sorted(by: { $0[0].entity.entityNumber < $1[0].entity.entityNumber }).flatMap({ routesRequests ? storeGroups($0) : [$0] }) {
             try rowCache.reading { try reload(group, snapshot: $0) }
         }
     }
@@ -168,7 +182,7 @@ extension PersistentStoreCoordinator {
     private func reload(_ group: [ManagedObjectID], snapshot: UInt64) throws {
         do {
             let entity = group[0].entity
-            let rows = try withStore { try $0.rows(of: entity, keys: group.map(\.key).sorted()) }
+            let rows = try withStore(holding: group[0]) { try $0.rows(of: entity, keys: group.map(\.key).sorted()) }
             var fresh: [(ManagedObjectID, RowSnapshot)] = []
             var gone: [ManagedObjectID] = []
             for id in group {
@@ -182,7 +196,7 @@ extension PersistentStoreCoordinator {
 
     /// The destinations of a to-many relationship in the store.
     func relatedIDs(of source: ManagedObjectID, relationship: RelationshipDescription, generation: StoreGeneration? = nil) throws -> [ManagedObjectID] {
-        let ids = try read(in: generation) { try $0.relatedKeys(of: source, relationship: relationship) }
+        let ids = try read(in: generation, holding: source) { try $0.relatedKeys(of: source, relationship: relationship) }
         // The destinations' keys only: a to-many fault is a fetch of IDs.
         Probe.count(.rowsFetched(self, ids.count, idsOnly: true))
         return ids
@@ -215,7 +229,7 @@ extension PersistentStoreCoordinator {
         }
         if request.isEmpty { return .committed(newIDs: [:], historyToken: nil, savedRows: nil) }
         if request.checkVersionsOnly {
-            switch try withStore({ try $0.save(request) }) {
+            switch try routesRequests ? writeToStores(request).outcome : withStore({ try $0.save(request) }) {
             case .versionConflicts(let storeConflicts):
                 return try save(SaveRequest(inserts: [], updates: [], deletes: [], joinChanges: [], locked: [], checkVersionsOnly: false), conflicts: storeConflicts)
             default:
@@ -223,7 +237,7 @@ extension PersistentStoreCoordinator {
             }
         }
 
-        let (outcome, token, orderRows) = try withStore { store in
+        let (outcome, token, orderRows) = try routesRequests ? writeToStores(request) : withStore { store in
             (try store.save(request), store.lastHistoryToken, request.orderChanges.isEmpty ? 0 : store.orderRowsWritten)
         }
         switch outcome {

@@ -28,8 +28,10 @@ package struct CoordinatorCounters: Sendable, Equatable, Codable {
 
 /// Mediates between contexts and a store (`NSPersistentStoreCoordinator`): one serial queue for the writer and
 /// every request that is not a read, a pool of read connections beside it (SQLite in WAL mode, semantics §8
-/// "Connection pool"), and the row cache of snapshots with versions (semantics §0, §2.3, §8).
-public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store` is guarded by `queue`; cache, counters and readers by their locks
+/// "Connection pool"), and the row cache of snapshots with versions (semantics §0, §2.3, §8). Stores added with
+/// configurations, or several stores, are kept in the order added, each with its own writer and read connections
+/// (Docs/coredata-behaviour.md §14.2).
+public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store` is guarded by `queue`; cache, counters, readers and routed stores by their locks
     /// The model of every store of this coordinator.
     public let managedObjectModel: ManagedObjectModel
     /// A name for debugging and reports.
@@ -38,7 +40,14 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
 
     let queue: ContextQueue
     let rowCache = RowCache()
-    private var store: (any PersistentStore)?
+    /// The first store added: every request goes to it while ``routesRequests`` is false.
+    private(set) var store: (any PersistentStore)?
+    /// Every store in the order added, each with its configuration, once a store was added with a configuration or
+    /// a second store was added (Docs/coredata-behaviour.md §14.2); empty before. A coordinator with one store added
+    /// without a configuration sends every request to ``store`` without looking here.
+    let routedStores = Mutex<[AddedStore]>([])
+    /// Whether requests go to the stores of ``routedStores`` (read once per request).
+    let routing = Atomic<Bool>(false)
     private let remoteChanges = Mutex<(enabled: Bool, path: String?)>((false, nil))
     private let counterState = Mutex(CoordinatorCounters())
     private let poolSize = Mutex(PersistentStoreCoordinator.defaultConnectionPoolSize)
@@ -60,23 +69,43 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
         self.queue = ContextQueue(label: "ObjectGraph.coordinator.\(name)")
     }
 
-    deinit { store?.close() }
+    deinit {
+        store?.close()
+        for added in routedStores.withLock({ $0 }).dropFirst() { added.store.close() }
+    }
 
     /// Opens a store.
     /// - Parameters:
     ///   - type: SQLite or in-memory.
     ///   - url: the SQLite file (created when missing); ignored for in-memory.
     ///   - options: busy timeout, pragmas, read-only, history.
+    ///   - configuration: the model configuration whose entities the store holds; nil for every entity (Core Data's
+    ///     `Default`). Stores are kept in the order added; a new object goes to the first whose configuration
+    ///     holds its entity (Docs/coredata-behaviour.md §14.2).
     /// - Throws: ``ObjectGraphError`` naming the store: not an SQLite file (134000), a store made with another
-    ///   model (134100), a directory that cannot be written (134080).
-    public func addPersistentStore(type: PersistentStoreType, at url: URL? = nil, options: StoreOptions = StoreOptions()) throws {
+    ///   model (134100), a directory that cannot be written (134080), a configuration the model lacks or a file
+    ///   already added (134080).
+    public func addPersistentStore(type: PersistentStoreType, configuration: String? = nil, at url: URL? = nil,
+                                   options: StoreOptions = StoreOptions()) throws {
         try Probe.call(.coordinatorAdded(self, options: options, model: managedObjectModel, url: type == .sqlite ? url : nil)) {
-            try queue.sync { try performAddPersistentStore(type: type, at: url, options: options) }
+            try queue.sync {
+                if let configuration, managedObjectModel.entities(forConfigurationName: configuration) == nil {
+                    throw ObjectGraphError(.persistentStoreOpen, "the model has no configuration named '\(configuration)' (its configurations: \(managedObjectModel.configurations.joined(separator: ", ")))", storePath: url?.path)
+                }
+                guard store == nil else {
+                    try addAnotherStore(type: type, configuration: configuration, at: url, options: options)
+                    return
+                }
+                try performAddPersistentStore(type: type, at: url, options: options)
+                if let configuration, let store {
+                    routedStores.withLock { $0 = [AddedStore(store, isFirst: true, configuration: configuration, model: managedObjectModel, readers: readerPool)] }
+                    routing.store(true, ordering: .releasing)
+                }
+            }
         }
     }
 
     private func performAddPersistentStore(type: PersistentStoreType, at url: URL?, options: StoreOptions) throws {
-        precondition(store == nil, "ObjectGraph supports one persistent store per coordinator")
         switch type {
         case .sqlite:
             guard let url else {
@@ -110,9 +139,9 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// (semantics §7 "The in-memory store"), so a checker that reads the rows apart from the app's coordinator reads a
     /// copy. Counts nothing.
     package func copyInMemoryStore(into other: PersistentStoreCoordinator) -> Bool {
-        guard let rows = queue.sync({ (store as? InMemoryStore)?.copy(coordinatorTag: other.idTag) }) else { return false }
+        guard !routesRequests, let rows = queue.sync({ (store as? InMemoryStore)?.copy(coordinatorTag: other.idTag) }) else { return false }
         other.queue.sync {
-            precondition(other.store == nil, "ObjectGraph supports one persistent store per coordinator")
+            precondition(other.store == nil, "copyInMemoryStore(into:) takes a coordinator without a store")
             other.store = rows
         }
         return true
@@ -121,16 +150,20 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     /// The rows a lightweight migration copied when the store was added (nil: no migration ran).
     package var migratedRowCount: Int? { queue.sync { (store as? SQLiteStore)?.migratedRows } }
 
-    /// The open store's identifier (a UUID kept in its metadata), nil before a store is added.
+    /// The first store's identifier (a UUID kept in its metadata), nil before a store is added
+    /// (``persistentStores`` lists every store's).
     public var storeIdentifier: String? { queue.sync { store?.identifier } }
-    /// The open store's file, nil for in-memory.
+    /// The first store's file, nil for in-memory.
     public var storeURL: URL? { queue.sync { store?.url } }
-    /// The open store's type.
+    /// The first store's type.
     public var storeType: PersistentStoreType? { queue.sync { store?.type } }
 
     /// A snapshot of the counters.
     package var counters: CoordinatorCounters {
-        let statements = queue.sync { store?.statementCounts ?? StatementCounts() }
+        let statements = queue.sync {
+            guard routesRequests else { return store?.statementCounts ?? StatementCounts() }
+            return routedStores.withLock { $0 }.reduce(StatementCounts()) { $0 + $1.store.statementCounts }
+        }
         var c = counterState.withLock { $0 }
         c.statements = statements
         c.rowCacheEntries = rowCache.count
@@ -195,6 +228,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
             poolSize.withLock { size in
                 size = newValue
                 readers.withLock { $0 }?.capacityChanged(to: newValue - 1)
+                for added in routedStores.withLock({ $0 }).dropFirst() { added.readers?.capacityChanged(to: newValue - 1) }
             }
             Probe.note(.setPoolSize(self, newValue))
         }
@@ -264,7 +298,7 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
         guard parts.count == 2, let entity = managedObjectModel.entity(named: String(parts[0])), !entity.isAbstract else { return nil }
         let last = parts[1]
         guard let kind = last.first, let number = Int64(last.dropFirst()), number > 0 else { return nil }
-        guard kind == "p", let host = uri.host, host == storeIdentifier else { return nil }
+        guard kind == "p", let host = uri.host, persistentStores.contains(where: { $0.identifier == host }) else { return nil }
         return ManagedObjectID(entity: entity, primaryKey: number, storeNumber: StoreRegistry.number(for: host)).minted(byCoordinatorTag: idTag)
     }
 }

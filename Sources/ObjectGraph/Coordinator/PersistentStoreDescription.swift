@@ -27,6 +27,9 @@ public struct PersistentStoreDescription: Sendable, Hashable {
     public var type: PersistentStoreType = .sqlite
     /// The store file (nil for in-memory).
     public var url: URL?
+    /// The model configuration whose entities the store holds; nil for every entity (`configuration`, Core Data's
+    /// `Default`; Docs/coredata-behaviour.md §14.2).
+    public var configuration: String?
     /// What the store is opened with: pragmas, busy timeout, read-only, history, remote-change notifications.
     public var storeOptions = StoreOptions()
     /// Add the store on a background queue and report through the completion handler (default false).
@@ -103,7 +106,7 @@ extension PersistentStoreCoordinator {
         var options = description.storeOptions
         options.migrateAutomatically = description.shouldMigrateStoreAutomatically
         options.inferMappingModel = description.shouldInferMappingModelAutomatically
-        try addPersistentStore(type: description.type, at: description.url, options: options)
+        try addPersistentStore(type: description.type, configuration: description.configuration, at: description.url, options: options)
     }
 
     /// Adds the store and reports through `completionHandler`: on the calling thread before returning, or with

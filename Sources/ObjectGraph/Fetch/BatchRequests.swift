@@ -192,7 +192,7 @@ extension ManagedObjectContext {
         case .mergeByPropertyStoreTrump, .rollback: rule = .keep
         case .error: rule = .fail
         }
-        let ids = try coordinator.batch { try $0.batchInsert(entity, rows: rows, upsert: rule, author: transactionAuthor, contextName: name) }
+        let ids = try coordinator.batch(into: entity) { try $0.batchInsert(entity, rows: rows, upsert: rule, author: transactionAuthor, contextName: name) }
         return result(ids, request.resultType)
     }
 
@@ -274,9 +274,16 @@ extension ManagedObjectContext {
 }
 
 extension PersistentStoreCoordinator {
-    /// Runs a batch operation on the store and announces it to other coordinators on the file.
-    func batch<T>(_ body: (any PersistentStore) throws -> T) throws -> T {
-        let (result, token) = try withStore { store in (try body(store), store.lastHistoryToken) }
+    /// Runs a batch insert into `entity` on its store (the first whose configuration holds it, Docs/coredata-behaviour.md
+    /// §14.2) and announces it to other coordinators on the file.
+    func batch<T>(into entity: EntityDescription, _ body: (any PersistentStore) throws -> T) throws -> T {
+        let (result, token): (T, PersistentHistoryToken?)
+        if routesRequests {
+            guard let added = addedStore(forNew: entity) else { throw Self.noStoreError(for: .temporary(entity), in: addedStores) }
+            (result, token) = try queue.sync { (try body(added.store), added.store.lastHistoryToken) }
+        } else {
+            (result, token) = try withStore { store in (try body(store), store.lastHistoryToken) }
+        }
         postRemoteChange(token: token)
         return result
     }
@@ -290,7 +297,16 @@ extension PersistentStoreCoordinator {
         let outcome = try withStore { store -> (ids: [ManagedObjectID], token: PersistentHistoryToken?)? in
             let ids = try select()
             guard !ids.isEmpty else { return nil }
-            return (try write(store, ids), store.lastHistoryToken)
+            guard routesRequests else { return (try write(store, ids), store.lastHistoryToken) }
+            // Each store's rows in its own statement, in the order of the stores' numbers (§14.2).
+            var written: [ManagedObjectID] = []
+            var token: PersistentHistoryToken?
+            for group in storeGroups(ids) {
+                let added = try addedStore(holding: group[0])
+                written += try write(added.store, group)
+                token = token ?? added.store.lastHistoryToken
+            }
+            return (written, token)
         }
         guard let outcome else { return [] }
         postRemoteChange(token: outcome.token)

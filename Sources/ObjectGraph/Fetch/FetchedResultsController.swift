@@ -220,7 +220,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     private func storeSectionCounts(_ keyPath: String) -> [(value: PropertyValue, count: Int)]? {
         let context = managedObjectContext
         guard context.parent == nil, fetchRequest.fetchLimit == 0, fetchRequest.fetchOffset == 0,
-              let coordinator = context.persistentStoreCoordinator,
+              let coordinator = context.persistentStoreCoordinator, !coordinator.routesRequests,
               let entity = try? context.entity(for: fetchRequest), !context.hasPendingChanges(for: entity) else { return nil }
         let fetch = StoreFetch(entity: entity, predicate: fetchRequest.predicate, sortDescriptors: fetchRequest.sortDescriptors,
                                limit: 0, offset: 0, idsOnly: true, includesSubentities: fetchRequest.includesSubentities)

@@ -23,13 +23,23 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
     /// The earlier versions of this model, oldest first: a store made with one of them is migrated to this one
     /// when the store's options ask for automatic migration.
     public let previousVersions: [ManagedObjectModel]
+    /// The names of the model's configurations, in the order given (`configurations`). A store added with one of
+    /// them holds the entities it lists; a store added with none holds every entity (Core Data's `Default`
+    /// configuration, Docs/coredata-behaviour.md §14.1).
+    public let configurations: [String]
+    /// Each configuration's entities, in the order it lists them.
+    private let entitiesByConfiguration: [String: [EntityDescription]]
 
     /// Checks and seals `entities`.
     /// - Parameters:
     ///   - versionName: this version's name, in a versioned model.
     ///   - previousVersions: earlier versions a store may have been made with, oldest first.
-    /// - Throws: ``ModelError`` naming the entity and property when the model is malformed.
-    public init(entities: [EntityDescription], versionName: String? = nil, previousVersions: [ManagedObjectModel] = []) throws {
+    ///   - configurations: named configurations, each listing the entities a store added with it holds
+    ///     (`setEntities(_:forConfigurationName:)`).
+    /// - Throws: ``ModelError`` naming the entity and property when the model is malformed, or naming the
+    ///   configuration and the entity it lists that the model lacks.
+    public init(entities: [EntityDescription], versionName: String? = nil, previousVersions: [ManagedObjectModel] = [],
+                configurations: [ModelFile.Configuration] = []) throws {
         self.versionName = versionName
         self.previousVersions = previousVersions
         var byName: [String: EntityDescription] = [:]
@@ -48,6 +58,7 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
         }
         self.entities = entities
         self.entitiesByName = byName
+        (self.configurations, self.entitiesByConfiguration) = try Self.configurations(configurations, entities: byName)
         // Parents resolved, cycles refused, each naming the entity at fault.
         for entity in entities {
             guard let parentName = entity.parentName else { continue }
@@ -156,7 +167,7 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
             try list.map { try $0.makeEntity(class: classes[$0.name] ?? ManagedObject.self) }
         }
         guard let versions = file.versions, !versions.isEmpty else {
-            try self.init(entities: entities(file.entities))
+            try self.init(entities: entities(file.entities), configurations: file.configurations ?? [])
             return
         }
         let currentName = file.current ?? versions.last!.name
@@ -168,7 +179,42 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
             throw ModelError(entity: nil, property: nil, "more than one version named '\(v.name)'")
         }
         let previous = try versions.filter { $0.name != currentName }.map { try ManagedObjectModel(entities: entities($0.entities), versionName: $0.name) }
-        try self.init(entities: entities(current.entities), versionName: currentName, previousVersions: previous)
+        try self.init(entities: entities(current.entities), versionName: currentName, previousVersions: previous,
+                      configurations: current.configurations ?? file.configurations ?? [])
+    }
+
+    /// The entities of the configuration named `name`, in the order it lists them; every entity for nil (the
+    /// `Default` configuration); nil for a name the model lacks (`entities(forConfigurationName:)`, §14.1).
+    public func entities(forConfigurationName name: String?) -> [EntityDescription]? {
+        guard let name else { return entities }
+        return entitiesByConfiguration[name]
+    }
+
+    /// Docs/coredata-behaviour.md §14.1: a configuration holds exactly the entities it lists, each named once, each
+    /// an entity of the model; its names are unique and none is `Default`, the name of every entity's configuration.
+    private static func configurations(_ list: [ModelFile.Configuration], entities: [String: EntityDescription]) throws
+        -> ([String], [String: [EntityDescription]]) {
+        var byName: [String: [EntityDescription]] = [:]
+        for configuration in list {
+            guard !configuration.name.isEmpty, configuration.name != "Default" else {
+                throw ModelError(entity: nil, property: nil, "a configuration needs a name other than '\(configuration.name)' (Default holds every entity)")
+            }
+            guard byName[configuration.name] == nil else {
+                throw ModelError(entity: nil, property: nil, "more than one configuration named '\(configuration.name)'")
+            }
+            var listed: [EntityDescription] = []
+            for name in configuration.entities {
+                guard let entity = entities[name] else {
+                    throw ModelError(entity: name, property: nil, "configuration '\(configuration.name)' lists entity '\(name)', which the model does not have")
+                }
+                guard !listed.contains(where: { $0 === entity }) else {
+                    throw ModelError(entity: name, property: nil, "configuration '\(configuration.name)' lists entity '\(name)' more than once")
+                }
+                listed.append(entity)
+            }
+            byName[configuration.name] = listed
+        }
+        return (list.map(\.name), byName)
     }
 
     /// The entity named `name`.

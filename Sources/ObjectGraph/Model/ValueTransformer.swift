@@ -48,8 +48,12 @@ open class ValueTransformer: @unchecked Sendable {
         Self.allowsReverseTransformation() ? transformedValue(value) : nil
     }
 
+    /// The secure unarchiving transformer under its registered name and under its class's name: Foundation's lookup
+    /// by name falls back to instantiating the class of that name (documented in `NSValueTransformer.h`), and
+    /// Xcode's model editor writes the class's name (`valueTransformerName="NSSecureUnarchiveFromDataTransformer"`).
     private static let registry = Mutex<[String: ValueTransformer]>([
-        NSValueTransformerName.secureUnarchiveFromDataTransformerName.rawValue: NSSecureUnarchiveFromDataTransformer()
+        NSValueTransformerName.secureUnarchiveFromDataTransformerName.rawValue: NSSecureUnarchiveFromDataTransformer(),
+        "NSSecureUnarchiveFromDataTransformer": NSSecureUnarchiveFromDataTransformer(),
     ])
 
     /// Registers `transformer` under `name`, or removes the one registered there when `transformer` is nil.

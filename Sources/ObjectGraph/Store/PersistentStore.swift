@@ -105,6 +105,9 @@ struct SaveRequest {
     var locked: [(id: ManagedObjectID, version: Int64)] = []
     var author: String?
     var contextName: String?
+    /// The store number of each insert a context assigned to a store (``ManagedObjectContext/assign(_:to:)``), by
+    /// temporary ID; empty for every other save.
+    var assignedStores: [ManagedObjectID: UInt32] = [:]
     /// Only compare versions (layer 1 and 2); write nothing. This finds optimistic-locking conflicts before
     /// uniqueness conflicts are resolved (semantics §1.3).
     var checkVersionsOnly = false

@@ -75,7 +75,8 @@ public struct VariantRunner {
                     if case .migrator(let m) = actor { return m.to }
                     return nil
                 }
-                let models = [TraceModel(entities: model.entities)] + nextVersions.map { TraceModel(entities: $0.entities, version: "next") }
+                let models = [TraceModel(entities: model.entities, configurations: model.configurations)]
+                    + nextVersions.map { TraceModel(entities: $0.entities, version: "next", configurations: $0.configurations) }
                 header = TraceHeader(scenario: scenario.name, variant: scenario.variantName, seed: scenario.seed, profile: profile.name, models: models)
             }
             if let stream, let header { stream.begin(header) }

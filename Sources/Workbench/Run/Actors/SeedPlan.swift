@@ -319,16 +319,10 @@ struct SeedPlan: Sendable, Codable, Equatable {
             return Data(bytes)
         case .transformable:
             let count = Int.random(in: 1...3, using: &rng)
-            return transformableValue((0..<count).map { _ in letters(Int.random(in: 4...12, using: &rng), rng: &rng) })
+            // An array of strings, which Core Data's default secure unarchiving transformer accepts
+            // (Docs/coredata-behaviour.md §13).
+            return (0..<count).map { _ in letters(Int.random(in: 4...12, using: &rng), rng: &rng) }
         }
-    }
-
-    /// A Transformable's value: the seeded strings as the store keeps them. Here the strings' JSON as binary data,
-    /// which the store keeps as it is; where Transformables pass through their value transformer, the strings
-    /// themselves, which Core Data's default secure unarchiving transformer accepts (an array of strings).
-    static func transformableValue(_ strings: [String]) -> Any {
-        // Sorted keys and an array: the same bytes on every run.
-        (try? JSONEncoder().encode(strings)) ?? Data()
     }
 
     /// `count` seeded lowercase letters.
