@@ -95,6 +95,8 @@ import TraceReplay
                            "phases.run.importer.objects=300", "phases.run.importer.chunkSize=100"],
         "rollback-temporaries": ["phases.seed.importer.objects=200", "phases.seed.importer.chunkSize=100", "phases.run.duration=400ms",
                                  "phases.run.importer.objects=300", "phases.run.importer.chunkSize=100"],
+        "shop-orders": ["phases.seed.importer.objects=60", "phases.seed.importer.chunkSize=30", "phases.run.importer.objects=90",
+                        "phases.run.importer.chunkSize=30"],
         "store-comparison": ["phases.seed.importer.objects=200", "phases.seed.importer.chunkSize=100", "phases.run.importer.objects=300",
                              "phases.run.importer.chunkSize=100"],
         "thousands-of-imports": ["phases.seed.importer.objects=200", "phases.seed.importer.chunkSize=100", "phases.run.importer.objects=600",

@@ -29,6 +29,8 @@ struct SeedPlan: Sendable, Codable, Equatable {
         case string(minLength: Int, maxLength: Int)
         /// Strings of a simple pattern (``PatternAtom``).
         case pattern([PatternAtom])
+        /// A constrained string with a pattern that takes digits: the object's number, zero-padded to `minLength`.
+        case numbered(minLength: Int)
         /// Whole seconds since the reference date.
         case date(min: Int64, max: Int64)
         case boolean, uuid, uri
@@ -41,6 +43,9 @@ struct SeedPlan: Sendable, Codable, Equatable {
         var characters: String
         var min: Int
         var max: Int
+        /// Whether the pattern sets no upper count (`+`, `*`, `{n,}`): `max` is a short draw, which an attribute's
+        /// lengths may stretch.
+        var isOpen = false
     }
 
     struct AttributeSeed: Sendable, Codable, Equatable {
@@ -242,8 +247,8 @@ struct SeedPlan: Sendable, Codable, Equatable {
             return .decimal(minCents: Int64((lo * 100).rounded(.up)), maxCents: Int64((hi * 100).rounded(.down)))
         case .string:
             if let pattern = attribute.regularExpression {
-                guard !unique else { throw refuse("is in a uniqueness constraint and has a pattern: the workbench cannot make unique values of it") }
-                return .pattern(try atoms(of: pattern, refuse: refuse))
+                guard !unique else { return try numbered(attribute, pattern: pattern, refuse: refuse) }
+                return .pattern(try fit(try atoms(of: pattern, refuse: refuse), within: attribute, refuse: refuse))
             }
             let (lo, hi) = lengths(attribute, lower: 8, upper: 24)
             guard lo <= hi else { throw refuse("minLength \(lo) is greater than maxLength \(hi)") }
@@ -293,6 +298,9 @@ struct SeedPlan: Sendable, Codable, Equatable {
             let digits = String(number)
             let length = Int.random(in: Swift.max(lo, digits.count)...Swift.max(hi, digits.count), using: &rng)
             return letters(length - digits.count, rng: &rng) + digits
+        case .numbered(let lo):
+            let digits = String(number)
+            return String(repeating: "0", count: Swift.max(0, lo - digits.count)) + digits
         case .pattern(let atoms):
             var text = ""
             for atom in atoms {
@@ -390,6 +398,45 @@ extension SeedPlan {
     /// `\s`, an escaped character), `.` (a letter or digit) and other characters, each with a count (`{3}`,
     /// `{2,5}`, `{2,}`, `+`, `*`, `?`), between an optional `^` and `$`. Anything else (groups, alternatives, a
     /// negated class) is refused, and so is a pattern whose generated strings do not match it whole.
+    /// `atoms` with their counts narrowed so that every string drawn lies within the attribute's `minLength` and
+    /// `maxLength`: the room above the minimum counts goes to the first atoms up to `maxLength`, then the first atoms'
+    /// minimums rise until they reach `minLength`.
+    static func fit(_ atoms: [PatternAtom], within attribute: ModelFile.Attribute, refuse: (String) -> Refusal) throws -> [PatternAtom] {
+        guard attribute.minLength != nil || attribute.maxLength != nil else { return atoms }
+        let (lo, hi) = (attribute.minLength ?? 0, attribute.maxLength ?? Int.max)
+        var fitted = atoms
+        for i in fitted.indices where fitted[i].isOpen { fitted[i].max = Swift.max(fitted[i].max, fitted[i].min + Swift.min(hi, longestDrawn)) }
+        var room = hi - atoms.reduce(0) { $0 + $1.min }
+        guard room >= 0 else { throw refuse("its pattern makes strings longer than its maxLength \(hi)") }
+        for i in fitted.indices {
+            let extra = Swift.min(fitted[i].max - fitted[i].min, room)
+            fitted[i].max = fitted[i].min + extra
+            room -= extra
+        }
+        var need = lo - fitted.reduce(0) { $0 + $1.min }
+        for i in fitted.indices where need > 0 {
+            let raise = Swift.min(fitted[i].max - fitted[i].min, need)
+            fitted[i].min += raise
+            need -= raise
+        }
+        guard need <= 0 else { throw refuse("its pattern makes no string as long as its minLength \(lo) within its maxLength") }
+        return fitted
+    }
+
+    /// A constrained string with a pattern: unique values are the objects' numbers, zero-padded to the attribute's
+    /// `minLength`, when the pattern takes them (`[A-Z0-9-]+` does, `[A-Z]{3}` does not).
+    static func numbered(_ attribute: ModelFile.Attribute, pattern: String, refuse: (String) -> Refusal) throws -> Values {
+        let (lo, hi) = (attribute.minLength ?? 1, attribute.maxLength ?? Int.max)
+        let seed = AttributeSeed(name: attribute.name, values: .numbered(minLength: lo), unique: true)
+        var rng = SeededGenerator(seed: 1)
+        let samples = [1, 10, 99_999].map { value(seed, entity: "", number: $0, rng: &rng) as? String ?? "" }
+        guard let whole = try? NSRegularExpression(pattern: "^(?:\(pattern))$"),
+              samples.allSatisfy({ $0.count <= hi && whole.firstMatch(in: $0, range: NSRange($0.startIndex..., in: $0)) != nil }) else {
+            throw refuse("is in a uniqueness constraint and its pattern \(pattern) does not take the objects' numbers (digits, zero-padded to minLength \(lo)): the workbench cannot make unique values of it")
+        }
+        return .numbered(minLength: lo)
+    }
+
     static func atoms(of pattern: String, refuse: (String) -> Refusal) throws -> [PatternAtom] {
         let unsupported = refuse("the pattern \(pattern) is beyond the simple patterns the workbench generates (character classes, escapes and characters, each with a count, such as [A-Z]{3}[0-9]+): give its values in the scenario's `values:`, or a simpler pattern")
         var chars = Array(pattern)
@@ -441,10 +488,11 @@ extension SeedPlan {
             }
             i += 1
             var (lo, hi) = (1, 1)
+            var isOpen = false
             if i < chars.count {
                 switch chars[i] {
-                case "+": (lo, hi, i) = (1, 4, i + 1)
-                case "*": (lo, hi, i) = (0, 3, i + 1)
+                case "+": (lo, hi, i, isOpen) = (1, 4, i + 1, true)
+                case "*": (lo, hi, i, isOpen) = (0, 3, i + 1, true)
                 case "?": (lo, hi, i) = (0, 1, i + 1)
                 case "{":
                     guard let close = chars[i...].firstIndex(of: "}") else { throw unsupported }
@@ -452,6 +500,7 @@ extension SeedPlan {
                     guard (1...2).contains(parts.count), let n = Int(parts[0]) else { throw unsupported }
                     lo = n
                     hi = parts.count == 1 ? n : (parts[1].isEmpty ? n + 3 : Int(parts[1]) ?? -1)
+                    isOpen = parts.count == 2 && parts[1].isEmpty
                     i = close + 1
                 default: break
                 }
@@ -461,7 +510,7 @@ extension SeedPlan {
             if i < chars.count, "?+*{".contains(chars[i]) { throw unsupported }
             // Each character once, in the order written (the draws index this order).
             var seen = Set<Character>()
-            atoms.append(PatternAtom(characters: String(set.filter { seen.insert($0).inserted }), min: lo, max: hi))
+            atoms.append(PatternAtom(characters: String(set.filter { seen.insert($0).inserted }), min: lo, max: hi, isOpen: isOpen))
         }
         guard let whole = try? NSRegularExpression(pattern: "^(?:\(pattern))$") else {
             throw refuse("the pattern \(pattern) is not a regular expression")
