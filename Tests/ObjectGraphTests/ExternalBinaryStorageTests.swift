@@ -148,35 +148,30 @@ extension TestStack {
         let stack = try TestStack(model: ebModel())
         _ = try stack.ebInsert("m", image: ebBytes(ebLarge, seed: 7))
         let files = stack.ebFiles()
+        let image = try Self.migratedImage(at: stack.url, from: try ebModel())
+        #expect(image == ebBytes(ebLarge, seed: 7))
+        #expect(stack.ebFiles() == files)
+    }
+
+    /// The first photo's image after a lightweight migration of the store at `url` from `previous` to the external
+    /// storage model's next version.
+    static func migratedImage(at url: URL, from previous: ManagedObjectModel) throws -> Data? {
         var options = StoreOptions()
         options.migrateAutomatically = true
         options.inferMappingModel = true
-        let v2 = try ebModel(version: "v2", previous: [try ebModel()])
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: v2, name: "v2")
-        try coordinator.addPersistentStore(type: .sqlite, at: stack.url, options: options)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try ebModel(version: "v2", previous: [previous]), name: "v2")
+        try coordinator.addPersistentStore(type: .sqlite, at: url, options: options)
         let ctx = ManagedObjectContext(concurrencyType: .privateQueue)
         ctx.persistentStoreCoordinator = coordinator
-        let image = try ctx.performAndWait {
+        return try ctx.performAndWait {
             try ctx.fetch(FetchRequest(entityName: "Photo")).first?.value(forKey: "image") as? Data
         }
-        #expect(image == ebBytes(ebLarge, seed: 7))
-        #expect(stack.ebFiles() == files)
     }
 
     @Test func aMigrationToExternalStorageKeepsValuesInTheRow_13_6() throws {
         let stack = try TestStack(model: ebModel(external: false))
         _ = try stack.ebInsert("m", image: ebBytes(ebLarge, seed: 7))
-        var options = StoreOptions()
-        options.migrateAutomatically = true
-        options.inferMappingModel = true
-        let v2 = try ebModel(version: "v2", previous: [try ebModel(external: false)])
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: v2, name: "v2")
-        try coordinator.addPersistentStore(type: .sqlite, at: stack.url, options: options)
-        let ctx = ManagedObjectContext(concurrencyType: .privateQueue)
-        ctx.persistentStoreCoordinator = coordinator
-        let image = try ctx.performAndWait {
-            try ctx.fetch(FetchRequest(entityName: "Photo")).first?.value(forKey: "image") as? Data
-        }
+        let image = try Self.migratedImage(at: stack.url, from: try ebModel(external: false))
         #expect(image == ebBytes(ebLarge, seed: 7))
         #expect(stack.ebFiles().isEmpty)
     }

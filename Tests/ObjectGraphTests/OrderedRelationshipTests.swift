@@ -513,6 +513,44 @@ import Testing
         #expect(try slCLI(url.path, "SELECT group_concat(name, ',') FROM pragma_table_info('ZTRACK')") == "Z_PK,Z_ENT,Z_OPT,ZTITLE,ZPLAYLIST")
     }
 
+    @Test("A migration to ordered ranks an owner's members by primary key across the entities of their hierarchy (§12.5)")
+    func migrationRanksAcrossAHierarchy() throws {
+        let directory = try TemporaryStoreDirectory()
+        let url = directory.url.appendingPathComponent("h.sqlite")
+        func model(_ ordered: Bool, _ version: String, _ previous: [ManagedObjectModel]) throws -> ManagedObjectModel {
+            var items = ModelFile.Relationship(name: "items", destination: "Item", inverse: "shelf", toMany: true)
+            items.ordered = ordered
+            let file = ModelFile(entities: [
+                .init(name: "Shelf", relationships: [items]),
+                .init(name: "Item", attributes: [.init(name: "title", type: .string)],
+                      relationships: [.init(name: "shelf", destination: "Shelf", inverse: "items")]),
+                .init(name: "Special", parent: "Item"),
+            ])
+            let entities = try file.entities.map { try $0.makeEntity(class: ManagedObject.self) }
+            return try ManagedObjectModel(entities: entities, versionName: version, previousVersions: previous)
+        }
+        let v1 = try model(false, "v1", [])
+        let ctx = try MigrationTests.open(v1, at: url)
+        try ctx.performAndWait {
+            let shelf = ManagedObject(entity: v1.entity(named: "Shelf")!, insertInto: ctx)
+            var items: [ManagedObject] = []
+            for (i, entity) in ["Item", "Special", "Item", "Special"].enumerated() {
+                let item = ManagedObject(entity: v1.entity(named: entity)!, insertInto: ctx)
+                try item.setValue("i\(i + 1)", forKey: "title")
+                items.append(item)
+                try ctx.obtainPermanentIDs(for: [item])
+            }
+            try shelf.setValue(Set(items), forKey: "items")
+            try ctx.save()
+        }
+        let v2 = try model(true, "v2", [try model(false, "v1", [])])
+        let migrated = try MigrationTests.open(v2, at: url)
+        try migrated.performAndWait {
+            let shelf = try #require(try migrated.fetch(FetchRequest(entityName: "Shelf")).first)
+            #expect(try Self.titles(shelf, "items") == ["i1", "i2", "i3", "i4"])
+        }
+    }
+
     // MARK: §12.6 Sorting
 
     @Test("A sort on a to-many key, an ordered relationship's included, is refused with a clear error (§12.6)")

@@ -123,13 +123,6 @@ extension PersistentStoreCoordinator {
         addedStores.first { $0.holds(entity) }
     }
 
-    /// The store an object's row is written to: its ID's store, or for a temporary ID its entity's first store.
-    func addedStore(writing id: ManagedObjectID) throws -> AddedStore {
-        if !id.isTemporaryID { return try addedStore(holding: id) }
-        guard let found = addedStore(forNew: id.entity) else { throw Self.noStoreError(for: id, in: addedStores) }
-        return found
-    }
-
     /// §14.4: an object whose entity no store's configuration holds cannot be saved.
     static func noStoreError(for id: ManagedObjectID, in stores: [AddedStore]) -> ObjectGraphError {
         let names = stores.map { $0.configuration ?? "Default" }.joined(separator: ", ")
@@ -335,48 +328,49 @@ extension PersistentStoreCoordinator {
             parts[i].orderChanges.append(change)
         }
         let working = parts.indices.filter { !parts[$0].isEmpty }
-        if request.checkVersionsOnly || working.count > 1 {
-            var conflicts: [StoreVersionConflict] = []
+        // One turn of the coordinator's queue for the checks and the writes: no other save lands between them, so a
+        // version conflict is found before any store commits (§14.3).
+        return try queue.sync {
+            if request.checkVersionsOnly || working.count > 1 {
+                var conflicts: [StoreVersionConflict] = []
+                for i in working {
+                    var check = parts[i]
+                    check.checkVersionsOnly = true
+                    if case .versionConflicts(let found) = try stores[i].store.save(check) { conflicts += found }
+                }
+                if !conflicts.isEmpty { return (.versionConflicts(conflicts), nil, 0) }
+                if request.checkVersionsOnly { return (.committed(newIDs: [:], insertIDs: []), nil, 0) }
+            }
+            var newIDs: [ManagedObjectID: ManagedObjectID] = [:]
+            var insertIDs = request.inserts.map(\.id)
+            var token: PersistentHistoryToken?
+            var committed: [AddedStore] = []
+            var orderRows = 0
             for i in working {
-                var check = parts[i]
-                check.checkVersionsOnly = true
-                if case .versionConflicts(let found) = try queue.sync({ try stores[i].store.save(check) }) { conflicts += found }
-            }
-            if !conflicts.isEmpty { return (.versionConflicts(conflicts), nil, 0) }
-            if request.checkVersionsOnly { return (.committed(newIDs: [:], insertIDs: []), nil, 0) }
-        }
-        var newIDs: [ManagedObjectID: ManagedObjectID] = [:]
-        var insertIDs = request.inserts.map(\.id)
-        var token: PersistentHistoryToken?
-        var committed: [AddedStore] = []
-        var orderRows = 0
-        for i in working {
-            let added = stores[i]
-            let outcome: StoreSaveOutcome, written: PersistentHistoryToken?, ordered: Int
-            do {
-                (outcome, written, ordered) = try queue.sync {
-                    (try added.store.save(parts[i]), added.store.lastHistoryToken, parts[i].orderChanges.isEmpty ? 0 : added.store.orderRowsWritten)
+                let added = stores[i]
+                let outcome: StoreSaveOutcome
+                do { outcome = try added.store.save(parts[i]) } catch {
+                    if committed.isEmpty { throw error }
+                    throw Self.partialSaveError(committed: committed, failed: added, "\(error)")
                 }
-            } catch {
-                if committed.isEmpty { throw error }
-                throw Self.partialSaveError(committed: committed, failed: added, "\(error)")
-            }
-            switch outcome {
-            case .committed(let ids, let keys):
-                newIDs.merge(ids) { a, _ in a }
-                for (k, n) in insertPlaces[i].enumerated() {
-                    let id = request.inserts[n].id
-                    insertIDs[n] = k < keys.count ? keys[k] : (ids[id] ?? id)
+                switch outcome {
+                case .committed(let ids, let keys):
+                    newIDs.merge(ids) { a, _ in a }
+                    for (k, n) in insertPlaces[i].enumerated() {
+                        let id = request.inserts[n].id
+                        insertIDs[n] = k < keys.count ? keys[k] : (ids[id] ?? id)
+                    }
+                    // §14.2: history and remote-change notifications are the first store's.
+                    if added.isFirst { token = added.store.lastHistoryToken }
+                    orderRows += parts[i].orderChanges.isEmpty ? 0 : added.store.orderRowsWritten
+                    committed.append(added)
+                case .versionConflicts, .constraintViolations:
+                    if committed.isEmpty { return (outcome, nil, 0) }
+                    throw Self.partialSaveError(committed: committed, failed: added, "its rows conflict with the store's")
                 }
-                token = token ?? written
-                orderRows += ordered
-                committed.append(added)
-            case .versionConflicts, .constraintViolations:
-                if committed.isEmpty { return (outcome, nil, 0) }
-                throw Self.partialSaveError(committed: committed, failed: added, "its rows conflict with the store's")
             }
+            return (.committed(newIDs: newIDs, insertIDs: insertIDs), token, orderRows)
         }
-        return (.committed(newIDs: newIDs, insertIDs: insertIDs), token, orderRows)
     }
 
     /// §14.3: Core Data does not relate objects of different stores; a to-one reference from a row to an object of

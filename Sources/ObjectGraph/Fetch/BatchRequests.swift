@@ -280,7 +280,8 @@ extension PersistentStoreCoordinator {
         let (result, token): (T, PersistentHistoryToken?)
         if routesRequests {
             guard let added = addedStore(forNew: entity) else { throw Self.noStoreError(for: .temporary(entity), in: addedStores) }
-            (result, token) = try queue.sync { (try body(added.store), added.store.lastHistoryToken) }
+            // §14.2: history and remote-change notifications are the first store's.
+            (result, token) = try queue.sync { (try body(added.store), added.isFirst ? added.store.lastHistoryToken : nil) }
         } else {
             (result, token) = try withStore { store in (try body(store), store.lastHistoryToken) }
         }
@@ -304,7 +305,7 @@ extension PersistentStoreCoordinator {
             for group in storeGroups(ids) {
                 let added = try addedStore(holding: group[0])
                 written += try write(added.store, group)
-                token = token ?? added.store.lastHistoryToken
+                if added.isFirst { token = added.store.lastHistoryToken }
             }
             return (written, token)
         }

@@ -122,7 +122,11 @@ extension SQLiteStore {
         guard case .toOne(let r) = entity.slots[slot], let j = old.slotIndex(of: r.renamingIdentifier ?? r.name) else { return "NULL" }
         if let previous = SQLiteSchema.orderColumn(ofSlot: j, in: old) { return previous }
         let key = old.columnName(forSlot: j)
-        return "CASE WHEN \(key) IS NULL THEN NULL ELSE ROW_NUMBER() OVER (PARTITION BY \(key) ORDER BY Z_PK) END"
+        guard old.isInHierarchy else { return "CASE WHEN \(key) IS NULL THEN NULL ELSE ROW_NUMBER() OVER (PARTITION BY \(key) ORDER BY Z_PK) END" }
+        // The rows of a hierarchy are copied one entity at a time; the rank counts the owner's rows of every entity
+        // of the table (a window would count those of the one copied only).
+        let table = "\(old.tableName)__OLD"
+        return "CASE WHEN \(key) IS NULL THEN NULL ELSE (SELECT COUNT(*) FROM \(table) AS r WHERE r.\(key) = \(table).\(key) AND r.Z_PK <= \(table).Z_PK) END"
     }
 
     /// The order columns of a new many-to-many join table with what fills each from the previous version's join
