@@ -10,15 +10,15 @@ import Testing
 
     /// Reading: code (0..<100, 10 rows each), a (0..<10), b (0..<7), note; indexed as asked.
     static func model(codeIndexed: Bool = false, fetchIndexes: [FetchIndexDescription] = [], extra: [AttributeDescription] = [],
-                      version: String? = nil, previous: [ManagedObjectModel] = []) throws -> ManagedObjectModel {
-        try ManagedObjectModel(entities: [
-            EntityDescription(name: "Reading", attributes: [
-                AttributeDescription(name: "code", type: .integer64, isIndexed: codeIndexed),
-                AttributeDescription(name: "a", type: .integer64),
-                AttributeDescription(name: "b", type: .integer64),
-                AttributeDescription(name: "note", type: .string),
-            ] + extra, fetchIndexes: fetchIndexes),
-        ], versionName: version, previousVersions: previous)
+                      modifier: String? = nil, version: String? = nil, previous: [ManagedObjectModel] = []) throws -> ManagedObjectModel {
+        let reading = EntityDescription(name: "Reading", attributes: [
+            AttributeDescription(name: "code", type: .integer64, isIndexed: codeIndexed),
+            AttributeDescription(name: "a", type: .integer64),
+            AttributeDescription(name: "b", type: .integer64),
+            AttributeDescription(name: "note", type: .string),
+        ] + extra, fetchIndexes: fetchIndexes)
+        reading.versionHashModifier = modifier
+        return try ManagedObjectModel(entities: [reading], versionName: version, previousVersions: previous)
     }
 
     static let byAB = FetchIndexDescription(name: "byAB", elements: [.init(property: "a"), .init(property: "b", ascending: false)])
@@ -145,6 +145,18 @@ import Testing
         #expect(try Set(Self.indexes(url).keys) == ["Z_Reading_byAB"])
         let seen = try Self.examined { _ = try ctx.performAndWait { try ctx.fetch(FetchRequest(entityName: "Reading", predicate: try ObjectPredicate(format: "a == 3 AND b == 2"))) } }
         #expect(seen == Examined(rowsExamined: 0, rowsFetched: 2))  // i ≡ 23 (mod 70) below 100: 23 and 93
+    }
+
+    // Docs/coredata-behaviour.md §4.1: an entity's version hash modifier is part of the hash, so an index change
+    // that comes with a new modifier migrates the store and builds the new indexes.
+    @Test("An index added with a new version hash modifier migrates the store and reaches it")
+    func versionHashModifierForcesTheMigration() throws {
+        let plain = try Self.model(version: "v1")
+        let modified = try Self.model(fetchIndexes: [Self.byAB], modifier: "2", version: "v2", previous: [try Self.model(version: "v1")])
+        #expect(plain.versionHash != modified.versionHash)
+        let stack = try TestStack(model: plain)
+        _ = try MigrationTests.open(modified, at: stack.url)
+        #expect(try Set(Self.indexes(stack.url).keys) == ["Z_Reading_byAB"])
     }
 
     // Docs/coredata-behaviour.md §4.1: indexes are not part of the version hash, so a change of indexes alone is no

@@ -15,6 +15,12 @@ final class TFShoutTransformer: ValueTransformer, @unchecked Sendable {
     }
 }
 
+/// Transforms one way only, which a Transformable cannot use (§13.1).
+final class TFOneWayTransformer: ValueTransformer, @unchecked Sendable {
+    override class func allowsReverseTransformation() -> Bool { false }
+    override func transformedValue(_ value: Any?) -> Any? { (value as? String).map { Data($0.utf8) } }
+}
+
 /// A note with typed properties, as an app declares them.
 final class TFNote: ManagedObject {
     @Managed("tags") var tags: [String]?
@@ -31,17 +37,20 @@ func tfModel(pattern: String? = "[A-Z]{2}[0-9]+") throws -> ManagedObjectModel {
     code.regularExpression = pattern
     var missing = AttributeDescription(name: "missing", type: .transformable)
     missing.valueTransformerName = "TFNeverRegistered"
+    var oneWay = AttributeDescription(name: "oneWay", type: .transformable)
+    oneWay.valueTransformerName = "TFOneWayTransformer"
     return try ManagedObjectModel(entities: [
         EntityDescription(name: "Note", managedObjectClass: TFNote.self, attributes: [
             AttributeDescription(name: "title", type: .string),
             AttributeDescription(name: "tags", type: .transformable),
-            shout, code, missing,
+            shout, code, missing, oneWay,
         ])
     ])
 }
 
 func tfStack() throws -> TestStack {
     ValueTransformer.setValueTransformer(TFShoutTransformer(), forName: NSValueTransformerName("TFShoutTransformer"))
+    ValueTransformer.setValueTransformer(TFOneWayTransformer(), forName: NSValueTransformerName("TFOneWayTransformer"))
     return try TestStack(model: tfModel())
 }
 
@@ -170,6 +179,7 @@ func tfInsert(_ stack: TestStack, _ values: [String: Any]) throws -> ManagedObje
         TFValue("an object without secure coding") { TFPlainObject() }, TFValue("an array holding one") { [TFPlainObject()] },
         TFValue("a Decimal") { Decimal(1.5) }, TFValue("a value the custom transformer refuses", key: "shout") { 12 },
         TFValue("a transformer that is not registered", key: "missing") { "x" },
+        TFValue("a transformer that allows no reverse transformation", key: "oneWay") { "x" },
     ])
     func aValueTheTransformerRefusesIsAValidationError_13_3(_ c: TFValue) throws {
         let (label, key, value) = (c.label, c.key, c.make())

@@ -86,6 +86,10 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
     /// The entity's name in the previous model version when it was renamed (`renamingIdentifier`): lightweight
     /// migration maps that entity's rows here. Set before the model seals the entity.
     public var renamingIdentifier: String?
+    /// A string that makes the entity's version hash differ from an otherwise equal entity's (Core Data's
+    /// `versionHashModifier`): an app sets it to force the lightweight migration that a change outside the hash (an
+    /// index) does not trigger (Docs/coredata-behaviour.md §4.1). Set before the model seals the entity.
+    public var versionHashModifier: String?
 
     /// The model this entity belongs to, set when the model seals it.
     public internal(set) weak var model: ManagedObjectModel?

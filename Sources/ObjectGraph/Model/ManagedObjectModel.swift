@@ -245,6 +245,8 @@ public final class ManagedObjectModel: @unchecked Sendable {  // immutable after
             // do; written only when present, so a model without inheritance keeps its hash.
             if let parent = entity.parentName { text += "P:\(parent);" }
             if entity.isAbstract { text += "X;" }
+            // §4.1: the app's modifier, written only when set, so other models keep their hash.
+            if let modifier = entity.versionHashModifier { text += "M:\(modifier);" }
             // External storage changes what the column keeps (Docs/coredata-behaviour.md §13.5), so it is in the
             // hash; written only when allowed, so other models keep their hash.
             for a in entity.declaredAttributes where !a.isTransient {

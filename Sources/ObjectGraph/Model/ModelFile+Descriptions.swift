@@ -15,6 +15,7 @@ extension ModelFile.Entity {
                 FetchIndexDescription(name: index.name, elements: index.elements.map { .init(property: $0.property, ascending: $0.ascending ?? true) })
             })
         entity.renamingIdentifier = renamingIdentifier
+        entity.versionHashModifier = versionHashModifier
         return entity
     }
 }

@@ -15,6 +15,11 @@ extension AttributeDescription {
         guard let transformer = ValueTransformer.valueTransformer(forName: transformerName) else {
             return .failure(TransformFailure(message: "no value transformer is registered as \(transformerName.rawValue)"))
         }
+        // §13.1: a Transformable's transformer must allow the reverse transformation, or what is stored could never
+        // be read back.
+        guard Swift.type(of: transformer).allowsReverseTransformation() else {
+            return .failure(TransformFailure(message: "\(transformerName.rawValue) does not allow the reverse transformation a Transformable needs"))
+        }
         guard let data = transformer.transformedValue(value) as? Data else {
             return .failure(TransformFailure(message: "\(transformerName.rawValue) cannot transform a \(Swift.type(of: value)) value to data"))
         }
