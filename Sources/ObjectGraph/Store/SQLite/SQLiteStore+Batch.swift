@@ -101,8 +101,7 @@ extension SQLiteStore {
         var values = values
         for slot in external { values[slot] = inlined(values[slot]!) }
         var replacedFiles: [String] = []
-        defer { externalData?.remove(replacedFiles) }
-        return try runBatch {
+        let count = try runBatch {
             let slots = values.keys.sorted()
             let setters = slots.map { "\(entity.columnName(forSlot: $0)) = ?" }
             let statement = try connection.cachedStatement("UPDATE \(entity.tableName) SET " + (["Z_OPT = Z_OPT + 1"] + setters).joined(separator: ", ") + " WHERE Z_PK = ?")
@@ -110,28 +109,31 @@ extension SQLiteStore {
             var count = 0
             var files: [String] = []
             for id in ids {
-                if !external.isEmpty { files += try externalFileNames(of: id, slots: external) }
+                let replaced = external.isEmpty ? [] : try externalFileNames(of: id, slots: external)
                 statement.reset()
                 for (i, slot) in slots.enumerated() { try statement.bind(values[slot]!, at: Int32(i + 1)) }
                 statement.bindInt(id.key, at: Int32(slots.count + 1))
                 if try statement.run() > 0 {
+                    files += replaced
                     count += 1
                     history.updates.append((id, slots.map { entity.slots[$0].name }))
                 }
             }
             Probe.count(.batchRowUpdated, count)
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
-            replacedFiles = files  // removed once the transaction committed
+            replacedFiles = files
             return count
         }
+        // Removed once the transaction committed: a failed commit keeps the rows that refer to them.
+        externalData?.remove(replacedFiles)
+        return count
     }
 
     /// Deletes rows and applies delete rules in SQL: nullify clears the inverse's column (bumping its
     /// version), cascade deletes the destinations, deny refuses while destinations exist.
     func batchDelete(_ ids: [ManagedObjectID], author: String?, contextName: String?) throws -> [ManagedObjectID] {
         var deletedFiles: [String] = []
-        defer { externalData?.remove(deletedFiles) }
-        return try runBatch {
+        let deletedIDs = try runBatch {
             var files: [String] = []
             var history = HistoryRecord()
             var deleted: [ManagedObjectID] = []
@@ -187,10 +189,9 @@ extension SQLiteStore {
                 let kind = entity.entityCondition(alias: entity.tableName, includesSubentities: false).map { " AND \($0)" } ?? ""
                 let statement = try connection.cachedStatement("DELETE FROM \(entity.tableName) WHERE Z_PK = ?\(kind)")
                 statement.bindInt(id.key, at: 1)
-                if externalData != nil, !entity.externalStorageSlots.isEmpty {
-                    files += try externalFileNames(of: id, slots: entity.externalStorageSlots)
-                }
+                let held = externalData == nil || entity.externalStorageSlots.isEmpty ? [] : try externalFileNames(of: id, slots: entity.externalStorageSlots)
                 if try statement.run() > 0 {
+                    files += held
                     deleted.append(id)
                     history.deletes.append((id, tombstone))
                 }
@@ -198,9 +199,12 @@ extension SQLiteStore {
             Probe.count(.batchRowUpdated, nullified)
             Probe.count(.batchRowDeleted, deleted.count)
             lastHistoryToken = try recordHistory(history, author: author, contextName: contextName)
-            deletedFiles = files  // removed once the transaction committed
+            deletedFiles = files
             return deleted
         }
+        // Removed once the transaction committed: a failed commit keeps the rows that refer to them.
+        externalData?.remove(deletedFiles)
+        return deletedIDs
     }
 
     /// Batch rows' values of attributes that allow external storage, kept inline with their marker
