@@ -495,8 +495,14 @@ import Testing
     @Test("A file already added to the coordinator is refused")
     func sameFileTwiceIsRefused() throws {
         let stores = try Stores([("Catalog", "catalog.sqlite")])
-        #expect(throws: ObjectGraphError.self) {
+        let twice = try #require(throws: ObjectGraphError.self) {
             try stores.coordinator.addPersistentStore(type: .sqlite, configuration: "Orders", at: stores.url("catalog.sqlite"))
         }
+        #expect(twice.code == .persistentStoreOpen)
+        // §13.5: a file of the same name with another extension would share the external data folder.
+        let sameName = try #require(throws: ObjectGraphError.self) {
+            try stores.coordinator.addPersistentStore(type: .sqlite, configuration: "Orders", at: stores.url("catalog.store"))
+        }
+        #expect(sameName.code == .persistentStoreOpen && sameName.description.contains("external data folder"))
     }
 }

@@ -91,6 +91,13 @@ extension PersistentStoreCoordinator {
             if others.contains(where: { $0.url?.standardizedFileURL.path == path }) {
                 throw ObjectGraphError(.persistentStoreOpen, "the coordinator already has the store at this file", storePath: url.path)
             }
+            // §13.5: external values live in `.<name>_SUPPORT` beside the file, named without the extension; two stores
+            // sharing it would each sweep the other's files as orphans.
+            let support = SQLiteExternalData(storeURL: url).directory.standardizedFileURL.path
+            if others.contains(where: { other in other.url.map { SQLiteExternalData(storeURL: $0).directory.standardizedFileURL.path == support } ?? false }) {
+                throw ObjectGraphError(.persistentStoreOpen, "another store of the coordinator has the same name without its extension, and so the same external data folder",
+                                       storePath: url.path)
+            }
             let sqlite = try SQLiteStore(url: url, model: managedObjectModel, options: options, coordinatorTag: idTag)
             sqlite.readerPool?.capacityChanged(to: connectionPoolSize - 1)
             opened = sqlite
