@@ -176,6 +176,22 @@ extension TestStack {
         #expect(stack.ebFiles().isEmpty)
     }
 
+    // §13.5: the column of an attribute that allows external storage holds a marker, so a fetch compares it with nil
+    // only.
+    @Test func aFetchComparesAnExternalAttributeWithNilOnly_13_5() throws {
+        let stack = try TestStack(model: ebModel())
+        _ = try stack.ebInsert("small", image: ebBytes(16, seed: 1))
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let present = try ctx.fetch(FetchRequest(entityName: "Photo", predicate: try ObjectPredicate(format: "image != nil")))
+            #expect(present.count == 1)
+            let error = try #require(throws: ObjectGraphError.self) {
+                try ctx.fetch(FetchRequest(entityName: "Photo", predicate: ObjectPredicate(format: "image == %@", ebBytes(16, seed: 1))))
+            }
+            #expect(error.code == .invalidFetchRequest)
+        }
+    }
+
     // §13.5: the in-memory store keeps every value in memory, whatever its size.
     @Test func theInMemoryStoreKeepsValuesInline_13_5() throws {
         let stack = try TestStack(model: ebModel(), type: .inMemory)

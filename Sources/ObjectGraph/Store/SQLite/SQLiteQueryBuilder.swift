@@ -26,6 +26,9 @@ struct SQLiteQueryBuilder {
         var sql: String
         var attributeType: AttributeType?
         var isRelationship: Bool
+        /// A binary attribute that allows external storage: its column holds a marker byte before the value or the
+        /// file's name (§13.5), so it compares with nil only.
+        var isExternal = false
     }
 
     /// The SQL for the value of a key path; throws ``UntranslatablePredicate`` for to-many paths and
@@ -48,7 +51,8 @@ struct SQLiteQueryBuilder {
                 }
                 guard case .attribute(let a) = entity.slots[slot] else { throw UntranslatablePredicate() }
                 let sql = "\(alias).\(entity.columnName(forSlot: slot))"
-                return Column(sql: a.type == .decimal ? "CAST(\(sql) AS REAL)" : sql, attributeType: a.type, isRelationship: false)
+                return Column(sql: a.type == .decimal ? "CAST(\(sql) AS REAL)" : sql, attributeType: a.type, isRelationship: false,
+                              isExternal: a.allowsExternalBinaryDataStorage)
             case .toOne(let slot):
                 if last { return Column(sql: "\(alias).\(entity.columnName(forSlot: slot))", attributeType: nil, isRelationship: true) }
                 (alias, entity) = try join(from: alias, entity, key, path: prefix + key)
@@ -70,6 +74,9 @@ struct SQLiteQueryBuilder {
     @inline(__always)
     private func checked(_ value: PropertyValue, for column: Column) throws -> PropertyValue {
         if let type = column.attributeType {
+            if column.isExternal, !value.isNull {
+                throw ObjectGraphError(.invalidFetchRequest, "an attribute that allows external storage can be compared with nil only (Docs/coredata-behaviour.md §13.5)", entity: root.name)
+            }
             guard Self.fits(value, type) else {
                 if type == .transformable { throw Self.transformableComparison(root.name) }
                 throw ObjectGraphError(.invalidFetchRequest, "type mismatch: \(value) cannot be compared with a \(type.rawValue) attribute", entity: root.name)
