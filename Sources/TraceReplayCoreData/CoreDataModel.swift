@@ -23,6 +23,8 @@ public enum CoreDataModelBuilder {
             entity.managedObjectClassName = NSStringFromClass(NSManagedObject.self)
             entity.isAbstract = e.abstract ?? false
             if let renaming = e.renamingIdentifier { entity.renamingIdentifier = renaming }
+            // Docs/coredata-behaviour.md §4.1: part of the entity's version hash.
+            if let modifier = e.versionHashModifier { entity.versionHashModifier = modifier }
             var properties: [NSPropertyDescription] = []
             for a in e.attributes ?? [] { properties.append(attribute(a)) }
             entity.properties = properties
