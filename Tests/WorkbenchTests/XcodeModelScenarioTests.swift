@@ -73,4 +73,22 @@ struct XcodeModelScenarioTests {
             #expect((10...13).contains(isbn.count) && isbn.allSatisfy { "0123456789X".contains($0) }, "\(isbn)")
         }
     }
+
+    @Test("What an Xcode model has that the library leaves out reaches the scenario's model, each with its file and line")
+    func listsWhatTheReaderSkipped() throws {
+        let folder = try TemporaryDirectory()
+        let library = OperationTraceTests.root.appendingPathComponent("Tests/XcodeModelTests/Fixtures/Library.xcdatamodel").path
+        let file = try folder.write("library.yaml", """
+            name: library
+            model: { file: \(library), entity: Note }
+            stack: { topology: headless }
+            phases:
+              - name: seed
+                actors:
+                  - importer: { objects: 10 }
+            """)
+        let skipped = try #require(try ScenarioLoader.load(file: file.path).variants.first?.model.skipped)
+        #expect(skipped.contains { $0.contains("Library.xcdatamodel/contents:24: skipped <fetchedProperty name=\"recentVolumes\">") }, "\(skipped)")
+        #expect(skipped.contains { $0.contains("skipped <fetchRequest name=\"LongVolumes\">") })
+    }
 }
