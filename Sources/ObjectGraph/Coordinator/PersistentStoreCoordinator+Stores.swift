@@ -155,9 +155,7 @@ extension PersistentStoreCoordinator {
     /// coordinator with one store).
     func read<T>(in generation: StoreGeneration?, holding id: ManagedObjectID, _ body: (any PersistentStore) throws -> T) throws -> T {
         guard routesRequests else { return try read(in: generation, body) }
-        let added = try addedStore(holding: id)
-        if let generation, added.isFirst { return try readPinned(generation, body) }
-        return try read(from: added, body)
+        return try read(in: generation, from: try addedStore(holding: id), body)
     }
 
     /// Runs `body` on the coordinator's queue with the store holding `id`.
@@ -199,7 +197,7 @@ extension PersistentStoreCoordinator {
 
 extension PersistentStoreCoordinator {
     /// A read of `added` in `generation` (a generation is the first store's).
-    private func read<T>(in generation: StoreGeneration?, from added: AddedStore, _ body: (any PersistentStore) throws -> T) throws -> T {
+    func read<T>(in generation: StoreGeneration?, from added: AddedStore, _ body: (any PersistentStore) throws -> T) throws -> T {
         if let generation, added.isFirst { return try readPinned(generation, body) }
         return try read(from: added, body)
     }
