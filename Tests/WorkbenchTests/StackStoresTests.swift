@@ -112,9 +112,10 @@ struct StackStoresTests {
     }
 
     // §14.2
-    @Test("A scenario with stores by configuration runs, migrates to Shop 2 and passes the oracle")
-    func runs() throws {
-        let result = try runVariant(try Self.scenario())
+    @Test("A scenario with stores by configuration runs, migrates to Shop 2 and passes the oracle, its entity's store first or not",
+          arguments: ["[{ configuration: Orders }, { configuration: Catalog }]", "[{ configuration: Catalog }, { configuration: Orders }]"])
+    func runs(_ stores: String) throws {
+        let result = try runVariant(try Self.scenario(Self.text(stores: stores)))
         #expect(result.notes.isEmpty, "\(result.notes)")
         #expect(result.counters["migrationFailures"] == nil)
         #expect(result.value("rowsMigrated", "value") ?? 0 >= 60)
@@ -133,6 +134,35 @@ struct StackStoresTests {
         let message = loaderMessage(Self.text(stores: "[{ configuration: Catalog }]"), file: Self.file)
         #expect(message.contains("stores.yaml:") && message.contains("stack.stores"), "\(message)")
         #expect(message.contains("'Order' is in no listed configuration") && message.contains("list Orders"), "\(message)")
+    }
+
+    // §14.3, §14.4
+    @Test("A required destination the seeds fill in no listed configuration, or in another store than the entity, is refused")
+    func seededDestinations() throws {
+        let folder = try TemporaryDirectory("workbench-stores")
+        try folder.write("notes.json", """
+            {"entities": [
+              {"name": "Note", "attributes": [{"name": "id", "type": "integer64", "optional": false, "defaultValue": 0}],
+               "relationships": [{"name": "folder", "destination": "Folder", "inverse": "notes", "optional": false}]},
+              {"name": "Folder", "attributes": [{"name": "name", "type": "string"}],
+               "relationships": [{"name": "notes", "destination": "Note", "inverse": "folder", "toMany": true}]}],
+             "configurations": [{"name": "Notes", "entities": ["Note"]}, {"name": "Folders", "entities": ["Folder"]}]}
+            """)
+        func message(_ stores: String) throws -> String {
+            let file = try folder.write("notes.yaml", """
+                name: notes
+                model: { file: notes.json, entity: Note }
+                stack: { topology: container, stores: \(stores) }
+                phases:
+                  - name: seed
+                    actors: [{ importer: { objects: 10 } }]
+                """)
+            do { _ = try ScenarioLoader.load(file: file.path); return "ok" } catch { return "\(error)" }
+        }
+        let missing = try message("[{ configuration: Notes }]")
+        #expect(missing.contains("notes.yaml:3:") && missing.contains("an entity the seed plan fills 'Folder' is in no listed configuration") && missing.contains("list Folders"), "\(missing)")
+        let crossing = try message("[{ configuration: Notes }, { configuration: Folders }]")
+        #expect(crossing.contains("may not cross stores"), "\(crossing)")
     }
 
     @Test("stores over a model without configurations, twice the same configuration, an in-memory store or the 7.x stack are refused")
