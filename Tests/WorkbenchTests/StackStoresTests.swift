@@ -174,6 +174,9 @@ struct StackStoresTests {
         #expect(twice.contains("listed twice"), "\(twice)")
         let memory = loaderMessage(Self.text(topology: "container", migrate: false).replacingOccurrences(of: "  stores:", with: "  store: inMemory\n  stores:"), file: Self.file)
         #expect(memory.contains("in-memory"), "\(memory)")
+        let inline = loaderMessage(Self.text().replacingOccurrences(of: "idKey: number,", with: "idKey: number, fields: [status],")
+            .replacingOccurrences(of: "migrator: { version: Shop 2 }", with: "migrator: { entities: [{ name: Order, attributes: [{ name: number, type: integer64 }, { name: status, type: string }] }] }"), file: Self.file)
+        #expect(inline.contains("the migrator's next version has no configuration 'Orders'"), "\(inline)")
         let legacy = loaderMessage(Self.text(topology: "ambar7"), file: Self.file)
         #expect(legacy.contains("ambar7"), "\(legacy)")
         // §14.2: history is the first store's, and several stores have no query generation.

@@ -392,14 +392,21 @@ struct Reader {
         let seed = mode == .simulated ? baseSeed &+ UInt64(repetition - 1) : baseSeed
         let model = try modelSpec(child(root, "model"))
         let stack = try stackSpec(child(root, "stack")!)
-        if let stores = stack.stores, let stackNode = child(root, "stack"), let node = child(stackNode, "stores") {
-            try checkStores(node, stack: stack, stackNode: stackNode, stores: stores, model: model)
-        }
         let phasesNode = child(root, "phases")!
         let phaseNodes = try list(phasesNode)
         guard !phaseNodes.isEmpty else { throw fail(phasesNode, "a scenario needs at least one phase") }
         var phases: [Phase] = []
         for node in phaseNodes { phases.append(try phase(node, model: model)) }
+        if let stores = stack.stores, let stackNode = child(root, "stack"), let node = child(stackNode, "stores") {
+            try checkStores(node, stack: stack, stackNode: stackNode, stores: stores, model: model)
+            // A migrator opens each store with its configuration in the next version (§14.2).
+            for case .migrator(let m) in phases.flatMap(\.actors) {
+                let next = (m.to.configurations ?? []).map(\.name)
+                if let lacking = stores.first(where: { !next.contains($0) }) {
+                    throw fail(node, "the migrator's next version has no configuration '\(lacking)', whose store it migrates (its configurations: \(next.isEmpty ? "none" : next.joined(separator: ", ")))")
+                }
+            }
+        }
         try refuseViewActors(phaseNodes, topology: stack.topology)
         try refuseSQLiteOnlyActors(phaseNodes, store: stack.store)
         try refuseUnsavedParents(phaseNodes, topology: stack.topology)
