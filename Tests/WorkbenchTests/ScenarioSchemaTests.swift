@@ -52,7 +52,7 @@ struct ScenarioSchemaTests {
     /// mapping of one key, is checked by its own test).
     static let places: [String: [String]] = [
         "scenario": [], "model": ["model"], "stringValues": ["model", "values", "title"], "numberValues": ["model", "values", "value"],
-        "stack": ["stack"], "policies": ["stack", "policies"], "phase": ["phases", "run"],
+        "stack": ["stack"], "storeConfiguration": ["stack", "stores", "0"], "policies": ["stack", "policies"], "phase": ["phases", "run"],
         "importer": ["phases", "seed", "importer"], "viewer": ["phases", "run", "viewer"], "request": ["phases", "run", "viewer", "request"],
         "editor": ["phases", "run", "editor"], "temporary": ["phases", "run", "temporary"], "writer": ["phases", "run", "writer"],
         "batch": ["phases", "run", "batch"], "fetcher": ["phases", "run", "fetcher"], "deleter": ["phases", "run", "deleter"],

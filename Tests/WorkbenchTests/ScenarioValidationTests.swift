@@ -154,7 +154,7 @@ struct ScenarioValidationTests {
         #expect(message(Self.valid.replacingOccurrences(of: "chunkSize: 50", with: "chunksize: 50")) ==
             "bad.yaml:7:35: phases.seed.importer.chunksize: unknown key; expected one of objects, chunkSize, updateFraction, deleteFraction, distribution, parallel, rate, reset, saveEvery, groups, groupParents, saveParents (did you mean 'chunkSize'?)")
         #expect(message(Self.valid.replacingOccurrences(of: "topology: ambar", with: "topology: ambar\n  mergePolicies: rollback")) ==
-            "bad.yaml:4:3: stack.mergePolicies: unknown key; expected one of topology, mergePolicy, policies, singleCoordinator, viewStaleness, objectTrumpDeletedElsewhere, connectionPool, mergeRelease, merge, pinViewGeneration, store (did you mean 'mergePolicy'?)")
+            "bad.yaml:4:3: stack.mergePolicies: unknown key; expected one of topology, mergePolicy, policies, singleCoordinator, viewStaleness, objectTrumpDeletedElsewhere, connectionPool, mergeRelease, merge, pinViewGeneration, store, stores (did you mean 'mergePolicy'?)")
         #expect(message(Self.valid.replacingOccurrences(of: "- importer:", with: "- impoter:")) ==
             "bad.yaml:7:9: phases.seed.impoter: unknown actor; expected one of importer, viewer, editor, temporary, writer, batch, migrator, fetcher, deleter (did you mean 'importer'?)")
     }
@@ -326,7 +326,7 @@ struct ScenarioValidationTests {
     func badOverride() {
         #expect(message(Self.valid, overrides: ["chunkSize"]) == "-p chunkSize: chunkSize: an override is key=value")
         #expect(message(Self.valid, overrides: ["stack.topolgy=ambar"]) ==
-            "bad.yaml (-p stack.topolgy=ambar): stack.topolgy: unknown key; expected one of topology, mergePolicy, policies, singleCoordinator, viewStaleness, objectTrumpDeletedElsewhere, connectionPool, mergeRelease, merge, pinViewGeneration, store (did you mean 'topology'?)")
+            "bad.yaml (-p stack.topolgy=ambar): stack.topolgy: unknown key; expected one of topology, mergePolicy, policies, singleCoordinator, viewStaleness, objectTrumpDeletedElsewhere, connectionPool, mergeRelease, merge, pinViewGeneration, store, stores (did you mean 'topology'?)")
         #expect(message(Self.valid, overrides: ["phases.seed.importer.chunkSize=0"]) ==
             "bad.yaml (-p phases.seed.importer.chunkSize=0): phases.seed.importer.chunkSize: must be at least 1, found 0")
         #expect(message(Self.valid + "\nmatrix:\n  stack.topology: [ambar, nosuch]") ==

@@ -36,6 +36,18 @@ final class VariantRun {
     /// The stack's store is in memory (`store: inMemory`): no file, no -wal, and the oracle reads a copy of it.
     var isInMemoryStore: Bool { sampler.inMemory }
 
+    /// The store files every coordinator of the run adds, in order, each with its configuration (`stack.stores`).
+    var storeFiles: [(configuration: String?, url: URL)] { workload.scenario.stack.storeFiles(main: storeURL) }
+
+    /// The store file holding the scenario's entity: the first store whose configuration lists it (Docs/coredata-
+    /// behaviour.md §14), the main file without `stack.stores`.
+    var entityStoreURL: URL {
+        let configurations = workload.scenario.model.entities?.configurations ?? [], entity = workload.scenario.model.entity
+        return storeFiles.first { file in
+            file.configuration.map { name in configurations.contains { $0.name == name && $0.entities.contains(entity) } } ?? true
+        }?.url ?? storeURL
+    }
+
     /// A stack without a view context queues nothing on the main queue; the harness does not either.
     func drainMain() { if stack.topology.hasViewContext { main.drain() } }
 }

@@ -138,7 +138,7 @@ extension VariantRunner {
             case .batch(let s):
                 actors.append(BatchActor(name: base, spec: s, workload: workload, duration: phase.duration))
             case .migrator(let s):
-                let migrator = MigratorActor(name: base, spec: s, workload: workload, storeURL: run.storeURL)
+                let migrator = MigratorActor(name: base, spec: s, workload: workload, storeFiles: run.storeFiles)
                 run.migrators.append(migrator)
                 actors.append(migrator)
             }

@@ -150,6 +150,21 @@ public struct StackSpec: Sendable, Codable, Equatable {
     /// (Docs/coredata-behaviour.md §7 "The in-memory store"), which runs no SQL, so a run on it shows the object
     /// graph's work without SQLite's.
     public var store: StoreKind = .sqlite
+    /// The model configurations whose stores every coordinator of the run adds, in order (`stack.stores`,
+    /// Docs/coredata-behaviour.md §14): one SQLite file each, see ``storeFiles(main:)``. Nil: one store holding
+    /// every entity.
+    public var stores: [String]? = nil
+
+    /// The store files every coordinator of the run adds, in order, each with its configuration: the main file
+    /// alone (no configuration) without `stores`; with them, the first configuration's store in the main file and
+    /// each other one in `<main>-<Configuration>.sqlite` beside it.
+    public func storeFiles(main: URL) -> [(configuration: String?, url: URL)] {
+        guard let stores, !stores.isEmpty else { return [(nil, main)] }
+        let directory = main.deletingLastPathComponent(), base = main.deletingPathExtension().lastPathComponent
+        return stores.enumerated().map { i, name in
+            (name, i == 0 ? main : directory.appendingPathComponent("\(base)-\(name).sqlite"))
+        }
+    }
 }
 
 /// The persistent store a scenario's stack opens (workbench `stack.store`).

@@ -148,6 +148,11 @@ enum ScenarioKeys {
         .init("merge", members(MergeMode.self), "How the view context learns of background saves (default didSave)."),
         .init("pinViewGeneration", .boolean, "Pin the view context to a query generation before the first phase."),
         .init("store", members(StoreKind.self), "sqlite (a file in WAL mode, the default) or inMemory."),
+        .init("stores", .list(.object("storeConfiguration"), minItems: 1), "A model file's configurations, one SQLite store each, every coordinator adding them in order (default: one store of every entity)."),
+    ])
+
+    static let storeConfiguration = ScenarioObject("storeConfiguration", "One store of the stack: the model configuration whose entities it holds.", [
+        .init("configuration", .string, required: true, "A configuration of the model file."),
     ])
 
     static let policies = ScenarioObject("policies", "Merge policies by context role; all sets every role, a role beside it wins.",
@@ -280,7 +285,7 @@ enum ScenarioKeys {
 
     /// Every object, the document first, in the order the schema lists them.
     static let objects: [ScenarioObject] = [
-        root, model, stringValues, numberValues, stack, policies, phase, actor, importer, viewer, request, editor, temporary,
+        root, model, stringValues, numberValues, stack, storeConfiguration, policies, phase, actor, importer, viewer, request, editor, temporary,
         writer, migrator, fetcher, deleter, batch, threshold, objectiveCriterion, knee,
     ]
 

@@ -397,6 +397,16 @@ struct Reader {
         guard !phaseNodes.isEmpty else { throw fail(phasesNode, "a scenario needs at least one phase") }
         var phases: [Phase] = []
         for node in phaseNodes { phases.append(try phase(node, model: model)) }
+        if let stores = stack.stores, let stackNode = child(root, "stack"), let node = child(stackNode, "stores") {
+            try checkStores(node, stack: stack, stackNode: stackNode, stores: stores, model: model)
+            // A migrator opens each store with its configuration in the next version (§14.2).
+            for case .migrator(let m) in phases.flatMap(\.actors) {
+                let next = (m.to.configurations ?? []).map(\.name)
+                if let lacking = stores.first(where: { !next.contains($0) }) {
+                    throw fail(node, "the migrator's next version has no configuration '\(lacking)', whose store it migrates (its configurations: \(next.isEmpty ? "none" : next.joined(separator: ", ")))")
+                }
+            }
+        }
         try refuseViewActors(phaseNodes, topology: stack.topology)
         try refuseSQLiteOnlyActors(phaseNodes, store: stack.store)
         try refuseUnsavedParents(phaseNodes, topology: stack.topology)
@@ -745,7 +755,60 @@ struct Reader {
             spec.store = try choice(n, StoreKind.self)
             if spec.store == .inMemory { try refuseSQLiteOnlyStack(node, spec, store: n) }
         }
+        if let n = child(node, "stores") {
+            var names: [String] = []
+            for item in try list(n) {
+                _ = try self.keys(item, ScenarioKeys.storeConfiguration)
+                let name = try string(child(item, "configuration")!)
+                if names.contains(name) { throw fail(item, "the configuration '\(name)' is listed twice: each configuration is one store") }
+                names.append(name)
+            }
+            guard !names.isEmpty else { throw fail(n, "stores lists at least one configuration (or leave it out for one store of every entity)") }
+            if spec.store == .inMemory { throw fail(n, "each configuration's store is an SQLite file; an in-memory store has none (remove stores or use store: sqlite)") }
+            if spec.topology == .ambar7 {
+                throw fail(n, "the `ambar7` topology is the 7.x stack, which opens one store file: it has no stores by configuration (choose ambar, ambar8 or another topology)")
+            }
+            spec.stores = names
+        }
         return spec
+    }
+
+    /// `stack.stores` (Docs/coredata-behaviour.md §14): each configuration is one of the model file's; the entity
+    /// the actors work on and every entity its seed plan fills are in a listed configuration (§14.4: any other has
+    /// nowhere to be saved), all in the entity's store (§14.3: a relationship may not cross stores); with several
+    /// stores, history is the first store's and there is no query generation (§14.2), so `history` needs the
+    /// entity in the first store and `pinViewGeneration` is refused.
+    func checkStores(_ node: Node, stack: StackSpec, stackNode: Node, stores: [String], model: ModelSpec) throws {
+        let configurations = model.entities?.configurations ?? []
+        guard !configurations.isEmpty else {
+            throw fail(node, "stores names configurations of a model file, and \(model.file ?? "the model") has none (remove stores, or give a model file with configurations)")
+        }
+        let known = configurations.map(\.name)
+        for (i, name) in stores.enumerated() where !known.contains(name) {
+            let item = (try? list(node)).flatMap { $0.indices.contains(i) ? $0[i] : nil } ?? node
+            throw fail(child(item, "configuration") ?? item, "no configuration '\(name)' in \(model.file ?? "the model") (its configurations: \(known.joined(separator: ", ")))")
+        }
+        let listed = configurations.filter { stores.contains($0.name) }
+        var needed = [model.entity]
+        if let seeds = model.seeds { needed += seeds.entities.keys.sorted().filter { $0 != model.entity } }
+        for entity in needed where !listed.contains(where: { $0.entities.contains(entity) }) {
+            let holders = configurations.filter { $0.entities.contains(entity) }.map(\.name)
+            let role = entity == model.entity ? "the scenario's entity" : "an entity the seed plan fills"
+            throw fail(node, "\(role) '\(entity)' is in no listed configuration, so no store holds it (\(holders.isEmpty ? "no configuration of the model lists it" : "list \(holders.joined(separator: " or "))"))")
+        }
+        // A new object goes to the first listed store whose configuration holds its entity (§14.2).
+        func store(of entity: String) -> String? { stores.first { name in listed.contains { $0.name == name && $0.entities.contains(entity) } } }
+        let home = store(of: model.entity)
+        for entity in needed.dropFirst() where store(of: entity) != home {
+            throw fail(node, "the seed plan relates '\(model.entity)' (store \(home ?? "-")) to '\(entity)' (store \(store(of: entity) ?? "-")), and a relationship may not cross stores: list a configuration holding both first")
+        }
+        guard stores.count > 1 else { return }
+        if stack.topology == .history, home != stores.first {
+            throw fail(node, "the `history` topology merges by persistent history, which a coordinator of several stores keeps for the first store only: list \(home ?? "-") first (it holds \(model.entity))")
+        }
+        if stack.pinViewGeneration {
+            throw fail(child(stackNode, "pinViewGeneration") ?? node, "a coordinator of several stores holds no query generation: remove pinViewGeneration or list one configuration")
+        }
     }
 
     /// Docs/coredata-behaviour.md §7 "The in-memory store": each coordinator that adds an in-memory store gets a
@@ -1074,10 +1137,12 @@ struct Reader {
                 throw fail(versionNode, "no version '\(name)' in \(path) (its versions: \(model.versions.map(\.name).joined(separator: ", ")))")
             }
             given = ModelFile(entities: target.entities)
+            given?.configurations = target.configurations
         } else if child(settings, "entities") == nil, let start = model.versions.firstIndex(where: { $0.name == model.version }),
                   start + 1 < model.versions.count {
             // A versioned model file: the version after the one the store was made with.
             given = ModelFile(entities: model.versions[start + 1].entities)
+            given?.configurations = model.versions[start + 1].configurations
         }
         return .migrator(.init(to: try nextVersion(child(settings, "entities"), model: model, at: versionNode ?? body, given: given)))
     }

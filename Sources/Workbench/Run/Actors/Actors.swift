@@ -726,21 +726,23 @@ extension RunRecorder {
 }
 
 /// Opens the store with the model's next version, which migrates it in place: the time it takes
-/// (virtual in simulated mode: `rowMigrated` per row copied) and the rows it copied.
+/// (virtual in simulated mode: `rowMigrated` per row copied) and the rows it copied. With `stack.stores`, each
+/// store file is migrated in turn, each with its configuration's entities (Docs/coredata-behaviour.md §14).
 final class MigratorActor: WorkloadActor, @unchecked Sendable {  // state used on its own thread
     let name: String
     let spec: ActorSpec.Migrator
     let workload: Workload
-    let storeURL: URL
+    /// The run's store files, in order, each with its configuration.
+    let storeFiles: [(configuration: String?, url: URL)]
     /// The migrated model, for the verifier (set once the migration succeeded).
     let migrated = Mutex<ManagedObjectModel?>(nil)
     var isBounded: Bool { true }
 
-    init(name: String, spec: ActorSpec.Migrator, workload: Workload, storeURL: URL) {
+    init(name: String, spec: ActorSpec.Migrator, workload: Workload, storeFiles: [(configuration: String?, url: URL)]) {
         self.name = name
         self.spec = spec
         self.workload = workload
-        self.storeURL = storeURL
+        self.storeFiles = storeFiles
     }
 
     func run(start: UInt64, duration: Double?, keepGoing: @escaping @Sendable () -> Bool) {
@@ -748,14 +750,25 @@ final class MigratorActor: WorkloadActor, @unchecked Sendable {  // state used o
         w.recorder.add("operations")
         do {
             let previous = w.scenario.model.entities ?? ScenarioLoader.workloadModel
-            let next = try ManagedObjectModel(file: ModelFile(versions: [.init(name: "previous", entities: previous.entities), .init(name: "next", entities: spec.to.entities)], current: "next"))
-            var description = PersistentStoreDescription(url: storeURL)
-            description.storeOptions.persistentHistoryTracking = w.scenario.stack.topology == .history
-            let coordinator = PersistentStoreCoordinator(managedObjectModel: next, name: "migrator")
-            let began = Clock.now()
-            try coordinator.addPersistentStore(with: description)
-            w.recorder.add("migrationNanos", Int(Clock.now() - began))
-            w.recorder.add("rowsMigrated", coordinator.migratedRowCount ?? 0)
+            // The stores' configurations, in both versions, where the stack adds a store per configuration.
+            let byConfiguration = w.scenario.stack.stores != nil
+            let next = try ManagedObjectModel(file: ModelFile(versions: [
+                .init(name: "previous", entities: previous.entities, configurations: byConfiguration ? previous.configurations : nil),
+                .init(name: "next", entities: spec.to.entities, configurations: byConfiguration ? spec.to.configurations : nil),
+            ], current: "next"))
+            var (nanos, rows) = (0, 0)
+            for file in storeFiles {
+                var description = PersistentStoreDescription(url: file.url)
+                description.configuration = file.configuration
+                description.storeOptions.persistentHistoryTracking = w.scenario.stack.topology == .history
+                let coordinator = PersistentStoreCoordinator(managedObjectModel: next, name: "migrator")
+                let began = Clock.now()
+                try coordinator.addPersistentStore(with: description)
+                nanos += Int(Clock.now() - began)
+                rows += coordinator.migratedRowCount ?? 0
+            }
+            w.recorder.add("migrationNanos", nanos)
+            w.recorder.add("rowsMigrated", rows)
             migrated.withLock { $0 = next }
         } catch {
             w.recorder.note("\(name): the migration failed: \(error)")

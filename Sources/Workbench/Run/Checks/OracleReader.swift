@@ -10,12 +10,19 @@ struct OracleReader {
     let storeURL: URL
     /// An in-memory store: no file to query, and a fetch walks its whole table.
     let isInMemoryStore: Bool
-    /// The verifier's store identifier, read once (a read of the coordinator on its queue).
+    /// The identifier of the verifier's store holding the workload's entity (its only store without `stack.stores`),
+    /// read once (a read of the coordinator on its queue).
     let storeIdentifier: String
 
     init(reader: ManagedObjectContext, verifier: PersistentStoreCoordinator, workload: Workload, storeURL: URL, isInMemoryStore: Bool) {
         (self.reader, self.verifier, self.workload, self.storeURL, self.isInMemoryStore) = (reader, verifier, workload, storeURL, isInMemoryStore)
-        storeIdentifier = verifier.storeIdentifier ?? ""
+        if workload.scenario.stack.stores == nil {
+            storeIdentifier = verifier.storeIdentifier ?? ""
+        } else {
+            // Docs/coredata-behaviour.md §14.2: object IDs name their store; the rows are in `storeURL`'s.
+            let path = storeURL.standardizedFileURL.path
+            storeIdentifier = verifier.persistentStores.first { $0.url?.standardizedFileURL.path == path }?.identifier ?? verifier.storeIdentifier ?? ""
+        }
     }
 
     /// The oracle's pass: every event `recorder` holds by key, a thousand keys at a time, against its row; then the

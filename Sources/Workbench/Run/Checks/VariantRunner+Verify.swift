@@ -42,11 +42,13 @@ extension VariantRunner {
             // Final state for the oracle (streamed, never every row or event at once): the keys with
             // events in ascending order, a thousand at a time, each with its row read through a fresh coordinator;
             // duplicates and batch-touched rows by queries of the store; what the view shows from the view context.
-            if !run.isInMemoryStore { try verifier.addPersistentStore(type: .sqlite, at: run.storeURL) }
+            if !run.isInMemoryStore {
+                for file in run.storeFiles { try verifier.addPersistentStore(type: .sqlite, configuration: file.configuration, at: file.url) }
+            }
             let reader = ManagedObjectContext(concurrencyType: .privateQueue)
             reader.persistentStoreCoordinator = verifier
             oracleObjects.withLock { $0 = [WatchedObject(name: "oracle coordinator", object: verifier), WatchedObject(name: "oracle context", object: reader)] }
-            let oracleReader = OracleReader(reader: reader, verifier: verifier, workload: run.workload, storeURL: run.storeURL,
+            let oracleReader = OracleReader(reader: reader, verifier: verifier, workload: run.workload, storeURL: run.entityStoreURL,
                                             isInMemoryStore: run.isInMemoryStore)
             return try oracleReader.checkEvents(recorder, viewValues: final.view.values, readOnlySaves: final.readOnlySaves, eventsKept: eventsKept)
         }

@@ -120,7 +120,11 @@ public struct TopologyBuilder {
         options.persistentHistoryTracking = history
         options.remoteChangeNotifications = remote
         switch scenario.stack.store {
-        case .sqlite: try c.addPersistentStore(type: .sqlite, at: storeURL, options: options)
+        case .sqlite:
+            // Docs/coredata-behaviour.md §14: every store of `stack.stores` in order, each with its configuration.
+            for file in scenario.stack.storeFiles(main: storeURL) {
+                try c.addPersistentStore(type: .sqlite, configuration: file.configuration, at: file.url, options: options)
+            }
         // Semantics §7 "The in-memory store": a store of this coordinator's own (the loader refused every stack
         // that needs a second coordinator on it).
         case .inMemory: try c.addPersistentStore(type: .inMemory, options: options)
@@ -219,7 +223,13 @@ public struct TopologyBuilder {
             recorder.add("setupNanos", Int(Clock.now() - start))
             container = c
         } else {
-            container = try AmbarContainer(model: model, storeURL: storeURL, options: options)
+            // Docs/coredata-behaviour.md §14.2: with `stack.stores`, both coordinators add every store, in order.
+            let stores: [PersistentStoreDescription] = scenario.stack.stores == nil ? [] : scenario.stack.storeFiles(main: storeURL).map { file in
+                var description = PersistentStoreDescription(url: file.url)
+                description.configuration = file.configuration
+                return description
+            }
+            container = try AmbarContainer(model: model, storeURL: storeURL, options: options, persistentStoreDescriptions: stores)
         }
         let stack = WorkbenchStack(topology: kind, viewContext: container.viewContext)
         stack.ambar = container
