@@ -26,6 +26,9 @@ public protocol ReplayBackend: AnyObject {
 
     /// Opens the trace's store with the model version `model` (an index into the header's models).
     func openCoordinator(model: Int, settings: [String: String]) throws -> Coordinator
+    /// Adds another store to a coordinator the trace opened: a store of a model configuration (`settings`'s
+    /// `configuration`), beside the ones added before it.
+    func addStore(to coordinator: Coordinator, settings: [String: String]) throws
     func setConnectionPool(_ size: Int, of coordinator: Coordinator)
     func makeContext(mainQueue: Bool) -> Context
     func setCoordinator(_ coordinator: Coordinator?, of context: Context)
@@ -217,7 +220,12 @@ public final class Replayer<Backend: ReplayBackend> {
     private func step(_ r: OperationRecord) throws {
         switch r.op {
         case "coordinator":
-            coordinators[r.coord ?? 0] = try backend.openCoordinator(model: r.count ?? 0, settings: r.settings ?? [:])
+            // A second store added to a coordinator records the coordinator's number again.
+            if let opened = coordinators[r.coord ?? 0] {
+                try backend.addStore(to: opened, settings: r.settings ?? [:])
+            } else {
+                coordinators[r.coord ?? 0] = try backend.openCoordinator(model: r.count ?? 0, settings: r.settings ?? [:])
+            }
         case "connectionPool":
             backend.setConnectionPool(r.count ?? 1, of: try coordinator(r.coord))
         case "context":

@@ -66,6 +66,24 @@ public final class CoreDataReplayBackend: ReplayBackend {
     public func openCoordinator(model: Int, settings: [String: String]) throws -> NSPersistentStoreCoordinator {
         guard models.indices.contains(model) else { throw ReplayError("no model version \(model) in the trace's header") }
         let container = NSPersistentContainer(name: settings["name"] ?? "coordinator", managedObjectModel: models[model])
+        container.persistentStoreDescriptions = [Self.storeDescription(settings, in: directory)]
+        var failure: (any Error)?
+        container.loadPersistentStores { _, error in failure = error }
+        if let failure { throw ReplayError("the store \(settings["store"] ?? "") could not be opened: \(failure)") }
+        containers.append(container)
+        return container.persistentStoreCoordinator
+    }
+
+    /// Adds a store of a model configuration to a coordinator the trace opened (Docs/coredata-behaviour.md §14.2).
+    public func addStore(to coordinator: NSPersistentStoreCoordinator, settings: [String: String]) throws {
+        let description = Self.storeDescription(settings, in: directory)
+        var failure: (any Error)?
+        coordinator.addPersistentStore(with: description) { _, error in failure = error }
+        if let failure { throw ReplayError("the store \(settings["store"] ?? "") could not be added: \(failure)") }
+    }
+
+    /// The description of the store a trace's `coordinator` record names.
+    static func storeDescription(_ settings: [String: String], in directory: URL) -> NSPersistentStoreDescription {
         let description: NSPersistentStoreDescription
         if settings["store"] == "memory" {
             description = NSPersistentStoreDescription()
@@ -80,12 +98,8 @@ public final class CoreDataReplayBackend: ReplayBackend {
         description.isReadOnly = settings["readOnly"] == "true"
         if settings["history"] == "true" { description.setOption(true as NSNumber, forKey: NSPersistentHistoryTrackingKey) }
         if settings["remoteChange"] == "true" { description.setOption(true as NSNumber, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey) }
-        container.persistentStoreDescriptions = [description]
-        var failure: (any Error)?
-        container.loadPersistentStores { _, error in failure = error }
-        if let failure { throw ReplayError("the store \(settings["store"] ?? "") could not be opened: \(failure)") }
-        containers.append(container)
-        return container.persistentStoreCoordinator
+        description.configuration = settings["configuration"]
+        return description
     }
 
     public func setConnectionPool(_ size: Int, of coordinator: NSPersistentStoreCoordinator) {

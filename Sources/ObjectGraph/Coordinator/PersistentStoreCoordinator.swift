@@ -87,7 +87,8 @@ public final class PersistentStoreCoordinator: @unchecked Sendable {  // `store`
     ///   already added (134080).
     public func addPersistentStore(type: PersistentStoreType, configuration: String? = nil, at url: URL? = nil,
                                    options: StoreOptions = StoreOptions()) throws {
-        try Probe.call(.coordinatorAdded(self, options: options, model: managedObjectModel, url: type == .sqlite ? url : nil)) {
+        try Probe.call(.coordinatorAdded(self, options: options, model: managedObjectModel, url: type == .sqlite ? url : nil,
+                                         configuration: configuration)) {
             try queue.sync {
                 if let configuration, managedObjectModel.entities(forConfigurationName: configuration) == nil {
                     throw ObjectGraphError(.persistentStoreOpen, "the model has no configuration named '\(configuration)' (its configurations: \(managedObjectModel.configurations.joined(separator: ", ")))", storePath: url?.path)

@@ -4,7 +4,7 @@ import Foundation
 /// at the top level of its code (not the calls the library makes inside one) is told to the calling thread's
 /// ``ProbeSink`` (``ProbeEvent/call(_:)``), with what it returned (``ProbeEvent/result(_:of:)``).
 package enum RecordedCall {
-    case coordinatorAdded(PersistentStoreCoordinator, options: StoreOptions, model: ManagedObjectModel, url: URL?)
+    case coordinatorAdded(PersistentStoreCoordinator, options: StoreOptions, model: ManagedObjectModel, url: URL?, configuration: String?)
     case contextCreated(ManagedObjectContext)
     case setCoordinator(ManagedObjectContext, PersistentStoreCoordinator?)
     case setParent(ManagedObjectContext, ManagedObjectContext?)

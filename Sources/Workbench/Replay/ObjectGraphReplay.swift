@@ -321,9 +321,14 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
     /// The model file of version `i` of the header's models: the first alone, a later one with the versions before
     /// it (the store a migration opens was made with the previous one).
     static func modelFile(_ models: [TraceModel], version i: Int) -> ModelFile {
-        guard i > 0 else { return ModelFile(entities: models[0].entities) }
+        guard i > 0 else {
+            var file = ModelFile(entities: models[0].entities)
+            file.configurations = models[0].configurations
+            return file
+        }
         let versions = (0...i).map { j in
-            ModelFile.Version(name: models[j].version ?? (j == i - 1 ? "previous" : "v\(j)"), entities: models[j].entities)
+            ModelFile.Version(name: models[j].version ?? (j == i - 1 ? "previous" : "v\(j)"), entities: models[j].entities,
+                              configurations: models[j].configurations)
         }
         return ModelFile(versions: versions, current: versions.last!.name)
     }
@@ -347,19 +352,25 @@ public final class ObjectGraphReplayBackend: ReplayBackend {
     public func openCoordinator(model: Int, settings: [String: String]) throws -> PersistentStoreCoordinator {
         guard models.indices.contains(model) else { throw ReplayError("no model version \(model) in the trace's header") }
         let c = PersistentStoreCoordinator(managedObjectModel: models[model], name: settings["name"] ?? "coordinator")
+        try addStore(to: c, settings: settings)
+        if firstCoordinator == nil { firstCoordinator = c; storeIdentifier = c.storeIdentifier }
+        return c
+    }
+
+    public func addStore(to c: PersistentStoreCoordinator, settings: [String: String]) throws {
         var options = StoreOptions()
         options.persistentHistoryTracking = settings["history"] == "true"
         options.remoteChangeNotifications = settings["remoteChange"] == "true"
         options.readOnly = settings["readOnly"] == "true"
         options.migrateAutomatically = settings["migrate"] == "true"
         options.inferMappingModel = settings["inferMapping"] == "true"
+        let configuration = settings["configuration"]
         if settings["store"] == "memory" {
-            try c.addPersistentStore(type: .inMemory, options: options)
+            try c.addPersistentStore(type: .inMemory, configuration: configuration, options: options)
         } else {
-            try c.addPersistentStore(type: .sqlite, at: directory.appendingPathComponent(settings["store"] ?? "store.sqlite"), options: options)
+            try c.addPersistentStore(type: .sqlite, configuration: configuration, at: directory.appendingPathComponent(settings["store"] ?? "store.sqlite"),
+                                     options: options)
         }
-        if firstCoordinator == nil { firstCoordinator = c; storeIdentifier = c.storeIdentifier }
-        return c
     }
 
     public func setConnectionPool(_ size: Int, of coordinator: PersistentStoreCoordinator) { coordinator.connectionPoolSize = size }

@@ -517,7 +517,7 @@ public final class OperationTraceRecorder: ProbeSink, @unchecked Sendable {  // 
 
     private static func describe(_ call: RecordedCall, into r: inout OperationRecord, _ state: inout State) {
         switch call {
-        case .coordinatorAdded(let c, let options, let model, let url):
+        case .coordinatorAdded(let c, let options, let model, let url, let configuration):
             r.op = "coordinator"
             r.coord = number(c, &state)
             if !state.modelVersions.contains(where: { $0 === model }) { state.modelVersions.append(model) }
@@ -528,6 +528,7 @@ public final class OperationTraceRecorder: ProbeSink, @unchecked Sendable {  // 
             if options.readOnly { settings["readOnly"] = "true" }
             if options.migrateAutomatically { settings["migrate"] = "true" }
             if options.inferMappingModel { settings["inferMapping"] = "true" }
+            if let configuration { settings["configuration"] = configuration }
             r.settings = settings
         case .contextCreated(let c):
             r.op = "context"
