@@ -465,6 +465,27 @@ import Testing
     }
 
     // §14.2
+    @Test("With several stores, persistent history is the first store's: a save to another store adds no transaction to it")
+    func historyIsTheFirstStores() throws {
+        var options = StoreOptions()
+        options.persistentHistoryTracking = true
+        let stores = try Stores([("Catalog", "catalog.sqlite"), ("Orders", "orders.sqlite")], options: options)
+        let ctx = stores.context()
+        try ctx.performAndWait {
+            _ = try Self.insert(ctx, "Order", ["number": 1])
+            try ctx.save()
+        }
+        #expect(try stores.coordinator.fetchHistory(.fetchHistory(after: nil as PersistentHistoryToken?)).isEmpty)
+        try ctx.performAndWait {
+            _ = try Self.insert(ctx, "Product", ["name": "lamp", "price": 30])
+            try ctx.save()
+        }
+        let history = try stores.coordinator.fetchHistory(.fetchHistory(after: nil as PersistentHistoryToken?))
+        #expect(history.count == 1)
+        #expect(history.first?.changes?.map(\.changedObjectID.entity.name) == ["Product"])
+    }
+
+    // §14.2
     @Test("Each SQLite store reads on read connections of its own")
     func eachStoreHasItsReaders() throws {
         let stores = try Stores([("Catalog", "catalog.sqlite"), ("Orders", "orders.sqlite")])

@@ -195,6 +195,18 @@ func tfInsert(_ stack: TestStack, _ values: [String: Any]) throws -> ManagedObje
         #expect(try stack.sql("SELECT COUNT(*) FROM ZNOTE WHERE Z\(key.uppercased()) IS NOT NULL") == [[.integer(0)]])
     }
 
+    // §13.3: a refused value leaves the object's value as it was.
+    @Test func aRefusedValueLeavesTheEarlierOne_13_3() throws {
+        let stack = try tfStack()
+        let ctx = stack.context()
+        try ctx.performAndWait {
+            let note = try ctx.insertNewObject(forEntityName: "Note")
+            try note.setValue(["kept"], forKey: "tags")
+            #expect(throws: ObjectGraphError.self) { try note.setValue([TFPlainObject()], forKey: "tags") }
+            #expect(note.value(forKey: "tags") as? [String] == ["kept"])
+        }
+    }
+
     // §13.2: setting a value equal to the committed one is no change, even when its archive's bytes differ.
     @Test func settingAnEqualValueBackIsNoChange_13_2() throws {
         let stack = try tfStack()
