@@ -20,6 +20,7 @@ extension ManagedObjectModel {
     /// - Throws: ``XcodeModelError`` naming the file, and the line of the entity or property at fault.
     public convenience init(xcodeModelAt url: URL, classes: [String: ManagedObject.Type] = [:]) throws {
         let reading = try XcodeModelReader.read(at: url)
+        // Delegation cannot sit in a closure, so the location is found here as ``XcodeModelReading/check(at:classes:)`` finds it.
         do {
             try self.init(file: reading.model, classes: classes)
         } catch let error as ModelError {
@@ -29,9 +30,18 @@ extension ManagedObjectModel {
 }
 
 extension XcodeModelReading {
+    /// Checks that ObjectGraph loads ``model`` as it stands (a caller that keeps the model file, such as the
+    /// workbench's scenario loader, checks it before using it).
+    /// - Throws: ``XcodeModelError`` with the `contents` file and line of the entity or property at fault.
+    public func check(at url: URL, classes: [String: ManagedObject.Type] = [:]) throws {
+        do { _ = try ManagedObjectModel(file: model, classes: classes) } catch let error as ModelError {
+            throw locate(error, classes: classes, at: url)
+        }
+    }
+
     /// `error`, refused by a model built from ``model``, with the file and line of the entity or property it names:
     /// each version is built alone to find the one at fault (the error does not say).
-    public func locate(_ error: ModelError, classes: [String: ManagedObject.Type], at url: URL) -> XcodeModelError {
+    func locate(_ error: ModelError, classes: [String: ManagedObject.Type], at url: URL) -> XcodeModelError {
         let versions = model.versions ?? [ModelFile.Version(name: "", entities: model.entities)]
         for version in versions {
             do { _ = try ManagedObjectModel(file: ModelFile(entities: version.entities), classes: classes) } catch let found as ModelError {

@@ -82,9 +82,7 @@ enum ModelFileReader {
         let url = URL(fileURLWithPath: path)
         do {
             let reading = try XcodeModelReader.read(at: url)
-            do { _ = try ManagedObjectModel(file: reading.model) } catch let error as ModelError {
-                throw reading.locate(error, classes: [:], at: url)
-            }
+            try reading.check(at: url)
             return Reading(file: reading.model, skipped: reading.skipped.map(\.description))
         } catch let error as XcodeModelError {
             throw Failure(error.description)
