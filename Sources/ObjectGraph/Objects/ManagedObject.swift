@@ -235,12 +235,24 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
         var original: Set<ManagedObjectID>
         /// An ordered relationship's members in order (Docs/coredata-behaviour.md §12.3); nil for an unordered
         /// one, which keeps no order and does no work for it. `current` and `order.current` hold the same IDs.
-        var order: Order?
+        var order: Order? {
+            get { orderBox?.order }
+            set { orderBox = newValue.map(OrderBox.init) }
+        }
+        /// The order behind one reference, so that every loaded to-many of an unordered relationship (most of them)
+        /// carries 8 bytes for it, not two arrays. The box never changes: a new order is a new box, so states stay
+        /// values.
+        private var orderBox: OrderBox?
 
         /// The members of an ordered relationship in order, now and as the store holds them.
         struct Order: Equatable {
             var current: [ManagedObjectID]
             var original: [ManagedObjectID]
+        }
+
+        final class OrderBox {
+            let order: Order
+            init(_ order: Order) { self.order = order }
         }
 
         init(current: Set<ManagedObjectID>, original: Set<ManagedObjectID>) {
