@@ -193,12 +193,16 @@ import Testing
             cache.retain(id)
             cache.install([(id, saved)], retain: false)
             cache.release(id)
-            cache.installRetaining([FetchEntry(id: id, row: old, retained: true)], snapshot: before)
+            var fetched = [FetchEntry(id: id, row: old, retained: true)]
+            cache.installRetaining(&fetched, snapshot: before)
             #expect(cache.version(of: id) == nil, "the row read before the save was cached")
             cache.release(id)
         }
         // With no read under way the record of the save is gone, and a new read caches what it reads.
-        cache.reading { now in cache.installRetaining([FetchEntry(id: id, row: saved, retained: true)], snapshot: now) }
+        cache.reading { now in
+            var fetched = [FetchEntry(id: id, row: saved, retained: true)]
+            cache.installRetaining(&fetched, snapshot: now)
+        }
         #expect(cache.version(of: id)?.version == 3)
         cache.release(id)
     }
@@ -213,7 +217,8 @@ import Testing
         try cache.reading { before in
             let row = try #require(try stack.coordinator.readStore { try $0.rows(of: id.entity, keys: [id.key]) }[id.key])
             cache.markDeleted([id])
-            cache.installRetaining([FetchEntry(id: id, row: row, retained: true)], snapshot: before)
+            var fetched = [FetchEntry(id: id, row: row, retained: true)]
+            cache.installRetaining(&fetched, snapshot: before)
             cache.release(id)
         }
         #expect(cache.version(of: id)?.version == 0, "the entry stays deleted")

@@ -20,7 +20,8 @@ import Testing
         }
 
         func install() {
-            coordinator.rowCache.installRetaining([FetchEntry(id: id, row: row, retained: true)])
+            var fetched = [FetchEntry(id: id, row: row, retained: true)]
+            coordinator.rowCache.installRetaining(&fetched)
             coordinator.rowCache.release(id)
         }
     }
@@ -184,7 +185,8 @@ import Testing
             group.addTask {
                 // A context beside it: a fetch's references taken, then given back one by one as objects go.
                 for _ in 0..<200 {
-                    cache.installRetaining(fetched.map { FetchEntry(id: $0, row: Self.row(1), retained: true) })
+                    var entries = fetched.map { FetchEntry(id: $0, row: Self.row(1), retained: true) }
+                    cache.installRetaining(&entries)
                     for id in fetched { cache.release(id) }
                 }
             }

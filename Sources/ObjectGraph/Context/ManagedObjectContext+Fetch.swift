@@ -6,6 +6,13 @@ package struct FetchEntry {
     var row: RowSnapshot?
     /// Whether the entry holds a row-cache reference that an object adopts or that is released.
     var retained: Bool
+    /// The row cache's change count under which `row` is its entry's row (``RowCache/installRetaining(_:snapshot:)``);
+    /// 0 when not known.
+    var cachedAt: UInt64 = 0
+
+    init(id: ManagedObjectID, row: RowSnapshot?, retained: Bool) {
+        (self.id, self.row, self.retained) = (id, row, retained)
+    }
 }
 
 extension ManagedObjectContext {
@@ -309,6 +316,11 @@ extension ManagedObjectContext {
             if let cache, !id.isTemporaryID {
                 if !entries[i].retained { cache.retain(id) }
                 object.cacheReference = cache
+                // A fault of a top-level context keeps the row its fetch installed, for as long as the cache keeps it
+                // unchanged (ManagedObjectContext.cachedFetchedRow).
+                if entries[i].cachedAt != 0, parent == nil, request.returnsObjectsAsFaults, let row = entries[i].row {
+                    object.fetchedRow = (row, entries[i].cachedAt)
+                }
             } else if entries[i].retained {
                 releases.append(id)
             }

@@ -617,7 +617,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
             if pinnedGeneration.withLock({ $0 }) == nil { _ = try coordinator.rows(for: batch.ids) }
         }
         object.faultBatch = nil
-        guard let row = try rowForFault(object.objectID) else {
+        guard let row = try cachedFetchedRow(of: object) ?? rowForFault(object.objectID) else {
             if throwing {
                 throw ObjectGraphError(.referentialIntegrity, "CoreData could not fulfill a fault: the row no longer exists",
                                        entity: object.entity.name, objectID: object.objectID)
@@ -640,6 +640,19 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         object.fill(from: row)
         Probe.count(.faultFired(self))
         object.awakeFromFetch()
+    }
+
+    /// The row a fetch left with `object` when the row cache's entry still holds it: what ``rowForFault(_:)`` would
+    /// find in the cache (a fresh row, counted as the same row-cache hit), without looking the entry up. Nil when the
+    /// context reads elsewhere (a parent, a pinned generation), when rows may go stale (a finite
+    /// ``stalenessInterval``), or when any entry of the cache changed since the fetch.
+    private func cachedFetchedRow(of object: ManagedObject) throws -> RowSnapshot? {
+        guard let fetched = object.fetchedRow else { return nil }
+        object.fetchedRow = nil
+        guard parent == nil, stalenessInterval < 0, let coordinator = persistentStoreCoordinator,
+              coordinator.rowCache.holdsUnchanged(since: fetched.cachedAt), try readGeneration() == nil else { return nil }
+        Probe.count(.rowCacheHit(coordinator))
+        return fetched.row
     }
 
     func rowForFault(_ id: ManagedObjectID) throws -> RowSnapshot? {

@@ -47,7 +47,7 @@ extension PersistentStoreCoordinator {
         func entries(_ store: any PersistentStore) throws -> [FetchEntry] {
             try Self.entries(of: storeFetch, request: request, entity: entity, in: store)
         }
-        let result: [FetchEntry]
+        var result: [FetchEntry]
         if let added, generation == nil || !added.isFirst { result = try read(from: added, entries) } else { result = try read(in: generation, entries) }
         // A fetch of IDs only steps Z_PK (and Z_ENT) and makes IDs: no values decoded, no snapshot
         // (Docs/coredata-behaviour.md §4).
@@ -56,7 +56,7 @@ extension PersistentStoreCoordinator {
             if generation != nil {
                 rowCache.retain(result.lazy.filter { $0.row != nil }.map(\.id))
             } else {
-                rowCache.installRetaining(result, snapshot: snapshot)
+                rowCache.installRetaining(&result, snapshot: snapshot)
             }
         }
         return result

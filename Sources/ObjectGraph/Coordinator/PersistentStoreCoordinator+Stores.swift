@@ -250,9 +250,9 @@ extension PersistentStoreCoordinator {
             var slice = merged[...]
             if request.fetchOffset > 0 { slice = slice.dropFirst(request.fetchOffset) }
             if request.fetchLimit > 0 { slice = slice.prefix(request.fetchLimit) }
-            let result = slice.map { FetchEntry(id: $0.entry.id, row: idsOnly ? nil : $0.entry.row, retained: !idsOnly) }
+            var result = slice.map { FetchEntry(id: $0.entry.id, row: idsOnly ? nil : $0.entry.row, retained: !idsOnly) }
             Probe.count(.rowsFetched(self, result.count, idsOnly: idsOnly))
-            if !idsOnly { rowCache.installRetaining(result, snapshot: snapshot) }
+            if !idsOnly { rowCache.installRetaining(&result, snapshot: snapshot) }
             return result
         }
     }

@@ -25,6 +25,22 @@ final class RowCache: Sendable {
     }
 
     private let entries = Mutex<[ManagedObjectID: Entry]>([:])
+    /// Counts every change, under the table's lock, of what a lookup of an existing entry returns: a row replaced, a
+    /// delete, a row forgotten. A fetch's install marks the rows that became their entries' rows with the count at
+    /// its end (``installRetaining(_:snapshot:)``): while the count has not moved and a fault holds its reference
+    /// (so its entry stays), the entry still holds that row, and firing the fault takes it without a lookup
+    /// (``holdsUnchanged(since:)``). Starts at 1: 0 marks a row not known to be its entry's.
+    private let changes = Atomic<UInt64>(1)
+
+    /// Whether no entry has changed since an install marked its rows with `count`.
+    @inline(__always)
+    func holdsUnchanged(since count: UInt64) -> Bool {
+        count != 0 && changes.load(ordering: .acquiring) == count
+    }
+
+    /// One change of an existing entry's row or state (called under the table's lock).
+    @inline(__always)
+    private func noteChange() { changes.add(1, ordering: .releasing) }
     /// Counts the authoritative changes. A read takes the value before its first statement
     /// (``reading(_:)``) and installs its rows with it: every change counted after that value may be newer than what
     /// the read saw, so its row does not replace the entry such a change wrote, even at the same or a higher version
@@ -286,12 +302,12 @@ final class RowCache: Sendable {
             let (id, row) = element
             if retain {
                 // One hash lookup per row: the entry is created or updated in place.
-                Self.store(row, now: now, in: &table[id, default: Entry()], references: references, stamp: stamp, id: id)
+                if Self.store(row, now: now, in: &table[id, default: Entry()], references: references, stamp: stamp, id: id).replaced { noteChange() }
             } else if holding {
                 // One hash lookup per row for the install and the notification's reference.
                 self.storeReferenced(row, now: now, in: &table[id, default: Entry()], stamp: stamp, id: id)
             } else if let i = table.index(forKey: id), table.values[i].references > 0 {
-                Self.store(row, now: now, in: &table.values[i], references: 0, stamp: stamp, id: id)
+                if Self.store(row, now: now, in: &table.values[i], references: 0, stamp: stamp, id: id).replaced { noteChange() }
             } else if case .authoritative(let g) = stamp, activeReads.load(ordering: .sequentiallyConsistent) > 0 {
                 departing(CollectionOfOne((id, g)))
             }
@@ -302,7 +318,7 @@ final class RowCache: Sendable {
     /// change recorded otherwise), then one reference more on it.
     private func storeReferenced(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, stamp: Stamp, id: ManagedObjectID) {
         if entry.references > 0 {
-            Self.store(row, now: now, in: &entry, references: 0, stamp: stamp, id: id)
+            if Self.store(row, now: now, in: &entry, references: 0, stamp: stamp, id: id).replaced { noteChange() }
         } else if case .authoritative(let g) = stamp, activeReads.load(ordering: .sequentiallyConsistent) > 0 {
             departing(CollectionOfOne((id, g)))
         }
@@ -338,27 +354,46 @@ final class RowCache: Sendable {
 
     /// ``install(_:count:retain:)`` with a reference each for a fetch's rows, skipping the entries without a row:
     /// a loop over the fetch's own array, without the lazy filter and its closures per row (0.1k instructions).
-    func installRetaining(_ rows: [FetchEntry], snapshot: UInt64? = nil) {
+    /// Marks each row that became its entry's row with the change count at the end of the install
+    /// (``FetchEntry/cachedAt``), unless another change came between two holds of the lock (then none is marked).
+    func installRetaining(_ rows: inout [FetchEntry], snapshot: UInt64? = nil) {
         guard !rows.isEmpty else { return }
         let now = Self.now()
         let generation = self.generation(snapshot)
         withTable { $0.reserveCapacity($0.count + rows.count) }
         var stamp = Stamp.authoritative(0)
-        inBatches(rows, atEachHold: { stamp = self.stamp(generation) }) { table, entry in
-            guard let row = entry.row else { return }
-            Self.store(row, now: now, in: &table[entry.id, default: Entry()], references: 1, stamp: stamp, id: entry.id)
+        // The count this install expects at each hold: the one at its first hold, plus its own changes.
+        var expected: UInt64 = 0
+        var undisturbed = true
+        inBatches(rows.indices, atEachHold: {
+            stamp = self.stamp(generation)
+            let count = changes.load(ordering: .relaxed)
+            if expected == 0 { expected = count } else if count != expected { undisturbed = false }
+        }) { table, i in
+            guard let row = rows[i].row else { return }
+            let id = rows[i].id
+            let outcome = Self.store(row, now: now, in: &table[id, default: Entry()], references: 1, stamp: stamp, id: id)
+            if outcome.replaced {
+                noteChange()
+                expected &+= 1
+            }
+            if outcome.stored { rows[i].cachedAt = 1 }
         }
+        for i in rows.indices where rows[i].cachedAt != 0 { rows[i].cachedAt = undisturbed ? expected : 0 }
     }
 
-    private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, references: Int, stamp: Stamp, id: ManagedObjectID? = nil) {
+    /// Stores `row` in `entry` as the rules below allow. `stored`: the entry holds `row` now; `replaced`: it
+    /// changed what a lookup of an entry that had a row or a delete returns (counted by ``noteChange()``).
+    @discardableResult
+    private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, references: Int, stamp: Stamp, id: ManagedObjectID? = nil) -> (stored: Bool, replaced: Bool) {
         entry.references += references
         switch stamp {
         case .read(let snapshot, let departed):
             // A read that began before the writer installed this entry (or changed the row while it
             // had no entry) read the file as it was before that save; its row, whatever its version, must not replace
             // the save's (a deleted entry included: a delete keeps no version to compare with).
-            if snapshot < entry.writtenAt { return }
-            if !departed.isEmpty, let id, let g = departed[id], snapshot < g { return }
+            if snapshot < entry.writtenAt { return (false, false) }
+            if !departed.isEmpty, let id, let g = departed[id], snapshot < g { return (false, false) }
         case .authoritative(let generation):
             entry.writtenAt = generation
         }
@@ -368,11 +403,13 @@ final class RowCache: Sendable {
         // "store's values" of the next layer-1 conflict, and a merge policy took them for properties the saving
         // context had changed itself: an acknowledged write lost (ConcurrencyStressTests). An entry marked deleted
         // takes any row (an Overwrite resurrects a deleted row at version 1); a forgotten one none older than it had.
-        if row.version < entry.newest { return }
+        if row.version < entry.newest { return (false, false) }
+        let replaced = entry.row != nil || entry.deleted
         entry.newest = row.version
         entry.row = row
         entry.deleted = false
         entry.timestamp = now
+        return (true, replaced)
     }
 
     func markDeleted<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
@@ -382,6 +419,7 @@ final class RowCache: Sendable {
                 if activeReads.load(ordering: .sequentiallyConsistent) > 0 { departing(CollectionOfOne((id, stamp))) }
                 return
             }
+            noteChange()
             table.values[i].row = nil
             table.values[i].deleted = true
             table.values[i].newest = 0
@@ -407,6 +445,7 @@ final class RowCache: Sendable {
         withTable { table in
             for id in ids {
                 guard var entry = table[id] else { continue }
+                noteChange()
                 entry.row = nil
                 entry.deleted = false
                 table[id] = entry

@@ -82,7 +82,13 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         entity === self || (subentities && entity.superentity != nil && entity.isKindOf(entity: self))
     }
     /// The class instantiated for this entity's objects.
-    @exclusivity(unchecked) public internal(set) var managedObjectClass: ManagedObject.Type
+    @exclusivity(unchecked) public internal(set) var managedObjectClass: ManagedObject.Type {
+        didSet { _optionalObjectType = managedObjectClass._optionalSelfType }
+    }
+    /// `Optional<C>` for the class `C` of this entity's objects: a typed to-one read (``Managed``) compares its
+    /// declared type with it and hands the object over as it is, where a cast to an optional class type costs the
+    /// runtime's generic path (about 1.2k instructions: the optional's metadata, a conformance lookup, unboxing).
+    @usableFromInline @exclusivity(unchecked) internal private(set) var _optionalObjectType: ObjectIdentifier
     /// The entity's name in the previous model version when it was renamed (`renamingIdentifier`): lightweight
     /// migration maps that entity's rows here. Set before the model seals the entity.
     public var renamingIdentifier: String?
@@ -226,6 +232,7 @@ public final class EntityDescription: @unchecked Sendable {  // immutable once t
         self.name = name
         self.fetchIndexes = fetchIndexes
         self.managedObjectClass = managedObjectClass
+        self._optionalObjectType = managedObjectClass._optionalSelfType
         self.attributes = attributes
         // Rule 21.2: transient relationships are held apart, so that nothing that lays out or writes the
         // store (columns, join tables, batch requests, delete rules on rows) ever meets one.

@@ -143,6 +143,9 @@ enum ManagedValueBridge<Value> {
         case .attribute(let stored, let type):
             if let value = typed(stored, type) { return value }
         case .toOne(let related):
+            // The declared type is the object's own class, optional or not (the usual `Tag?`): no runtime cast.
+            if ObjectIdentifier(Value.self) == related.entity._optionalObjectType { return unsafeBitCast(Optional(related), to: Value.self) }
+            if ObjectIdentifier(Value.self) == ObjectIdentifier(type(of: related)) { return unsafeBitCast(related, to: Value.self) }
             if let value = related as? Value { return value }
         case .other:
             break
@@ -265,4 +268,9 @@ extension Set: ManagedObjectSetInitializable where Element: ManagedObject {
         self.init(managedObjects.compactMap { $0 as? Element })
     }
     var managedObjects: [ManagedObject] { map { $0 } }
+}
+
+extension ManagedObject {
+    /// `Optional<Self>` for the class it is called on (``EntityDescription/_optionalObjectType``).
+    static var _optionalSelfType: ObjectIdentifier { ObjectIdentifier(Optional<Self>.self) }
 }
