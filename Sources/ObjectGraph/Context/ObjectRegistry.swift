@@ -20,9 +20,9 @@ final class ObjectRegistry {
     struct Entry {
         let address: UnsafeMutableRawPointer
     }
-    typealias Index = Dictionary<ManagedObjectID, Entry>.Index
+    typealias Index = Int
 
-    @exclusivity(unchecked) private var table: [ManagedObjectID: Entry] = [:]
+    @exclusivity(unchecked) private var table = IDTable<Entry>()
     @exclusivity(unchecked) private var sweepThreshold = ObjectRegistry.minimumSweepThreshold
     /// Entries of freed objects are swept once the registry reaches this size (or twice its live size): a
     /// sweep walks every entry and rehashes the live ones, so with an import's ~1,000 objects in flight a
@@ -31,7 +31,7 @@ final class ObjectRegistry {
     static let minimumSweepThreshold = 8192
 
     deinit {
-        for entry in table.values { ambar_unowned_release(entry.address) }
+        table.forEachSlot { ambar_unowned_release(table[slot: $0].address) }
     }
 
     /// Entries, live or not yet swept.
@@ -73,8 +73,8 @@ final class ObjectRegistry {
     /// not at the next sweep).
     func removeFreed<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
         for id in ids {
-            guard let index = table.index(forKey: id), Self.isFreed(table.values[index]) else { continue }
-            ambar_unowned_release(table.values[index].address)
+            guard let index = table.index(forKey: id), Self.isFreed(table[slot: index]) else { continue }
+            ambar_unowned_release(table[slot: index].address)
             table.remove(at: index)
         }
     }
@@ -92,8 +92,8 @@ final class ObjectRegistry {
 
     /// Forgets every entry.
     func removeAll() {
-        for entry in table.values { ambar_unowned_release(entry.address) }
-        table = [:]
+        table.forEachSlot { ambar_unowned_release(table[slot: $0].address) }
+        table.removeAll()
         sweepThreshold = Self.minimumSweepThreshold
     }
 
@@ -101,7 +101,7 @@ final class ObjectRegistry {
     func liveObjects() -> [ManagedObject] {
         var result: [ManagedObject] = []
         result.reserveCapacity(table.count)
-        for entry in table.values { if let object = Self.load(entry) { result.append(object) } }
+        table.forEachSlot { if let object = Self.load(table[slot: $0]) { result.append(object) } }
         return result
     }
 
@@ -158,11 +158,11 @@ final class ObjectRegistry {
         if table.count < ids.count {
             examined += table.count
             var freed: [Index] = []
-            for index in table.indices {
-                let (id, entry) = table[index]
+            table.forEachSlot { index in
+                let entry = table[slot: index]
                 if Self.isFreed(entry) {
                     freed.append(index)
-                } else if ids.contains(id), let object = Self.load(entry) {
+                } else if ids.contains(table.key(at: index)), let object = Self.load(entry) {
                     result.append(object)
                 }
             }
@@ -180,35 +180,31 @@ final class ObjectRegistry {
     /// remembered by position.
     private func dropFreedEntries() {
         var freed: [Index] = []
-        for index in table.indices where Self.isFreed(table.values[index]) { freed.append(index) }
+        table.forEachSlot { if Self.isFreed(table[slot: $0]) { freed.append($0) } }
         removeFreedEntries(at: freed)
     }
 
-    /// Drops the entries at `freed` (positions of entries whose objects are gone, in the table's order). When most
-    /// are freed (an import's chunks come and go) the live ones are copied into a new table without checking them
-    /// again; otherwise the freed ones are removed in place (a registry that only grew, a large fetch, is not
-    /// rebuilt).
+    /// Drops the entries at `freed` (slots of entries whose objects are gone). When most are freed (an import's chunks
+    /// come and go) the live ones are copied into a new table without checking them again; otherwise the freed ones are
+    /// removed in place (a registry that only grew, a large fetch, is not rebuilt).
     private func removeFreedEntries(at freed: [Index]) {
         guard !freed.isEmpty else { return }
-        for index in freed { ambar_unowned_release(table.values[index].address) }
+        for index in freed { ambar_unowned_release(table[slot: index].address) }
         if freed.count > table.count / 2 {
             // Sized for the live entries only: the old table is still allocated here (a full-size table now would
             // raise an import's memory peak by its size); a sweep reserves room once the old one is gone.
-            var rebuilt: [ManagedObjectID: Entry] = [:]
-            rebuilt.reserveCapacity(table.count - freed.count)
+            let rebuilt = IDTable<Entry>(minimumCapacity: table.count - freed.count)
             var next = 0
-            for index in table.indices {
+            table.forEachSlot { index in
                 if next < freed.count, freed[next] == index {
                     next += 1
-                    continue
+                    return
                 }
-                let (id, entry) = table[index]
-                rebuilt[id] = entry
+                rebuilt.updateValue(table[slot: index], forKey: table.key(at: index))
             }
             table = rebuilt
         } else {
-            let keys = freed.map { table.keys[$0] }
-            for id in keys { table.removeValue(forKey: id) }
+            for index in freed { table.remove(at: index) }
         }
     }
 }

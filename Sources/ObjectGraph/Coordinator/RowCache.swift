@@ -24,7 +24,7 @@ final class RowCache: Sendable {
         var writtenAt: UInt64 = 0
     }
 
-    private let entries = Mutex<[ManagedObjectID: Entry]>([:])
+    private let entries = Mutex(IDTable<Entry>())
     /// Counts every change, under the table's lock, of what a lookup of an existing entry returns: a row replaced, a
     /// delete, a row forgotten. A fetch's install marks the rows that became their entries' rows with the count at
     /// its end (``installRetaining(_:snapshot:)``): while the count has not moved and a fault holds its reference
@@ -140,12 +140,12 @@ final class RowCache: Sendable {
         inBatches(expected) { table, element in
             let (id, version) = element
             guard let i = table.index(forKey: id) else { return }
-            if table.values[i].deleted {
+            if table[slot: i].deleted {
                 if version != 0 { result.append((id, version, 0, nil)) }
                 return
             }
-            guard let cached = table.values[i].row?.version, cached != version else { return }
-            result.append((id, version, cached, table.values[i].row))
+            guard let cached = table[slot: i].row?.version, cached != version else { return }
+            result.append((id, version, cached, table[slot: i].row))
         }
         return result
     }
@@ -158,7 +158,7 @@ final class RowCache: Sendable {
     /// Runs `body` for each element under the table's lock, released and taken again every ``lockBatch`` elements;
     /// between two holds the short holds that wait (``withTable(_:)``) go first.
     /// `atEachHold` runs first in every hold (an install's stamp is taken again with each).
-    private func inBatches<S: Sequence>(_ elements: S, atEachHold: () -> Void = {}, _ body: (inout [ManagedObjectID: Entry], S.Element) -> Void) {
+    private func inBatches<S: Sequence>(_ elements: S, atEachHold: () -> Void = {}, _ body: (inout IDTable<Entry>, S.Element) -> Void) {
         var iterator = elements.makeIterator()
         var more = true
         while more {
@@ -188,7 +188,7 @@ final class RowCache: Sendable {
     /// lock taken again by the thread that just released it wins against a waiter that still has to wake up, so
     /// without this a fetch beside a 100k-row save waited for many holds, not one. Every hold
     /// first applies the references given back meanwhile.
-    private func withTable<R>(_ body: (inout [ManagedObjectID: Entry]) -> R) -> R {
+    private func withTable<R>(_ body: (inout IDTable<Entry>) -> R) -> R {
         if let result = entries.withLockIfAvailable({ table in
             applyPendingReleases(&table)
             return body(&table)
@@ -206,7 +206,7 @@ final class RowCache: Sendable {
         entries.withLock { _ in body() }
     }
 
-    private func applyPendingReleases(_ table: inout [ManagedObjectID: Entry]) {
+    private func applyPendingReleases(_ table: inout IDTable<Entry>) {
         guard pendingReleaseCount.load(ordering: .acquiring) > 0 else { return }
         let ids = pendingReleases.withLock { pending in
             let taken = pending
@@ -262,13 +262,13 @@ final class RowCache: Sendable {
 
     /// One reference less; the entry goes with its last reference. One hash lookup for both. Returns the entry's
     /// last authoritative change when it went and one was recorded.
-    private static func release(_ id: ManagedObjectID, in table: inout [ManagedObjectID: Entry]) -> (ManagedObjectID, UInt64)? {
+    private static func release(_ id: ManagedObjectID, in table: inout IDTable<Entry>) -> (ManagedObjectID, UInt64)? {
         guard let i = table.index(forKey: id) else { return nil }
-        if table.values[i].references > 1 {
-            table.values[i].references -= 1
+        if table[slot: i].references > 1 {
+            table[slot: i].references -= 1
             return nil
         }
-        let writtenAt = table.values[i].writtenAt
+        let writtenAt = table[slot: i].writtenAt
         table.remove(at: i)
         return writtenAt > 0 ? (id, writtenAt) : nil
     }
@@ -306,8 +306,8 @@ final class RowCache: Sendable {
             } else if holding {
                 // One hash lookup per row for the install and the notification's reference.
                 self.storeReferenced(row, now: now, in: &table[id, default: Entry()], stamp: stamp, id: id)
-            } else if let i = table.index(forKey: id), table.values[i].references > 0 {
-                if Self.store(row, now: now, in: &table.values[i], references: 0, stamp: stamp, id: id).replaced { noteChange() }
+            } else if let i = table.index(forKey: id), table[slot: i].references > 0 {
+                if Self.store(row, now: now, in: &table[slot: i], references: 0, stamp: stamp, id: id).replaced { noteChange() }
             } else if case .authoritative(let g) = stamp, activeReads.load(ordering: .sequentiallyConsistent) > 0 {
                 departing(CollectionOfOne((id, g)))
             }
@@ -420,10 +420,10 @@ final class RowCache: Sendable {
                 return
             }
             noteChange()
-            table.values[i].row = nil
-            table.values[i].deleted = true
-            table.values[i].newest = 0
-            table.values[i].writtenAt = stamp
+            table[slot: i].row = nil
+            table[slot: i].deleted = true
+            table[slot: i].newest = 0
+            table[slot: i].writtenAt = stamp
         }
     }
 
@@ -432,7 +432,10 @@ final class RowCache: Sendable {
         withTable { table in
             var result: [(ManagedObjectID, RowSnapshot?)] = []
             if table.count < ids.count {
-                for (id, entry) in table where ids.contains(id) { result.append((id, entry.deleted ? nil : entry.row)) }
+                table.forEachSlot { i in
+                    let id = table.key(at: i)
+                    if ids.contains(id) { result.append((id, table[slot: i].deleted ? nil : table[slot: i].row)) }
+                }
             } else {
                 for id in ids { if let entry = table[id] { result.append((id, entry.deleted ? nil : entry.row)) } }
             }
@@ -444,11 +447,10 @@ final class RowCache: Sendable {
     func invalidate<S: Sequence>(_ ids: S) where S.Element == ManagedObjectID {
         withTable { table in
             for id in ids {
-                guard var entry = table[id] else { continue }
+                guard let i = table.index(forKey: id) else { continue }
                 noteChange()
-                entry.row = nil
-                entry.deleted = false
-                table[id] = entry
+                table[slot: i].row = nil
+                table[slot: i].deleted = false
             }
         }
     }

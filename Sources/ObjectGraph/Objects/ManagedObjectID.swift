@@ -86,7 +86,7 @@ public struct ManagedObjectID: Hashable, Sendable {
     }
 
     /// The key and the store in one word (equal IDs give equal words; the entity is left to `==`).
-    private var hashWord: UInt64 { UInt64(bitPattern: key) ^ (UInt64(storeNumber) << 44) }
+    var hashWord: UInt64 { UInt64(bitPattern: key) ^ (UInt64(storeNumber) << 44) }
 }
 
 extension ManagedObjectID: CustomStringConvertible {
