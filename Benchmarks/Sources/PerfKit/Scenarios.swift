@@ -137,15 +137,17 @@ func insertChunk(_ context: ManagedObjectContext, _ groups: [PerfGroup], _ range
 }
 
 /// Ours: a view context with an FRC over items 0..<20 while `total` items are imported in saves of `chunk`,
-/// each save also updating one of the 20. Main-queue time per merge.
-public func oursFRCDuringImport(total: Int, chunk: Int) throws -> ObservationResult {
+/// each save also updating one of the 20. Main-queue time per merge. `evaluation` is Core Data's controller (each
+/// merged insert's fault fired to evaluate it) or the batched one (one query per 500 merged faults).
+public func oursFRCDuringImport(total: Int, chunk: Int, evaluation: FetchedResultsController.ChangeEvaluation = .coreData) throws -> ObservationResult {
     let stack = try OursStack(label: "frc")
     try stack.importItems(0..<20, chunk: 20, reset: false)
     stack.drainMain()
     let view = stack.container.viewContext
     let delegate = CountingDelegate()
     let frc = try view.performAndWait {
-        let frc = PerfItem.fetchedResultsController(in: view, predicate: .compare("remoteID", .lessThan, 20), sortedWith: [ObjectSortDescriptor("remoteID")])
+        let request = PerfItem.fetchRequest(predicate: .compare("remoteID", .lessThan, 20), sortedWith: [ObjectSortDescriptor("remoteID")])
+        let frc = FetchedResultsController(fetchRequest: request, managedObjectContext: view, changeEvaluation: evaluation)
         frc.delegate = delegate
         try frc.performFetch()
         for case let item as PerfItem in frc.fetchedObjects ?? [] { keep(item.price) }

@@ -296,27 +296,47 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         return (try? predicate.evaluate(subject: object)) ?? false
     }
 
+    /// ``ChangeEvaluation/batched``: the touched objects, not gone, that are evaluated one by one with
+    /// ``matches(_:)``, in ID order: the loaded ones, the faults no query decided, and the faults a query found
+    /// (``matchingFaults(_:)``). A fault the query ruled out is neither fired nor evaluated, so it is not sorted
+    /// either: a merge of many inserts none of which can be shown sorts only the few objects left.
+    private func batchedCandidates(touched: Set<ManagedObject>, gone: Set<ManagedObject>) -> [ManagedObject] {
+        var faults: [ManagedObject] = [], left: [ManagedObject] = []
+        for object in touched where gone.isEmpty || !gone.contains(object) {
+            if object.isFaultFlag { faults.append(object) } else { left.append(object) }
+        }
+        if let kept = matchingFaults(faults) {
+            for (i, fault) in faults.enumerated() where kept[i] { left.append(fault) }
+        } else {
+            left += faults
+        }
+        return left.sorted { Self.idOrder($0.objectID, $1.objectID) }
+    }
+
     /// ``ChangeEvaluation/batched``: which of `faults` can appear in the results, found by one query per 500 IDs
     /// instead of one fault fired per object: those matching the predicate and, with a `fetchLimit`, only the
     /// first `fetchLimit` of each chunk in sort order (any other is preceded by at least that many matches, so it
-    /// cannot be among the first `fetchLimit` results). Nil when no query is run and ``matches(_:)`` decides per
-    /// object, as Core Data does.
+    /// cannot be among the first `fetchLimit` results). One flag per fault, false for a fault the query ruled
+    /// out; nil when no query is run and ``matches(_:)`` decides per object, as Core Data does.
     ///
     /// A query is run only where it costs less than firing the faults (``queryPlan(storeReads:cached:limit:)``):
     /// a fault in a fault batch is loaded with its batch and left out; a fault whose row the row cache holds (a
     /// merge from a context on the same coordinator) or an ancestor context holds loaded costs no store trip.
-    private func matchingFaults(_ faults: [ManagedObject]) -> FaultMatches? {
+    private func matchingFaults(_ faults: [ManagedObject]) -> [Bool]? {
         let limit = fetchRequest.fetchLimit
-        let loose = faults.filter { $0.faultBatch.map(\.isLoaded) ?? true }.map(\.objectID)
-        guard !loose.isEmpty, let reading = try? managedObjectContext.idsReadingStore(loose) else { return nil }
-        let ids: [ManagedObjectID]
+        let loose = faults.indices.filter { faults[$0].faultBatch.map(\.isLoaded) ?? true }
+        guard !loose.isEmpty, let reading = try? managedObjectContext.idsReadingStore(loose.map { faults[$0].objectID }) else { return nil }
+        let queried: [Int]
         switch Self.queryPlan(storeReads: reading.count, cached: loose.count - reading.count, limit: limit) {
         case .none: return nil
-        case .storeReads: ids = loose.filter(reading.contains)
-        case .all: ids = loose
+        case .storeReads: queried = loose.filter { reading.contains(faults[$0].objectID) }
+        case .all: queried = loose
         }
-        guard let objects = fetchAmong(ids, limit: limit) else { return nil }
-        return FaultMatches(faults: Set(ids), found: Set(objects.map(\.objectID)), controller: self)
+        guard let objects = fetchAmong(Self.inKeyOrder(queried.map { faults[$0].objectID }), limit: limit, inKeyOrder: true) else { return nil }
+        let found = Set(objects.map(\.objectID))
+        var kept = [Bool](repeating: true, count: faults.count)
+        for i in queried where found.isEmpty || !found.contains(faults[i].objectID) { kept[i] = false }
+        return kept
     }
 
     /// Which faults a batched controller queries for: none, those whose firing reads the store, or all.
@@ -348,12 +368,37 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         return queryingStoreReads < firing ? .storeReads : .none
     }
 
+    /// `ids` in the order ``fetchAmong(_:limit:)``'s stable sort leaves IDs given in ID order: by key, equal keys
+    /// in ID order, without sorting by the slower ID order first. The IDs one save inserted are a run of distinct,
+    /// consecutive keys: those are placed by key in one pass; any other list is sorted.
+    private static func inKeyOrder(_ ids: [ManagedObjectID]) -> [ManagedObjectID] {
+        var low = Int64.max, high = Int64.min
+        for id in ids {
+            guard let key = id.primaryKey else { return sortedByKey(ids) }
+            low = min(low, key)
+            high = max(high, key)
+        }
+        let (span, overflow) = high.subtractingReportingOverflow(low)
+        guard !ids.isEmpty, !overflow, span < 2 * Int64(ids.count) else { return sortedByKey(ids) }
+        var slots = [Int](repeating: -1, count: Int(span) + 1)
+        for (i, id) in ids.enumerated() {
+            let slot = Int(id.key - low)
+            guard slots[slot] < 0 else { return sortedByKey(ids) }  // equal keys (other entities): by ID order
+            slots[slot] = i
+        }
+        return slots.compactMap { $0 < 0 ? nil : ids[$0] }
+    }
+
+    private static func sortedByKey(_ ids: [ManagedObjectID]) -> [ManagedObjectID] {
+        ids.map { (key: $0.primaryKey ?? .min, id: $0) }.sorted { $0.key != $1.key ? $0.key < $1.key : idOrder($0.id, $1.id) }.map(\.id)
+    }
+
     /// The objects among `ids` that match the predicate (with `limit`, the first `limit` of each chunk in sort
     /// order), one query per 500 IDs; nil when a query fails. In key order, so that each chunk is a run of keys
     /// the store can query as a range (the IDs one save inserted are consecutive), with the same statement text
-    /// each time.
-    private func fetchAmong(_ ids: [ManagedObjectID], limit: Int = 0) -> [ManagedObject]? {
-        let ids = ids.sorted(by: Self.keyOrder)
+    /// each time. `inKeyOrder`: `ids` are in that order already.
+    private func fetchAmong(_ ids: [ManagedObjectID], limit: Int = 0, inKeyOrder: Bool = false) -> [ManagedObject]? {
+        let ids = inKeyOrder ? ids : ids.sorted(by: Self.keyOrder)
         var found: [ManagedObject] = []
         for start in stride(from: 0, to: ids.count, by: 500) {
             let chunk = ids[start..<min(start + 500, ids.count)]
@@ -379,16 +424,6 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
 
     private static func keyOrder(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
         (a.primaryKey ?? .min) < (b.primaryKey ?? .min)
-    }
-
-    private struct FaultMatches {
-        var faults: Set<ManagedObjectID>
-        var found: Set<ManagedObjectID>
-        unowned let controller: FetchedResultsController
-        func matches(_ object: ManagedObject) -> Bool {
-            guard faults.contains(object.objectID) else { return controller.matches(object) }
-            return found.contains(object.objectID) && controller.matches(object)
-        }
     }
 
     /// Semantics §5 and Rule 10: a merge's updated objects that it did not refresh (it refreshes only loaded
@@ -478,12 +513,12 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         }
         // In ID order, not a set's: which faults fire, which rows the searches below read and the order of equal
         // keys must not depend on addresses.
-        let candidates = touched.filter { !gone.contains($0) }.sorted { Self.idOrder($0.objectID, $1.objectID) }
         var placed: [(object: ManagedObject, key: [PropertyValue], name: String)] = []
         switch changeEvaluation {
         case .coreData:
             // Semantics §5, "Cost of change tracking": each object decided on its own; a merged insert's fault
             // fires here (predicate, sort keys, section key), shown or not.
+            let candidates = touched.filter { !gone.contains($0) }.sorted { Self.idOrder($0.objectID, $1.objectID) }
             for object in candidates where matches(object) {
                 guard let k = try? self.sortKeys(object), let n = try? sectionName(object) else { continue }
                 placed.append((object, k, n))
@@ -491,8 +526,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         case .batched:
             // Faults that would each read the store are evaluated in one query per 500 IDs when that costs less,
             // so only those that can be shown are filled; the others as Core Data does.
-            let faultMatches = matchingFaults(candidates.filter(\.isFaultFlag))
-            for object in candidates where faultMatches?.matches(object) ?? matches(object) {
+            for object in batchedCandidates(touched: touched, gone: gone) where matches(object) {
                 guard let k = try? self.sortKeys(object), let n = try? sectionName(object) else { continue }
                 placed.append((object, k, n))
             }
