@@ -1,5 +1,5 @@
 // ambar-perf: every comparison of Benchmarks/README.md in one process, printed as one table.
-//   ambar-perf [--quick] [--reps N] [--rounds N] [--only import,update,fetch,fetchscale,save,merge,frc,memory,readers]
+//   ambar-perf [--quick] [--reps N] [--rounds N] [--only import,update,fetch,fetchscale,save,savescale,merge,mergescale,frc,memory,readers]
 import Foundation
 import PerfKit
 
@@ -21,7 +21,7 @@ func parseOptions() -> Options {
         case "--rounds": options.rounds = max(1, Int(args.popFirst() ?? "") ?? 21)
         case "--only": options.only = Set((args.popFirst() ?? "").split(separator: ",").map(String.init))
         case "-h", "--help":
-            print("usage: ambar-perf [--quick] [--reps N] [--rounds N] [--only import,update,fetch,fetchscale,save,merge,frc,memory,readers]")
+            print("usage: ambar-perf [--quick] [--reps N] [--rounds N] [--only import,update,fetch,fetchscale,save,savescale,merge,mergescale,frc,memory,readers]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("unknown argument \(arg)\n".utf8))
@@ -212,6 +212,61 @@ if wanted("merge") {
     }
     rows.append(mergeRow(samples, "caches as the save left them"))
     rows.append(mergeRow(coldSamples, "every merge from evicted caches (\(evictor.bytes >> 20) MiB streamed first, not timed)"))
+}
+
+// MARK: one save and one merge per object as the store grows
+// One store of the large size serves both rows (seeding 1,000,000 items takes longer than the rows themselves).
+if wanted("savescale") || wanted("mergescale") {
+    let sizes = options.quick ? (small: 10_000, large: 100_000) : (small: 10_000, large: 1_000_000)
+    // Each large rep saves (and for the merge, fetches and changes) every item of the store: at most 3 of them in
+    // the full run, so that `make bench` stays within its budget; the small size takes every rep.
+    let largeReps = options.quick ? options.reps : min(options.reps, 3)
+    log("save and merge scale: seeding \(count(sizes.large))")
+    let stack = try OursStack(label: "scale")
+    try stack.importItems(0..<sizes.large, chunk: chunk, reset: true)
+    stack.drainMain()
+    func us(_ seconds: Double) -> String { String(format: "%.3f µs", seconds * 1e6) }
+    if wanted("savescale") {
+        var wall: [Int: [Double]] = [:], cpu: [Int: [Double]] = [:]
+        for rep in 0..<max(options.reps, largeReps) {
+            // The sizes alternate which goes first; the large one runs in the first `largeReps` reps only.
+            let order = (rep % 2 == 0 ? [sizes.small, sizes.large] : [sizes.large, sizes.small]).filter { $0 == sizes.small || rep < largeReps }
+            log("save scale: \(order.map(count).joined(separator: " and ")) rep \(rep + 1)/\(options.reps)")
+            for (k, size) in order.enumerated() {
+                let t = try stack.timeOneSave(of: size, round: 2 * rep + k + 1)
+                wall[size, default: []].append(t.wall / Double(size))
+                cpu[size, default: []].append(t.cpu / Double(size))
+            }
+        }
+        // CPU time of the saving thread, per object (see the one-save row); the wall clock per object beside it.
+        let small = median(cpu[sizes.small]!), large = median(cpu[sizes.large]!)
+        let r = large / small
+        let wallSmall = median(wall[sizes.small]!), wallLarge = median(wall[sizes.large]!)
+        rows.append(Row(comparison: "one save of \(count(sizes.large)) updated objects vs one of \(count(sizes.small)), both in a store of \(count(sizes.large)) (\(largeReps) and \(options.reps) reps): CPU time of the saving thread in save() per object; wall clock per object: \(us(wallLarge)) vs \(us(wallSmall)), \(String(format: "%.2f×", wallLarge / wallSmall))",
+                        ours: us(large), peer: us(small), ratio: r, ratioText: String(format: "%.2f×", r), goal: "≤ 1.2×", met: r <= 1.2))
+    }
+    if wanted("mergescale") {
+        // A warm-up merge of each size (the first merge after the seeding sweeps the view's registry once), then
+        // the sizes take turns, the order turning every round; the small size, cheap, is merged three times a round.
+        var mergeRound = 0
+        for size in [sizes.small, sizes.large] {
+            _ = try mergeMainQueueTimes(stack: stack, n: size, reps: 1, firstRound: mergeRound)
+            mergeRound += 1
+        }
+        var samples: [Int: [Double]] = [:]
+        for round in 0..<largeReps {
+            log("merge scale: N=\(count(sizes.small)) and \(count(sizes.large)) round \(round + 1)/\(largeReps)")
+            let order = round % 2 == 0 ? [sizes.small, sizes.large] : [sizes.large, sizes.small]
+            for size in order {
+                samples[size, default: []] += try mergeMainQueueTimes(stack: stack, n: size, reps: size == sizes.small ? 3 : 1, firstRound: mergeRound)
+                mergeRound += 3
+            }
+        }
+        let small = median(samples[sizes.small]!), large = median(samples[sizes.large]!)
+        let r = large / small
+        rows.append(Row(comparison: "merge a save of N into a view holding 10, caches as the save left them, both in a store of \(count(sizes.large)) (main-queue CPU time per merge; \(samples[sizes.large]!.count) and \(samples[sizes.small]!.count) merges): N=\(count(sizes.large)) vs N=\(count(sizes.small))",
+                        ours: ms(large), peer: ms(small), ratio: r, ratioText: String(format: "%.2f×", r), goal: "≤ 1.2×", met: r <= 1.2))
+    }
 }
 
 // MARK: FRC over 20 during an import vs GRDB ValueObservation: Core Data's controller and the batched one
