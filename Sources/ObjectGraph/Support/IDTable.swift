@@ -37,9 +37,24 @@ final class IDTable<Value>: @unchecked Sendable {
     private var markers = 0
     /// A seed per table, so that two tables do not share their clusters (as `Dictionary` seeds each).
     private let seed: Int
+    /// How full a rehash leaves the table at most, in quarters of the slots (any table rehashes when entries and
+    /// markers fill three quarters).
+    private let quarters: Int
 
-    init(minimumCapacity: Int = 0) {
-        capacity = Self.capacity(for: minimumCapacity)
+    /// How full a rehash leaves the table at most.
+    enum Load {
+        /// Three quarters, as `Dictionary`: for large entries (the row cache's). A table that rehashes to drop its
+        /// markers keeps its size while the entries fit.
+        case threeQuarters
+        /// Half: for small entries in a table that empties and fills again often (a registry, with each chunk an
+        /// import resets and each save's moves from temporary to permanent IDs), where rehashing to the same size
+        /// each time its markers fill it costs more than the slots (1.2k instructions per imported object).
+        case half
+    }
+
+    init(minimumCapacity: Int = 0, load: Load = .threeQuarters) {
+        quarters = load == .half ? 2 : 3
+        capacity = Self.capacity(for: minimumCapacity, quarters: quarters)
         (control, ids, values) = Self.allocate(capacity)
         seed = IDTableSeed.next()
     }
@@ -57,10 +72,10 @@ final class IDTable<Value>: @unchecked Sendable {
         return (control, .allocate(capacity: capacity), .allocate(capacity: capacity))
     }
 
-    /// Slots for `count` entries at most half full; at least eight groups.
-    private static func capacity(for count: Int) -> Int {
+    /// Slots for `count` entries filling at most `quarters` quarters of them; at least eight groups.
+    private static func capacity(for count: Int, quarters: Int) -> Int {
         var capacity = 128
-        while capacity < count * 2 { capacity *= 2 }
+        while capacity * quarters < count * 4 { capacity *= 2 }
         return capacity
     }
 
@@ -194,7 +209,7 @@ final class IDTable<Value>: @unchecked Sendable {
 
     /// Room for `count` entries without a rehash.
     func reserveCapacity(_ count: Int) {
-        if Self.capacity(for: count) > capacity || (markers > 0 && (count + markers) * 4 > capacity * 3) { rehash(minimumCapacity: count) }
+        if Self.capacity(for: count, quarters: quarters) > capacity { rehash(minimumCapacity: count) }
     }
 
     /// Removes every entry; with `keepingCapacity`, keeps the slots.
@@ -208,7 +223,7 @@ final class IDTable<Value>: @unchecked Sendable {
             control.deallocate()
             ids.deallocate()
             values.deallocate()
-            capacity = Self.capacity(for: 0)
+            capacity = Self.capacity(for: 0, quarters: quarters)
             (control, ids, values) = Self.allocate(capacity)
         }
     }
@@ -223,7 +238,7 @@ final class IDTable<Value>: @unchecked Sendable {
     /// Rebuilds the table with room for `minimumCapacity` entries and no markers.
     private func rehash(minimumCapacity: Int) {
         let (oldControl, oldIDs, oldValues, oldCapacity) = (control, ids, values, capacity)
-        var size = Self.capacity(for: Swift.max(minimumCapacity, count))
+        var size = Self.capacity(for: Swift.max(minimumCapacity, count), quarters: quarters)
         // Each entry's new slot, found before anything moves: a place full in every group (a small table) starts
         // again with twice the slots.
         var targets = [Int](repeating: -1, count: oldCapacity)
