@@ -55,10 +55,15 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
         set {
             precondition(parent == nil, "a child context has no coordinator of its own")
             _coordinator = newValue
+            unretainedCoordinator = newValue.map { Unmanaged.passUnretained($0) }
             Probe.note(.setCoordinator(self, newValue))
         }
     }
     @exclusivity(unchecked) private var _coordinator: PersistentStoreCoordinator?
+    /// `_coordinator` without a reference of its own (`_coordinator` keeps it), for the fault path, which would
+    /// otherwise retain and release it per fault: the coordinator has weak references, so each is the runtime's slow
+    /// path, on a count every context's queue shares.
+    @exclusivity(unchecked) private var unretainedCoordinator: Unmanaged<PersistentStoreCoordinator>?
 
     /// The parent context of a child context (semantics §2.2).
     public var parent: ManagedObjectContext? {
@@ -644,14 +649,17 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
 
     /// The row a fetch left with `object` when the row cache's entry still holds it: what ``rowForFault(_:)`` would
     /// find in the cache (a fresh row, counted as the same row-cache hit), without looking the entry up. Nil when the
-    /// context reads elsewhere (a parent, a pinned generation), when rows may go stale (a finite
-    /// ``stalenessInterval``), or when any entry of the cache changed since the fetch.
+    /// context reads a pinned generation, when rows may go stale (a finite ``stalenessInterval``), or when any entry
+    /// of the cache changed since the fetch, or when the context's coordinator is not the one whose cache the row is
+    /// in. Only a context with a coordinator of its own gives its faults a row, and such a context never gets a
+    /// parent.
     private func cachedFetchedRow(of object: ManagedObject) throws -> RowSnapshot? {
         guard let fetched = object.fetchedRow else { return nil }
         object.fetchedRow = nil
-        guard parent == nil, stalenessInterval < 0, let coordinator = persistentStoreCoordinator,
-              coordinator.rowCache.holdsUnchanged(since: fetched.cachedAt), try readGeneration() == nil else { return nil }
-        Probe.count(.rowCacheHit(coordinator))
+        guard stalenessInterval < 0, let cache = object.cacheReference, cache.holdsUnchanged(since: fetched.cachedAt),
+              let coordinator = unretainedCoordinator, coordinator._withUnsafeGuaranteedRef({ $0.rowCache === cache }),
+              try readGeneration() == nil else { return nil }
+        coordinator._withUnsafeGuaranteedRef { Probe.countRowCacheHit($0) }
         return fetched.row
     }
 

@@ -53,6 +53,13 @@ package enum Probe {
         event.apply()
     }
 
+    /// ``CountedEvent/rowCacheHit(_:)`` for a coordinator the caller holds (no reference taken for an event).
+    @inline(__always)
+    static func countRowCacheHit(_ coordinator: PersistentStoreCoordinator) {
+        coordinator.count { $0.rowCacheHits += 1 }
+        count(.faultFulfilledFromCache)
+    }
+
     /// Posts a notification (`body`) as a call-out to app code, counted as `notice` says.
     @inline(__always)
     package static func posting<T>(_ notice: CountedEvent.Notice, _ body: () throws -> T) rethrows -> T {
@@ -268,8 +275,7 @@ package enum CountedEvent {
             coordinator.count { $0.rowsRead += n; $0.rowCacheMisses += misses }
             Probe.count(idsOnly ? .idRowFetched : .rowFetched, n)
         case .rowCacheHit(let coordinator):
-            coordinator.count { $0.rowCacheHits += 1 }
-            Probe.count(.faultFulfilledFromCache)
+            Probe.countRowCacheHit(coordinator)
         case .faultRowRead(let coordinator, let inMemory):
             coordinator.count { $0.rowsRead += 1 }
             Probe.count(inMemory ? .faultFulfilledFromCache : .faultFulfilledFromStore)
