@@ -11,11 +11,9 @@ extension ManagedObject {
 
     private func performMaterialize() throws {
         guard isFaultFlag else { return }
-        guard let context = managedObjectContext else {
-            if let orphanSource { return try fulfillOrphan(orphanSource) }
-            throw ObjectGraphError(.referentialIntegrity, "the object is not registered in a context", entity: entity.name, objectID: objectID)
-        }
-        try context.fulfillFault(self)
+        if try withContext({ try $0.fulfillFault(self) }) != nil { return }
+        if let orphanSource { return try fulfillOrphan(orphanSource) }
+        throw ObjectGraphError(.referentialIntegrity, "the object is not registered in a context", entity: entity.name, objectID: objectID)
     }
 
     /// Rule 2 (recorded on Apple): an object its context dropped at reset() is a fault without a
@@ -93,7 +91,7 @@ extension ManagedObject {
     private func toOneObject(_ slot: Int) -> ManagedObject? {
         guard case .objectID(let id) = values[slot] else { return nil }
         if let held = heldObjects?.one(slot), held.objectID == id { return held }
-        guard let object = managedObjectContext?.object(with: id) else { return nil }
+        guard let object = withContext({ $0.object(with: id) }) else { return nil }
         hold(one: object, at: slot)
         return object
     }

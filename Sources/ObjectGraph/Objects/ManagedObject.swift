@@ -42,6 +42,11 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
         storedContext?._withUnsafeGuaranteedRef(body)
     }
 
+    /// ``withContext(_:)`` for a body that returns a value or throws: nil without a context.
+    @inline(__always) func withContext<R>(_ body: (ManagedObjectContext) throws -> R) rethrows -> R? {
+        try storedContext?._withUnsafeGuaranteedRef(body)
+    }
+
     /// Whether both objects are in the same context, or both in none (compared without retaining either).
     func isInSameContext(as other: ManagedObject) -> Bool {
         storedContext?.toOpaque() == other.storedContext?.toOpaque()
