@@ -35,9 +35,12 @@ import Testing
         let reader = stack.context(name: "reader")
         try reader.performAndWait {
             let items = try fetchItems(reader)
+            // Each fault keeps the row its fetch cached, and gives it up when it fires.
+            #expect(items.allSatisfy { $0.fetchedRow != nil })
             let (hits, misses) = (stack.coordinator.counters.rowCacheHits, stack.coordinator.counters.rowCacheMisses)
             let statements = stack.coordinator.counters.statements
             #expect(items.map(\.name) == (1...20).map { "item \($0)" })
+            #expect(items.allSatisfy { $0.fetchedRow == nil })
             #expect(stack.coordinator.counters.rowCacheHits - hits == 20)
             #expect(stack.coordinator.counters.rowCacheMisses == misses)
             #expect(stack.coordinator.counters.statements == statements)

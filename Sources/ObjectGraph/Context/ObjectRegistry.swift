@@ -22,7 +22,7 @@ final class ObjectRegistry {
     }
     typealias Index = Int
 
-    @exclusivity(unchecked) private var table = IDTable<Entry>(load: .half)
+    @exclusivity(unchecked) private var table = IDTable<Entry>()
     @exclusivity(unchecked) private var sweepThreshold = ObjectRegistry.minimumSweepThreshold
     /// Entries of freed objects are swept once the registry reaches this size (or twice its live size): a
     /// sweep walks every entry and rehashes the live ones, so with an import's ~1,000 objects in flight a
@@ -193,7 +193,7 @@ final class ObjectRegistry {
         if freed.count > table.count / 2 {
             // Sized for the live entries only: the old table is still allocated here (a full-size table now would
             // raise an import's memory peak by its size); a sweep reserves room once the old one is gone.
-            let rebuilt = IDTable<Entry>(minimumCapacity: table.count - freed.count, load: .half)
+            let rebuilt = IDTable<Entry>(minimumCapacity: table.count - freed.count)
             var next = 0
             table.forEachSlot { index in
                 if next < freed.count, freed[next] == index {

@@ -25,8 +25,8 @@ final class RowCache: Sendable {
     }
 
     private let entries = Mutex(IDTable<Entry>())
-    /// Counts every change, under the table's lock, of what a lookup of an existing entry returns: a row replaced, a
-    /// delete, a row forgotten. A fetch's install marks the rows that became their entries' rows with the count at
+    /// Counts every change, under the table's lock, away from an entry's row or delete: a row replaced, a delete, a
+    /// row forgotten (a row stored where the entry had none changes nothing a fault holds). A fetch's install marks the rows that became their entries' rows with the count at
     /// its end (``installRetaining(_:snapshot:)``): while the count has not moved and a fault holds its reference
     /// (so its entry stays), the entry still holds that row, and firing the fault takes it without a lookup
     /// (``holdsUnchanged(since:)``). Starts at 1: 0 marks a row not known to be its entry's.

@@ -143,8 +143,12 @@ enum ManagedValueBridge<Value> {
         case .attribute(let stored, let type):
             if let value = typed(stored, type) { return value }
         case .toOne(let related):
-            // The declared type is the object's own class, optional or not (the usual `Tag?`): no runtime cast.
-            if ObjectIdentifier(Value.self) == related.entity._optionalObjectType { return unsafeBitCast(Optional(related), to: Value.self) }
+            // The declared type is the object's own class, optional or not (the usual `Tag?`): no runtime cast. (An
+            // object of its entity's class, checked: `init(entity:insertInto:)` takes any entity.)
+            if ObjectIdentifier(Value.self) == related.entity._optionalObjectType,
+               ObjectIdentifier(type(of: related)) == ObjectIdentifier(related.entity.managedObjectClass) {
+                return unsafeBitCast(Optional(related), to: Value.self)
+            }
             if ObjectIdentifier(Value.self) == ObjectIdentifier(type(of: related)) { return unsafeBitCast(related, to: Value.self) }
             if let value = related as? Value { return value }
         case .other:

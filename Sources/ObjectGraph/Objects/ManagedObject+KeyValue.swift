@@ -11,6 +11,8 @@ extension ManagedObject {
 
     private func performMaterialize() throws {
         guard isFaultFlag else { return }
+        // The context is not retained for the call: the app holds it while it uses its objects on its queue, and
+        // `fulfillFault` calls app code (`awakeFromFetch`) last, touching nothing of the context after it.
         if try withContext({ try $0.fulfillFault(self) }) != nil { return }
         if let orphanSource { return try fulfillOrphan(orphanSource) }
         throw ObjectGraphError(.referentialIntegrity, "the object is not registered in a context", entity: entity.name, objectID: objectID)

@@ -90,7 +90,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
     /// The row cache this object holds a reference in (snapshot reference counting, semantics §2.3). Letting go
     /// of it forgets ``fetchedRow``: without the reference the entry may go and come back with another row.
     @exclusivity(unchecked) var cacheReference: RowCache? {
-        didSet { if cacheReference == nil { fetchedRow = nil } }
+        didSet { if cacheReference !== oldValue { fetchedRow = nil } }
     }
     /// The row the fetch that made this fault installed in the row cache, with the cache's change count then
     /// (``RowCache/holdsUnchanged(since:)``): while the count stands, the entry this fault references holds exactly
@@ -116,8 +116,8 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
             var many: [ManagedObject]
         }
         /// The first to-one held, kept in place (its key, or -1): most objects hold one to-one and nothing else,
-        /// and a list of entries costs them an allocation each (a fetch that reads every object's to-one paid about
-        /// 0.4k instructions per object for it). It is an entry like the others, with no to-many members.
+        /// and a list of entries costs them an allocation each (about 0.4k instructions per object in a fetch that
+        /// reads every object's to-one). It is an entry like the others, with no to-many members.
         private var inlineKey = -1
         private var inlineOne: ManagedObject?
         private var entries: [Entry] = []

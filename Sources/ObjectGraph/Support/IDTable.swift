@@ -5,19 +5,23 @@ import Synchronization
 ///
 /// A fetch, a save and the release of a chunk's objects walk rows in key order. With every key hashed on its own
 /// (Swift's `Dictionary`), each of those steps lands on a random slot: a cache miss, and a TLB miss once the table
-/// outgrows the caches (at 1M rows, a fifth of a fetch's time went to finding slots). Here the slots form groups of
+/// outgrows the caches (at 1M rows, a fifth of a fetch's time goes to finding slots so). Here the slots form groups of
 /// 16; a key's block of 16 consecutive keys is hashed to a group, and each key of the block has its own place in the
 /// group (the key's low bits, turned by the block's hash so that keys 16 apart do not all want the same place). A walk
 /// in key order reads the table in order.
 ///
 /// A key whose place is taken looks at the same place in the next group, and so on: each place of a group is its own
 /// linear-probing table, whose runs stay as short as for keys hashed one by one. (Probing slot by slot instead, the
-/// blocks run into each other, and an insert walked a whole run of blocks to know its key was absent: 0.6k
+/// blocks run into each other, and an insert walks a whole run of blocks to know its key is absent: 0.6k
 /// instructions per insert at three quarters full.)
 ///
 /// Removal leaves a marker in the slot (a lookup walks past it, an insert reuses it), where a table that closes the
-/// gap at each removal (as `Dictionary` does) moves entries: removing keys in order cost six times as much at 20k
-/// entries with blocks. The markers go at the next rehash, or at once when the next slot of the probe is empty.
+/// gap at each removal (as `Dictionary` does) moves entries: with blocks, removing keys in order costs six times as
+/// much at 20k entries. The markers go at the next rehash, or at once when the next slot of the probe is empty. A
+/// rehash that markers bring keeps the size while the entries fill at most half of what may be filled, and doubles
+/// it otherwise: a rebuild that freed only a few slots would come again a few changes later.
+///
+/// IDs are plain values (no reference counted), so their slots are never deinitialized.
 ///
 /// Not thread-safe: the row cache uses it under its lock (hence `@unchecked Sendable`, which a `Mutex` requires of what
 /// it guards), a registry on its context's queue.
@@ -37,24 +41,10 @@ final class IDTable<Value>: @unchecked Sendable {
     private var markers = 0
     /// A seed per table, so that two tables do not share their clusters (as `Dictionary` seeds each).
     private let seed: Int
-    /// How full a rehash leaves the table at most, in quarters of the slots (any table rehashes when entries and
-    /// markers fill three quarters).
-    private let quarters: Int
 
-    /// How full a rehash leaves the table at most.
-    enum Load {
-        /// Three quarters, as `Dictionary`: for large entries (the row cache's). A table that rehashes to drop its
-        /// markers keeps its size while the entries fit.
-        case threeQuarters
-        /// Half: for small entries in a table that empties and fills again often (a registry, with each chunk an
-        /// import resets and each save's moves from temporary to permanent IDs), where rehashing to the same size
-        /// each time its markers fill it costs more than the slots (1.2k instructions per imported object).
-        case half
-    }
-
-    init(minimumCapacity: Int = 0, load: Load = .threeQuarters) {
-        quarters = load == .half ? 2 : 3
-        capacity = Self.capacity(for: minimumCapacity, quarters: quarters)
+    init(minimumCapacity: Int = 0) {
+        assert(_isPOD(ManagedObjectID.self), "IDTable never deinitializes IDs")
+        capacity = Self.capacity(for: minimumCapacity)
         (control, ids, values) = Self.allocate(capacity)
         seed = IDTableSeed.next()
     }
@@ -72,10 +62,11 @@ final class IDTable<Value>: @unchecked Sendable {
         return (control, .allocate(capacity: capacity), .allocate(capacity: capacity))
     }
 
-    /// Slots for `count` entries filling at most `quarters` quarters of them; at least eight groups.
-    private static func capacity(for count: Int, quarters: Int) -> Int {
+    /// Slots for `count` entries filling at most three quarters of them (as `Dictionary` fills its table); at least
+    /// eight groups.
+    private static func capacity(for count: Int) -> Int {
         var capacity = 128
-        while capacity * quarters < count * 4 { capacity *= 2 }
+        while capacity * 3 < count * 4 { capacity *= 2 }
         return capacity
     }
 
@@ -116,8 +107,14 @@ final class IDTable<Value>: @unchecked Sendable {
 
     /// The entry at `slot` (from ``index(forKey:)`` or ``forEachSlot(_:)``), read and changed in place.
     subscript(slot slot: Int) -> Value {
-        get { values[slot] }
-        _modify { yield &values[slot] }
+        get {
+            assert(control[slot] == Self.full, "no entry at slot \(slot)")
+            return values[slot]
+        }
+        _modify {
+            assert(control[slot] == Self.full, "no entry at slot \(slot)")
+            yield &values[slot]
+        }
     }
 
     /// The ID at `slot`.
@@ -134,7 +131,10 @@ final class IDTable<Value>: @unchecked Sendable {
 
     /// The slot of `id`'s entry, inserted with `makeDefault()` when there is none.
     private func slot(for id: ManagedObjectID, _ makeDefault: () -> Value) -> Int {
-        if (count + markers + 1) * 4 > capacity * 3 { rehash(minimumCapacity: count + 1) }
+        if (count + markers + 1) * 4 > capacity * 3 {
+            // The same size while the entries fill at most half of the three quarters, else twice the slots.
+            rehash(to: (count + 1) * 8 <= capacity * 3 ? capacity : capacity * 2)
+        }
         while true {
             var i = home(id)
             var free = -1
@@ -154,13 +154,13 @@ final class IDTable<Value>: @unchecked Sendable {
             }
             // Every group's place for this key is taken (a small table): grow and look again.
             guard free >= 0 else {
-                rehash(minimumCapacity: capacity)
+                rehash(to: capacity * 2)
                 continue
             }
+            (values + free).initialize(to: makeDefault())
+            (ids + free).initialize(to: id)
             if control[free] == Self.removed { markers -= 1 }
             control[free] = Self.full
-            (ids + free).initialize(to: id)
-            (values + free).initialize(to: makeDefault())
             count += 1
             return free
         }
@@ -189,6 +189,7 @@ final class IDTable<Value>: @unchecked Sendable {
     /// Removes the entry at `slot`; returns it. Other slots keep their entries (positions stay valid).
     @discardableResult
     func remove(at slot: Int) -> Value {
+        assert(control[slot] == Self.full, "no entry at slot \(slot)")
         let value = (values + slot).move()
         count -= 1
         if control[next(slot)] == Self.empty {
@@ -207,9 +208,10 @@ final class IDTable<Value>: @unchecked Sendable {
         return value
     }
 
-    /// Room for `count` entries without a rehash.
+    /// Room for `count` entries without growing (markers may still bring a rehash at the same size).
     func reserveCapacity(_ count: Int) {
-        if Self.capacity(for: count, quarters: quarters) > capacity { rehash(minimumCapacity: count) }
+        let size = Self.capacity(for: count)
+        if size > capacity { rehash(to: size) }
     }
 
     /// Removes every entry; with `keepingCapacity`, keeps the slots.
@@ -223,7 +225,7 @@ final class IDTable<Value>: @unchecked Sendable {
             control.deallocate()
             ids.deallocate()
             values.deallocate()
-            capacity = Self.capacity(for: 0, quarters: quarters)
+            capacity = Self.capacity(for: 0)
             (control, ids, values) = Self.allocate(capacity)
         }
     }
@@ -235,10 +237,10 @@ final class IDTable<Value>: @unchecked Sendable {
         for i in 0..<capacity where control[i] == Self.full { try body(i) }
     }
 
-    /// Rebuilds the table with room for `minimumCapacity` entries and no markers.
-    private func rehash(minimumCapacity: Int) {
+    /// Rebuilds the table with `size` slots (a power of two, at least 128) and no markers.
+    private func rehash(to size: Int) {
         let (oldControl, oldIDs, oldValues, oldCapacity) = (control, ids, values, capacity)
-        var size = Self.capacity(for: Swift.max(minimumCapacity, count), quarters: quarters)
+        var size = size
         // Each entry's new slot, found before anything moves: a place full in every group (a small table) starts
         // again with twice the slots.
         var targets = [Int](repeating: -1, count: oldCapacity)
