@@ -17,6 +17,14 @@ import Testing
         }
     }
 
+    /// A store of three items and item 2 fetched as a fault in a reader context of its coordinator.
+    static func seededFault() throws -> (TestStack, ManagedObjectContext, Item) {
+        let stack = try TestStack()
+        try stack.seed(3)
+        let reader = stack.context(name: "reader")
+        return (stack, reader, try fault(2, in: reader))
+    }
+
     /// Renames item `id` in a context of `coordinator` and saves.
     static func rename(_ id: Int64, to name: String, on coordinator: PersistentStoreCoordinator) throws {
         let writer = ManagedObjectContext(concurrencyType: .privateQueue)
@@ -49,20 +57,14 @@ import Testing
 
     @Test("§2.3: a save through the same coordinator after the fetch is what the fault shows when it fires")
     func faultFiresWithTheRowASaveCachedAfterTheFetch() throws {
-        let stack = try TestStack()
-        try stack.seed(3)
-        let reader = stack.context(name: "reader")
-        let item = try Self.fault(2, in: reader)
+        let (stack, reader, item) = try Self.seededFault()
         try Self.rename(2, to: "renamed", on: stack.coordinator)
         reader.performAndWait { #expect(item.name == "renamed") }
     }
 
     @Test("§2.3, §2.4: a newer row another fetch cached after this one is what the fault shows")
     func faultFiresWithTheNewerRowAnotherFetchCached() throws {
-        let stack = try TestStack()
-        try stack.seed(3)
-        let reader = stack.context(name: "reader")
-        let item = try Self.fault(2, in: reader)
+        let (stack, reader, item) = try Self.seededFault()
         // Another coordinator on the file saves; this coordinator's cache learns of it only through a read.
         try Self.rename(2, to: "elsewhere", on: try stack.secondCoordinator())
         let other = stack.context(name: "other")
@@ -76,10 +78,7 @@ import Testing
 
     @Test("§2.3: a fault of a context with a zero staleness reads the store, not the row its fetch cached")
     func zeroStalenessReadsTheStore() throws {
-        let stack = try TestStack()
-        try stack.seed(3)
-        let reader = stack.context(name: "reader")
-        let item = try Self.fault(2, in: reader)
+        let (stack, reader, item) = try Self.seededFault()
         let misses = stack.coordinator.counters.rowCacheMisses
         reader.performAndWait {
             reader.stalenessInterval = 0
@@ -90,10 +89,7 @@ import Testing
 
     @Test("§2.3, §4: a fault whose row was deleted after the fetch finds it gone (shouldDeleteInaccessibleFaults)")
     func rowDeletedAfterTheFetchFailsTheFault() throws {
-        let stack = try TestStack()
-        try stack.seed(3)
-        let reader = stack.context(name: "reader")
-        let item = try Self.fault(2, in: reader)
+        let (stack, reader, item) = try Self.seededFault()
         let writer = stack.context(name: "writer")
         try writer.performAndWait {
             writer.delete(try #require(try fetchItems(writer, .compare("id", .equalTo, Int64(2))).first))

@@ -81,7 +81,7 @@ import SeededRandom
         Self.agree(table, expected)
         table.reserveCapacity(10_000)
         Self.agree(table, expected)
-        table.removeAll(keepingCapacity: true)
+        table.removeAll()
         Self.agree(table, [:])
     }
 }

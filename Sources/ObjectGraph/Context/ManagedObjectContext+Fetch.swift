@@ -286,6 +286,9 @@ extension ManagedObjectContext {
         // Rule 21.6 (semantics §2.3): Apple's shouldRefreshRefetchedObjects leaves loaded objects as they
         // are (FB7419788, the default `.coreData`); only the documented way refreshes them.
         let refreshes = request.shouldRefreshRefetchedObjects && request.refetchedObjectsRefresh == .documented
+        // A fault of a top-level context keeps the row its fetch installed, for as long as the cache keeps it
+        // unchanged (ManagedObjectContext.cachedFetchedRow). Decided once: `parent` retains a context per read.
+        let keepsFetchedRows = parent == nil && request.returnsObjectsAsFaults
         result.reserveCapacity(entries.count)
         let prepared = registry.prepareForInserting(entries.count)
         // Each entry is read in place: a copy of it would retain and release its row's values, a cache miss per
@@ -316,9 +319,7 @@ extension ManagedObjectContext {
             if let cache, !id.isTemporaryID {
                 if !entries[i].retained { cache.retain(id) }
                 object.cacheReference = cache
-                // A fault of a top-level context keeps the row its fetch installed, for as long as the cache keeps it
-                // unchanged (ManagedObjectContext.cachedFetchedRow).
-                if entries[i].cachedAt != 0, parent == nil, request.returnsObjectsAsFaults, let row = entries[i].row {
+                if keepsFetchedRows, entries[i].cachedAt != 0, let row = entries[i].row {
                     object.fetchedRow = (row, entries[i].cachedAt)
                 }
             } else if entries[i].retained {

@@ -214,20 +214,16 @@ final class IDTable<Value>: @unchecked Sendable {
         if size > capacity { rehash(to: size) }
     }
 
-    /// Removes every entry; with `keepingCapacity`, keeps the slots.
-    func removeAll(keepingCapacity: Bool = false) {
+    /// Removes every entry and gives back the slots.
+    func removeAll() {
         destroyEntries()
         count = 0
         markers = 0
-        if keepingCapacity {
-            control.initialize(repeating: Self.empty, count: capacity)
-        } else {
-            control.deallocate()
-            ids.deallocate()
-            values.deallocate()
-            capacity = Self.capacity(for: 0)
-            (control, ids, values) = Self.allocate(capacity)
-        }
+        control.deallocate()
+        ids.deallocate()
+        values.deallocate()
+        capacity = Self.capacity(for: 0)
+        (control, ids, values) = Self.allocate(capacity)
     }
 
     /// Calls `body` with the slot of every entry, in slot order (never an order that work or output depends on:
