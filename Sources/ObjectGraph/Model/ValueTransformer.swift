@@ -88,14 +88,20 @@ open class NSSecureUnarchiveFromDataTransformer: ValueTransformer, @unchecked Se
          NSUUID.self, NSNull.self]
     }
 
-    /// The classes accepted: the allowed ones, their mutable variants and the class of a Boolean `NSNumber`.
-    private var acceptedClasses: [AnyClass] {
+    /// The classes accepted: the allowed ones, their mutable variants and the class of a Boolean `NSNumber`; and
+    /// their names, as an archive names them. Made once: every read of a Transformable transforms back.
+    private let acceptedClasses: [AnyClass]
+    private let acceptedNames: Set<String>
+
+    public override init() {
         let allowed = Self.allowedTopLevelClasses
         let variants: [(AnyClass, AnyClass)] = [
             (NSArray.self, NSMutableArray.self), (NSDictionary.self, NSMutableDictionary.self), (NSSet.self, NSMutableSet.self),
             (NSString.self, NSMutableString.self), (NSData.self, NSMutableData.self), (NSNumber.self, type(of: true as NSNumber)),
         ]
-        return allowed + variants.filter { pair in allowed.contains { $0 == pair.0 } }.map(\.1)
+        acceptedClasses = allowed + variants.filter { pair in allowed.contains { $0 == pair.0 } }.map(\.1)
+        acceptedNames = Set(acceptedClasses.map { NSStringFromClass($0) })
+        super.init()
     }
 
     open override func transformedValue(_ value: Any?) -> Any? {
@@ -105,8 +111,7 @@ open class NSSecureUnarchiveFromDataTransformer: ValueTransformer, @unchecked Se
 
     open override func reverseTransformedValue(_ value: Any?) -> Any? {
         guard let data = value as? Data else { return nil }
-        let accepted = acceptedClasses
-        let names = Set(accepted.map { NSStringFromClass($0) })
+        let (accepted, names) = (acceptedClasses, acceptedNames)
         guard let archive = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil) as? [String: Any],
               let objects = archive["$objects"] as? [Any],
               objects.allSatisfy({ object in

@@ -32,15 +32,20 @@ struct SQLiteExternalData {
     }
 
     /// What the column keeps for `value`: nil stays NULL; data gets its marker, and goes to a new file (recorded in
-    /// `changes`) when larger than ``threshold`` and `files` allows it.
-    func rowValue(_ value: PropertyValue, files: Bool, changes: inout Changes) throws -> PropertyValue {
+    /// `changes`) when larger than ``threshold``.
+    func rowValue(_ value: PropertyValue, changes: inout Changes) throws -> PropertyValue {
         guard case .data(let data) = value else { return value }
-        guard files, data.count > Self.threshold else { return .data(Data([Self.inlineMarker]) + data) }
+        guard data.count > Self.threshold else { return .data(Data([Self.inlineMarker]) + data) }
         let name = UUID().uuidString
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try data.write(to: directory.appendingPathComponent(name), options: .atomic)
         changes.written.append(name)
         return .data(Data([Self.externalMarker]) + Data(name.utf8))
+    }
+
+    /// The values of a decoded row's external-storage `slots`, read from what their columns hold.
+    func resolve(_ values: inout [PropertyValue], slots: [Int]) {
+        for slot in slots { values[slot] = value(ofColumn: values[slot]) }
     }
 
     /// The value a column holds: the inline bytes, or the file's; nil when the file is missing.

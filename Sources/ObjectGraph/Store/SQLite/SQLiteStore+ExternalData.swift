@@ -10,7 +10,7 @@ extension SQLiteStore {
         var request = request
         for i in request.inserts.indices {
             for slot in request.inserts[i].id.entity.externalStorageSlots where slot < request.inserts[i].values.count {
-                request.inserts[i].values[slot] = try externalData.rowValue(request.inserts[i].values[slot], files: true, changes: &changes)
+                request.inserts[i].values[slot] = try externalData.rowValue(request.inserts[i].values[slot], changes: &changes)
             }
         }
         for i in request.updates.indices {
@@ -19,7 +19,7 @@ extension SQLiteStore {
             if slots.isEmpty { continue }
             changes.replaced += try externalFileNames(of: update.id, slots: slots)
             for slot in slots {
-                request.updates[i].values[slot] = try externalData.rowValue(update.values[slot], files: true, changes: &changes)
+                request.updates[i].values[slot] = try externalData.rowValue(update.values[slot], changes: &changes)
             }
         }
         for delete in request.deletes where !delete.id.entity.externalStorageSlots.isEmpty {

@@ -347,7 +347,7 @@ final class SQLiteStore: PersistentStore {
     private func decodeRow(_ statement: SQLiteStatement, shape: RowShape, offset: Int) -> [PropertyValue] {
         var values = decodeRow(statement, types: shape.types, destinations: shape.destinations, offset: offset)
         if !shape.references.isEmpty { concreteReferences(&values, statement, shape.references, columns: (offset + shape.types.count)...) }
-        if !shape.external.isEmpty, let externalData { for slot in shape.external { values[slot] = externalData.value(ofColumn: values[slot]) } }
+        if !shape.external.isEmpty, let externalData { externalData.resolve(&values, slots: shape.external) }
         return values
     }
 
@@ -416,9 +416,7 @@ final class SQLiteStore: PersistentStore {
             values.append(statement.isNull(at: col) ? .null : decodeValue(statement, at: col, type: types[i], destination: destinations[i]))
         }
         if !entity.entityColumnSlots.isEmpty { concreteReferences(&values, statement, entity.entityColumnSlots, columns: layout.entityColumns) }
-        if !entity.externalStorageSlots.isEmpty, let externalData {
-            for slot in entity.externalStorageSlots { values[slot] = externalData.value(ofColumn: values[slot]) }
-        }
+        if !entity.externalStorageSlots.isEmpty, let externalData { externalData.resolve(&values, slots: entity.externalStorageSlots) }
         return values
     }
 
