@@ -2,10 +2,12 @@ import Foundation
 
 /// One result of a fetch at some level of the context chain.
 package struct FetchEntry {
+    // Declared in this order, the flag takes the padding after the ID's 20 bytes: 48 bytes an entry, not 56 (a
+    // struct lays its fields out as declared).
     var id: ManagedObjectID
-    var row: RowSnapshot?
     /// Whether the entry holds a row-cache reference that an object adopts or that is released.
     var retained: Bool
+    var row: RowSnapshot?
     /// The row cache's change count under which `row` is its entry's row (``RowCache/installRetaining(_:snapshot:)``);
     /// 0 when not known.
     var cachedAt: UInt64 = 0
@@ -34,8 +36,8 @@ extension ManagedObjectContext {
         assertOnQueue()
         let entity = try entity(for: request)
         let batching = request.fetchBatchSize > 0 && parent == nil
-        let entries = try fetchEntries(request, entity: entity, idsOnly: !request.includesPropertyValues || batching)
-        let objects = objects(for: entries, request: request)
+        var entries = try fetchEntries(request, entity: entity, idsOnly: !request.includesPropertyValues || batching)
+        let objects = objects(for: &entries, request: request)
         if batching {
             var start = 0
             while start < objects.count {
@@ -277,8 +279,10 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Turns entries into registered objects, adopting their row-cache references.
-    func objects(for entries: [FetchEntry], request: FetchRequest) -> [ManagedObject] {
+    /// Turns entries into registered objects, adopting their row-cache references. A fault that keeps its fetched
+    /// row takes it out of its entry: moved, not copied, so neither the copy nor the entries' release later touches
+    /// the row's values (a cache miss each once a large fetch's rows have left the caches).
+    func objects(for entries: inout [FetchEntry], request: FetchRequest) -> [ManagedObject] {
         let cache = persistentStoreCoordinator?.rowCache
         var releases: [ManagedObjectID] = []
         var result: [ManagedObject] = []
@@ -292,8 +296,7 @@ extension ManagedObjectContext {
         result.reserveCapacity(entries.count)
         let prepared = registry.prepareForInserting(entries.count)
         // Each entry is read in place: a copy of it would retain and release its row's values, a cache miss per
-        // row once a large fetch's rows have left the caches (the object reads its row from the row cache when it
-        // fires, not from here).
+        // row once a large fetch's rows have left the caches.
         for i in entries.indices {
             let id = entries[i].id
             if let existing = registry[id] {
@@ -319,7 +322,7 @@ extension ManagedObjectContext {
             if let cache, !id.isTemporaryID {
                 if !entries[i].retained { cache.retain(id) }
                 object.cacheReference = cache
-                if keepsFetchedRows, entries[i].cachedAt != 0, let row = entries[i].row {
+                if keepsFetchedRows, entries[i].cachedAt != 0, let row = entries[i].row.take() {
                     object.fetchedRow = (row, entries[i].cachedAt)
                 }
             } else if entries[i].retained {
@@ -384,14 +387,14 @@ extension ManagedObjectContext {
                 guard !sources.isEmpty else { continue }
                 var request = FetchRequest(entityName: destination.name)
                 request.predicate = .in(relationship.inverseName, sources.map(\.objectID))
-                let entries = try coordinator.fetchRows(request, entity: destination, idsOnly: false, generation: try readGeneration())
+                var entries = try coordinator.fetchRows(request, entity: destination, idsOnly: false, generation: try readGeneration())
                 var bySource: [ManagedObjectID: Set<ManagedObjectID>] = [:]
                 for entry in entries {
                     if case .objectID(let owner)? = entry.row?.values[inverseSlot] { bySource[owner, default: []].insert(entry.id) }
                 }
                 var materialize = FetchRequest(entityName: destination.name)
                 materialize.returnsObjectsAsFaults = false
-                let members = self.objects(for: entries, request: materialize)
+                let members = self.objects(for: &entries, request: materialize)
                 let byID = Dictionary(members.map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
                 for source in sources {
                     let ids = bySource[source.objectID] ?? []

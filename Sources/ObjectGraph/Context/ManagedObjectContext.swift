@@ -654,8 +654,7 @@ public final class ManagedObjectContext: @unchecked Sendable {  // every mutable
     /// in. Only a context with a coordinator of its own gives its faults a row, and such a context never gets a
     /// parent.
     private func cachedFetchedRow(of object: ManagedObject) throws -> RowSnapshot? {
-        guard let fetched = object.fetchedRow else { return nil }
-        object.fetchedRow = nil
+        guard let fetched = object.fetchedRow.take() else { return nil }
         guard stalenessInterval < 0, let cache = object.cacheReference, cache.holdsUnchanged(since: fetched.cachedAt),
               let coordinator = unretainedCoordinator, coordinator._withUnsafeGuaranteedRef({ $0.rowCache === cache }),
               try readGeneration() == nil else { return nil }

@@ -424,7 +424,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
 
     /// Fills a fault from a row. Objects the fault already held (a to-many read while it was a fault) stay held:
     /// filling must not forget relationship targets (Rule 1); only to-ones the new row does not name go.
-    func fill(from row: RowSnapshot) {
+    func fill(from row: consuming RowSnapshot) {
         if heldObjects != nil {
             heldObjects!.pruneToOnes(row.values)
             if heldObjects!.isEmpty { heldObjects = nil }
@@ -432,7 +432,7 @@ open class ManagedObject: Hashable {  // not Sendable, like NSManagedObject: pas
         isFaultFlag = false
         fetchedRow = nil
         values = row.values
-        original = row
+        original = consume row
         changedSlots = []
         if toMany.count != entity.toManyRelationships.count {
             toMany = Array(repeating: nil, count: entity.toManyRelationships.count)

@@ -1,0 +1,14 @@
+import Testing
+@testable import ObjectGraph
+
+// Sizes the fetch path depends on: every byte of a per-row structure is memory a large fetch touches for the first
+// time (Benchmarks/README.md, "fetch 100k and fire"). A struct lays its fields out in the order they are declared.
+@Suite struct LayoutTests {
+    @Test func anObjectIDTakesTwentyBytes() {
+        #expect(MemoryLayout<ManagedObjectID>.size == 20)
+    }
+
+    @Test func aFetchEntryKeepsItsFlagInTheIDsPadding() {
+        #expect(MemoryLayout<FetchEntry>.stride == 48)
+    }
+}
