@@ -11,4 +11,8 @@ import Testing
     @Test func aFetchEntryKeepsItsFlagInTheIDsPadding() {
         #expect(MemoryLayout<FetchEntry>.stride == 48)
     }
+
+    @Test func aRowCacheEntryKeepsItsCountAndFlagInOneWord() {
+        #expect(RowCache.entryStride == 48)
+    }
 }

@@ -11,18 +11,23 @@ final class RowCache: Sendable {
         case miss
     }
 
+    // The count and the flag are declared last, sharing a word: 48 bytes an entry, not 56 (a struct lays its fields
+    // out as declared). A large fetch's first install touches the table's memory page by page.
     private struct Entry {
         var row: RowSnapshot?
-        var deleted = false
         var timestamp: UInt64 = 0
-        var references = 0
         /// The newest version this entry held, kept when the row is forgotten (``invalidate(_:)``): no older row
         /// is cached again while the entry lives. 0 after a delete.
         var newest: Int64 = 0
         /// The ``generation`` of the last authoritative change of this entry (a save's rows, a delete, a conflict's
         /// database row): a read whose snapshot began before it leaves the entry's row alone.
         var writtenAt: UInt64 = 0
+        var references: Int32 = 0
+        var deleted = false
     }
+
+    /// The bytes an entry takes in the table.
+    static var entryStride: Int { MemoryLayout<Entry>.stride }
 
     private let entries = Mutex(IDTable<Entry>())
     /// Counts every change, under the table's lock, away from an entry's row or delete: a row replaced, a delete, a
@@ -295,7 +300,7 @@ final class RowCache: Sendable {
         // Sized for new entries only with `retain`: the rows a save holds without it are updates, cached already or
         // not at all, and reserving room for all of them rehashed the whole table (0.5M cache misses in a save of 100k).
         if retain { withTable { $0.reserveCapacity($0.count + count) } }
-        let references = (retain ? 1 : 0) + (holding ? 1 : 0)
+        let references: Int32 = (retain ? 1 : 0) + (holding ? 1 : 0)
         var stamp = Stamp.authoritative(0)
         // The reads under way are looked at again with each hold of the lock.
         inBatches(rows, atEachHold: { stamp = self.stamp(generation) }) { table, element in
@@ -385,7 +390,7 @@ final class RowCache: Sendable {
     /// Stores `row` in `entry` as the rules below allow. `stored`: the entry holds `row` now; `replaced`: it
     /// changed what a lookup of an entry that had a row or a delete returns (counted by ``noteChange()``).
     @discardableResult
-    private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, references: Int, stamp: Stamp, id: ManagedObjectID? = nil) -> (stored: Bool, replaced: Bool) {
+    private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, references: Int32, stamp: Stamp, id: ManagedObjectID? = nil) -> (stored: Bool, replaced: Bool) {
         entry.references += references
         switch stamp {
         case .read(let snapshot, let departed):
