@@ -2,7 +2,8 @@ import Testing
 @testable import ObjectGraph
 
 // Sizes the fetch path depends on: every byte of a per-row structure is memory a large fetch touches for the first
-// time (Benchmarks/README.md, "fetch 100k and fire"). A struct lays its fields out in the order they are declared.
+// time (Benchmarks/README.md, "fetch 100k as faults and fire them"). Swift lays a struct's fields out in the order
+// they are declared (what the compiler does, not a promise of the language: these tests say when it changes).
 @Suite struct LayoutTests {
     @Test func anObjectIDTakesTwentyBytes() {
         #expect(MemoryLayout<ManagedObjectID>.size == 20)

@@ -2,8 +2,8 @@ import Foundation
 
 /// One result of a fetch at some level of the context chain.
 package struct FetchEntry {
-    // Declared in this order, the flag takes the padding after the ID's 20 bytes: 48 bytes an entry, not 56 (a
-    // struct lays its fields out as declared).
+    // Declared in this order, the flag takes the padding after the ID's 20 bytes: 48 bytes an entry (56 in another
+    // order; LayoutTests).
     var id: ManagedObjectID
     /// Whether the entry holds a row-cache reference that an object adopts or that is released.
     var retained: Bool
@@ -279,9 +279,10 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Turns entries into registered objects, adopting their row-cache references. A fault that keeps its fetched
-    /// row takes it out of its entry: moved, not copied, so neither the copy nor the entries' release later touches
-    /// the row's values (a cache miss each once a large fetch's rows have left the caches).
+    /// Turns entries into registered objects, adopting their row-cache references. A row an object keeps (a fault's
+    /// fetched row, or the values of an object filled at once) is taken out of its entry: moved, not copied, so
+    /// neither the copy nor the entries' release later touches the row's values (a cache miss each once a large
+    /// fetch's rows have left the caches). The entries' rows are not read afterwards.
     func objects(for entries: inout [FetchEntry], request: FetchRequest) -> [ManagedObject] {
         let cache = persistentStoreCoordinator?.rowCache
         var releases: [ManagedObjectID] = []
@@ -306,7 +307,7 @@ extension ManagedObjectContext {
                 }
                 // Rule 11 (semantics §4): returnsObjectsAsFaults = false materializes what it returns,
                 // registered faults included, from the row it read; loaded objects stay as they are.
-                if existing.isFaultFlag, !request.returnsObjectsAsFaults, let row = entries[i].row {
+                if existing.isFaultFlag, !request.returnsObjectsAsFaults, let row = entries[i].row.take() {
                     existing.faultBatch = nil
                     existing.fill(from: row)
                     existing.awakeFromFetch()
@@ -329,7 +330,7 @@ extension ManagedObjectContext {
                 releases.append(id)
             }
             register(object)
-            if !request.returnsObjectsAsFaults, let row = entries[i].row {
+            if !request.returnsObjectsAsFaults, let row = entries[i].row.take() {
                 object.fill(from: row)
                 object.awakeFromFetch()
             }
@@ -389,8 +390,8 @@ extension ManagedObjectContext {
                 request.predicate = .in(relationship.inverseName, sources.map(\.objectID))
                 var entries = try coordinator.fetchRows(request, entity: destination, idsOnly: false, generation: try readGeneration())
                 var bySource: [ManagedObjectID: Set<ManagedObjectID>] = [:]
-                for entry in entries {
-                    if case .objectID(let owner)? = entry.row?.values[inverseSlot] { bySource[owner, default: []].insert(entry.id) }
+                for i in entries.indices {
+                    if case .objectID(let owner)? = entries[i].row?.values[inverseSlot] { bySource[owner, default: []].insert(entries[i].id) }
                 }
                 var materialize = FetchRequest(entityName: destination.name)
                 materialize.returnsObjectsAsFaults = false

@@ -11,8 +11,8 @@ final class RowCache: Sendable {
         case miss
     }
 
-    // The count and the flag are declared last, sharing a word: 48 bytes an entry, not 56 (a struct lays its fields
-    // out as declared). A large fetch's first install touches the table's memory page by page.
+    // The count and the flag are declared last, sharing a word: 48 bytes an entry (56 in another order;
+    // LayoutTests). A large fetch's first install touches the table's memory page by page.
     private struct Entry {
         var row: RowSnapshot?
         var timestamp: UInt64 = 0
@@ -26,7 +26,7 @@ final class RowCache: Sendable {
         var deleted = false
     }
 
-    /// The bytes an entry takes in the table.
+    /// The bytes an entry takes in the table (for LayoutTests).
     static var entryStride: Int { MemoryLayout<Entry>.stride }
 
     private let entries = Mutex(IDTable<Entry>())
