@@ -307,12 +307,12 @@ final class RowCache: Sendable {
             let (id, row) = element
             if retain {
                 // One hash lookup per row: the entry is created or updated in place.
-                if Self.store(row, now: now, in: &table[id, default: Entry()], references: references, stamp: stamp, id: id).replaced { noteChange() }
+                store(row, now: now, in: &table[id, default: Entry()], references: references, stamp: stamp, id: id)
             } else if holding {
                 // One hash lookup per row for the install and the notification's reference.
                 self.storeReferenced(row, now: now, in: &table[id, default: Entry()], stamp: stamp, id: id)
             } else if let i = table.index(forKey: id), table[slot: i].references > 0 {
-                if Self.store(row, now: now, in: &table[slot: i], references: 0, stamp: stamp, id: id).replaced { noteChange() }
+                store(row, now: now, in: &table[slot: i], references: 0, stamp: stamp, id: id)
             } else if case .authoritative(let g) = stamp, activeReads.load(ordering: .sequentiallyConsistent) > 0 {
                 departing(CollectionOfOne((id, g)))
             }
@@ -323,7 +323,7 @@ final class RowCache: Sendable {
     /// change recorded otherwise), then one reference more on it.
     private func storeReferenced(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, stamp: Stamp, id: ManagedObjectID) {
         if entry.references > 0 {
-            if Self.store(row, now: now, in: &entry, references: 0, stamp: stamp, id: id).replaced { noteChange() }
+            store(row, now: now, in: &entry, references: 0, stamp: stamp, id: id)
         } else if case .authoritative(let g) = stamp, activeReads.load(ordering: .sequentiallyConsistent) > 0 {
             departing(CollectionOfOne((id, g)))
         }
@@ -377,20 +377,17 @@ final class RowCache: Sendable {
         }) { table, i in
             guard let row = rows[i].row else { return }
             let id = rows[i].id
-            let outcome = Self.store(row, now: now, in: &table[id, default: Entry()], references: 1, stamp: stamp, id: id)
-            if outcome.replaced {
-                noteChange()
-                expected &+= 1
-            }
+            let outcome = store(row, now: now, in: &table[id, default: Entry()], references: 1, stamp: stamp, id: id)
+            if outcome.replaced { expected &+= 1 }
             if outcome.stored { rows[i].cachedAt = 1 }
         }
         for i in rows.indices where rows[i].cachedAt != 0 { rows[i].cachedAt = undisturbed ? expected : 0 }
     }
 
     /// Stores `row` in `entry` as the rules below allow. `stored`: the entry holds `row` now; `replaced`: it
-    /// changed what a lookup of an entry that had a row or a delete returns (counted by ``noteChange()``).
+    /// changed what a lookup of an entry that had a row or a delete returns, which is counted here (``noteChange()``).
     @discardableResult
-    private static func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, references: Int32, stamp: Stamp, id: ManagedObjectID? = nil) -> (stored: Bool, replaced: Bool) {
+    private func store(_ row: RowSnapshot, now: UInt64, in entry: inout Entry, references: Int32, stamp: Stamp, id: ManagedObjectID? = nil) -> (stored: Bool, replaced: Bool) {
         entry.references += references
         switch stamp {
         case .read(let snapshot, let departed):
@@ -410,6 +407,7 @@ final class RowCache: Sendable {
         // takes any row (an Overwrite resurrects a deleted row at version 1); a forgotten one none older than it had.
         if row.version < entry.newest { return (false, false) }
         let replaced = entry.row != nil || entry.deleted
+        if replaced { noteChange() }
         entry.newest = row.version
         entry.row = row
         entry.deleted = false

@@ -332,7 +332,7 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         case .storeReads: queried = loose.filter { reading.contains(faults[$0].objectID) }
         case .all: queried = loose
         }
-        guard let objects = fetchAmong(Self.inKeyOrder(queried.map { faults[$0].objectID }), limit: limit, inKeyOrder: true) else { return nil }
+        guard let objects = fetchAmong(queried.map { faults[$0].objectID }, limit: limit) else { return nil }
         let found = Set(objects.map(\.objectID))
         var kept = [Bool](repeating: true, count: faults.count)
         for i in queried where found.isEmpty || !found.contains(faults[i].objectID) { kept[i] = false }
@@ -368,9 +368,9 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
         return queryingStoreReads < firing ? .storeReads : .none
     }
 
-    /// `ids` in the order ``fetchAmong(_:limit:)``'s stable sort leaves IDs given in ID order: by key, equal keys
-    /// in ID order, without sorting by the slower ID order first. The IDs one save inserted are a run of distinct,
-    /// consecutive keys: those are placed by key in one pass; any other list is sorted.
+    /// `ids` by key, equal keys (IDs of other entities) in ID order, whatever order they come in (a set's
+    /// included). The IDs one save inserted are a run of distinct, consecutive keys: those are placed by key in one
+    /// pass; any other list is sorted.
     private static func inKeyOrder(_ ids: [ManagedObjectID]) -> [ManagedObjectID] {
         var low = Int64.max, high = Int64.min
         for id in ids {
@@ -396,9 +396,9 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// The objects among `ids` that match the predicate (with `limit`, the first `limit` of each chunk in sort
     /// order), one query per 500 IDs; nil when a query fails. In key order, so that each chunk is a run of keys
     /// the store can query as a range (the IDs one save inserted are consecutive), with the same statement text
-    /// each time. `inKeyOrder`: `ids` are in that order already.
-    private func fetchAmong(_ ids: [ManagedObjectID], limit: Int = 0, inKeyOrder: Bool = false) -> [ManagedObject]? {
-        let ids = inKeyOrder ? ids : ids.sorted(by: Self.keyOrder)
+    /// each time.
+    private func fetchAmong(_ ids: [ManagedObjectID], limit: Int = 0) -> [ManagedObject]? {
+        let ids = Self.inKeyOrder(ids)
         var found: [ManagedObject] = []
         for start in stride(from: 0, to: ids.count, by: 500) {
             let chunk = ids[start..<min(start + 500, ids.count)]
@@ -420,10 +420,6 @@ public final class FetchedResultsController: @unchecked Sendable {  // used on i
     /// A total order on IDs that does not depend on addresses: permanent before temporary, then by store and key.
     private static func idOrder(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
         (a.isTemporaryID ? 1 : 0, a.storeNumber, a.key, a.entity.name) < (b.isTemporaryID ? 1 : 0, b.storeNumber, b.key, b.entity.name)
-    }
-
-    private static func keyOrder(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
-        (a.primaryKey ?? .min) < (b.primaryKey ?? .min)
     }
 
     /// Semantics §5 and Rule 10: a merge's updated objects that it did not refresh (it refreshes only loaded
